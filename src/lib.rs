@@ -1,0 +1,9 @@
+//! gpuwmm: expose weak-memory bugs in CUDA applications and harden them.
+//!
+//! The library is layered so that each layer only looks down:
+//! - [`ptx`]: a PTX parser, printer and the instrumentation passes (pure functions over the IR);
+//! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
+//! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
+
+pub mod ptx;
+pub mod toolchain;

@@ -1,0 +1,1 @@
+//! PTX intermediate representation, parser, printer and passes.

@@ -1,0 +1,1 @@
+//! CUDA toolchain discovery (NVRTC, ptxas, cuobjdump).
