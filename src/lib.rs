@@ -5,5 +5,6 @@
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
+pub mod backend;
 pub mod ptx;
 pub mod toolchain;
