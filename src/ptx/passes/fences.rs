@@ -1,0 +1,407 @@
+//! Fence sites, fence insertion and fence stripping.
+//!
+//! Empirical fence insertion starts from a fence after every access that may touch global memory
+//! and removes fences while the application stays correct under stress. This module finds those
+//! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
+//! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
+
+use crate::ptx::ir::{Function, Instruction, Loc, Module, SourcePos, Statement};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// How fine-grained candidate sites are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Granularity {
+    /// One site per PTX access instruction.
+    Instruction,
+    /// One site per source line (the outer frame of inlined code): all accesses a line compiles
+    /// to share a site, as in the paper's counts.
+    #[default]
+    SourceLine,
+}
+
+/// A file and line of the application's source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
+}
+
+impl fmt::Display for SourceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One access instruction after which a fence may go.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Access {
+    /// Index of the instruction's statement in its function's body.
+    pub statement: usize,
+    /// The instruction, as PTX text.
+    pub ptx: String,
+    /// The innermost source line (inside an inlined function, if any).
+    pub inner: Option<SourceLine>,
+}
+
+/// A candidate fence site: one or more accesses that get a fence after each of them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FenceSite {
+    /// Position in module order, starting at 0; stable for a given module and granularity.
+    pub id: usize,
+    pub function: String,
+    /// The source line of the outer frame (the line of the function the access was inlined into).
+    pub source: Option<SourceLine>,
+    pub accesses: Vec<Access>,
+}
+
+/// The fence instruction inserted at a site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum FenceKind {
+    #[default]
+    #[serde(rename = "fence.sc.gpu")]
+    ScGpu,
+    #[serde(rename = "membar.gl")]
+    MembarGl,
+    #[serde(rename = "fence.acq_rel.gpu")]
+    AcqRelGpu,
+    #[serde(rename = "membar.cta")]
+    MembarCta,
+    #[serde(rename = "fence.sc.sys")]
+    ScSys,
+}
+
+impl FenceKind {
+    pub const ALL: [FenceKind; 5] = [
+        FenceKind::ScGpu,
+        FenceKind::MembarGl,
+        FenceKind::AcqRelGpu,
+        FenceKind::MembarCta,
+        FenceKind::ScSys,
+    ];
+
+    /// The PTX opcode.
+    pub fn opcode(self) -> &'static str {
+        match self {
+            FenceKind::ScGpu => "fence.sc.gpu",
+            FenceKind::MembarGl => "membar.gl",
+            FenceKind::AcqRelGpu => "fence.acq_rel.gpu",
+            FenceKind::MembarCta => "membar.cta",
+            FenceKind::ScSys => "fence.sc.sys",
+        }
+    }
+}
+
+impl fmt::Display for FenceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.opcode())
+    }
+}
+
+impl FromStr for FenceKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FenceKind::ALL
+            .into_iter()
+            .find(|k| k.opcode() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = FenceKind::ALL.iter().map(|k| k.opcode()).collect();
+                format!("unknown fence kind '{s}' (expected one of: {})", names.join(", "))
+            })
+    }
+}
+
+/// Every candidate fence site of the module, in module order.
+pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> {
+    let mut sites = Vec::new();
+    for function in module.functions() {
+        for (source, accesses) in function_accesses(module, function, granularity) {
+            sites.push(FenceSite {
+                id: sites.len(),
+                function: function.name.clone(),
+                source,
+                accesses,
+            });
+        }
+    }
+    sites
+}
+
+/// The accesses of one function, grouped by site, in order of first appearance.
+fn function_accesses(
+    module: &Module,
+    function: &Function,
+    granularity: Granularity,
+) -> Vec<(Option<SourceLine>, Vec<Access>)> {
+    let mut groups: Vec<(Option<SourceLine>, Vec<Access>)> = Vec::new();
+    let mut by_line: BTreeMap<SourceLine, usize> = BTreeMap::new();
+    let mut tracker = LocTracker::default();
+    for (index, statement) in function.body.iter().flatten().enumerate() {
+        let instruction = match statement {
+            Statement::Loc(loc) => {
+                tracker.see(loc);
+                continue;
+            }
+            Statement::Instruction(i) => i,
+            _ => continue,
+        };
+        if !instruction.memory_access().is_some_and(|a| a.may_be_global()) {
+            continue;
+        }
+        let access = Access {
+            statement: index,
+            ptx: crate::ptx::print::instruction_text(instruction),
+            inner: tracker.inner.and_then(|p| source_line(module, p)),
+        };
+        let outer = tracker.outer.and_then(|p| source_line(module, p));
+        let group = match (&outer, granularity) {
+            (Some(line), Granularity::SourceLine) => by_line.get(line).copied(),
+            _ => None,
+        };
+        match group {
+            Some(g) => groups[g].1.push(access),
+            None => {
+                if let (Some(line), Granularity::SourceLine) = (&outer, granularity) {
+                    by_line.insert(line.clone(), groups.len());
+                }
+                groups.push((outer, vec![access]));
+            }
+        }
+    }
+    groups
+}
+
+/// Follows `.loc` directives through a body: the innermost position, and the outer frame (the
+/// most recent position that is not inside inlined code, else the `inlined_at` call site).
+#[derive(Default)]
+struct LocTracker {
+    inner: Option<SourcePos>,
+    outer: Option<SourcePos>,
+}
+
+impl LocTracker {
+    fn see(&mut self, loc: &Loc) {
+        self.inner = Some(loc.at);
+        match loc.inlined_at {
+            None => self.outer = Some(loc.at),
+            Some(call_site) => {
+                if self.outer.is_none() {
+                    self.outer = Some(call_site);
+                }
+            }
+        }
+    }
+}
+
+fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
+    if pos.line == 0 {
+        return None;
+    }
+    Some(SourceLine {
+        file: module.file_path(pos.file)?.to_string(),
+        line: pos.line,
+    })
+}
+
+/// Inserts a `kind` fence after every access of the given sites. A guarded access gets a fence
+/// with the same guard, so the fence executes exactly when the access does.
+pub fn insert_fences(module: &Module, sites: &[&FenceSite], kind: FenceKind) -> Module {
+    let mut module = module.clone();
+    for function in module.functions_mut() {
+        let mut after: Vec<usize> = sites
+            .iter()
+            .filter(|s| s.function == function.name)
+            .flat_map(|s| s.accesses.iter().map(|a| a.statement))
+            .collect();
+        after.sort_unstable();
+        after.dedup();
+        let Some(body) = function.body.as_mut() else {
+            continue;
+        };
+        for &index in after.iter().rev() {
+            let guard = match &body[index] {
+                Statement::Instruction(i) => i.guard.clone(),
+                _ => continue,
+            };
+            let mut fence = Instruction::synthetic(kind.opcode(), Vec::new());
+            fence.guard = guard;
+            body.insert(index + 1, Statement::Instruction(fence));
+        }
+    }
+    module
+}
+
+/// The number of fences [`insert_fences`] adds for these sites.
+pub fn fence_count(sites: &[&FenceSite]) -> usize {
+    sites.iter().map(|s| s.accesses.len()).sum()
+}
+
+/// Removes every ordering fence (`membar.*`, `fence.sc.*`, `fence.acq_rel.*`); proxy fences stay.
+/// Returns the stripped module and how many fences were removed.
+pub fn strip_fences(module: &Module) -> (Module, usize) {
+    let mut module = module.clone();
+    let mut removed = 0;
+    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
+        let before = body.len();
+        body.retain(|s| !matches!(s, Statement::Instruction(i) if i.fence().is_some()));
+        removed += before - body.len();
+    }
+    (module, removed)
+}
+
+/// Parses a site selection: `all`, `none`, or a list of ids and ranges such as `0,2,5-7`.
+pub fn select_sites<'a>(sites: &'a [FenceSite], spec: &str) -> Result<Vec<&'a FenceSite>, String> {
+    match spec.trim() {
+        "all" => return Ok(sites.iter().collect()),
+        "none" => return Ok(Vec::new()),
+        _ => {}
+    }
+    let mut ids = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_id(a)?, parse_id(b)?),
+            None => (parse_id(part)?, parse_id(part)?),
+        };
+        if lo > hi {
+            return Err(format!("empty range '{part}'"));
+        }
+        ids.extend(lo..=hi);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| {
+            sites
+                .get(id)
+                .ok_or_else(|| format!("no fence site {id} (the module has {} sites)", sites.len()))
+        })
+        .collect()
+}
+
+fn parse_id(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a site id (expected all, none, or ids like 0,2,5-7)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::{parse, print};
+
+    const DOT: &str = include_str!("../../../tests/fixtures/ptx/dot_inlined.ptx");
+
+    fn module() -> Module {
+        parse(DOT).unwrap()
+    }
+
+    #[test]
+    fn sites_per_instruction_cover_every_global_access() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let opcodes: Vec<_> = sites
+            .iter()
+            .map(|s| s.accesses[0].ptx.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            opcodes,
+            [
+                "ld.global.f32",
+                "ld.global.f32",
+                "atom.global.cas.b32",
+                "ld.global.f32",
+                "st.global.f32",
+                "atom.global.exch.b32",
+                "st.volatile.global.u32",
+                "ld.global.v4.u32",
+                "st.global.v4.u32",
+                "atom.global.add.u32"
+            ]
+        );
+    }
+
+    #[test]
+    fn inlined_accesses_take_the_outer_line() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let cas = &sites[2];
+        assert_eq!(cas.source.as_ref().unwrap().line, 11);
+        assert_eq!(cas.accesses[0].inner.as_ref().unwrap().line, 2);
+        assert_eq!(cas.source.as_ref().unwrap().file, "/tmp/nv/k.cu");
+    }
+
+    #[test]
+    fn sites_per_line_group_accesses() {
+        let sites = fence_sites(&module(), Granularity::SourceLine);
+        let lines: Vec<_> = sites
+            .iter()
+            .map(|s| (s.source.as_ref().unwrap().line, s.accesses.len()))
+            .collect();
+        assert_eq!(lines, [(8, 2), (11, 4), (12, 1), (13, 2), (14, 1)]);
+    }
+
+    #[test]
+    fn insert_all_then_strip_restores_the_fence_free_module() {
+        let m = module();
+        let sites = fence_sites(&m, Granularity::Instruction);
+        let all: Vec<_> = sites.iter().collect();
+        let fenced = insert_fences(&m, &all, FenceKind::ScGpu);
+        let text = print(&fenced);
+        assert_eq!(text.matches("fence.sc.gpu;").count(), fence_count(&all));
+        let (stripped, removed) = strip_fences(&fenced);
+        assert_eq!(removed, fence_count(&all) + 1, "the original membar.gl goes too");
+        let (original_stripped, _) = strip_fences(&m);
+        assert_eq!(print(&stripped), print(&original_stripped));
+    }
+
+    #[test]
+    fn guarded_access_gets_a_guarded_fence() {
+        let text = ".visible .entry k(\n.param .u64 p\n)\n{\n\t@!%p1 st.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+        let m = parse(text).unwrap();
+        let sites = fence_sites(&m, Granularity::Instruction);
+        let fenced = print(&insert_fences(&m, &[&sites[0]], FenceKind::MembarGl));
+        assert!(fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"), "{fenced}");
+    }
+
+    #[test]
+    fn shared_and_param_accesses_are_not_sites() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        assert!(sites
+            .iter()
+            .all(|s| !s.accesses[0].ptx.contains(".shared") && !s.accesses[0].ptx.contains(".param")));
+    }
+
+    #[test]
+    fn selection_parses_lists_and_ranges() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let ids = |spec| -> Vec<usize> { select_sites(&sites, spec).unwrap().iter().map(|s| s.id).collect() };
+        assert_eq!(ids("0,2,5-7"), [0, 2, 5, 6, 7]);
+        assert_eq!(ids("all").len(), sites.len());
+        assert!(ids("none").is_empty());
+        assert!(select_sites(&sites, "99").unwrap_err().contains("no fence site 99"));
+        assert!(select_sites(&sites, "x").is_err());
+    }
+
+    #[test]
+    fn fence_kinds_round_trip_through_their_names() {
+        for kind in FenceKind::ALL {
+            assert_eq!(kind.opcode().parse::<FenceKind>().unwrap(), kind);
+        }
+        assert!("membar.foo".parse::<FenceKind>().unwrap_err().contains("membar.gl"));
+    }
+
+    #[test]
+    fn snapshot_all_fences_per_line() {
+        let m = module();
+        let sites = fence_sites(&m, Granularity::SourceLine);
+        let all: Vec<_> = sites.iter().collect();
+        insta::assert_snapshot!(print(&insert_fences(&m, &all, FenceKind::ScGpu)));
+    }
+
+    #[test]
+    fn snapshot_stripped() {
+        insta::assert_snapshot!(print(&strip_fences(&module()).0));
+    }
+}

@@ -1,0 +1,3 @@
+//! Instrumentation passes: pure functions from one PTX module to another.
+
+pub mod fences;
