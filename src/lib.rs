@@ -6,5 +6,7 @@
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod backend;
+pub mod compile;
+pub mod input;
 pub mod ptx;
 pub mod toolchain;

@@ -185,6 +185,10 @@ struct LocTracker {
 
 impl LocTracker {
     fn see(&mut self, loc: &Loc) {
+        // Line 0 marks compiler-generated code: keep attributing to the previous line.
+        if loc.at.line == 0 {
+            return;
+        }
         self.inner = Some(loc.at);
         match loc.inlined_at {
             None => self.outer = Some(loc.at),

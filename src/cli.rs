@@ -1,0 +1,119 @@
+//! The command line: only the clap definitions, no behaviour.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpuwmm",
+    version,
+    about = "Expose weak-memory bugs in CUDA applications and harden them with fences",
+    long_about = "gpuwmm runs CUDA applications under tuned memory stress and thread randomisation \
+to expose weak-memory bugs, finds a minimal set of fences that makes them stable, and measures \
+what those fences cost. Everything works on a real GPU (--backend cuda) and on a simulator with \
+an operational weak-memory model (--backend sim) for machines without one.",
+    after_help = "Start with `gpuwmm devices`, then `gpuwmm ptx sites apps/cbe-dot/kernel.cu` to see \
+where fences could go."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect and transform PTX: list fence sites, insert or strip fences, add the stress harness.
+    #[command(subcommand)]
+    Ptx(PtxCommand),
+    /// List the GPUs this machine has, and the simulator.
+    Devices,
+    /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram.
+    Litmus(NotYet),
+    /// Tune memory stress for this chip: critical patch size, access sequence, spread.
+    Tune(NotYet),
+    /// Run an application under stress and check its post-condition, for a duration or a run count.
+    Check(NotYet),
+    /// Find a minimal set of fences that makes an application stable under stress.
+    Harden(NotYet),
+    /// Measure runtime and energy of no, empirical and conservative fences.
+    Cost(NotYet),
+    /// List the applications gpuwmm knows.
+    Apps(NotYet),
+}
+
+/// Arguments of a subcommand that is not built yet (accepted so that `--help` lists it).
+#[derive(Debug, Args)]
+pub struct NotYet {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PtxCommand {
+    /// Print the candidate fence sites: id, source file:line, the source line, the PTX access.
+    ///
+    /// A site is a place after a global or generic load, store, atomic or reduction where a fence
+    /// may go. With `--granularity line` (default) all accesses of one source line form one site.
+    Sites(SitesArgs),
+    /// Write transformed PTX: fences inserted or stripped, optionally the stress harness.
+    Instrument(InstrumentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// A CUDA source (`.cu`, compiled with NVRTC and line info) or PTX (`.ptx`) file.
+    pub input: PathBuf,
+    /// Target architecture for NVRTC (`sm_70` runs on every GPU since Volta).
+    #[arg(long, default_value = "sm_70")]
+    pub arch: String,
+    /// One site per source line, or one per PTX access instruction.
+    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
+    pub granularity: GranularityArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SitesArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Print the sites as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InstrumentArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Sites that get a fence: `all`, `none`, or ids and ranges from `ptx sites` (`0,2,5-7`).
+    #[arg(long, default_value = "none")]
+    pub fences: String,
+    /// The fence instruction to insert.
+    #[arg(long, default_value_t = FenceKind::ScGpu, value_parser = parse_fence_kind)]
+    pub fence_kind: FenceKind,
+    /// Remove the fences already in the PTX first (this makes the `-nf` variants).
+    #[arg(long)]
+    pub strip: bool,
+    /// Output file (standard output if absent).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GranularityArg {
+    Line,
+    Instruction,
+}
+
+impl From<GranularityArg> for Granularity {
+    fn from(g: GranularityArg) -> Granularity {
+        match g {
+            GranularityArg::Line => Granularity::SourceLine,
+            GranularityArg::Instruction => Granularity::Instruction,
+        }
+    }
+}
+
+fn parse_fence_kind(s: &str) -> Result<FenceKind, String> {
+    s.parse()
+}

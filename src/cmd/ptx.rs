@@ -1,0 +1,102 @@
+//! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
+
+use super::{Failure, Outcome};
+use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
+use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use gpuwmm::ptx::passes::fences::{fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite};
+use gpuwmm::ptx::print;
+use std::collections::HashMap;
+use std::io::Write;
+
+pub fn run(command: PtxCommand) -> Outcome {
+    match command {
+        PtxCommand::Sites(args) => sites(&args),
+        PtxCommand::Instrument(args) => instrument(&args),
+    }
+}
+
+fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
+    load_kernel_file(&input.input, &input.arch).map_err(Failure::bad_input)
+}
+
+fn sites(args: &SitesArgs) -> Outcome {
+    let loaded = load(&args.input)?;
+    let sites = fence_sites(&loaded.module, args.input.granularity.into());
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &sites)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut sources = SourceCache::default();
+    for site in &sites {
+        write_site(&mut out, site, &mut sources)?;
+    }
+    let accesses: usize = sites.iter().map(|s| s.accesses.len()).sum();
+    writeln!(out, "{} fence sites, {accesses} access instructions", sites.len())?;
+    Ok(())
+}
+
+fn write_site(out: &mut impl Write, site: &FenceSite, sources: &mut SourceCache) -> std::io::Result<()> {
+    let place = site
+        .source
+        .as_ref()
+        .map_or_else(|| "(no line info)".to_string(), |s| s.to_string());
+    writeln!(out, "#{:<3} {place}  [{}]", site.id, site.function)?;
+    if let Some(line) = site.source.as_ref().and_then(|s| sources.line(&s.file, s.line)) {
+        writeln!(out, "       | {}", line.trim())?;
+    }
+    for access in &site.accesses {
+        let inner = match &access.inner {
+            Some(inner) if Some(inner) != site.source.as_ref() => format!("   (inlined from {inner})"),
+            _ => String::new(),
+        };
+        writeln!(out, "       > {}{inner}", access.ptx.replace('\t', " "))?;
+    }
+    Ok(())
+}
+
+/// Source files read once, for showing the line of each site.
+#[derive(Default)]
+struct SourceCache {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl SourceCache {
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(file)
+                .ok()
+                .map(|t| t.lines().map(str::to_string).collect())
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
+    }
+}
+
+fn instrument(args: &InstrumentArgs) -> Outcome {
+    let loaded = load(&args.input)?;
+    let mut module = loaded.module;
+    if args.strip {
+        let (stripped, removed) = strip_fences(&module);
+        eprintln!("stripped {removed} fences");
+        module = stripped;
+    }
+    let sites = fence_sites(&module, args.input.granularity.into());
+    let chosen = select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
+    if !chosen.is_empty() {
+        eprintln!(
+            "inserted {} {} fences at {} of {} sites",
+            fence_count(&chosen),
+            args.fence_kind,
+            chosen.len(),
+            sites.len()
+        );
+    }
+    let module = insert_fences(&module, &chosen, args.fence_kind);
+    let text = print(&module);
+    match &args.output {
+        Some(path) => std::fs::write(path, text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
