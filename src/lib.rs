@@ -8,5 +8,6 @@
 pub mod backend;
 pub mod compile;
 pub mod input;
+pub mod litmus;
 pub mod ptx;
 pub mod toolchain;
