@@ -55,9 +55,11 @@ pub fn load_kernel_file(path: &Path, arch: &str) -> Result<LoadedPtx, InputError
     match path.extension().and_then(|e| e.to_str()) {
         Some("ptx") => parse_ptx(path, text),
         Some("cu") => {
-            let ptx = crate::compile::compile_cuda(path, &text, arch).map_err(|e| InputError::Compile {
-                path: path.to_path_buf(),
-                message: e.to_string(),
+            let ptx = crate::compile::compile_cuda(path, &text, arch).map_err(|e| {
+                InputError::Compile {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                }
             })?;
             parse_ptx(path, ptx)
         }

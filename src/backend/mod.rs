@@ -147,7 +147,13 @@ pub trait Backend {
     fn load_module(&mut self, ptx: &str) -> Result<ModuleId>;
 
     /// Starts a kernel. Errors that happen while it runs are reported by [`Backend::synchronize`].
-    fn launch(&mut self, module: ModuleId, kernel: &str, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
+    fn launch(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<()>;
 
     /// Waits for all launched work; a kernel still running at `deadline` is a
     /// [`BackendError::Timeout`].

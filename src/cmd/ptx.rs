@@ -3,7 +3,9 @@
 use super::{Failure, Outcome};
 use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
 use gpuwmm::input::{load_kernel_file, LoadedPtx};
-use gpuwmm::ptx::passes::fences::{fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite};
+use gpuwmm::ptx::passes::fences::{
+    fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
+};
 use gpuwmm::ptx::print;
 use std::collections::HashMap;
 use std::io::Write;
@@ -33,22 +35,36 @@ fn sites(args: &SitesArgs) -> Outcome {
         write_site(&mut out, site, &mut sources)?;
     }
     let accesses: usize = sites.iter().map(|s| s.accesses.len()).sum();
-    writeln!(out, "{} fence sites, {accesses} access instructions", sites.len())?;
+    writeln!(
+        out,
+        "{} fence sites, {accesses} access instructions",
+        sites.len()
+    )?;
     Ok(())
 }
 
-fn write_site(out: &mut impl Write, site: &FenceSite, sources: &mut SourceCache) -> std::io::Result<()> {
+fn write_site(
+    out: &mut impl Write,
+    site: &FenceSite,
+    sources: &mut SourceCache,
+) -> std::io::Result<()> {
     let place = site
         .source
         .as_ref()
         .map_or_else(|| "(no line info)".to_string(), |s| s.to_string());
     writeln!(out, "#{:<3} {place}  [{}]", site.id, site.function)?;
-    if let Some(line) = site.source.as_ref().and_then(|s| sources.line(&s.file, s.line)) {
+    if let Some(line) = site
+        .source
+        .as_ref()
+        .and_then(|s| sources.line(&s.file, s.line))
+    {
         writeln!(out, "       | {}", line.trim())?;
     }
     for access in &site.accesses {
         let inner = match &access.inner {
-            Some(inner) if Some(inner) != site.source.as_ref() => format!("   (inlined from {inner})"),
+            Some(inner) if Some(inner) != site.source.as_ref() => {
+                format!("   (inlined from {inner})")
+            }
             _ => String::new(),
         };
         writeln!(out, "       > {}{inner}", access.ptx.replace('\t', " "))?;
@@ -82,7 +98,8 @@ fn instrument(args: &InstrumentArgs) -> Outcome {
         module = stripped;
     }
     let sites = fence_sites(&module, args.input.granularity.into());
-    let chosen = select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
+    let chosen =
+        select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
     if !chosen.is_empty() {
         eprintln!(
             "inserted {} {} fences at {} of {} sites",
@@ -95,7 +112,9 @@ fn instrument(args: &InstrumentArgs) -> Outcome {
     let module = insert_fences(&module, &chosen, args.fence_kind);
     let text = print(&module);
     match &args.output {
-        Some(path) => std::fs::write(path, text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(())

@@ -22,7 +22,12 @@ pub enum LitmusShape {
 }
 
 impl LitmusShape {
-    pub const ALL: [LitmusShape; 4] = [LitmusShape::Mp, LitmusShape::Sb, LitmusShape::Lb, LitmusShape::Corr];
+    pub const ALL: [LitmusShape; 4] = [
+        LitmusShape::Mp,
+        LitmusShape::Sb,
+        LitmusShape::Lb,
+        LitmusShape::Corr,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -131,7 +136,9 @@ impl FromStr for AccessFlavour {
             "volatile" => Ok(AccessFlavour::Volatile),
             "relaxed" => Ok(AccessFlavour::Relaxed),
             "cg" => Ok(AccessFlavour::Cg),
-            _ => Err(format!("unknown access flavour '{s}' (expected volatile, relaxed or cg)")),
+            _ => Err(format!(
+                "unknown access flavour '{s}' (expected volatile, relaxed or cg)"
+            )),
         }
     }
 }
@@ -283,7 +290,11 @@ impl Histogram {
             w if w == self.total() => "Always",
             _ => "Sometimes",
         };
-        let _ = writeln!(text, "Observation {shape} {verdict} {weak} {}", self.total() - weak);
+        let _ = writeln!(
+            text,
+            "Observation {shape} {verdict} {weak} {}",
+            self.total() - weak
+        );
         text
     }
 }
@@ -336,11 +347,16 @@ mod tests {
         let mut h = Histogram::default();
         h.add(&[1, 0, 1, 1, 0, 0, 1, 1]);
         let report = h.report(LitmusShape::Mp);
-        assert!(report.ends_with("Observation mp Sometimes 1 3\n"), "{report}");
+        assert!(
+            report.ends_with("Observation mp Sometimes 1 3\n"),
+            "{report}"
+        );
         assert!(report.contains("*>r0=1; r1=0;"));
         let mut never = Histogram::default();
         never.add(&[1, 1]);
-        assert!(never.report(LitmusShape::Mp).contains("Observation mp Never 0 1"));
+        assert!(never
+            .report(LitmusShape::Mp)
+            .contains("Observation mp Never 0 1"));
     }
 
     #[test]

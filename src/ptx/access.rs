@@ -119,7 +119,8 @@ fn classify_access(op: &Opcode) -> Option<MemoryAccess> {
     for m in &op.modifiers {
         apply_modifier(&mut access, m);
     }
-    if access.scope.is_none() && !matches!(access.semantics, Semantics::Weak | Semantics::Volatile) {
+    if access.scope.is_none() && !matches!(access.semantics, Semantics::Weak | Semantics::Volatile)
+    {
         access.scope = Some(Scope::Gpu);
     }
     Some(access)
@@ -253,17 +254,29 @@ mod tests {
         let s = access("st.release.cta.u32").unwrap();
         assert_eq!(s.semantics, Semantics::Release);
         assert_eq!(s.scope, Some(Scope::Cta));
-        assert_eq!(access("st.volatile.global.u32").unwrap().semantics, Semantics::Volatile);
-        assert_eq!(access("atom.acq_rel.gpu.global.add.u32").unwrap().semantics, Semantics::AcqRel);
+        assert_eq!(
+            access("st.volatile.global.u32").unwrap().semantics,
+            Semantics::Volatile
+        );
+        assert_eq!(
+            access("atom.acq_rel.gpu.global.add.u32").unwrap().semantics,
+            Semantics::AcqRel
+        );
     }
 
     #[test]
     fn vectors_and_spaces() {
         let a = access("ld.global.v4.u32").unwrap();
         assert_eq!((a.vector, a.bits), (4, 32));
-        assert_eq!(access("ld.shared::cta.u32").unwrap().space, StateSpace::Shared);
+        assert_eq!(
+            access("ld.shared::cta.u32").unwrap().space,
+            StateSpace::Shared
+        );
         assert_eq!(access("ld.param.u64").unwrap().space, StateSpace::Param);
-        assert_eq!(access("ld.global.nc.f32").unwrap().space, StateSpace::Global);
+        assert_eq!(
+            access("ld.global.nc.f32").unwrap().space,
+            StateSpace::Global
+        );
         assert!(access("ld.local.u8").unwrap().bits == 8);
         assert!(access("cp.async.ca.shared.global").is_none());
         assert!(access("mov.u32").is_none());
@@ -272,11 +285,22 @@ mod tests {
     #[test]
     fn fences_are_classified() {
         let f = classify_fence(&Opcode::parse("membar.gl")).unwrap();
-        assert_eq!((f.strength, f.scope), (FenceStrength::SequentiallyConsistent, Scope::Gpu));
+        assert_eq!(
+            (f.strength, f.scope),
+            (FenceStrength::SequentiallyConsistent, Scope::Gpu)
+        );
         let f = classify_fence(&Opcode::parse("fence.acq_rel.gpu")).unwrap();
         assert_eq!(f.strength, FenceStrength::AcquireRelease);
-        assert_eq!(classify_fence(&Opcode::parse("membar.cta")).unwrap().scope, Scope::Cta);
-        assert_eq!(classify_fence(&Opcode::parse("fence.sc.sys")).unwrap().scope, Scope::Sys);
+        assert_eq!(
+            classify_fence(&Opcode::parse("membar.cta")).unwrap().scope,
+            Scope::Cta
+        );
+        assert_eq!(
+            classify_fence(&Opcode::parse("fence.sc.sys"))
+                .unwrap()
+                .scope,
+            Scope::Sys
+        );
         assert!(classify_fence(&Opcode::parse("fence.proxy.alias")).is_none());
     }
 

@@ -208,9 +208,10 @@ impl Operand {
 impl fmt::Display for Operand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Operand::Register(s) | Operand::Immediate(s) | Operand::Symbol(s) | Operand::Other(s) => {
-                f.write_str(s)
-            }
+            Operand::Register(s)
+            | Operand::Immediate(s)
+            | Operand::Symbol(s)
+            | Operand::Other(s) => f.write_str(s),
             Operand::Address { base, offset } => match offset {
                 0 => write!(f, "[{base}]"),
                 o if base.is_empty() => write!(f, "[{o}]"),
@@ -222,7 +223,12 @@ impl fmt::Display for Operand {
     }
 }
 
-fn write_list(f: &mut fmt::Formatter<'_>, open: &str, items: &[Operand], close: &str) -> fmt::Result {
+fn write_list(
+    f: &mut fmt::Formatter<'_>,
+    open: &str,
+    items: &[Operand],
+    close: &str,
+) -> fmt::Result {
     f.write_str(open)?;
     for (i, item) in items.iter().enumerate() {
         if i > 0 {

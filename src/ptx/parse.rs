@@ -163,7 +163,10 @@ impl Splitter {
     fn take_block_comment(&mut self, line: usize) -> Result<String, ParseError> {
         let mut text = String::new();
         while !self.starts_with("*/") {
-            text.push(self.bump().ok_or_else(|| error(line, "unterminated /* comment"))?);
+            text.push(
+                self.bump()
+                    .ok_or_else(|| error(line, "unterminated /* comment"))?,
+            );
         }
         self.bump();
         self.bump();
@@ -202,7 +205,10 @@ impl Splitter {
                 continue;
             }
             let Some(c) = self.peek(0) else {
-                return Err(error(line, format!("statement not terminated by ';': {}", text.trim())));
+                return Err(error(
+                    line,
+                    format!("statement not terminated by ';': {}", text.trim()),
+                ));
             };
             match c {
                 ';' if parens == 0 && braces == 0 && brackets == 0 => {
@@ -210,7 +216,12 @@ impl Splitter {
                     self.push(line, text.trim().to_string(), RawKind::Statement);
                     return Ok(());
                 }
-                ':' if parens == 0 && braces == 0 && brackets == 0 && is_label(&text) && self.peek(1) != Some(':') => {
+                ':' if parens == 0
+                    && braces == 0
+                    && brackets == 0
+                    && is_label(&text)
+                    && self.peek(1) != Some(':') =>
+                {
                     self.bump();
                     self.push(line, text.trim().to_string(), RawKind::Label);
                     return Ok(());
@@ -271,7 +282,9 @@ impl Builder {
         match raw.kind {
             RawKind::Comment => Ok(Item::Comment(raw.text)),
             RawKind::Section => Ok(Item::Directive(raw.text)),
-            RawKind::LineDirective if raw.text.starts_with(".file") => parse_file(&raw).map(Item::File),
+            RawKind::LineDirective if raw.text.starts_with(".file") => {
+                parse_file(&raw).map(Item::File)
+            }
             RawKind::LineDirective => Ok(Item::Directive(raw.text)),
             RawKind::Statement if is_function_header(&raw.text) => {
                 parse_header(&raw).map(Item::Function)
@@ -282,7 +295,10 @@ impl Builder {
                 function.body = Some(self.body(raw.line)?);
                 Ok(Item::Function(function))
             }
-            RawKind::Label => Err(error(raw.line, format!("label '{}' outside a function", raw.text))),
+            RawKind::Label => Err(error(
+                raw.line,
+                format!("label '{}' outside a function", raw.text),
+            )),
             RawKind::BlockOpen | RawKind::BlockClose => {
                 Err(error(raw.line, "brace outside a function body"))
             }
@@ -312,12 +328,19 @@ impl Builder {
                 }
                 RawKind::Comment => Statement::Comment(raw.text),
                 RawKind::Label => Statement::Label(raw.text),
-                RawKind::LineDirective if raw.text.starts_with(".loc") => Statement::Loc(parse_loc(&raw)?),
+                RawKind::LineDirective if raw.text.starts_with(".loc") => {
+                    Statement::Loc(parse_loc(&raw)?)
+                }
                 RawKind::LineDirective => Statement::Directive(raw.text),
                 RawKind::Statement if raw.text.starts_with('.') => Statement::Directive(raw.text),
-                RawKind::Statement => Statement::Instruction(parse_instruction(&raw.text, raw.line)?),
+                RawKind::Statement => {
+                    Statement::Instruction(parse_instruction(&raw.text, raw.line)?)
+                }
                 RawKind::Header | RawKind::Section => {
-                    return Err(error(raw.line, "function or section inside a function body"))
+                    return Err(error(
+                        raw.line,
+                        "function or section inside a function body",
+                    ))
                 }
             };
             body.push(statement);
@@ -370,7 +393,10 @@ fn parse_loc(raw: &Raw) -> Result<Loc, ParseError> {
 fn parse_pos(text: &str, line: usize) -> Result<SourcePos, ParseError> {
     let numbers: Vec<u32> = text
         .split_whitespace()
-        .map(|n| n.parse().map_err(|_| error(line, format!("bad number '{n}' in .loc"))))
+        .map(|n| {
+            n.parse()
+                .map_err(|_| error(line, format!("bad number '{n}' in .loc")))
+        })
         .collect::<Result<_, _>>()?;
     match numbers[..] {
         [file, line_no, column] => Ok(SourcePos {
@@ -415,7 +441,8 @@ fn parse_header(raw: &Raw) -> Result<Function, ParseError> {
     rest = rest[name_end..].trim_start();
     let mut params = Vec::new();
     if rest.starts_with('(') {
-        let close = matching_paren(rest).ok_or_else(|| error(raw.line, "unclosed parameter list"))?;
+        let close =
+            matching_paren(rest).ok_or_else(|| error(raw.line, "unclosed parameter list"))?;
         params = parse_params(&rest[1..close], raw.line)?;
         rest = rest[close + 1..].trim_start();
     }
@@ -575,7 +602,10 @@ fn parse_list(inner: &str, line: usize) -> Result<Vec<Operand>, ParseError> {
 }
 
 fn parse_address(inner: &str, line: usize) -> Result<Operand, ParseError> {
-    let split_at = inner.char_indices().skip(1).find(|&(_, c)| c == '+' || c == '-');
+    let split_at = inner
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| c == '+' || c == '-');
     let (base, offset) = match split_at {
         Some((i, sign)) => {
             let number = inner[i + 1..].trim().trim_start_matches('+');
@@ -606,7 +636,10 @@ fn parse_int(text: &str) -> Option<i64> {
         Some(d) => (true, d),
         None => (false, text),
     };
-    let value = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    let value = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         i64::from_str_radix(hex.trim_end_matches('U'), 16).ok()?
     } else {
         digits.trim_end_matches('U').parse().ok()?
@@ -624,9 +657,10 @@ fn is_register(text: &str) -> bool {
 
 fn is_immediate(text: &str) -> bool {
     let t = text.strip_prefix('-').unwrap_or(text);
-    let hex_float = (t.starts_with("0f") || t.starts_with("0F") || t.starts_with("0d") || t.starts_with("0D"))
-        && t.len() > 2
-        && t[2..].chars().all(|c| c.is_ascii_hexdigit());
+    let hex_float =
+        (t.starts_with("0f") || t.starts_with("0F") || t.starts_with("0d") || t.starts_with("0D"))
+            && t.len() > 2
+            && t[2..].chars().all(|c| c.is_ascii_hexdigit());
     hex_float || parse_int(t).is_some() || (t.contains('.') && t.parse::<f64>().is_ok())
 }
 
@@ -688,7 +722,13 @@ $L__BB0_2:
     #[test]
     fn keeps_guards_addresses_and_vectors() {
         let m = parse(SMALL).unwrap();
-        let st = m.function("k").unwrap().instructions().nth(5).unwrap().clone();
+        let st = m
+            .function("k")
+            .unwrap()
+            .instructions()
+            .nth(5)
+            .unwrap()
+            .clone();
         assert_eq!(
             st.guard,
             Some(Guard {
@@ -703,7 +743,13 @@ $L__BB0_2:
                 offset: -8
             }
         );
-        let ld = m.function("k").unwrap().instructions().nth(6).unwrap().clone();
+        let ld = m
+            .function("k")
+            .unwrap()
+            .instructions()
+            .nth(6)
+            .unwrap()
+            .clone();
         assert!(matches!(&ld.operands[0], Operand::Vector(v) if v.len() == 4));
     }
 

@@ -130,7 +130,10 @@ mod tests {
         let once = print(&parse(text).unwrap());
         let twice = print(&parse(&once).unwrap());
         assert_eq!(once, twice);
-        assert!(once.contains("@!%p1 st.global.u32 \t[%rd1+4], %r1;"), "{once}");
+        assert!(
+            once.contains("@!%p1 st.global.u32 \t[%rd1+4], %r1;"),
+            "{once}"
+        );
         assert!(once.contains(".loc\t1 3 1"));
     }
 }

@@ -110,7 +110,10 @@ impl FromStr for FenceKind {
             .find(|k| k.opcode() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = FenceKind::ALL.iter().map(|k| k.opcode()).collect();
-                format!("unknown fence kind '{s}' (expected one of: {})", names.join(", "))
+                format!(
+                    "unknown fence kind '{s}' (expected one of: {})",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -149,7 +152,10 @@ fn function_accesses(
             Statement::Instruction(i) => i,
             _ => continue,
         };
-        if !instruction.memory_access().is_some_and(|a| a.may_be_global()) {
+        if !instruction
+            .memory_access()
+            .is_some_and(|a| a.may_be_global())
+        {
             continue;
         }
         let access = Access {
@@ -308,7 +314,14 @@ mod tests {
         let sites = fence_sites(&module(), Granularity::Instruction);
         let opcodes: Vec<_> = sites
             .iter()
-            .map(|s| s.accesses[0].ptx.split_whitespace().next().unwrap().to_string())
+            .map(|s| {
+                s.accesses[0]
+                    .ptx
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(
             opcodes,
@@ -355,7 +368,11 @@ mod tests {
         let text = print(&fenced);
         assert_eq!(text.matches("fence.sc.gpu;").count(), fence_count(&all));
         let (stripped, removed) = strip_fences(&fenced);
-        assert_eq!(removed, fence_count(&all) + 1, "the original membar.gl goes too");
+        assert_eq!(
+            removed,
+            fence_count(&all) + 1,
+            "the original membar.gl goes too"
+        );
         let (original_stripped, _) = strip_fences(&m);
         assert_eq!(print(&stripped), print(&original_stripped));
     }
@@ -366,25 +383,36 @@ mod tests {
         let m = parse(text).unwrap();
         let sites = fence_sites(&m, Granularity::Instruction);
         let fenced = print(&insert_fences(&m, &[&sites[0]], FenceKind::MembarGl));
-        assert!(fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"), "{fenced}");
+        assert!(
+            fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"),
+            "{fenced}"
+        );
     }
 
     #[test]
     fn shared_and_param_accesses_are_not_sites() {
         let sites = fence_sites(&module(), Granularity::Instruction);
-        assert!(sites
-            .iter()
-            .all(|s| !s.accesses[0].ptx.contains(".shared") && !s.accesses[0].ptx.contains(".param")));
+        assert!(sites.iter().all(
+            |s| !s.accesses[0].ptx.contains(".shared") && !s.accesses[0].ptx.contains(".param")
+        ));
     }
 
     #[test]
     fn selection_parses_lists_and_ranges() {
         let sites = fence_sites(&module(), Granularity::Instruction);
-        let ids = |spec| -> Vec<usize> { select_sites(&sites, spec).unwrap().iter().map(|s| s.id).collect() };
+        let ids = |spec| -> Vec<usize> {
+            select_sites(&sites, spec)
+                .unwrap()
+                .iter()
+                .map(|s| s.id)
+                .collect()
+        };
         assert_eq!(ids("0,2,5-7"), [0, 2, 5, 6, 7]);
         assert_eq!(ids("all").len(), sites.len());
         assert!(ids("none").is_empty());
-        assert!(select_sites(&sites, "99").unwrap_err().contains("no fence site 99"));
+        assert!(select_sites(&sites, "99")
+            .unwrap_err()
+            .contains("no fence site 99"));
         assert!(select_sites(&sites, "x").is_err());
     }
 
@@ -393,7 +421,10 @@ mod tests {
         for kind in FenceKind::ALL {
             assert_eq!(kind.opcode().parse::<FenceKind>().unwrap(), kind);
         }
-        assert!("membar.foo".parse::<FenceKind>().unwrap_err().contains("membar.gl"));
+        assert!("membar.foo"
+            .parse::<FenceKind>()
+            .unwrap_err()
+            .contains("membar.gl"));
     }
 
     #[test]

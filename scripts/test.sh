@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the whole test suite that needs no GPU. Installs the CUDA tools (NVRTC, ptxas, cuobjdump)
+# from pinned wheels first if this machine has no CUDA toolkit; that step is idempotent.
+# Tests that need the tools fail (rather than skip) here, because they are required.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-cuda-tools.sh
+export GPUWMM_REQUIRE_TOOLS=1
+cargo test --release --locked "$@"
