@@ -6,6 +6,8 @@
 //! program order) and so that any fence kind can be placed between the two accesses of a thread.
 //! Instances run in parallel: block `2i` plays thread 0 of instance `i`, block `2i + 1` thread 1.
 
+pub mod run;
+
 use crate::ptx::passes::fences::FenceKind;
 use serde::Serialize;
 use std::fmt::{self, Write};

@@ -1,0 +1,72 @@
+//! Running a litmus test on a backend: allocate, launch repeatedly, collect the histogram.
+
+use super::{Histogram, LitmusTest, KERNEL};
+use crate::backend::{Backend, KernelArg, LaunchConfig, Result};
+use std::time::Duration;
+
+/// How much to run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LitmusRun {
+    /// Launches.
+    pub iterations: u64,
+    /// Test instances per launch (each in its own pair of blocks and memory).
+    pub instances: u32,
+    /// Threads per block (only thread 0 of each block takes part).
+    pub block_threads: u32,
+    /// Deadline of each launch.
+    pub deadline: Duration,
+}
+
+impl Default for LitmusRun {
+    fn default() -> LitmusRun {
+        LitmusRun {
+            iterations: 1000,
+            instances: 1,
+            block_threads: 1,
+            deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Runs `test` `run.iterations` times; `on_launch` sees the running histogram after each launch
+/// (for progress bars). The backend is reseeded with `seed + launch` before each launch.
+pub fn run_litmus(
+    backend: &mut dyn Backend,
+    test: &LitmusTest,
+    run: &LitmusRun,
+    seed: u64,
+    mut on_launch: impl FnMut(&Histogram),
+) -> Result<Histogram> {
+    let words = (test.stride_words() * run.instances) as usize;
+    let mem = backend.alloc(words * 4)?;
+    let out = backend.alloc(run.instances as usize * 8)?;
+    let module = backend.load_module(&test.ptx())?;
+    let config = LaunchConfig {
+        grid: (2 * run.instances, 1, 1),
+        block: (run.block_threads, 1, 1),
+        shared_bytes: 0,
+    };
+    let args = [KernelArg::ptr(mem), KernelArg::ptr(out)];
+    let mut histogram = Histogram::default();
+    let mut bytes = vec![0u8; run.instances as usize * 8];
+    for launch in 0..run.iterations {
+        backend.memset(mem, 0)?;
+        backend.memset(out, 0)?;
+        backend.reseed(seed.wrapping_add(launch));
+        backend.launch(module, KERNEL, &config, &args)?;
+        backend.synchronize(run.deadline)?;
+        backend.copy_out(out, 0, &mut bytes)?;
+        histogram.add(&words_of(&bytes));
+        on_launch(&histogram);
+    }
+    backend.free(mem)?;
+    backend.free(out)?;
+    Ok(histogram)
+}
+
+fn words_of(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
