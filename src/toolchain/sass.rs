@@ -185,7 +185,7 @@ mod tests {
         functions.iter().find(|f| f.name == name).unwrap()
     }
 
-    fn opcodes<'a>(f: &'a SassFunction, pred: impl Fn(&SassInstruction) -> bool) -> Vec<&'a str> {
+    fn opcodes(f: &SassFunction, pred: impl Fn(&SassInstruction) -> bool) -> Vec<&str> {
         f.filter(pred).iter().map(|i| i.opcode.as_str()).collect()
     }
 
