@@ -21,7 +21,7 @@ mod nvrtc;
 mod ptxas;
 mod sass;
 
-pub use cache::{cache_key, PtxCache, PtxCompiler};
+pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};
