@@ -1,0 +1,304 @@
+//! An on-disk cache of NVRTC output.
+//!
+//! Compiling a kernel with NVRTC takes around a second on a CPU, and every driver run, test and
+//! benchmark starts from the applications' PTX. The cache keys each compilation by everything that
+//! determines its output (NVRTC version, file name, options, source) so a hit is always the PTX
+//! NVRTC would produce, and writes atomically (temporary file, then rename) so concurrent test
+//! processes never see a half-written entry.
+
+#![forbid(unsafe_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use super::{repo_root, CompileOptions, CompiledPtx, Nvrtc, NvrtcError, ToolchainError};
+
+/// Environment variable overriding the default cache folder.
+pub const CACHE_DIR_ENV: &str = "GPUWMM_CACHE_DIR";
+
+/// Something that compiles CUDA to PTX: NVRTC, or a stand-in in tests.
+pub trait PtxCompiler {
+    /// The compiler's version; part of the cache key.
+    fn version(&self) -> (i32, i32);
+    /// Compiles `source` named `file_name` with `opts`.
+    fn compile(
+        &self,
+        source: &str,
+        file_name: &str,
+        opts: &CompileOptions,
+    ) -> Result<CompiledPtx, NvrtcError>;
+}
+
+impl PtxCompiler for Nvrtc {
+    fn version(&self) -> (i32, i32) {
+        Nvrtc::version(self)
+    }
+
+    fn compile(
+        &self,
+        source: &str,
+        file_name: &str,
+        opts: &CompileOptions,
+    ) -> Result<CompiledPtx, NvrtcError> {
+        Nvrtc::compile(self, source, file_name, opts)
+    }
+}
+
+/// A folder of `<key>.ptx` files (and `<key>.log` with NVRTC's warnings).
+#[derive(Debug, Clone)]
+pub struct PtxCache {
+    dir: PathBuf,
+}
+
+impl PtxCache {
+    /// A cache in `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// A cache in `$GPUWMM_CACHE_DIR`, or `<repo>/.cache/ptx` when that is unset.
+    pub fn with_default_dir() -> Self {
+        Self::new(Self::default_dir())
+    }
+
+    /// `$GPUWMM_CACHE_DIR`, or `<repo>/.cache/ptx`.
+    pub fn default_dir() -> PathBuf {
+        std::env::var_os(CACHE_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join(".cache").join("ptx"))
+    }
+
+    /// The cache folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cached PTX for this compilation, compiling (and caching) it on a miss.
+    /// Compile errors are returned, never cached.
+    pub fn get_or_compile(
+        &self,
+        compiler: &impl PtxCompiler,
+        source: &str,
+        file_name: &str,
+        opts: &CompileOptions,
+    ) -> Result<CompiledPtx, ToolchainError> {
+        let key = cache_key(compiler.version(), file_name, opts, source)?;
+        if let Some(hit) = self.read(&key) {
+            return Ok(hit);
+        }
+        let compiled = compiler.compile(source, file_name, opts)?;
+        self.write(&key, &compiled)?;
+        Ok(compiled)
+    }
+
+    fn entry(&self, key: &str, ext: &str) -> PathBuf {
+        self.dir.join(format!("{key}.{ext}"))
+    }
+
+    /// An entry counts as present when its PTX file is; it is written last.
+    fn read(&self, key: &str) -> Option<CompiledPtx> {
+        let ptx = fs::read_to_string(self.entry(key, "ptx")).ok()?;
+        let log = fs::read_to_string(self.entry(key, "log")).unwrap_or_default();
+        Some(CompiledPtx { ptx, log })
+    }
+
+    fn write(&self, key: &str, compiled: &CompiledPtx) -> Result<(), ToolchainError> {
+        fs::create_dir_all(&self.dir).map_err(|e| {
+            ToolchainError::io(format!("creating cache folder {}", self.dir.display()), e)
+        })?;
+        write_atomic(&self.entry(key, "log"), compiled.log.as_bytes())?;
+        write_atomic(&self.entry(key, "ptx"), compiled.ptx.as_bytes())
+    }
+}
+
+/// The cache key: SHA-256 (hex) over the NVRTC version, the file name, the NVRTC options and the
+/// source, each length-prefixed so that no two different inputs hash the same byte stream.
+pub fn cache_key(
+    nvrtc_version: (i32, i32),
+    file_name: &str,
+    opts: &CompileOptions,
+    source: &str,
+) -> Result<String, ToolchainError> {
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    field(b"gpuwmm-ptx-cache-v1");
+    field(format!("{}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
+    field(file_name.as_bytes());
+    for arg in opts.to_args()? {
+        field(arg.as_bytes());
+    }
+    field(source.as_bytes());
+    let digest = hasher.finalize();
+    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `bytes` to a unique temporary file beside `path`, then renames it over `path`.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolchainError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let unique = format!(
+        ".{}.{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let tmp = path.with_file_name(unique);
+    let result = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        ToolchainError::io(format!("writing cache entry {}", path.display()), e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn key(version: (i32, i32), file: &str, opts: &CompileOptions, source: &str) -> String {
+        cache_key(version, file, opts, source).unwrap()
+    }
+
+    #[test]
+    fn key_is_stable_hex_sha256() {
+        let opts = CompileOptions::default();
+        let a = key((12, 9), "k.cu", &opts, "src");
+        assert_eq!(a, key((12, 9), "k.cu", &opts, "src"));
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn key_changes_with_every_input() {
+        let opts = CompileOptions::default();
+        let base = key((12, 9), "k.cu", &opts, "src");
+        assert_ne!(base, key((12, 9), "k.cu", &opts, "src "));
+        assert_ne!(base, key((13, 0), "k.cu", &opts, "src"));
+        assert_ne!(base, key((12, 9), "j.cu", &opts, "src"));
+        let sm80 = CompileOptions {
+            arch: "sm_80".into(),
+            ..opts.clone()
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &sm80, "src"));
+        let no_lines = CompileOptions {
+            line_info: false,
+            ..opts.clone()
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &no_lines, "src"));
+        let extra = CompileOptions {
+            extra: vec!["-G".into()],
+            ..opts
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &extra, "src"));
+    }
+
+    #[test]
+    fn key_fields_do_not_run_together() {
+        let opts = CompileOptions::default();
+        assert_ne!(
+            key((12, 9), "ab", &opts, "c"),
+            key((12, 9), "a", &opts, "bc")
+        );
+    }
+
+    #[test]
+    fn sm_and_compute_spellings_share_a_key() {
+        let sm = CompileOptions::default();
+        let compute = CompileOptions {
+            arch: "compute_70".into(),
+            ..CompileOptions::default()
+        };
+        assert_eq!(
+            key((12, 9), "k.cu", &sm, "s"),
+            key((12, 9), "k.cu", &compute, "s")
+        );
+    }
+
+    #[test]
+    fn bad_options_are_an_error() {
+        let opts = CompileOptions {
+            arch: "bogus".into(),
+            ..CompileOptions::default()
+        };
+        assert!(cache_key((12, 9), "k.cu", &opts, "s").is_err());
+    }
+
+    /// Counts compilations; fails when the source contains "error".
+    struct FakeCompiler {
+        calls: Cell<u32>,
+    }
+
+    impl PtxCompiler for FakeCompiler {
+        fn version(&self) -> (i32, i32) {
+            (12, 9)
+        }
+
+        fn compile(
+            &self,
+            source: &str,
+            file_name: &str,
+            _opts: &CompileOptions,
+        ) -> Result<CompiledPtx, NvrtcError> {
+            self.calls.set(self.calls.get() + 1);
+            if source.contains("error") {
+                return Err(NvrtcError::Compile {
+                    file: file_name.into(),
+                    log: "bad".into(),
+                });
+            }
+            Ok(CompiledPtx {
+                ptx: format!("// ptx of {source}"),
+                log: "warning".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn second_request_is_a_hit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = PtxCache::new(tmp.path().join("ptx"));
+        let fake = FakeCompiler {
+            calls: Cell::new(0),
+        };
+        let opts = CompileOptions::default();
+        let first = cache.get_or_compile(&fake, "a", "k.cu", &opts).unwrap();
+        let second = cache.get_or_compile(&fake, "a", "k.cu", &opts).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(second.log, "warning");
+        assert_eq!(fake.calls.get(), 1);
+        cache.get_or_compile(&fake, "b", "k.cu", &opts).unwrap();
+        assert_eq!(fake.calls.get(), 2);
+        let leftovers: Vec<_> = fs::read_dir(cache.dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn compile_errors_are_not_cached() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = PtxCache::new(tmp.path());
+        let fake = FakeCompiler {
+            calls: Cell::new(0),
+        };
+        let opts = CompileOptions::default();
+        for _ in 0..2 {
+            let err = cache
+                .get_or_compile(&fake, "error", "k.cu", &opts)
+                .unwrap_err();
+            assert!(matches!(
+                err,
+                ToolchainError::Nvrtc(NvrtcError::Compile { .. })
+            ));
+        }
+        assert_eq!(fake.calls.get(), 2);
+    }
+}
