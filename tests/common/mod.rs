@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests that run the CUDA tools (no GPU needed).
+#![allow(dead_code)]
+
+use gpuwmm::ptx::{parse, print, Module};
+use gpuwmm::toolchain::{
+    assemble, disassemble, parse_sass, CompileOptions, CudaTools, Nvrtc, SassFunction,
+};
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
+/// cuobjdump 13.x refuses sm_70 cubins, so SASS is read from these.
+pub const SASS_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// The CUDA kernels of the round-trip corpus, relative to the repository root.
+pub const CORPUS: [&str; 4] = [
+    "apps/cbe-dot/kernel.cu",
+    "apps/cbe-ht/kernel.cu",
+    "apps/sdk-red/kernel.cu",
+    "tests/fixtures/kernels/shapes.cu",
+];
+
+fn nvrtc(tools: &CudaTools) -> &'static Nvrtc {
+    static NVRTC: OnceLock<Nvrtc> = OnceLock::new();
+    NVRTC.get_or_init(|| Nvrtc::load(tools.require_nvrtc().unwrap()).unwrap())
+}
+
+/// Compiles a corpus kernel with NVRTC (sm_70, line info) and parses the PTX.
+pub fn compile_corpus(tools: &CudaTools, relative: &str) -> Module {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let ptx = nvrtc(tools)
+        .compile(&source, &path.to_string_lossy(), &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{relative}: {e}"))
+        .ptx;
+    parse(&ptx).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+/// Assembles a module for `arch`, panicking with ptxas's message and the PTX on failure.
+pub fn assemble_or_panic(tools: &CudaTools, module: &Module, arch: &str, what: &str) -> Vec<u8> {
+    let text = print(module);
+    assemble(tools, &text, arch).unwrap_or_else(|e| panic!("{what} for {arch}: {e}\n{text}"))
+}
+
+/// The SASS of the first function of a module assembled for `arch`.
+pub fn sass_of(tools: &CudaTools, module: &Module, arch: &str, kernel: &str) -> SassFunction {
+    let cubin = assemble_or_panic(tools, module, arch, kernel);
+    let text = disassemble(tools, &cubin).unwrap();
+    parse_sass(&text)
+        .into_iter()
+        .find(|f| f.name == kernel)
+        .unwrap_or_else(|| panic!("no SASS for {kernel} in:\n{text}"))
+}
