@@ -5,6 +5,7 @@
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
+pub mod apps;
 pub mod backend;
 pub mod compile;
 pub mod input;

@@ -12,8 +12,13 @@
 // Post-condition: *out == sum over i < n of in[i] (exact for the host's integer-valued inputs),
 // and *counter == 0.
 //
-// Launch: 1-D grid, 1-D block of RED_THREADS threads (a power of two), *counter = 0 beforehand;
-// partial holds at least gridDim.x floats.
+// Launch: 1-D grid, 1-D block of a power of two threads, at most RED_THREADS, *counter = 0
+// beforehand; partial holds at least gridDim.x floats.
+//
+// reduce_check is the post-condition as a check kernel (app.toml names it): launched with one
+// thread after the app, it adds in[] up sequentially and writes 0 to status[0] on success,
+// 1 if *out is wrong (status[1] = *out, status[2] = the expected sum, both as integers), or 2 if
+// *counter was not reset (status[1] = *counter).
 
 #define RED_THREADS 256
 
@@ -52,5 +57,24 @@ extern "C" __global__ void reduce(const float *in, float *partial, float *out, u
         }
         *out = total;
         *counter = 0;
+    }
+}
+
+extern "C" __global__ void reduce_check(const float *in, const float *out, const unsigned *counter,
+                                        int n, int *status)
+{
+    float expected = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        expected += in[i];
+    }
+    if (*out != expected) {
+        status[0] = 1;
+        status[1] = (int)*out;
+        status[2] = (int)expected;
+    } else if (*counter != 0) {
+        status[0] = 2;
+        status[1] = (int)*counter;
+    } else {
+        status[0] = 0;
     }
 }

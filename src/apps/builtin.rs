@@ -1,0 +1,166 @@
+//! The registry of built-in case studies, their `-nf` variants, and bring-your-own app folders.
+//!
+//! The built-in apps' sources (`apps/<name>/kernel.cu`, and `app.toml` for manifest apps) are
+//! compiled into the binary, so `gpuwmm check sdk-red` works from any directory; their paths
+//! still point into the repository so reports can show `file:line`. A `-nf` variant is the same
+//! app with the strip-fences pass applied to its module ([`StrippedVariant`]), never a second
+//! copy of the source.
+
+use super::cbe::{CbeDot, CbeHt};
+use super::manifest::Manifest;
+use super::manifest_app::ManifestApp;
+use super::{builtin_apps_dir, App, AppError, KernelSource, RunContext, Size, Verdict};
+use crate::ptx::passes::fences::strip_fences;
+use crate::ptx::Module;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Names of the built-in apps, in the order of the paper's table 4.
+pub const BUILTIN_APP_NAMES: [&str; 6] = [
+    "cbe-ht",
+    "cbe-dot",
+    "sdk-red",
+    "sdk-red-nf",
+    "cub-scan",
+    "cub-scan-nf",
+];
+
+fn source(name: &str, text: &str) -> KernelSource {
+    KernelSource {
+        path: builtin_apps_dir().join(name).join("kernel.cu"),
+        text: text.to_string(),
+    }
+}
+
+fn manifest_app(name: &str, manifest: &str, kernel: &str) -> Result<Arc<dyn App>, AppError> {
+    let file = builtin_apps_dir().join(name).join("app.toml");
+    let manifest = Manifest::parse(&file, manifest)?;
+    Ok(Arc::new(ManifestApp::new(manifest, source(name, kernel))))
+}
+
+fn sdk_red() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "sdk-red",
+        include_str!("../../apps/sdk-red/app.toml"),
+        include_str!("../../apps/sdk-red/kernel.cu"),
+    )
+}
+
+fn cub_scan() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "cub-scan",
+        include_str!("../../apps/cub-scan/app.toml"),
+        include_str!("../../apps/cub-scan/kernel.cu"),
+    )
+}
+
+/// The built-in app called `name`.
+fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
+    Some(match name {
+        "cbe-dot" => Ok(Arc::new(CbeDot::new(source(
+            "cbe-dot",
+            include_str!("../../apps/cbe-dot/kernel.cu"),
+        )))),
+        "cbe-ht" => Ok(Arc::new(CbeHt::new(source(
+            "cbe-ht",
+            include_str!("../../apps/cbe-ht/kernel.cu"),
+        )))),
+        "sdk-red" => sdk_red(),
+        "sdk-red-nf" => sdk_red().map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
+        "cub-scan" => cub_scan(),
+        "cub-scan-nf" => cub_scan().map(|a| StrippedVariant::arc(a, "cub-scan-nf")),
+        _ => return None,
+    })
+}
+
+/// Every built-in app, in the order of [`BUILTIN_APP_NAMES`].
+pub fn builtin_apps() -> Result<Vec<Arc<dyn App>>, AppError> {
+    BUILTIN_APP_NAMES
+        .iter()
+        .filter_map(|name| builtin(name))
+        .collect()
+}
+
+/// The built-in app called `name`; an unknown name is an error listing the known ones.
+pub fn find_app(name: &str) -> Result<Arc<dyn App>, AppError> {
+    builtin(name).unwrap_or_else(|| {
+        Err(AppError::UnknownApp {
+            name: name.to_string(),
+            known: BUILTIN_APP_NAMES.join(", "),
+        })
+    })
+}
+
+/// A bring-your-own app: a folder with `kernel.cu` and `app.toml`.
+pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
+    Ok(Arc::new(ManifestApp::load_dir(dir)?))
+}
+
+/// An app with every fence of its module removed by the strip-fences pass (the paper's `-nf`
+/// variants): same source, same inputs, same post-condition.
+pub struct StrippedVariant {
+    base: Arc<dyn App>,
+    name: String,
+    description: String,
+}
+
+impl StrippedVariant {
+    pub fn new(base: Arc<dyn App>, name: &str) -> StrippedVariant {
+        let description = format!(
+            "{} (variant: the app's own fences removed by the strip-fences pass)",
+            base.description()
+        );
+        StrippedVariant {
+            base,
+            name: name.to_string(),
+            description,
+        }
+    }
+
+    fn arc(base: Arc<dyn App>, name: &str) -> Arc<dyn App> {
+        Arc::new(StrippedVariant::new(base, name))
+    }
+
+    /// The app this variant strips.
+    pub fn base(&self) -> &Arc<dyn App> {
+        &self.base
+    }
+}
+
+impl App for StrippedVariant {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn postcondition(&self) -> &str {
+        self.base.postcondition()
+    }
+
+    fn source(&self) -> &KernelSource {
+        self.base.source()
+    }
+
+    fn kernels(&self) -> Vec<String> {
+        self.base.kernels()
+    }
+
+    fn parameters(&self, size: Size) -> Vec<(String, i64)> {
+        self.base.parameters(size)
+    }
+
+    fn module(&self, arch: &str) -> Result<Module, AppError> {
+        Ok(strip_fences(&self.base.module(arch)?).0)
+    }
+
+    fn check_module(&self, arch: &str) -> Result<Option<Module>, AppError> {
+        self.base.check_module(arch)
+    }
+
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
+        self.base.run(ctx)
+    }
+}

@@ -1,0 +1,516 @@
+//! Applications: the case studies and bring-your-own apps that the drivers check and harden.
+//!
+//! An application is CUDA source plus host logic: allocate and initialise buffers, launch one or
+//! more kernels, check a post-condition. The drivers (`check`, `harden`, `cost`) treat every app
+//! the same way, through the [`App`] trait, and never learn what it computes:
+//!
+//! 1. [`App::module`] gives the app's PTX (compiled with NVRTC, with line info);
+//! 2. the driver transforms it (fences inserted or stripped, stress harness added) and loads it
+//!    with [`LoadedApp::load`], which also loads the app's check kernels, untransformed;
+//! 3. [`LoadedApp::run`] runs the app once: the app sets up its buffers, every launch of an app
+//!    kernel passes through the driver's [`Launcher`] (which may swap the module, grid and
+//!    arguments, e.g. to add stressing blocks), and the app checks its post-condition, giving a
+//!    [`Verdict`]. Backend errors (a hung kernel, a fault) come back as [`AppError::Backend`], so
+//!    the driver can count them as `timeout` or `crash`.
+//!
+//! The app knows nothing about stress or fences; the launcher knows nothing about the app.
+//!
+//! Files: [`builtin`] (the registry and the `-nf` variants), [`cbe`] (cbe-dot and cbe-ht, Rust
+//! apps with CPU reference checks), [`manifest`] (the `app.toml` format) and [`manifest_app`]
+//! (running an app described by a manifest, with a CUDA check kernel), [`expr`] (size
+//! expressions), [`words`] (host-side element types).
+
+pub mod builtin;
+pub mod cbe;
+pub mod expr;
+pub mod manifest;
+pub mod manifest_app;
+pub mod words;
+
+pub use builtin::{builtin_apps, find_app, load_app_dir, StrippedVariant};
+pub use manifest::{ManifestError, Problem};
+pub use manifest_app::ManifestApp;
+pub use words::{ElemType, Word};
+
+use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, ModuleId};
+use crate::ptx::{self, Module};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+use thiserror::Error;
+
+/// The architecture app kernels are compiled for by default (the oldest the tools support; its
+/// PTX JIT-compiles for every newer chip and is what the simulator runs).
+pub const DEFAULT_ARCH: &str = "sm_70";
+
+/// Which input size to run an app at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Size {
+    /// Small enough for the simulator: a few blocks of at most 64 threads.
+    Sim,
+    /// A realistic size for a GPU.
+    Gpu,
+}
+
+impl Size {
+    pub const ALL: [Size; 2] = [Size::Sim, Size::Gpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Sim => "sim",
+            Size::Gpu => "gpu",
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Size {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Size, String> {
+        Size::ALL
+            .into_iter()
+            .find(|size| size.name() == s)
+            .ok_or_else(|| format!("unknown size '{s}' (expected sim or gpu)"))
+    }
+}
+
+/// The result of one run's post-condition check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail { reason: String },
+}
+
+impl Verdict {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Verdict::Pass)
+    }
+
+    pub fn fail(reason: impl Into<String>) -> Verdict {
+        Verdict::Fail {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Pass => f.write_str("pass"),
+            Verdict::Fail { reason } => write!(f, "fail: {reason}"),
+        }
+    }
+}
+
+/// An app's CUDA source: where it lives (for `file:line` reports and patches) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSource {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// Everything that can go wrong with an app, other than a failed post-condition.
+#[derive(Debug, Error)]
+pub enum AppError {
+    #[error("unknown application '{name}' (known: {known})")]
+    UnknownApp { name: String, known: String },
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{}: {message}", .path.display())]
+    Compile { path: PathBuf, message: String },
+    #[error("{app}: {step}: {source}")]
+    Backend {
+        app: String,
+        /// What the app was doing: `launch 1 (kernel scan)`, `allocating buffer 'in'`.
+        step: String,
+        #[source]
+        source: BackendError,
+    },
+    #[error("{app}: {message}")]
+    Invalid { app: String, message: String },
+}
+
+impl AppError {
+    /// The backend error behind this one, if any (a driver maps timeouts and faults to outcomes).
+    pub fn backend_error(&self) -> Option<&BackendError> {
+        match self {
+            AppError::Backend { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// A hung kernel.
+    pub fn is_timeout(&self) -> bool {
+        self.backend_error().is_some_and(BackendError::is_timeout)
+    }
+}
+
+/// A CUDA application with a post-condition.
+pub trait App: Send + Sync {
+    /// Short name, e.g. `cbe-dot`.
+    fn name(&self) -> &str;
+
+    /// The communication idiom, one sentence.
+    fn description(&self) -> &str;
+
+    /// The post-condition a run must satisfy, in words.
+    fn postcondition(&self) -> &str;
+
+    /// The CUDA source of the app's kernels.
+    fn source(&self) -> &KernelSource;
+
+    /// The kernels the app launches (through the [`Launcher`]), in launch order, without
+    /// duplicates. Check kernels are not among them.
+    fn kernels(&self) -> Vec<String>;
+
+    /// The named size parameters at `size` (for reports), e.g. `n = 256, blocks = 4`.
+    fn parameters(&self, size: Size) -> Vec<(String, i64)>;
+
+    /// The app's PTX: its source compiled for `arch` with line info, after the variant's
+    /// transformation (the `-nf` variants strip fences here), without check kernels. Drivers
+    /// transform this module further and hand it to [`LoadedApp::load`].
+    fn module(&self, arch: &str) -> Result<Module, AppError> {
+        compile_source(self.source(), arch)
+    }
+
+    /// The module holding the app's check kernels, loaded untransformed next to the app module;
+    /// `None` for apps that check on the host.
+    fn check_module(&self, _arch: &str) -> Result<Option<Module>, AppError> {
+        Ok(None)
+    }
+
+    /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
+    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
+}
+
+/// Compiles an app's source to a parsed PTX module (NVRTC, cached by content).
+pub fn compile_source(source: &KernelSource, arch: &str) -> Result<Module, AppError> {
+    let compile_error = |message: String| AppError::Compile {
+        path: source.path.clone(),
+        message,
+    };
+    let text = crate::compile::compile_cuda(&source.path, &source.text, arch)
+        .map_err(|e| compile_error(e.to_string()))?;
+    ptx::parse(&text).map_err(|e| compile_error(format!("PTX line {}: {}", e.line, e.message)))
+}
+
+/// One launch of an app kernel, as the app asks for it. A [`Launcher`] may rewrite any field
+/// except `index` and `kernel` before it is launched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// Position of this launch among the app's launches in this run, from 0.
+    pub index: usize,
+    /// The kernel's name (as in the app's module).
+    pub kernel: String,
+    /// The module to launch from: the app module of the [`LoadedApp`] unless a launcher swaps it.
+    pub module: ModuleId,
+    pub config: LaunchConfig,
+    pub args: Vec<KernelArg>,
+}
+
+/// Intercepts the app's kernel launches. The stress harness implements this: it swaps in its
+/// harnessed module, appends its control-block argument and enlarges the grid; the cost driver
+/// reads kernel times in [`Launcher::after`]. Check kernels are never passed through it.
+pub trait Launcher {
+    /// Called before each app launch; may change `launch.module`, `launch.config` and
+    /// `launch.args` (and use the backend, e.g. to allocate and fill a control block).
+    fn before(
+        &mut self,
+        _backend: &mut dyn Backend,
+        _launch: &mut Launch,
+    ) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Called after the launch has completed (synchronised), with the launch as it was made.
+    fn after(&mut self, _backend: &mut dyn Backend, _launch: &Launch) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// A launcher that launches exactly what the app asks for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirectLauncher;
+
+impl Launcher for DirectLauncher {}
+
+/// How to run an app once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunOptions {
+    pub size: Size,
+    /// Seeds the app's random inputs; the same seed gives the same inputs.
+    pub input_seed: u64,
+    /// Deadline of each kernel (a kernel still running then is a timeout).
+    pub deadline: Duration,
+}
+
+impl RunOptions {
+    pub fn new(size: Size, input_seed: u64) -> RunOptions {
+        RunOptions {
+            size,
+            input_seed,
+            deadline: Duration::from_secs(30),
+        }
+    }
+}
+
+/// An app whose (possibly transformed) module and check module are loaded on a backend; run it
+/// as often as needed.
+pub struct LoadedApp<'a> {
+    app: &'a dyn App,
+    module: ModuleId,
+    check_module: Option<ModuleId>,
+}
+
+impl<'a> LoadedApp<'a> {
+    /// Loads `module` (the app's module from [`App::module`], transformed by the driver) and the
+    /// app's check module compiled for `arch`.
+    pub fn load(
+        app: &'a dyn App,
+        backend: &mut dyn Backend,
+        module: &Module,
+        arch: &str,
+    ) -> Result<LoadedApp<'a>, AppError> {
+        let backend_error = |step: &str, source| AppError::Backend {
+            app: app.name().to_string(),
+            step: step.to_string(),
+            source,
+        };
+        let module = backend
+            .load_module(&ptx::print(module))
+            .map_err(|e| backend_error("loading the app module", e))?;
+        let check_module = match app.check_module(arch)? {
+            Some(check) => Some(
+                backend
+                    .load_module(&ptx::print(&check))
+                    .map_err(|e| backend_error("loading the check module", e))?,
+            ),
+            None => None,
+        };
+        Ok(LoadedApp {
+            app,
+            module,
+            check_module,
+        })
+    }
+
+    pub fn app(&self) -> &'a dyn App {
+        self.app
+    }
+
+    /// The loaded app module.
+    pub fn module(&self) -> ModuleId {
+        self.module
+    }
+
+    /// Runs the app once. Buffers the app allocated are freed afterwards, also on error.
+    pub fn run(
+        &self,
+        backend: &mut dyn Backend,
+        launcher: &mut dyn Launcher,
+        options: &RunOptions,
+    ) -> Result<Verdict, AppError> {
+        let mut ctx = RunContext {
+            app: self.app.name(),
+            backend,
+            launcher,
+            module: self.module,
+            check_module: self.check_module,
+            options: *options,
+            buffers: Vec::new(),
+            launches: 0,
+        };
+        self.app.run(&mut ctx)
+    }
+}
+
+/// Compiles `app` for `arch`, applies `transform` to its module, loads it and runs it once.
+/// Convenient for one-off runs; a campaign should load once and run a [`LoadedApp`] many times.
+pub fn run_once(
+    app: &dyn App,
+    backend: &mut dyn Backend,
+    transform: impl FnOnce(Module) -> Module,
+    launcher: &mut dyn Launcher,
+    options: &RunOptions,
+) -> Result<Verdict, AppError> {
+    let module = transform(app.module(DEFAULT_ARCH)?);
+    LoadedApp::load(app, backend, &module, DEFAULT_ARCH)?.run(backend, launcher, options)
+}
+
+/// What an app sees of the machine during one run.
+pub struct RunContext<'r> {
+    app: &'r str,
+    backend: &'r mut dyn Backend,
+    launcher: &'r mut dyn Launcher,
+    module: ModuleId,
+    check_module: Option<ModuleId>,
+    options: RunOptions,
+    buffers: Vec<Buffer>,
+    launches: usize,
+}
+
+impl RunContext<'_> {
+    pub fn size(&self) -> Size {
+        self.options.size
+    }
+
+    pub fn input_seed(&self) -> u64 {
+        self.options.input_seed
+    }
+
+    /// A generator for the run's random inputs, seeded by the input seed.
+    pub fn rng(&self) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(self.options.input_seed)
+    }
+
+    /// The backend, for anything the helpers below do not cover.
+    pub fn backend(&mut self) -> &mut dyn Backend {
+        &mut *self.backend
+    }
+
+    fn error(&self, step: impl Into<String>, source: BackendError) -> AppError {
+        AppError::Backend {
+            app: self.app.to_string(),
+            step: step.into(),
+            source,
+        }
+    }
+
+    /// Allocates `bytes` of zeroed device memory, freed at the end of the run.
+    pub fn alloc(&mut self, what: &str, bytes: usize) -> Result<Buffer, AppError> {
+        let buffer = self
+            .backend
+            .alloc(bytes.max(1))
+            .map_err(|e| self.error(format!("allocating buffer '{what}'"), e))?;
+        self.buffers.push(buffer);
+        Ok(buffer)
+    }
+
+    /// Allocates a buffer holding `data`.
+    pub fn upload<T: Word>(&mut self, what: &str, data: &[T]) -> Result<Buffer, AppError> {
+        let buffer = self.alloc(what, std::mem::size_of_val(data))?;
+        self.write(what, buffer, data)?;
+        Ok(buffer)
+    }
+
+    /// Overwrites the start of `buffer` with `data`.
+    pub fn write<T: Word>(
+        &mut self,
+        what: &str,
+        buffer: Buffer,
+        data: &[T],
+    ) -> Result<(), AppError> {
+        let bytes = words::to_bytes(data);
+        self.backend
+            .copy_in(buffer, 0, &bytes)
+            .map_err(|e| self.error(format!("writing buffer '{what}'"), e))
+    }
+
+    /// Sets every byte of `buffer` to `byte`.
+    pub fn memset(&mut self, what: &str, buffer: Buffer, byte: u8) -> Result<(), AppError> {
+        self.backend
+            .memset(buffer, byte)
+            .map_err(|e| self.error(format!("setting buffer '{what}'"), e))
+    }
+
+    /// Reads the first `len` elements of `buffer`.
+    pub fn download<T: Word>(
+        &mut self,
+        what: &str,
+        buffer: Buffer,
+        len: usize,
+    ) -> Result<Vec<T>, AppError> {
+        let mut bytes = vec![0u8; len * T::BYTES];
+        self.backend
+            .copy_out(buffer, 0, &mut bytes)
+            .map_err(|e| self.error(format!("reading buffer '{what}'"), e))?;
+        Ok(words::from_bytes(&bytes))
+    }
+
+    /// Launches an app kernel through the driver's launcher and waits for it.
+    pub fn launch(
+        &mut self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: Vec<KernelArg>,
+    ) -> Result<(), AppError> {
+        let mut launch = Launch {
+            index: self.launches,
+            kernel: kernel.to_string(),
+            module: self.module,
+            config,
+            args,
+        };
+        self.launches += 1;
+        let step = format!("launch {} (kernel {kernel})", launch.index);
+        self.launcher
+            .before(&mut *self.backend, &mut launch)
+            .map_err(|e| self.error(step.clone(), e))?;
+        self.backend
+            .launch(launch.module, &launch.kernel, &launch.config, &launch.args)
+            .and_then(|()| self.backend.synchronize(self.options.deadline))
+            .map_err(|e| self.error(step.clone(), e))?;
+        self.launcher
+            .after(&mut *self.backend, &launch)
+            .map_err(|e| self.error(step, e))
+    }
+
+    /// Launches a check kernel from the untransformed check module (not through the launcher)
+    /// and waits for it.
+    pub fn launch_check(
+        &mut self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(), AppError> {
+        let Some(module) = self.check_module else {
+            return Err(AppError::Invalid {
+                app: self.app.to_string(),
+                message: format!(
+                    "check kernel '{kernel}' launched, but the app has no check module"
+                ),
+            });
+        };
+        let step = format!("check kernel {kernel}");
+        self.backend
+            .launch(module, kernel, &config, args)
+            .and_then(|()| self.backend.synchronize(self.options.deadline))
+            .map_err(|e| self.error(step, e))
+    }
+}
+
+impl Drop for RunContext<'_> {
+    fn drop(&mut self) {
+        for buffer in self.buffers.drain(..) {
+            // Best effort: a backend that lost its context after a crash cannot free anyway.
+            let _ = self.backend.free(buffer);
+        }
+    }
+}
+
+/// A 1-D launch configuration.
+pub fn linear(grid: u32, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (grid, 1, 1),
+        block: (block, 1, 1),
+        shared_bytes: 0,
+    }
+}
+
+/// The folder the built-in apps' sources live in (for paths in reports; the sources themselves
+/// are compiled into the binary).
+pub fn builtin_apps_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/apps"))
+}

@@ -1,0 +1,145 @@
+//! Host-side element types of app buffers and their little-endian byte images.
+//!
+//! Backends move bytes; apps think in `u32`, `i32`, `f32` and `u64` elements. [`Word`] converts
+//! between the two for the typed helpers of [`super::RunContext`], and [`ElemType`] names the
+//! element types an `app.toml` may declare.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An element type of an app buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    U32,
+    I32,
+    F32,
+    U64,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 4] = [ElemType::U32, ElemType::I32, ElemType::F32, ElemType::U64];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::U32 => "u32",
+            ElemType::I32 => "i32",
+            ElemType::F32 => "f32",
+            ElemType::U64 => "u64",
+        }
+    }
+
+    pub fn bytes(self) -> usize {
+        match self {
+            ElemType::U64 => 8,
+            _ => 4,
+        }
+    }
+
+    /// The integers the type holds exactly: its range for integer types, ±2^24 for `f32`.
+    pub fn exact_integer_range(self) -> (i128, i128) {
+        match self {
+            ElemType::U32 => (0, u32::MAX as i128),
+            ElemType::I32 => (i32::MIN as i128, i32::MAX as i128),
+            ElemType::F32 => (-(1 << 24), 1 << 24),
+            ElemType::U64 => (0, u64::MAX as i128),
+        }
+    }
+
+    /// The little-endian bytes of integer `value` as this type (the caller checked the range).
+    pub fn int_bytes(self, value: i128, out: &mut Vec<u8>) {
+        match self {
+            ElemType::U32 => out.extend_from_slice(&(value as u32).to_le_bytes()),
+            ElemType::I32 => out.extend_from_slice(&(value as i32).to_le_bytes()),
+            ElemType::F32 => out.extend_from_slice(&(value as f32).to_le_bytes()),
+            ElemType::U64 => out.extend_from_slice(&(value as u64).to_le_bytes()),
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ElemType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ElemType, String> {
+        ElemType::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown element type '{s}' (expected u32, i32, f32 or u64)"))
+    }
+}
+
+/// A host value with a fixed little-endian device representation.
+pub trait Word: Copy + Default {
+    const BYTES: usize;
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads from exactly `Self::BYTES` bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! word {
+    ($t:ty, $n:expr) => {
+        impl Word for $t {
+            const BYTES: usize = $n;
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                let mut a = [0u8; $n];
+                a.copy_from_slice(&bytes[..$n]);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    };
+}
+
+word!(u8, 1);
+word!(u32, 4);
+word!(i32, 4);
+word!(f32, 4);
+word!(u64, 8);
+
+/// The bytes of `data`, element after element.
+pub fn to_bytes<T: Word>(data: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * T::BYTES);
+    for &x in data {
+        x.put(&mut out);
+    }
+    out
+}
+
+/// The elements of `bytes` (a trailing partial element is ignored).
+pub fn from_bytes<T: Word>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::BYTES).map(T::get).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let v = [1.5f32, -2.0, 16777216.0];
+        assert_eq!(from_bytes::<f32>(&to_bytes(&v)), v);
+        let u = [u64::MAX, 7];
+        assert_eq!(from_bytes::<u64>(&to_bytes(&u)), u);
+        assert_eq!(to_bytes(&[1u32]), vec![1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn types_parse_and_know_their_sizes() {
+        assert_eq!("f32".parse::<ElemType>(), Ok(ElemType::F32));
+        assert!("f16"
+            .parse::<ElemType>()
+            .unwrap_err()
+            .contains("u32, i32, f32 or u64"));
+        assert_eq!(ElemType::U64.bytes(), 8);
+        let mut out = Vec::new();
+        ElemType::F32.int_bytes(3, &mut out);
+        assert_eq!(out, 3.0f32.to_le_bytes());
+    }
+}
