@@ -418,7 +418,11 @@ fn an_out_of_bounds_store_is_a_fault() {
         other => panic!("expected a fault, got {other:?}"),
     }
     // The error is sticky: the context is dead, and dropping it must still work.
-    assert!(b.alloc(4).is_err());
+    assert!(matches!(b.alloc(4), Err(BackendError::Fault(_))));
+    assert!(matches!(
+        b.synchronize(GENEROUS),
+        Err(BackendError::Fault(_))
+    ));
     drop(b);
     // A new backend on the same device is healthy.
     let mut fresh = gpu().unwrap();

@@ -420,6 +420,8 @@ pub struct CudaBackend {
     pending_timing: bool,
     /// A `synchronize` timed out and the work may still be running.
     hung: bool,
+    /// A kernel faulted: the context is dead (CUDA errors of this kind are sticky).
+    faulted: Option<String>,
     stats: KernelStats,
     jit_info_log: String,
 }
@@ -438,6 +440,7 @@ impl std::fmt::Debug for CudaBackend {
             .field("buffers", &self.buffers.len())
             .field("modules", &self.modules.iter().flatten().count())
             .field("hung", &self.hung)
+            .field("faulted", &self.faulted)
             .finish_non_exhaustive()
     }
 }
@@ -491,6 +494,7 @@ impl CudaBackend {
             kernels: HashMap::new(),
             pending_timing: false,
             hung: false,
+            faulted: None,
             stats: KernelStats::default(),
             jit_info_log: String::new(),
         };
@@ -562,8 +566,28 @@ impl CudaBackend {
         check(unsafe { sys::cuCtxSetCurrent(self.ctx) }, "cuCtxSetCurrent")
     }
 
-    /// Binds the context and refuses to go on while a timed-out kernel still runs.
+    /// Records a fault, which makes every later call fail the same way.
+    fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(BackendError::Fault(message)) = &result {
+            self.faulted.get_or_insert_with(|| message.clone());
+        }
+        result
+    }
+
+    /// The error every call answers after a fault.
+    fn dead(&self) -> Result<()> {
+        match &self.faulted {
+            Some(message) => Err(BackendError::Fault(format!(
+                "{message} (an earlier kernel faulted; this context is unusable, drop the backend)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Binds the context and refuses to go on after a fault or while a timed-out kernel still
+    /// runs.
     fn usable(&mut self) -> Result<()> {
+        self.dead()?;
         self.bind()?;
         if self.hung {
             // SAFETY: the stream is live; cuStreamQuery does not block.
@@ -578,7 +602,8 @@ impl CudaBackend {
                 }
                 code => {
                     self.hung = false;
-                    check(code, "cuStreamQuery")?;
+                    let checked = check(code, "cuStreamQuery");
+                    self.note(checked)?;
                 }
             }
         }
@@ -596,7 +621,8 @@ impl CudaBackend {
                 CUresult::CUDA_ERROR_NOT_READY => {}
                 code => {
                     self.pending_timing = false;
-                    return check(code, "cuStreamQuery");
+                    let checked = check(code, "cuStreamQuery");
+                    return self.note(checked);
                 }
             }
             let waited = begun.elapsed();
@@ -970,11 +996,12 @@ impl Backend for CudaBackend {
             if code != CUresult::CUDA_SUCCESS {
                 // The start event now belongs to a launch that never happened.
                 self.pending_timing = false;
-                return Err(if is_fault(code) {
+                let failed = Err(if is_fault(code) {
                     BackendError::Fault(describe(code))
                 } else {
                     BackendError::BadLaunch(format!("'{kernel}': {}", describe(code)))
                 });
+                return self.note(failed);
             }
             check(sys::cuEventRecord(self.end, self.stream), "cuEventRecord")?;
         }
@@ -986,6 +1013,7 @@ impl Backend for CudaBackend {
     /// from this call) is [`BackendError::Timeout`]; it keeps running and the backend must be
     /// dropped (see the module documentation).
     fn synchronize(&mut self, deadline: Duration) -> Result<()> {
+        self.dead()?;
         self.bind()?;
         self.wait(Some(deadline))?;
         self.hung = false;
