@@ -7,6 +7,7 @@
 pub mod access;
 pub mod ir;
 pub mod parse;
+pub mod passes;
 pub mod print;
 
 pub use access::{AccessKind, Fence, FenceStrength, MemoryAccess, Scope, Semantics, StateSpace};

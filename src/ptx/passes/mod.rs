@@ -1,0 +1,2 @@
+pub mod harness;
+pub mod stress;
