@@ -33,7 +33,8 @@ fn tool(env: &str, fallback: &str) -> Option<PathBuf> {
     let required = std::env::var("GPUWMM_REQUIRE_TOOLS").is_ok_and(|v| v == "1");
     assert!(
         !required,
-        "{env} not set and {fallback} absent, but GPUWMM_REQUIRE_TOOLS=1"
+        "{} not found (set {env}), but GPUWMM_REQUIRE_TOOLS=1",
+        path.display()
     );
     println!("skipped: {} not found (set {env})", path.display());
     None

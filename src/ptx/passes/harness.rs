@@ -447,3 +447,68 @@ div.u32 %gwmm_ctaid_z, %gwmm_t, %gwmm_nctaid_y;
         nctaid_z = ctrl(NCTAID_Z),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_register_names() {
+        assert_eq!(virtual_register("%tid.x").as_deref(), Some("%gwmm_tid_x"));
+        assert_eq!(
+            virtual_register("%nctaid.z").as_deref(),
+            Some("%gwmm_nctaid_z")
+        );
+        assert_eq!(virtual_register("%tid"), None);
+        assert_eq!(virtual_register("%laneid"), None);
+        assert_eq!(virtual_register("%tid.w"), None);
+        assert!(is_virtualised_family("%tid") && is_virtualised_family("%ctaid.w"));
+        assert!(!is_virtualised_family("%warpid") && !is_virtualised_family("%clusterid.x"));
+    }
+
+    #[test]
+    fn launch_directives_become_one_dimensional() {
+        let rewrite = |d: &str| rewrite_directive("k", d);
+        assert_eq!(rewrite(".maxntid 256, 1, 1").unwrap(), ".maxntid 256, 1, 1");
+        assert_eq!(rewrite(".reqntid 8,4,2").unwrap(), ".reqntid 64, 1, 1");
+        assert_eq!(rewrite(".maxntid 32").unwrap(), ".maxntid 32, 1, 1");
+        assert_eq!(rewrite(".maxnreg   32").unwrap(), ".maxnreg   32");
+        assert!(rewrite(".maxntid").is_err());
+        assert!(rewrite(".maxntid 99999999999, 99999999999, 99999999999").is_err());
+        assert!(rewrite(".explicitcluster").is_err());
+    }
+
+    #[test]
+    fn layout_offsets_are_distinct_and_inside_the_header() {
+        use layout::*;
+        let words = [
+            APP_BLOCKS,
+            NCTAID_X,
+            NCTAID_Y,
+            NCTAID_Z,
+            NTID_X,
+            NTID_Y,
+            NTID_Z,
+            BLOCK_THREADS,
+            WARPS_PER_BLOCK,
+            STRESS_BLOCKS,
+            STRESS_ITERATIONS,
+            SCRATCH_WORDS,
+            SPREAD,
+            PATCH_WORDS,
+            SEED_LO,
+            SEED_HI,
+            SCRATCH_ADDRESS,
+            SCRATCH_ADDRESS + 1,
+            BLOCK_PERM_OFFSET,
+            WARP_PERM_OFFSET,
+            LOCATIONS_OFFSET,
+            RANDOMISED,
+            LAYOUT_VERSION,
+        ];
+        let distinct: HashSet<u32> = words.iter().copied().collect();
+        assert_eq!(distinct.len(), words.len());
+        assert!(words.iter().all(|&w| w < HEADER_WORDS));
+        assert_eq!(byte_offset(SCRATCH_ADDRESS) % 8, 0);
+    }
+}
