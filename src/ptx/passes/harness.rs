@@ -142,15 +142,26 @@ pub fn harness(
     kernel: &str,
     options: &HarnessOptions,
 ) -> Result<Module, HarnessError> {
-    let original = find_kernel(module, kernel)?;
-    check_kernel(module, original)?;
-    let stress = stress_code(&options.stress, CTRL_REGISTER)?;
+    harness_kernels(module, &[kernel], options)
+}
+
+/// [`harness`] applied to several kernels of one module, copying the module once.
+pub fn harness_kernels(
+    module: &Module,
+    kernels: &[&str],
+    options: &HarnessOptions,
+) -> Result<Module, HarnessError> {
     let mut out = module.clone();
-    let target = out
-        .functions_mut()
-        .find(|f| is_kernel_named(f, kernel))
-        .ok_or_else(|| HarnessError::KernelNotFound(kernel.to_string()))?;
-    instrument(target, stress)?;
+    for kernel in kernels {
+        let original = find_kernel(module, kernel)?;
+        check_kernel(module, original)?;
+        let stress = stress_code(&options.stress, CTRL_REGISTER)?;
+        let target = out
+            .functions_mut()
+            .find(|f| is_kernel_named(f, kernel))
+            .ok_or_else(|| HarnessError::KernelNotFound(kernel.to_string()))?;
+        instrument(target, stress)?;
+    }
     Ok(out)
 }
 
