@@ -4,6 +4,8 @@
 //! runs on a real GPU (`cuda`, on cudarc) and on the simulator (`sim`, a PTX interpreter with a
 //! weak-memory model) that lets every driver run in CI without a GPU.
 
+pub mod sim;
+
 use serde::Serialize;
 use std::time::Duration;
 use thiserror::Error;
