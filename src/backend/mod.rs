@@ -10,6 +10,8 @@
 pub mod cuda;
 pub mod nvml;
 
+pub mod sim;
+
 use serde::Serialize;
 use std::time::Duration;
 use thiserror::Error;
