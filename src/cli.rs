@@ -188,6 +188,16 @@ pub struct LitmusArgs {
     pub access: AccessFlavour,
 }
 
+impl LitmusArgs {
+    pub fn access_name(&self) -> &'static str {
+        match self.access {
+            AccessFlavour::Volatile => "volatile",
+            AccessFlavour::Relaxed => "relaxed",
+            AccessFlavour::Cg => "cg",
+        }
+    }
+}
+
 fn parse_shape(s: &str) -> Result<LitmusShape, String> {
     s.parse()
 }

@@ -10,6 +10,7 @@
 pub mod cuda;
 pub mod nvml;
 
+pub mod select;
 pub mod sim;
 
 use serde::Serialize;
