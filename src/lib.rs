@@ -13,4 +13,5 @@ pub mod control;
 pub mod input;
 pub mod litmus;
 pub mod ptx;
+pub mod stressed;
 pub mod toolchain;
