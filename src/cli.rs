@@ -1,6 +1,7 @@
 //! The command line: only the clap definitions, no behaviour.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
 
@@ -26,10 +27,17 @@ pub enum Command {
     /// Inspect and transform PTX: list fence sites, insert or strip fences, add the stress harness.
     #[command(subcommand)]
     Ptx(PtxCommand),
-    /// List the GPUs this machine has, and the simulator.
+    /// List the GPUs this machine has (with NVML energy support), and the simulator.
     Devices,
     /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram.
-    Litmus(NotYet),
+    ///
+    /// Thread 0 and thread 1 of each instance run in different blocks. The weak outcome is the one
+    /// sequential consistency forbids: MP r0=1,r1=0 (flag seen, data not); SB r0=0,r1=0; LB
+    /// r0=1,r1=1; CoRR r0=1,r1=0.
+    #[command(
+        after_help = "Example: gpuwmm litmus mp --backend sim --iterations 10000 --fence-t0 fence.sc.gpu"
+    )]
+    Litmus(LitmusArgs),
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
     Tune(NotYet),
     /// Run an application under stress and check its post-condition, for a duration or a run count.
@@ -94,9 +102,108 @@ pub struct InstrumentArgs {
     /// Remove the fences already in the PTX first (this makes the `-nf` variants).
     #[arg(long)]
     pub strip: bool,
+    /// Add the stress harness: a control-block parameter, stressing blocks after the app's
+    /// blocks, virtual (randomisable) block and thread ids. Fences go in first.
+    #[arg(long)]
+    pub harness: bool,
+    /// The kernel to harness (needed when the module has more than one).
+    #[arg(long, requires = "harness")]
+    pub kernel: Option<String>,
+    /// What the stressing blocks do: none, sys (the access sequence at `spread` locations), rand
+    /// (random loads/stores), cache (walk an L2-sized scratchpad).
+    #[arg(long, value_enum, default_value_t = StressArg::Sys, requires = "harness")]
+    pub stress: StressArg,
+    /// The sys access sequence, e.g. "ld st" or "st2 ld".
+    #[arg(long, default_value = "ld st", requires = "harness")]
+    pub sequence: String,
     /// Output file (standard output if absent).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StressArg {
+    None,
+    Sys,
+    Rand,
+    Cache,
+}
+
+/// Which backend runs the kernels, and how the simulator behaves.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// `cuda` (a real GPU), `sim` (the simulator), or `auto`: cuda where a driver and a GPU are
+    /// present, else sim.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// The simulator's memory model: `weak` (store buffers, see README) or `sc`.
+    #[arg(long, value_enum, default_value_t = SimModelArg::Weak)]
+    pub sim_model: SimModelArg,
+    /// Seed of everything random (recorded with results, so a run can be replayed).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    Auto,
+    Cuda,
+    Sim,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimModelArg {
+    Weak,
+    Sc,
+}
+
+#[derive(Debug, Args)]
+pub struct LitmusArgs {
+    /// The test: mp, sb, lb or corr.
+    #[arg(value_parser = parse_shape)]
+    pub test: LitmusShape,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Distance between the two locations x and y, in 32-bit words.
+    #[arg(long, default_value_t = 64)]
+    pub distance: u32,
+    /// Fence between thread 0's two accesses (fence.sc.gpu, membar.gl, fence.acq_rel.gpu,
+    /// membar.cta, fence.sc.sys).
+    #[arg(long, value_parser = parse_fence_kind)]
+    pub fence_t0: Option<FenceKind>,
+    /// Fence between thread 1's two accesses.
+    #[arg(long, value_parser = parse_fence_kind)]
+    pub fence_t1: Option<FenceKind>,
+    /// Kernel launches.
+    #[arg(long, default_value_t = 1000)]
+    pub iterations: u64,
+    /// Test instances per launch (each with its own pair of blocks and locations).
+    #[arg(long, default_value_t = 1)]
+    pub instances: u32,
+    /// Threads per block (only thread 0 of a block takes part).
+    #[arg(long, default_value_t = 1)]
+    pub block_threads: u32,
+    /// How the accesses are spelled: volatile, relaxed (relaxed.gpu) or cg.
+    #[arg(long, default_value = "volatile", value_parser = parse_access)]
+    pub access: AccessFlavour,
+}
+
+impl LitmusArgs {
+    pub fn access_name(&self) -> &'static str {
+        match self.access {
+            AccessFlavour::Volatile => "volatile",
+            AccessFlavour::Relaxed => "relaxed",
+            AccessFlavour::Cg => "cg",
+        }
+    }
+}
+
+fn parse_shape(s: &str) -> Result<LitmusShape, String> {
+    s.parse()
+}
+
+fn parse_access(s: &str) -> Result<AccessFlavour, String> {
+    s.parse()
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -3,6 +3,15 @@
 //! Drivers (`litmus`, `check`, `harden`, `tune`, `cost`) talk only to this trait, so the same code
 //! runs on a real GPU (`cuda`, on cudarc) and on the simulator (`sim`, a PTX interpreter with a
 //! weak-memory model) that lets every driver run in CI without a GPU.
+//!
+//! - [`cuda`]: the real-GPU implementation (driver API through cudarc, loaded at run time);
+//! - [`nvml`]: power and energy readings of a GPU, for `cost` and `gpuwmm devices`.
+
+pub mod cuda;
+pub mod nvml;
+
+pub mod select;
+pub mod sim;
 
 use serde::Serialize;
 use std::time::Duration;

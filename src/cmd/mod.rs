@@ -1,8 +1,12 @@
 //! One module per subcommand; each turns parsed arguments into library calls and prints results.
 
+mod devices;
+mod litmus;
 mod ptx;
 
-use crate::cli::Command;
+use crate::cli::{BackendArgs, BackendChoice, Command, SimModelArg};
+use gpuwmm::backend::select::{open_backend, Choice, Opened};
+use gpuwmm::backend::sim::{MemoryModel, SimConfig};
 
 /// Exit code for bad input (malformed files, unknown names): the same as clap's usage errors.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -40,8 +44,8 @@ pub type Outcome = Result<(), Failure>;
 pub fn run(command: Command) -> Outcome {
     match command {
         Command::Ptx(c) => ptx::run(c),
-        Command::Devices => not_yet("devices", "the backends issue"),
-        Command::Litmus(_) => not_yet("litmus", "the backends issue"),
+        Command::Devices => devices::run(),
+        Command::Litmus(args) => litmus::run(&args),
         Command::Tune(_) => not_yet("tune", "the tuning issue"),
         Command::Check(_) => not_yet("check", "the check-and-harden issue"),
         Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
@@ -55,4 +59,22 @@ fn not_yet(name: &str, issue: &str) -> Outcome {
         error: anyhow::anyhow!("`gpuwmm {name}` is not implemented yet (planned in {issue})"),
         exit_code: EXIT_NOT_IMPLEMENTED,
     })
+}
+
+/// Opens the backend the user chose, saying so when `auto` fell back to the simulator.
+fn open(args: &BackendArgs) -> Result<Opened, Failure> {
+    let choice = match args.backend {
+        BackendChoice::Auto => Choice::Auto,
+        BackendChoice::Cuda => Choice::Cuda,
+        BackendChoice::Sim => Choice::Sim,
+    };
+    let model = match args.sim_model {
+        SimModelArg::Weak => MemoryModel::Weak,
+        SimModelArg::Sc => MemoryModel::Sc,
+    };
+    let opened = open_backend(choice, &SimConfig::new(model, args.seed))?;
+    if let Some(reason) = &opened.fallback_reason {
+        eprintln!("note: running on the simulator: {reason}");
+    }
+    Ok(opened)
 }

@@ -1,12 +1,14 @@
 //! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
 
 use super::{Failure, Outcome};
-use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
+use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
 use gpuwmm::input::{load_kernel_file, LoadedPtx};
 use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
 };
-use gpuwmm::ptx::print;
+use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
+use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
+use gpuwmm::ptx::{print, Module};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -109,7 +111,10 @@ fn instrument(args: &InstrumentArgs) -> Outcome {
             sites.len()
         );
     }
-    let module = insert_fences(&module, &chosen, args.fence_kind);
+    let mut module = insert_fences(&module, &chosen, args.fence_kind);
+    if args.harness {
+        module = add_harness(&module, args)?;
+    }
     let text = print(&module);
     match &args.output {
         Some(path) => {
@@ -118,4 +123,34 @@ fn instrument(args: &InstrumentArgs) -> Outcome {
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(())
+}
+
+fn add_harness(module: &Module, args: &InstrumentArgs) -> Result<Module, Failure> {
+    let kernel = match &args.kernel {
+        Some(k) => k.clone(),
+        None => only_kernel(module)?,
+    };
+    let stress = match args.stress {
+        StressArg::None => StressStrategy::None,
+        StressArg::Rand => StressStrategy::Rand,
+        StressArg::Cache => StressStrategy::Cache,
+        StressArg::Sys => StressStrategy::Sys {
+            sequence: parse_sequence(&args.sequence).map_err(Failure::bad_input)?,
+        },
+    };
+    harness(module, &kernel, &HarnessOptions { stress }).map_err(Failure::bad_input)
+}
+
+fn only_kernel(module: &Module) -> Result<String, Failure> {
+    let names: Vec<_> = module.kernels().map(|k| k.name.clone()).collect();
+    match names.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Failure::bad_input(anyhow::anyhow!(
+            "the module has no kernel to harness"
+        ))),
+        _ => Err(Failure::bad_input(anyhow::anyhow!(
+            "the module has several kernels ({}); choose one with --kernel",
+            names.join(", ")
+        ))),
+    }
 }

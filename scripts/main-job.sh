@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The main job, from a fresh checkout: install the CUDA tools if needed, build, and run gpuwmm on
+# the GPU if there is one, else on the simulator (results from the simulator say so).
+#
+# Today it lists the devices, shows where fences could go in cbe-dot, and runs the MP litmus
+# test without and with fences. It grows with the drivers (check, harden).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-cuda-tools.sh
+cargo build --release --locked
+gpuwmm=target/release/gpuwmm
+seed="${GPUWMM_SEED:-1}"
+
+echo "== devices"
+"$gpuwmm" devices
+echo
+echo "== fence sites of cbe-dot"
+"$gpuwmm" ptx sites apps/cbe-dot/kernel.cu
+echo
+echo "== MP litmus, no fences (seed $seed)"
+"$gpuwmm" litmus mp --iterations 10000 --seed "$seed"
+echo
+echo "== MP litmus, fence.sc.gpu in both threads (seed $seed)"
+"$gpuwmm" litmus mp --iterations 10000 --seed "$seed" --fence-t0 fence.sc.gpu --fence-t1 fence.sc.gpu

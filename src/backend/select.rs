@@ -1,0 +1,70 @@
+//! Choosing a backend: a real GPU where a driver and a device answer, else the simulator.
+//!
+//! Every command that runs kernels goes through [`open_backend`], so `--backend auto` means the
+//! same thing everywhere, and a command never silently runs on the simulator when the user asked
+//! for a GPU.
+
+use super::cuda::CudaBackend;
+use super::sim::{SimBackend, SimConfig};
+use super::{Backend, BackendError, BackendKind};
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// `cuda` if a driver and a device are present, else `sim`.
+    Auto,
+    Cuda,
+    Sim,
+}
+
+/// An opened backend and, for `Auto`, why it is the one chosen.
+pub struct Opened {
+    pub backend: Box<dyn Backend>,
+    pub kind: BackendKind,
+    /// Set when `Auto` fell back to the simulator: the reason the GPU was not used.
+    pub fallback_reason: Option<String>,
+}
+
+/// Opens the backend: `Cuda` fails with the typed error when no GPU is usable; `Auto` falls back
+/// to the simulator configured by `sim`.
+pub fn open_backend(choice: Choice, sim: &SimConfig) -> Result<Opened, BackendError> {
+    match choice {
+        Choice::Sim => Ok(simulator(sim, None)),
+        Choice::Cuda => Ok(Opened {
+            backend: Box::new(CudaBackend::open(0)?),
+            kind: BackendKind::Cuda,
+            fallback_reason: None,
+        }),
+        Choice::Auto => match CudaBackend::open(0) {
+            Ok(gpu) => Ok(Opened {
+                backend: Box::new(gpu),
+                kind: BackendKind::Cuda,
+                fallback_reason: None,
+            }),
+            Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
+                Ok(simulator(sim, Some(e.to_string())))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+fn simulator(config: &SimConfig, fallback_reason: Option<String>) -> Opened {
+    Opened {
+        backend: Box::new(SimBackend::new(config.clone())),
+        kind: BackendKind::Sim,
+        fallback_reason,
+    }
+}
+
+/// A line that labels results by where they come from; simulator results always say so.
+pub fn provenance(backend: &dyn Backend) -> String {
+    let info = backend.info();
+    match info.backend {
+        BackendKind::Sim => format!(
+            "backend: simulator ({}) — a model of weak memory, not hardware",
+            info.driver
+        ),
+        BackendKind::Cuda => format!("backend: {} (driver {})", info.name, info.driver),
+    }
+}

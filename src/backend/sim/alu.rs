@@ -1,0 +1,647 @@
+//! Pure arithmetic: the value semantics of PTX integer, float, comparison, conversion and
+//! bit-field instructions on `u64` register slots.
+//!
+//! Kept apart from the interpreter so that each operation is a small, unit-tested function.
+//! Register convention: a slot holds the value's bit pattern in its low `bits`; readers normalise
+//! (mask or sign-extend) to the width of their own type, writers mask to theirs.
+
+use super::isa::*;
+
+#[inline]
+pub fn mask(bits: u8) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+#[inline]
+pub fn sext(v: u64, bits: u8) -> i64 {
+    if bits >= 64 {
+        v as i64
+    } else {
+        let shift = 64 - bits as u32;
+        ((v << shift) as i64) >> shift
+    }
+}
+
+/// The value as the type reads it, widened to 64 bits (sign-extended for `.s` types).
+#[inline]
+pub fn norm(v: u64, ty: Ty) -> u64 {
+    if ty.signed() {
+        sext(v, ty.bits) as u64
+    } else {
+        v & mask(ty.bits)
+    }
+}
+
+#[inline]
+pub fn f32v(v: u64) -> f32 {
+    f32::from_bits(v as u32)
+}
+
+#[inline]
+pub fn f64v(v: u64) -> f64 {
+    f64::from_bits(v)
+}
+
+/// A float of type `ty` as f64 (exact).
+#[inline]
+pub fn to_f64(v: u64, ty: Ty) -> f64 {
+    if ty.bits == 32 {
+        f64::from(f32v(v))
+    } else {
+        f64v(v)
+    }
+}
+
+/// Division by zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DivByZero;
+
+/// Two-operand integer (and predicate) operations.
+#[inline]
+pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64) -> Result<u64, DivByZero> {
+    let bits = ty.bits;
+    let signed = ty.signed();
+    let (sa, sb) = (sext(a, bits), sext(b, bits));
+    let (ua, ub) = (a & mask(bits), b & mask(bits));
+    let r = match op {
+        IntOp::Add => a.wrapping_add(b),
+        IntOp::Sub => a.wrapping_sub(b),
+        IntOp::AddSat => (sa as i32).saturating_add(sb as i32) as u32 as u64,
+        IntOp::SubSat => (sa as i32).saturating_sub(sb as i32) as u32 as u64,
+        IntOp::MulLo => a.wrapping_mul(b),
+        IntOp::MulHi => {
+            if signed {
+                ((i128::from(sa) * i128::from(sb)) >> bits) as u64
+            } else {
+                ((u128::from(ua) * u128::from(ub)) >> bits) as u64
+            }
+        }
+        IntOp::Div | IntOp::Rem if ub == 0 => return Err(DivByZero),
+        IntOp::Div if signed => sa.wrapping_div(sb) as u64,
+        IntOp::Div => ua / ub,
+        IntOp::Rem if signed => sa.wrapping_rem(sb) as u64,
+        IntOp::Rem => ua % ub,
+        IntOp::Min if signed => sa.min(sb) as u64,
+        IntOp::Min => ua.min(ub),
+        IntOp::Max if signed => sa.max(sb) as u64,
+        IntOp::Max => ua.max(ub),
+        IntOp::And => a & b,
+        IntOp::Or => a | b,
+        IntOp::Xor => a ^ b,
+        IntOp::Shl => {
+            let n = b & 0xffff_ffff;
+            if n >= u64::from(bits) {
+                0
+            } else {
+                a << n
+            }
+        }
+        IntOp::Shr => {
+            let n = (b & 0xffff_ffff).min(u64::from(bits));
+            if signed {
+                (sa >> n.min(63)) as u64
+            } else if n >= u64::from(bits) {
+                0
+            } else {
+                ua >> n
+            }
+        }
+    };
+    Ok(r & mask(bits))
+}
+
+/// `mul.wide`: a `bits`-wide product of two `bits`-wide sources.
+#[inline]
+pub fn mul_wide(signed: bool, bits: u8, a: u64, b: u64) -> u64 {
+    if signed {
+        sext(a, bits).wrapping_mul(sext(b, bits)) as u64 & mask(bits * 2)
+    } else {
+        (a & mask(bits)).wrapping_mul(b & mask(bits)) & mask(bits * 2)
+    }
+}
+
+#[inline]
+fn sat01(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
+    }
+}
+
+/// Two-operand float operations.
+#[inline]
+pub fn float_op(op: FloatOp, ty: Ty, sat: bool, a: u64, b: u64) -> u64 {
+    if ty.bits == 32 {
+        let (x, y) = (f32v(a), f32v(b));
+        let mut r = match op {
+            FloatOp::Add => x + y,
+            FloatOp::Sub => x - y,
+            FloatOp::Mul => x * y,
+            FloatOp::Div => x / y,
+            FloatOp::Min => x.min(y),
+            FloatOp::Max => x.max(y),
+            FloatOp::CopySign => y.copysign(x),
+        };
+        if sat {
+            r = sat01(f64::from(r)) as f32;
+        }
+        u64::from(r.to_bits())
+    } else {
+        let (x, y) = (f64v(a), f64v(b));
+        let mut r = match op {
+            FloatOp::Add => x + y,
+            FloatOp::Sub => x - y,
+            FloatOp::Mul => x * y,
+            FloatOp::Div => x / y,
+            FloatOp::Min => x.min(y),
+            FloatOp::Max => x.max(y),
+            FloatOp::CopySign => y.copysign(x),
+        };
+        if sat {
+            r = sat01(r);
+        }
+        r.to_bits()
+    }
+}
+
+/// Fused multiply-add.
+#[inline]
+pub fn fma(ty: Ty, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+    if ty.bits == 32 {
+        let mut r = f32v(a).mul_add(f32v(b), f32v(c));
+        if sat {
+            r = sat01(f64::from(r)) as f32;
+        }
+        u64::from(r.to_bits())
+    } else {
+        let mut r = f64v(a).mul_add(f64v(b), f64v(c));
+        if sat {
+            r = sat01(r);
+        }
+        r.to_bits()
+    }
+}
+
+/// Integer `mad`.
+#[inline]
+pub fn mad(mode: MadMode, ty: Ty, a: u64, b: u64, c: u64) -> u64 {
+    match mode {
+        MadMode::Lo => a.wrapping_mul(b).wrapping_add(c) & mask(ty.bits),
+        MadMode::Hi => {
+            let hi = int_op(IntOp::MulHi, ty, a, b).unwrap_or(0);
+            hi.wrapping_add(c) & mask(ty.bits)
+        }
+        MadMode::Wide => mul_wide(ty.signed(), ty.bits, a, b).wrapping_add(c) & mask(ty.bits * 2),
+    }
+}
+
+/// One-operand operations.
+pub fn unary(op: UnOp, ty: Ty, a: u64) -> u64 {
+    if ty.is_float() {
+        return float_unary(op, ty, a);
+    }
+    let bits = ty.bits;
+    let r = match op {
+        UnOp::Not if ty.kind == Kind::Pred => (a & 1) ^ 1,
+        UnOp::Not => !a,
+        UnOp::CNot => u64::from(a & mask(bits) == 0),
+        UnOp::Neg => (a as i64).wrapping_neg() as u64,
+        UnOp::Abs => sext(a, bits).unsigned_abs(),
+        UnOp::Popc => return u64::from((a & mask(bits)).count_ones()),
+        UnOp::Clz => return u64::from((a & mask(bits)).leading_zeros() - (64 - u32::from(bits))),
+        UnOp::Brev => (a & mask(bits)).reverse_bits() >> (64 - u32::from(bits)),
+        _ => a,
+    };
+    r & mask(bits)
+}
+
+fn float_unary(op: UnOp, ty: Ty, a: u64) -> u64 {
+    if ty.bits == 32 {
+        let x = f32v(a);
+        let r = match op {
+            UnOp::Neg => return u64::from(x.to_bits() ^ 0x8000_0000),
+            UnOp::Abs => return u64::from(x.to_bits() & 0x7fff_ffff),
+            UnOp::Sqrt => x.sqrt(),
+            UnOp::Rcp => 1.0 / x,
+            UnOp::Rsqrt => 1.0 / x.sqrt(),
+            UnOp::Ex2 => x.exp2(),
+            UnOp::Lg2 => x.log2(),
+            UnOp::Sin => x.sin(),
+            UnOp::Cos => x.cos(),
+            _ => x,
+        };
+        u64::from(r.to_bits())
+    } else {
+        let x = f64v(a);
+        let r = match op {
+            UnOp::Neg => return a ^ (1 << 63),
+            UnOp::Abs => return a & !(1 << 63),
+            UnOp::Sqrt => x.sqrt(),
+            UnOp::Rcp => 1.0 / x,
+            UnOp::Rsqrt => 1.0 / x.sqrt(),
+            UnOp::Ex2 => x.exp2(),
+            UnOp::Lg2 => x.log2(),
+            UnOp::Sin => x.sin(),
+            UnOp::Cos => x.cos(),
+            _ => x,
+        };
+        r.to_bits()
+    }
+}
+
+/// A comparison of `setp`/`set`.
+#[inline]
+pub fn compare(cmp: Cmp, ty: Ty, a: u64, b: u64) -> bool {
+    if ty.is_float() {
+        let (x, y) = (to_f64(a, ty), to_f64(b, ty));
+        let unordered = x.is_nan() || y.is_nan();
+        return match cmp {
+            Cmp::Eq => x == y,
+            Cmp::Ne => !unordered && x != y,
+            Cmp::Lt | Cmp::Lo => x < y,
+            Cmp::Le | Cmp::Ls => x <= y,
+            Cmp::Gt | Cmp::Hi => x > y,
+            Cmp::Ge | Cmp::Hs => x >= y,
+            Cmp::Equ => unordered || x == y,
+            Cmp::Neu => unordered || x != y,
+            Cmp::Ltu => unordered || x < y,
+            Cmp::Leu => unordered || x <= y,
+            Cmp::Gtu => unordered || x > y,
+            Cmp::Geu => unordered || x >= y,
+            Cmp::Num => !unordered,
+            Cmp::Nan => unordered,
+        };
+    }
+    let (sa, sb) = (sext(a, ty.bits), sext(b, ty.bits));
+    let (ua, ub) = (a & mask(ty.bits), b & mask(ty.bits));
+    let signed = ty.signed();
+    match cmp {
+        Cmp::Eq | Cmp::Equ => ua == ub,
+        Cmp::Ne | Cmp::Neu => ua != ub,
+        Cmp::Lt | Cmp::Ltu if signed => sa < sb,
+        Cmp::Le | Cmp::Leu if signed => sa <= sb,
+        Cmp::Gt | Cmp::Gtu if signed => sa > sb,
+        Cmp::Ge | Cmp::Geu if signed => sa >= sb,
+        Cmp::Lt | Cmp::Ltu | Cmp::Lo => ua < ub,
+        Cmp::Le | Cmp::Leu | Cmp::Ls => ua <= ub,
+        Cmp::Gt | Cmp::Gtu | Cmp::Hi => ua > ub,
+        Cmp::Ge | Cmp::Geu | Cmp::Hs => ua >= ub,
+        Cmp::Num => true,
+        Cmp::Nan => false,
+    }
+}
+
+/// Applies `setp`'s `.bop [!]c`.
+#[inline]
+pub fn combine(r: bool, op: BoolOp, c: bool) -> bool {
+    match op {
+        BoolOp::And => r && c,
+        BoolOp::Or => r || c,
+        BoolOp::Xor => r ^ c,
+    }
+}
+
+fn round_float(x: f64, round: Round) -> f64 {
+    match round {
+        Round::Default => x,
+        Round::Nearest => x.round_ties_even(),
+        Round::Zero => x.trunc(),
+        Round::Down => x.floor(),
+        Round::Up => x.ceil(),
+    }
+}
+
+/// `cvt` between any two non-predicate types.
+pub fn cvt(dst: Ty, src: Ty, round: Round, sat: bool, a: u64) -> u64 {
+    match (src.is_float(), dst.is_float()) {
+        (false, false) => {
+            let v = norm(a, src);
+            if !sat {
+                return v & mask(dst.bits);
+            }
+            let wide = if src.signed() {
+                i128::from(v as i64)
+            } else {
+                i128::from(v)
+            };
+            let (lo, hi) = int_range(dst);
+            (wide.clamp(lo, hi) as u64) & mask(dst.bits)
+        }
+        (false, true) => {
+            let v = norm(a, src);
+            let x = if src.signed() {
+                v as i64 as f64
+            } else {
+                v as f64
+            };
+            float_bits(dst, x, src.bits == 64 && dst.bits == 32, v, src.signed())
+        }
+        (true, false) => {
+            let x = round_float(
+                to_f64(a, src),
+                if round == Round::Default {
+                    Round::Nearest
+                } else {
+                    round
+                },
+            );
+            if x.is_nan() {
+                return 0;
+            }
+            let (lo, hi) = int_range(dst);
+            let clamped = if x <= lo as f64 {
+                lo
+            } else if x >= hi as f64 {
+                hi
+            } else {
+                x as i128
+            };
+            (clamped as u64) & mask(dst.bits)
+        }
+        (true, true) => {
+            let mut x = round_float(to_f64(a, src), round);
+            if sat {
+                x = sat01(x);
+            }
+            if dst.bits == 32 {
+                u64::from((x as f32).to_bits())
+            } else {
+                x.to_bits()
+            }
+        }
+    }
+}
+
+/// An integer as float of type `dst`, rounding 64-bit integers directly to f32 when needed
+/// (going through f64 could double-round).
+fn float_bits(dst: Ty, x: f64, direct: bool, v: u64, signed: bool) -> u64 {
+    if dst.bits == 64 {
+        return x.to_bits();
+    }
+    let f = if direct {
+        if signed {
+            v as i64 as f32
+        } else {
+            v as f32
+        }
+    } else {
+        x as f32
+    };
+    u64::from(f.to_bits())
+}
+
+fn int_range(ty: Ty) -> (i128, i128) {
+    let bits = u32::from(ty.bits);
+    if ty.signed() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+/// `bfe`: extract `len` bits at `pos`, zero- or sign-filled.
+pub fn bfe(ty: Ty, a: u64, pos: u64, len: u64) -> u64 {
+    let bits = u64::from(ty.bits);
+    let (pos, len) = (pos & 0xff, len & 0xff);
+    let msb = bits - 1;
+    let sbit = if ty.signed() && len != 0 {
+        (a >> (pos + len - 1).min(msb)) & 1
+    } else {
+        0
+    };
+    let mut d = 0u64;
+    for i in 0..bits {
+        let bit = if i < len && pos + i <= msb {
+            (a >> (pos + i)) & 1
+        } else {
+            sbit
+        };
+        d |= bit << i;
+    }
+    d
+}
+
+/// `bfi`: insert the low `len` bits of `f` into `b` at `pos`.
+pub fn bfi(ty: Ty, f: u64, b: u64, pos: u64, len: u64) -> u64 {
+    let bits = u64::from(ty.bits);
+    let (pos, len) = (pos & 0xff, len & 0xff);
+    let mut d = b & mask(ty.bits);
+    let mut i = 0;
+    while i < len && pos + i < bits {
+        let bit = (f >> i) & 1;
+        d = (d & !(1 << (pos + i))) | (bit << (pos + i));
+        i += 1;
+    }
+    d
+}
+
+/// `prmt.b32` in its default mode.
+pub fn prmt(a: u64, b: u64, c: u64) -> u64 {
+    let bytes = (a & 0xffff_ffff) | ((b & 0xffff_ffff) << 32);
+    let mut d = 0u64;
+    for k in 0..4 {
+        let sel = (c >> (4 * k)) & 0xf;
+        let byte = (bytes >> (8 * (sel & 7))) & 0xff;
+        let byte = if sel & 8 != 0 {
+            if byte & 0x80 != 0 {
+                0xff
+            } else {
+                0
+            }
+        } else {
+            byte
+        };
+        d |= byte << (8 * k);
+    }
+    d
+}
+
+/// Atomic read-modify-write: the new value from the old one.
+pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    let m = mask(ty.bits);
+    let r = match op {
+        AtomOp::Add if ty.is_float() => float_op(FloatOp::Add, ty, false, old, b),
+        AtomOp::Add => old.wrapping_add(b),
+        AtomOp::Exch => b,
+        AtomOp::Cas => {
+            if old & m == b & m {
+                c
+            } else {
+                old
+            }
+        }
+        AtomOp::Min => int_op(IntOp::Min, ty, old, b).unwrap_or(old),
+        AtomOp::Max => int_op(IntOp::Max, ty, old, b).unwrap_or(old),
+        AtomOp::Inc => {
+            if old & m >= b & m {
+                0
+            } else {
+                old + 1
+            }
+        }
+        AtomOp::Dec => {
+            if old & m == 0 || old & m > b & m {
+                b
+            } else {
+                old - 1
+            }
+        }
+        AtomOp::And => old & b,
+        AtomOp::Or => old | b,
+        AtomOp::Xor => old ^ b,
+    };
+    r & m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S32: Ty = Ty {
+        kind: Kind::S,
+        bits: 32,
+    };
+    const U32: Ty = Ty {
+        kind: Kind::U,
+        bits: 32,
+    };
+    const U64: Ty = Ty {
+        kind: Kind::U,
+        bits: 64,
+    };
+    const S64: Ty = Ty {
+        kind: Kind::S,
+        bits: 64,
+    };
+    const F32: Ty = Ty {
+        kind: Kind::F,
+        bits: 32,
+    };
+    const U8: Ty = Ty {
+        kind: Kind::U,
+        bits: 8,
+    };
+    const S8: Ty = Ty {
+        kind: Kind::S,
+        bits: 8,
+    };
+
+    fn m32(x: i32) -> u64 {
+        x as u32 as u64
+    }
+
+    #[test]
+    fn integer_ops() {
+        assert_eq!(int_op(IntOp::Add, U32, 0xffff_ffff, 1), Ok(0));
+        assert_eq!(int_op(IntOp::Div, S32, m32(-7), 2), Ok(m32(-3)));
+        assert_eq!(int_op(IntOp::Rem, S32, m32(-7), 2), Ok(m32(-1)));
+        assert_eq!(int_op(IntOp::Div, U32, 7, 0), Err(DivByZero));
+        assert_eq!(int_op(IntOp::Min, S32, m32(-1), 3), Ok(m32(-1)));
+        assert_eq!(int_op(IntOp::Min, U32, m32(-1), 3), Ok(3));
+        assert_eq!(int_op(IntOp::Shr, S32, m32(-8), 1), Ok(m32(-4)));
+        assert_eq!(int_op(IntOp::Shr, S32, m32(-8), 40), Ok(m32(-1)));
+        assert_eq!(int_op(IntOp::Shr, U32, m32(-8), 1), Ok(0x7fff_fffc));
+        assert_eq!(int_op(IntOp::Shl, U32, 1, 32), Ok(0));
+        assert_eq!(int_op(IntOp::MulHi, U32, 0x8000_0000, 4), Ok(2));
+        assert_eq!(int_op(IntOp::MulHi, S32, m32(-2), 0x8000_0000), Ok(1));
+        assert_eq!(int_op(IntOp::MulHi, U64, u64::MAX, 2), Ok(1));
+        assert_eq!(int_op(IntOp::AddSat, S32, 0x7fff_ffff, 1), Ok(0x7fff_ffff));
+        assert_eq!(mul_wide(true, 32, m32(-3), 4), (-12i64) as u64);
+        assert_eq!(mul_wide(false, 32, 0xffff_ffff, 2), 0x1_ffff_fffe);
+        assert_eq!(mad(MadMode::Lo, S32, 3, 4, 5), 17);
+    }
+
+    #[test]
+    fn unary_ops() {
+        assert_eq!(unary(UnOp::Popc, U32, 0xf0f0), 8);
+        assert_eq!(unary(UnOp::Clz, U32, 1), 31);
+        assert_eq!(unary(UnOp::Clz, U64, 1), 63);
+        assert_eq!(unary(UnOp::Brev, U32, 1), 0x8000_0000);
+        assert_eq!(unary(UnOp::Neg, S32, 5), m32(-5));
+        assert_eq!(unary(UnOp::Abs, S32, m32(-5)), 5);
+        assert_eq!(unary(UnOp::Not, Ty::PRED, 1), 0);
+        assert_eq!(unary(UnOp::CNot, U32, 0), 1);
+        assert_eq!(f32v(unary(UnOp::Sqrt, F32, u64::from(9f32.to_bits()))), 3.0);
+        assert_eq!(f32v(unary(UnOp::Neg, F32, u64::from(1f32.to_bits()))), -1.0);
+    }
+
+    #[test]
+    fn comparisons() {
+        assert!(compare(Cmp::Lt, S32, m32(-1), 0));
+        assert!(!compare(Cmp::Lt, U32, m32(-1), 0));
+        assert!(compare(Cmp::Hi, U32, m32(-1), 0));
+        let nan = u64::from(f32::NAN.to_bits());
+        let one = u64::from(1f32.to_bits());
+        assert!(!compare(Cmp::Lt, F32, nan, one));
+        assert!(compare(Cmp::Ltu, F32, nan, one));
+        assert!(!compare(Cmp::Ne, F32, nan, one));
+        assert!(compare(Cmp::Neu, F32, nan, one));
+        assert!(compare(Cmp::Nan, F32, nan, one));
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(
+            cvt(S64, S32, Round::Default, false, m32(-2)),
+            (-2i64) as u64
+        );
+        assert_eq!(cvt(U64, U32, Round::Default, false, m32(-2)), 0xffff_fffe);
+        assert_eq!(cvt(U8, U32, Round::Default, false, 300), 44);
+        assert_eq!(cvt(U8, S32, Round::Default, true, 300), 255);
+        assert_eq!(cvt(S8, S32, Round::Default, true, m32(-300)), 0x80);
+        let f = |x: f32| u64::from(x.to_bits());
+        assert_eq!(cvt(S32, F32, Round::Zero, false, f(-2.7)), m32(-2));
+        assert_eq!(cvt(S32, F32, Round::Nearest, false, f(2.5)), 2);
+        assert_eq!(cvt(S32, F32, Round::Down, false, f(-2.5)), m32(-3));
+        assert_eq!(cvt(U32, F32, Round::Zero, false, f(-2.5)), 0);
+        assert_eq!(cvt(U32, F32, Round::Zero, false, f(1e20)), 0xffff_ffff);
+        assert_eq!(cvt(F32, S32, Round::Default, false, m32(-3)), f(-3.0));
+        let d = cvt(
+            Ty {
+                kind: Kind::F,
+                bits: 64,
+            },
+            F32,
+            Round::Default,
+            false,
+            f(1.5),
+        );
+        assert_eq!(f64v(d), 1.5);
+        assert_eq!(cvt(F32, F32, Round::Zero, false, f(2.7)), f(2.0));
+    }
+
+    #[test]
+    fn bit_fields() {
+        assert_eq!(bfe(U32, 0xabcd, 4, 8), 0xbc);
+        assert_eq!(bfe(S32, 0x80, 4, 4), 0xffff_fff8);
+        assert_eq!(bfi(U32, 0xf, 0, 4, 4), 0xf0);
+        assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x3210), 0x4433_2211);
+        assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x7654), 0x8877_6655);
+        assert_eq!(prmt(0x0000_0080, 0, 0x0008), 0x8080_80ff);
+    }
+
+    #[test]
+    fn atomics() {
+        assert_eq!(atom(AtomOp::Cas, U32, 0, 0, 1), 1);
+        assert_eq!(atom(AtomOp::Cas, U32, 2, 0, 1), 2);
+        assert_eq!(atom(AtomOp::Inc, U32, 3, 3, 0), 0);
+        assert_eq!(atom(AtomOp::Inc, U32, 2, 3, 0), 3);
+        assert_eq!(atom(AtomOp::Dec, U32, 0, 3, 0), 3);
+        assert_eq!(atom(AtomOp::Max, S64, (-1i64) as u64, 2, 0), 2);
+        assert_eq!(
+            atom(
+                AtomOp::Add,
+                F32,
+                u64::from(1f32.to_bits()),
+                u64::from(2f32.to_bits()),
+                0
+            ),
+            u64::from(3f32.to_bits())
+        );
+    }
+}

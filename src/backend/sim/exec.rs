@@ -1,0 +1,755 @@
+//! The interpreter's step loop and memory accesses: executing decoded instructions of one thread.
+//!
+//! This is the hot path. A quantum runs straight through `Kernel::code` with the thread's register
+//! file addressed as `regs[thread * nregs + slot]`; no strings, hashing or allocation happen per
+//! instruction. Memory accesses resolve the state space (generic addresses by window), check
+//! bounds and alignment (a violation is a [`BackendError::Fault`] naming kernel, PTX line and
+//! address) and, for global memory under the weak model, go through the store buffer and the
+//! stale cache as documented in `mod.rs`.
+
+use super::alu;
+use super::isa::*;
+use super::memory::MemFault;
+use super::sched::{Machine, Stop};
+use super::weak::Pending;
+use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
+use crate::backend::BackendError;
+use rand::Rng;
+
+/// Where an access goes after resolving generic addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Global,
+    Const,
+    Shared,
+    Local,
+    Param,
+}
+
+fn resolve(space: Space, addr: u64) -> (Target, u64) {
+    let in_window = |w: u64| addr >= w && addr < w + WINDOW_SIZE;
+    match space {
+        Space::Global => (Target::Global, addr),
+        Space::Const => (Target::Const, addr),
+        Space::Param => (Target::Param, addr),
+        Space::Shared if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
+        Space::Shared => (Target::Shared, addr),
+        Space::Local if in_window(LOCAL_WINDOW) => (Target::Local, addr - LOCAL_WINDOW),
+        Space::Local => (Target::Local, addr),
+        Space::Generic if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
+        Space::Generic if in_window(LOCAL_WINDOW) => (Target::Local, addr - LOCAL_WINDOW),
+        Space::Generic => (Target::Global, addr),
+    }
+}
+
+/// What kind of access faulted.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    Load,
+    Store,
+    Atomic,
+}
+
+impl Machine<'_> {
+    #[inline]
+    fn val(&self, base: usize, t: usize, s: Src) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[base + r as usize],
+            Src::Imm(v) => v,
+            Src::Special(sp) => self.special(t, sp),
+        }
+    }
+
+    fn special(&self, t: usize, sp: Special) -> u64 {
+        let th = &self.threads[t];
+        let lane = th.lin % 32;
+        let v = match sp {
+            Special::Tid(d) => th.tid[d as usize],
+            Special::Ntid(d) => self.block_dim[d as usize],
+            Special::Ctaid(d) => self.blocks[th.block as usize].ctaid[d as usize],
+            Special::Nctaid(d) => self.grid_dim[d as usize],
+            Special::LaneId => lane,
+            Special::WarpId => th.lin / 32,
+            Special::NWarpId => self.block_dim.iter().product::<u32>().div_ceil(32),
+            Special::SmId => th.block % super::SM_COUNT,
+            Special::NSmId => super::SM_COUNT,
+            Special::GridId => 1,
+            Special::Clock => return self.executed,
+            Special::LanemaskEq => 1 << lane,
+            Special::LanemaskLt => (1u32 << lane) - 1,
+            Special::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
+            Special::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
+            Special::LanemaskGe => !((1u32 << lane) - 1),
+        };
+        u64::from(v)
+    }
+
+    fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
+        BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
+    }
+
+    fn mem_fault(
+        &self,
+        line: u32,
+        access: Access,
+        space: &str,
+        addr: u64,
+        size: u64,
+        why: MemFault,
+    ) -> BackendError {
+        let why = match why {
+            MemFault::Unmapped => "outside every allocation",
+            MemFault::Misaligned => "misaligned",
+        };
+        let access = match access {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Atomic => "atomic",
+        };
+        self.fault(
+            line,
+            format_args!("{space} {access} of {size} bytes at {addr:#x} is {why}"),
+        )
+    }
+
+    /// Runs thread `t` for at most `quantum` instructions.
+    pub fn run_quantum(&mut self, t: usize, quantum: u32) -> Result<Stop, BackendError> {
+        let k = self.k;
+        let base = t * self.nregs;
+        let mut pc = self.threads[t].pc as usize;
+        let mut n = 0;
+        let stop = loop {
+            if n == quantum {
+                break Ok(Stop::Quantum);
+            }
+            let inst = &k.code[pc];
+            pc += 1;
+            n += 1;
+            if inst.guard != NO_GUARD
+                && (self.regs[base + inst.guard as usize] != 0) == inst.guard_negated
+            {
+                continue;
+            }
+            match self.step(t, base, inst) {
+                Ok(Flow::Next) => {}
+                Ok(Flow::Jump(target)) => pc = target as usize,
+                Ok(Flow::Stop(s)) => break Ok(s),
+                Err(e) => break Err(e),
+            }
+        };
+        self.threads[t].pc = pc as u32;
+        self.executed += u64::from(n);
+        stop
+    }
+
+    #[inline]
+    fn set(&mut self, base: usize, d: Reg, v: u64) {
+        self.regs[base + d as usize] = v;
+    }
+
+    #[inline(always)]
+    fn step(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
+            Op::Mov { ty, d, a } => {
+                let v = self.val(base, t, a);
+                let v = if ty.is_float() {
+                    v
+                } else {
+                    v & alu::mask(ty.bits)
+                };
+                self.set(base, d, v);
+            }
+            Op::Int { op, ty, d, a, b } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let v = alu::int_op(op, ty, a, b)
+                    .map_err(|_| self.fault(inst.line, "integer division by zero"))?;
+                self.set(base, d, v);
+            }
+            Op::MulWide {
+                signed,
+                bits,
+                d,
+                a,
+                b,
+            } => {
+                let v = alu::mul_wide(signed, bits, self.val(base, t, a), self.val(base, t, b));
+                self.set(base, d, v);
+            }
+            Op::Mad {
+                mode,
+                ty,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let v = alu::mad(
+                    mode,
+                    ty,
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Float {
+                op,
+                ty,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let v = alu::float_op(op, ty, sat, self.val(base, t, a), self.val(base, t, b));
+                self.set(base, d, v);
+            }
+            Op::Fma {
+                ty,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let v = alu::fma(
+                    ty,
+                    sat,
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Unary { op, ty, d, a } => {
+                let v = alu::unary(op, ty, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::Setp {
+                cmp,
+                ty,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            } => {
+                let r = alu::compare(cmp, ty, self.val(base, t, a), self.val(base, t, b));
+                let (rp, rq) = match combine {
+                    Some(c) => {
+                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                        (alu::combine(r, c.op, cv), alu::combine(!r, c.op, cv))
+                    }
+                    None => (r, !r),
+                };
+                self.set(base, p, u64::from(rp));
+                if let Some(q) = q {
+                    self.set(base, q, u64::from(rq));
+                }
+            }
+            Op::Set {
+                cmp,
+                ty,
+                dty,
+                d,
+                a,
+                b,
+                combine,
+            } => {
+                let mut r = alu::compare(cmp, ty, self.val(base, t, a), self.val(base, t, b));
+                if let Some(c) = combine {
+                    let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                    r = alu::combine(r, c.op, cv);
+                }
+                let v = match (dty.is_float(), r) {
+                    (_, false) => 0,
+                    (true, true) => u64::from(1f32.to_bits()),
+                    (false, true) => alu::mask(dty.bits),
+                };
+                self.set(base, d, v);
+            }
+            Op::Selp { ty, d, a, b, c } => {
+                let v = if self.val(base, t, c) != 0 {
+                    self.val(base, t, a)
+                } else {
+                    self.val(base, t, b)
+                };
+                let v = if ty.is_float() {
+                    v
+                } else {
+                    v & alu::mask(ty.bits)
+                };
+                self.set(base, d, v);
+            }
+            Op::Cvt {
+                dst,
+                src,
+                round,
+                sat,
+                d,
+                a,
+            } => {
+                let v = alu::cvt(dst, src, round, sat, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::Cvta {
+                space,
+                to_generic,
+                d,
+                a,
+            } => {
+                let v = self.val(base, t, a);
+                let window = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    _ => 0,
+                };
+                let v = match (to_generic, window) {
+                    (_, 0) => v,
+                    (true, w) => w + (v & 0xffff_ffff),
+                    (false, w) => v.wrapping_sub(w) & 0xffff_ffff,
+                };
+                self.set(base, d, v);
+            }
+            Op::Bfe { ty, d, a, b, c } => {
+                let v = alu::bfe(
+                    ty,
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Bfi {
+                ty,
+                d,
+                f,
+                b,
+                c,
+                len,
+            } => {
+                let v = alu::bfi(
+                    ty,
+                    self.val(base, t, f),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                    self.val(base, t, len),
+                );
+                self.set(base, d, v);
+            }
+            Op::Prmt { d, a, b, c } => {
+                let v = alu::prmt(
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Pack { bits, n, d, parts } => {
+                let mut v = 0;
+                for (k, p) in parts.iter().take(n as usize).enumerate() {
+                    v |= (self.val(base, t, *p) & alu::mask(bits)) << (k as u32 * u32::from(bits));
+                }
+                self.set(base, d, v);
+            }
+            Op::Unpack { bits, n, d, a } => {
+                let v = self.val(base, t, a);
+                for (k, r) in d.iter().take(n as usize).enumerate() {
+                    self.set(
+                        base,
+                        *r,
+                        (v >> (k as u32 * u32::from(bits))) & alu::mask(bits),
+                    );
+                }
+            }
+            Op::Ld {
+                space,
+                ty,
+                n,
+                d,
+                addr,
+                order,
+            } => self.exec_ld(t, base, inst.line, space, ty, n, d, addr, order)?,
+            Op::St {
+                space,
+                ty,
+                n,
+                s,
+                addr,
+                order,
+            } => self.exec_st(t, base, inst.line, space, ty, n, s, addr, order)?,
+            Op::Atom {
+                space,
+                op,
+                ty,
+                d,
+                addr,
+                b,
+                c,
+                order,
+            } => {
+                let at = self.address(base, addr);
+                let (b, c) = (self.val(base, t, b), self.val(base, t, c));
+                let old = self.atomic(t, inst.line, space, op, ty, at, b, c, order)?;
+                self.set(base, d, old);
+            }
+            Op::Bra { target } => return Ok(Flow::Jump(target)),
+            Op::Exit => return Ok(Flow::Stop(Stop::Exit)),
+            Op::Bar => return Ok(Flow::Stop(Stop::Barrier)),
+            Op::Fence => {
+                if self.weak {
+                    self.drain_all(t);
+                    if self.stale {
+                        let b = self.threads[t].block as usize;
+                        self.blocks[b].cache.clear();
+                    }
+                }
+            }
+            Op::Nop => {}
+            Op::Trap => return Err(self.fault(inst.line, "trap")),
+            Op::Shfl { a, b, c, mask, .. } => {
+                self.threads[t].warp_args = [
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                    self.val(base, t, mask),
+                ];
+                return Ok(Flow::Stop(Stop::Warp));
+            }
+            Op::Vote {
+                a, negate, mask, ..
+            } => {
+                let p = (self.val(base, t, a) != 0) ^ negate;
+                self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
+                return Ok(Flow::Stop(Stop::Warp));
+            }
+            Op::ActiveMask { d } => {
+                let v = self.active_mask(t);
+                self.set(base, d, u64::from(v));
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn active_mask(&self, t: usize) -> u32 {
+        let th = &self.threads[t];
+        let first = t - (th.lin % 32) as usize;
+        let mut m = 0;
+        for l in 0..32 {
+            let u = first + l;
+            if u < self.threads.len()
+                && self.threads[u].block == th.block
+                && self.threads[u].state != super::sched::State::Exited
+            {
+                m |= 1 << l;
+            }
+        }
+        m
+    }
+
+    #[inline]
+    fn address(&self, base: usize, addr: Addr) -> u64 {
+        let b = addr.base.map_or(0, |r| self.regs[base + r as usize]);
+        b.wrapping_add(addr.offset as u64)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exec_ld(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        space: Space,
+        ty: Ty,
+        n: u8,
+        d: [Reg; 4],
+        addr: Addr,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let at = self.address(base, addr);
+        let size = u64::from(ty.bytes());
+        if n > 1 && !at.is_multiple_of(size * u64::from(n)) {
+            return Err(self.mem_fault(
+                line,
+                Access::Load,
+                "vector",
+                at,
+                size * u64::from(n),
+                MemFault::Misaligned,
+            ));
+        }
+        for (k, r) in d.iter().take(n as usize).enumerate() {
+            let v = self.load(t, line, space, at + k as u64 * size, size, order)?;
+            let v = if ty.signed() {
+                alu::sext(v, ty.bits) as u64
+            } else {
+                v
+            };
+            self.set(base, *r, v);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exec_st(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        space: Space,
+        ty: Ty,
+        n: u8,
+        s: [Src; 4],
+        addr: Addr,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let at = self.address(base, addr);
+        let size = u64::from(ty.bytes());
+        if n > 1 && !at.is_multiple_of(size * u64::from(n)) {
+            return Err(self.mem_fault(
+                line,
+                Access::Store,
+                "vector",
+                at,
+                size * u64::from(n),
+                MemFault::Misaligned,
+            ));
+        }
+        for (k, src) in s.iter().take(n as usize).enumerate() {
+            let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
+            self.store(t, line, space, at + k as u64 * size, size, v, order)?;
+        }
+        Ok(())
+    }
+
+    /// A byte range of a per-block or per-thread memory, checked.
+    fn local_range(
+        &self,
+        line: u32,
+        access: Access,
+        target: Target,
+        t: usize,
+        off: u64,
+        size: u64,
+    ) -> Result<usize, BackendError> {
+        let (region, region_size, name) = match target {
+            Target::Shared => (self.threads[t].block as usize, self.shared_size, "shared"),
+            Target::Local => (t, self.local_size, "local"),
+            _ => (0, self.params.len(), "param"),
+        };
+        let why = if !off.is_multiple_of(size) {
+            Some(MemFault::Misaligned)
+        } else if off + size > region_size as u64 {
+            Some(MemFault::Unmapped)
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(self.mem_fault(line, access, name, off, size, why)),
+            None => Ok(region * region_size + off as usize),
+        }
+    }
+
+    fn load(
+        &mut self,
+        t: usize,
+        line: u32,
+        space: Space,
+        addr: u64,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let (target, a) = resolve(space, addr);
+        let bytes = match target {
+            Target::Global => return self.load_global(t, line, a, size, order),
+            Target::Const => {
+                return self
+                    .mem
+                    .read(a, size)
+                    .map_err(|why| self.mem_fault(line, Access::Load, "const", a, size, why))
+            }
+            Target::Shared => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.shared[at..at + size as usize]
+            }
+            Target::Local => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.local[at..at + size as usize]
+            }
+            Target::Param => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.params[at..at + size as usize]
+            }
+        };
+        Ok(super::memory::read_le(bytes))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        t: usize,
+        line: u32,
+        space: Space,
+        addr: u64,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let (target, a) = resolve(space, addr);
+        let bytes = match target {
+            Target::Global | Target::Const => {
+                return self.store_global(t, line, a, size, value, order)
+            }
+            Target::Shared => {
+                let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                &mut self.shared[at..at + size as usize]
+            }
+            Target::Local => {
+                let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                &mut self.local[at..at + size as usize]
+            }
+            Target::Param => return Err(self.fault(line, "store to the parameter space")),
+        };
+        super::memory::write_le(bytes, value);
+        Ok(())
+    }
+
+    fn load_global(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let in_memory = self
+            .mem
+            .read(addr, size)
+            .map_err(|why| self.mem_fault(line, Access::Load, "global", addr, size, why))?;
+        if !self.weak {
+            return Ok(in_memory);
+        }
+        let th = &self.threads[t];
+        if !th.buffer.is_empty() && th.buffer.overlaps(addr, size) {
+            return Ok(th.buffer.forward(addr, size, in_memory));
+        }
+        if !self.stale {
+            return Ok(in_memory);
+        }
+        let b = th.block as usize;
+        if order.acquire {
+            self.blocks[b].cache.clear();
+        } else if order.may_be_stale {
+            if let Some(old) = self.blocks[b].cache.lookup(addr, size) {
+                if old != in_memory && self.rng.random_bool(self.cfg.stale_probability) {
+                    return Ok(old);
+                }
+            }
+        }
+        let victim = self.rng.random_range(0..usize::MAX);
+        self.blocks[b].cache.observe(addr, size, in_memory, victim);
+        Ok(in_memory)
+    }
+
+    fn store_global(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        self.mem
+            .check(addr, size)
+            .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
+        if !self.weak {
+            let _ = self.mem.write(addr, size, value);
+            return Ok(());
+        }
+        if order.release {
+            self.drain_all(t);
+            let _ = self.mem.write(addr, size, value);
+            self.evict(t, addr, size);
+            return Ok(());
+        }
+        self.threads[t].buffer.push(Pending { addr, size, value });
+        let len = self.threads[t].buffer.len();
+        if len > self.cfg.store_buffer_capacity.max(1) {
+            let pick = self.rng.random_range(0..len);
+            self.drain_one(t, pick);
+        }
+        Ok(())
+    }
+
+    fn evict(&mut self, t: usize, addr: u64, size: u64) {
+        if self.stale {
+            let b = self.threads[t].block as usize;
+            self.blocks[b].cache.evict(addr, size);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &mut self,
+        t: usize,
+        line: u32,
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        addr: u64,
+        b: u64,
+        c: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let size = u64::from(ty.bytes());
+        let (target, a) = resolve(space, addr);
+        match target {
+            Target::Global | Target::Const => {}
+            Target::Shared | Target::Local => {
+                let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
+                let region = if target == Target::Shared {
+                    &mut self.shared
+                } else {
+                    &mut self.local
+                };
+                let bytes = &mut region[at..at + size as usize];
+                let old = super::memory::read_le(bytes);
+                super::memory::write_le(bytes, alu::atom(op, ty, old, b, c));
+                return Ok(old);
+            }
+            Target::Param => return Err(self.fault(line, "atomic on the parameter space")),
+        }
+        self.mem
+            .check(a, size)
+            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", a, size, why))?;
+        if self.weak {
+            if order.release {
+                self.drain_all(t);
+            } else {
+                let th = &mut self.threads[t];
+                let cache = &mut self.blocks[th.block as usize].cache;
+                let stale = self.stale;
+                th.buffer.drain_overlapping(a, size, self.mem, |e| {
+                    if stale {
+                        cache.evict(e.addr, e.size);
+                    }
+                });
+            }
+            if order.acquire && self.stale {
+                let blk = self.threads[t].block as usize;
+                self.blocks[blk].cache.clear();
+            }
+        }
+        let old = self.mem.read(a, size).unwrap_or(0);
+        let _ = self.mem.write(a, size, alu::atom(op, ty, old, b, c));
+        self.evict(t, a, size);
+        Ok(old)
+    }
+}
+
+/// What happens after an instruction.
+enum Flow {
+    Next,
+    Jump(u32),
+    Stop(Stop),
+}

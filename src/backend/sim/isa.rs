@@ -1,0 +1,461 @@
+//! The simulator's decoded instruction set.
+//!
+//! PTX text is decoded once, at `load_module`, into these small `Copy` values: registers are dense
+//! slot numbers, labels are instruction indices, symbols are folded into constant addresses and
+//! opcode words into enums. The step loop in `exec.rs` therefore never looks at a string, never
+//! hashes and never allocates.
+
+/// A register slot in a thread's register file (one `u64` per slot).
+pub type Reg = u32;
+
+/// Marks an instruction without a predicate guard.
+pub const NO_GUARD: Reg = Reg::MAX;
+
+/// A source operand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Src {
+    Reg(Reg),
+    /// A constant, already in the bit pattern of the instruction's type (addresses of symbols
+    /// included).
+    Imm(u64),
+    Special(Special),
+}
+
+/// A special (read-only, per-thread) register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpId,
+    NWarpId,
+    SmId,
+    NSmId,
+    GridId,
+    /// `%clock`, `%clock64`, `%globaltimer`: the launch's executed-instruction counter.
+    Clock,
+    LanemaskEq,
+    LanemaskLt,
+    LanemaskLe,
+    LanemaskGt,
+    LanemaskGe,
+}
+
+/// The class of a PTX fundamental type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `.u*`
+    U,
+    /// `.s*`
+    S,
+    /// `.b*`
+    B,
+    /// `.f32`, `.f64`
+    F,
+    Pred,
+}
+
+/// A PTX fundamental type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ty {
+    pub kind: Kind,
+    pub bits: u8,
+}
+
+impl Ty {
+    pub const PRED: Ty = Ty {
+        kind: Kind::Pred,
+        bits: 1,
+    };
+
+    pub fn signed(self) -> bool {
+        self.kind == Kind::S
+    }
+
+    pub fn is_float(self) -> bool {
+        self.kind == Kind::F
+    }
+
+    /// Size in memory, in bytes.
+    pub fn bytes(self) -> u8 {
+        (self.bits / 8).max(1)
+    }
+}
+
+/// A state space as the simulator resolves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+    Param,
+    /// `.const` variables live in (read-only by convention) global memory.
+    Const,
+    Generic,
+}
+
+/// `[base + offset]`, with symbols already folded into `offset`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Addr {
+    pub base: Option<Reg>,
+    pub offset: i64,
+}
+
+/// Two-operand integer operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Sub,
+    AddSat,
+    SubSat,
+    MulLo,
+    MulHi,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+/// Two-operand floating-point operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Min,
+    Max,
+    CopySign,
+}
+
+/// One-operand operations (integer, predicate or float by the instruction's type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Not,
+    CNot,
+    Neg,
+    Abs,
+    Popc,
+    Clz,
+    Brev,
+    Sqrt,
+    Rcp,
+    Rsqrt,
+    Ex2,
+    Lg2,
+    Sin,
+    Cos,
+}
+
+/// `mad` and `mul` result selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MadMode {
+    Lo,
+    Hi,
+    Wide,
+}
+
+/// Comparison operators of `setp`/`set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+/// Boolean combining operator of `setp`/`set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// `setp.cmp.bop`: the optional `bop [!]c` part.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Combine {
+    pub op: BoolOp,
+    pub c: Src,
+    pub negate: bool,
+}
+
+/// Rounding of conversions (only the integer roundings change results: the simulator computes
+/// in round-to-nearest-even).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Round {
+    Default,
+    /// `.rni`
+    Nearest,
+    /// `.rzi`
+    Zero,
+    /// `.rmi`
+    Down,
+    /// `.rpi`
+    Up,
+}
+
+/// Atomic read-modify-write operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Exch,
+    Cas,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+}
+
+/// What a global access means for the weak model (decoded from semantics and scope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Order {
+    /// Release or acq_rel at gpu/sys scope: drain the own store buffer before taking effect.
+    pub release: bool,
+    /// Acquire or acq_rel at gpu/sys scope: invalidate the block's stale cache, never read it.
+    pub acquire: bool,
+    /// A weak (unqualified) load that may be served from the block's stale cache.
+    pub may_be_stale: bool,
+}
+
+/// `shfl.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// A decoded operation. Destinations are `Reg`s, sources `Src`s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    Mov {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+    },
+    Int {
+        op: IntOp,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    /// `mul.wide`: `bits` is the width of the sources.
+    MulWide {
+        signed: bool,
+        bits: u8,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    Mad {
+        mode: MadMode,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Float {
+        op: FloatOp,
+        ty: Ty,
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    Fma {
+        ty: Ty,
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        p: Reg,
+        q: Option<Reg>,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
+    /// `set`: `dty` is the destination type (all-ones / 1.0 for true).
+    Set {
+        cmp: Cmp,
+        ty: Ty,
+        dty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
+    Selp {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Cvt {
+        dst: Ty,
+        src: Ty,
+        round: Round,
+        sat: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `cvta` (to generic when `to_generic`) for shared and local; global and const are identity.
+    Cvta {
+        space: Space,
+        to_generic: bool,
+        d: Reg,
+        a: Src,
+    },
+    Bfe {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Bfi {
+        ty: Ty,
+        d: Reg,
+        f: Src,
+        b: Src,
+        c: Src,
+        len: Src,
+    },
+    Prmt {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `mov.b64 d, {a, b}`: `n` parts of `bits` each, least significant first.
+    Pack {
+        bits: u8,
+        n: u8,
+        d: Reg,
+        parts: [Src; 4],
+    },
+    /// `mov.b64 {a, b}, s`.
+    Unpack {
+        bits: u8,
+        n: u8,
+        d: [Reg; 4],
+        a: Src,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        n: u8,
+        d: [Reg; 4],
+        addr: Addr,
+        order: Order,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        n: u8,
+        s: [Src; 4],
+        addr: Addr,
+        order: Order,
+    },
+    /// `atom` (and `red`, whose destination is the sink register).
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: Reg,
+        addr: Addr,
+        b: Src,
+        c: Src,
+        order: Order,
+    },
+    Bra {
+        target: u32,
+    },
+    Exit,
+    /// `bar.sync`/`barrier.sync` on the whole block.
+    Bar,
+    /// A gpu/sys-scope fence (`fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys`).
+    Fence,
+    /// Does nothing in the simulator (cta-scope fences, `prefetch`, `nanosleep`, ...).
+    Nop,
+    Trap,
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+        b: Src,
+        c: Src,
+        mask: Src,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        a: Src,
+        negate: bool,
+        mask: Src,
+    },
+    /// `activemask.b32`
+    ActiveMask {
+        d: Reg,
+    },
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Inst {
+    pub op: Op,
+    /// Predicate slot, or [`NO_GUARD`].
+    pub guard: Reg,
+    pub guard_negated: bool,
+    /// Line of the instruction in the PTX text.
+    pub line: u32,
+}

@@ -1,0 +1,412 @@
+//! `sim`: a [`Backend`] that interprets the PTX NVRTC emits, with a seeded random scheduler and an
+//! operational weak-memory model, so that every driver, application and pass runs end to end
+//! without a GPU. Every result it produces is a property of this model, not of hardware.
+//!
+//! Files: `decode.rs` turns PTX into compact instructions (`isa.rs`) once per module;
+//! `vars.rs` lays out variables and parameters; `sched.rs` runs a launch (scheduler, barriers,
+//! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
+//! semantics; `memory.rs` global memory; `weak.rs` store buffers and stale caches.
+//!
+//! # Scheduling
+//!
+//! All blocks are resident. Each step picks a runnable *thread* uniformly at random and runs it
+//! for `1..=max_quantum` instructions (see `sched.rs`). A launch that executes more than
+//! `instruction_budget` thread-instructions, or whose threads all wait on a barrier or warp
+//! rendezvous that cannot complete, ends in [`BackendError::Timeout`]. Out-of-bounds, unmapped or
+//! misaligned accesses, integer division by zero and `trap` end it in [`BackendError::Fault`].
+//!
+//! # Memory models
+//!
+//! [`MemoryModel::Sc`]: every access takes effect in memory when it executes (sequential
+//! consistency over the scheduler's interleaving).
+//!
+//! [`MemoryModel::Weak`] (only *global* memory is weak; shared, local, param and const accesses
+//! are always sequentially consistent):
+//!
+//! 1. Each thread has a FIFO store buffer. A global store that is not a gpu/sys-scope release is
+//!    appended to it (after its address is checked, so faults are reported at the store).
+//! 2. Buffered stores drain to memory at random times: when a thread is picked by the scheduler,
+//!    with probability `drain_probability` one random entry of its buffer drains; when a buffer
+//!    exceeds `store_buffer_capacity`, a random entry drains at once. An entry may only drain
+//!    after every older entry of the same buffer that overlaps it (FIFO per address); stores to
+//!    different addresses drain in any order. An exited thread stays schedulable until its buffer
+//!    is empty (each pick drains one entry).
+//! 3. A global load of a thread first sees its own buffer (byte-wise newest pending store), then
+//!    memory.
+//! 4. With `stale_loads`, each block has a cache of the newest value its threads have read from
+//!    global memory per location (every memory read refreshes it; every write to memory by a
+//!    thread of the block, drained store or atomic, evicts it). A *weak* load (plain `ld`, no
+//!    `.relaxed`/`.volatile`/`.acquire`) that finds a cached value different from memory returns
+//!    the cached one with probability `stale_probability`. Reading only values at least as new as
+//!    what the block has seen keeps coherence.
+//! 5. Fences: `fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys` (gpu or sys scope) drain the
+//!    thread's whole buffer and clear its block's stale cache. Cta-scope fences (`membar.cta`,
+//!    `fence.*.cta`) do nothing: they give no ordering towards other blocks (and, a documented
+//!    over-approximation, none towards other threads of the same block for global memory).
+//! 6. Release stores (`st.release`, gpu/sys scope) drain the buffer, then write memory directly.
+//!    Acquire loads clear the block's stale cache and never read it. Release/acq_rel atomics drain
+//!    the whole buffer first; acquire/acq_rel atomics clear the stale cache.
+//! 7. Atomics (`atom`, `red`) act on memory directly, after draining the thread's pending stores
+//!    to the same location (per-location coherence); they order nothing else unless their
+//!    semantics say so. Volatile and relaxed accesses use the buffer like weak ones (PTX
+//!    `volatile` is relaxed.sys, not a fence); they only differ by never reading the stale cache.
+//! 8. `bar.sync` orders shared memory only: it does not drain store buffers (it is a cta-level
+//!    fence in PTX).
+//!
+//! Litmus shapes between threads of *different blocks* (`-` = never observed, `yes` = allowed and
+//! observed with the default tuning):
+//!
+//! | shape | weak outcome | `Sc` | `Weak` | `Weak`, gpu/sys fence in both threads | `Weak`, cta fence in both |
+//! |---|---|---|---|---|---|
+//! | MP | `r_y == 1 && r_x == 0` | - | yes | - | yes |
+//! | SB | `r0 == 0 && r1 == 0` | - | yes | - | yes |
+//! | LB | `r0 == 1 && r1 == 1` | - | - (loads never wait) | - | - |
+//! | CoRR, CoWR, CoRW, CoWW | coherence violation | - | - | - | - |
+//! | MP, fence in writer only | as MP | - | - without `stale_loads`; yes with it when the reader has read `x` before | - | - |
+//! | MP, `st.release` / `ld.acquire` | as MP | - | - | - | - |
+
+mod alu;
+mod decode;
+mod exec;
+mod isa;
+mod memory;
+mod sched;
+mod vars;
+mod weak;
+
+use self::decode::Kernel;
+use self::memory::GlobalMemory;
+use self::vars::VarSpace;
+use crate::backend::{
+    Backend, BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig,
+    ModuleId, Result,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Generic addresses in `[SHARED_WINDOW, SHARED_WINDOW + WINDOW_SIZE)` are shared memory.
+pub const SHARED_WINDOW: u64 = 0x1000_0000_0000;
+/// Generic addresses in `[LOCAL_WINDOW, LOCAL_WINDOW + WINDOW_SIZE)` are local memory.
+pub const LOCAL_WINDOW: u64 = 0x2000_0000_0000;
+pub const WINDOW_SIZE: u64 = 1 << 32;
+/// SMs the simulator reports (`%smid` is the block index modulo this).
+pub const SM_COUNT: u32 = 16;
+
+/// Which memory model the simulator implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryModel {
+    /// Sequential consistency.
+    Sc,
+    /// Store buffers (and optionally stale loads) for global memory; see the module docs.
+    Weak,
+}
+
+/// Simulator settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub model: MemoryModel,
+    /// Seeds scheduling and the memory model; the same seed replays the same executions.
+    pub seed: u64,
+    /// Thread-instructions per launch before it ends in [`BackendError::Timeout`].
+    pub instruction_budget: u64,
+    /// Weak model: let weak loads return stale values from a per-block cache.
+    pub stale_loads: bool,
+    /// Weak model: chance that a scheduling pick drains one pending store of the picked thread.
+    /// Default 0.25 (MP across blocks shows its weak outcome in roughly 5% of runs).
+    pub drain_probability: f64,
+    /// Weak model: chance that a weak load with a stale cached value returns it. Default 0.5.
+    pub stale_probability: f64,
+    /// Weak model: pending stores per thread before one is forced out. Default 16.
+    pub store_buffer_capacity: usize,
+    /// Most instructions a thread runs per scheduling pick. Default 8.
+    pub max_quantum: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            model: MemoryModel::Weak,
+            seed: 0,
+            instruction_budget: 100_000_000,
+            stale_loads: false,
+            drain_probability: 0.25,
+            stale_probability: 0.5,
+            store_buffer_capacity: 16,
+            max_quantum: 8,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The default settings with this model and seed.
+    pub fn new(model: MemoryModel, seed: u64) -> SimConfig {
+        SimConfig {
+            model,
+            seed,
+            ..SimConfig::default()
+        }
+    }
+}
+
+struct SimModule {
+    kernels: Vec<Kernel>,
+    by_name: HashMap<String, usize>,
+}
+
+struct QueuedLaunch {
+    module: usize,
+    kernel: usize,
+    config: LaunchConfig,
+    params: Vec<u8>,
+}
+
+/// The simulator backend.
+pub struct SimBackend {
+    config: SimConfig,
+    info: DeviceInfo,
+    memory: GlobalMemory,
+    modules: Vec<SimModule>,
+    rng: ChaCha8Rng,
+    queue: Vec<QueuedLaunch>,
+    stats: KernelStats,
+}
+
+impl SimBackend {
+    pub fn new(config: SimConfig) -> SimBackend {
+        let driver = match config.model {
+            MemoryModel::Sc => "sim: sequentially consistent model".to_string(),
+            MemoryModel::Weak if config.stale_loads => {
+                "sim: weak model (store buffers, stale loads)".to_string()
+            }
+            MemoryModel::Weak => "sim: weak model (store buffers)".to_string(),
+        };
+        let info = DeviceInfo {
+            backend: BackendKind::Sim,
+            name: "gpuwmm PTX simulator".to_string(),
+            sm_count: SM_COUNT,
+            max_threads_per_sm: 2048,
+            max_resident_threads: SM_COUNT * 2048,
+            l2_bytes: 4 << 20,
+            compute_capability: (7, 0),
+            energy_counter: false,
+            power_readable: false,
+            driver,
+        };
+        SimBackend {
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            config,
+            info,
+            memory: GlobalMemory::default(),
+            modules: Vec::new(),
+            queue: Vec::new(),
+            stats: KernelStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    fn region(&mut self, buffer: Buffer, offset: usize, len: usize) -> Result<&mut [u8]> {
+        let bytes = self
+            .memory
+            .bytes_mut(buffer.id)
+            .ok_or_else(|| BackendError::Fault(format!("buffer {} is not allocated", buffer.id)))?;
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| {
+                BackendError::Fault(format!(
+                    "copy of {len} bytes at offset {offset} exceeds buffer {} of {} bytes",
+                    buffer.id, buffer.bytes
+                ))
+            })?;
+        Ok(&mut bytes[offset..end])
+    }
+
+    /// Runs every queued launch (copies and `synchronize` do this first).
+    fn flush(&mut self, deadline: Duration) -> Result<()> {
+        let queue = std::mem::take(&mut self.queue);
+        for launch in queue {
+            let kernel = &self.modules[launch.module].kernels[launch.kernel];
+            let start = Instant::now();
+            let machine = sched::Machine::new(
+                kernel,
+                &mut self.memory,
+                &self.config,
+                &mut self.rng,
+                &launch.config,
+                launch.params,
+            );
+            let executed = machine.run(deadline)?;
+            self.stats = KernelStats {
+                time: start.elapsed(),
+                instructions: Some(executed),
+            };
+        }
+        Ok(())
+    }
+
+    fn load(&mut self, ptx_text: &str) -> Result<SimModule> {
+        let module =
+            crate::ptx::parse(ptx_text).map_err(|e| BackendError::BadModule(e.to_string()))?;
+        let vars = decode::module_vars(&module)?;
+        let mut globals = HashMap::new();
+        for v in vars
+            .iter()
+            .filter(|v| matches!(v.space, VarSpace::Global | VarSpace::Const))
+        {
+            if v.is_extern && v.init.is_none() {
+                return Err(BackendError::BadModule(format!(
+                    "external variable '{}' is not defined",
+                    v.name
+                )));
+            }
+            let (id, address) = self.memory.alloc(v.bytes().max(1) as usize);
+            if let (Some(init), Some(bytes)) = (&v.init, self.memory.bytes_mut(id)) {
+                bytes[..init.len()].copy_from_slice(init);
+            }
+            globals.insert(v.name.clone(), address);
+        }
+        let symbols = decode::module_symbols(&vars, &globals);
+        let mut kernels = Vec::new();
+        let mut by_name = HashMap::new();
+        for f in module.kernels() {
+            by_name.insert(f.name.clone(), kernels.len());
+            kernels.push(decode::decode_kernel(f, &symbols)?);
+        }
+        Ok(SimModule { kernels, by_name })
+    }
+}
+
+fn param_buffer(kernel: &Kernel, args: &[KernelArg]) -> Result<Vec<u8>> {
+    if args.len() != kernel.params.len() {
+        return Err(BackendError::BadLaunch(format!(
+            "kernel '{}' takes {} parameters, {} given",
+            kernel.name,
+            kernel.params.len(),
+            args.len()
+        )));
+    }
+    let mut params = vec![0u8; kernel.param_bytes as usize];
+    for (i, (arg, &(offset, size))) in args.iter().zip(&kernel.params).enumerate() {
+        let bytes = arg.bytes();
+        if bytes.len() as u64 > size {
+            return Err(BackendError::BadLaunch(format!(
+                "argument {i} of kernel '{}' has {} bytes, the parameter {size}",
+                kernel.name,
+                bytes.len()
+            )));
+        }
+        params[offset as usize..offset as usize + bytes.len()].copy_from_slice(&bytes);
+    }
+    Ok(params)
+}
+
+fn check_config(config: &LaunchConfig) -> Result<()> {
+    let (g, b) = (config.grid, config.block);
+    let threads = u64::from(b.0) * u64::from(b.1) * u64::from(b.2);
+    let blocks = u64::from(g.0) * u64::from(g.1) * u64::from(g.2);
+    if threads == 0 || blocks == 0 || threads > 1024 {
+        return Err(BackendError::BadLaunch(format!(
+            "grid {g:?} with blocks of {b:?} threads"
+        )));
+    }
+    if threads * blocks > 1 << 24 {
+        return Err(BackendError::BadLaunch(format!(
+            "{} threads are too many for the simulator",
+            threads * blocks
+        )));
+    }
+    Ok(())
+}
+
+impl Backend for SimBackend {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<Buffer> {
+        let (id, address) = self.memory.alloc(bytes);
+        Ok(Buffer { id, address, bytes })
+    }
+
+    fn free(&mut self, buffer: Buffer) -> Result<()> {
+        self.flush(Duration::MAX)?;
+        if self.memory.free(buffer.id) {
+            Ok(())
+        } else {
+            Err(BackendError::Fault(format!(
+                "buffer {} is not allocated",
+                buffer.id
+            )))
+        }
+    }
+
+    fn copy_in(&mut self, buffer: Buffer, offset: usize, data: &[u8]) -> Result<()> {
+        self.flush(Duration::MAX)?;
+        self.region(buffer, offset, data.len())?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    fn copy_out(&mut self, buffer: Buffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.flush(Duration::MAX)?;
+        out.copy_from_slice(self.region(buffer, offset, out.len())?);
+        Ok(())
+    }
+
+    fn memset(&mut self, buffer: Buffer, byte: u8) -> Result<()> {
+        self.flush(Duration::MAX)?;
+        let len = buffer.bytes;
+        self.region(buffer, 0, len)?.fill(byte);
+        Ok(())
+    }
+
+    fn load_module(&mut self, ptx: &str) -> Result<ModuleId> {
+        let module = self.load(ptx)?;
+        self.modules.push(module);
+        Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    fn launch(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<()> {
+        let m = self
+            .modules
+            .get(module.0)
+            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
+        let index = *m
+            .by_name
+            .get(kernel)
+            .ok_or_else(|| BackendError::NoKernel(kernel.to_string()))?;
+        check_config(config)?;
+        let params = param_buffer(&m.kernels[index], args)?;
+        self.queue.push(QueuedLaunch {
+            module: module.0,
+            kernel: index,
+            config: *config,
+            params,
+        });
+        Ok(())
+    }
+
+    fn synchronize(&mut self, deadline: Duration) -> Result<()> {
+        self.flush(deadline)
+    }
+
+    fn last_kernel_stats(&self) -> KernelStats {
+        self.stats
+    }
+
+    fn reseed(&mut self, seed: u64) {
+        self.config.seed = seed;
+        self.rng = ChaCha8Rng::seed_from_u64(seed);
+    }
+}

@@ -1,0 +1,46 @@
+//! `gpuwmm devices`: the GPUs (if a driver answers) and the simulator.
+
+use super::Outcome;
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::{cuda, Backend, DeviceInfo};
+
+pub fn run() -> Outcome {
+    match cuda::list_devices() {
+        Ok(gpus) if gpus.is_empty() => println!("cuda: the driver answers but reports no GPU"),
+        Ok(gpus) => {
+            for (ordinal, gpu) in gpus.iter().enumerate() {
+                print_device(&format!("cuda:{ordinal}"), gpu);
+            }
+        }
+        Err(e) => println!("cuda: none ({e})"),
+    }
+    for model in [MemoryModel::Weak, MemoryModel::Sc] {
+        let sim = SimBackend::new(SimConfig::new(model, 0));
+        let name = match model {
+            MemoryModel::Weak => "sim (--sim-model weak)",
+            MemoryModel::Sc => "sim (--sim-model sc)",
+        };
+        print_device(name, sim.info());
+    }
+    Ok(())
+}
+
+fn print_device(id: &str, d: &DeviceInfo) {
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    println!("{id}: {}", d.name);
+    println!(
+        "    compute capability {}.{}, {} SMs, {} threads/SM, {} resident threads, L2 {} KiB",
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.sm_count,
+        d.max_threads_per_sm,
+        d.max_resident_threads,
+        d.l2_bytes / 1024
+    );
+    println!(
+        "    NVML energy counter: {}, NVML power: {}, driver: {}",
+        yes_no(d.energy_counter),
+        yes_no(d.power_readable),
+        d.driver
+    );
+}

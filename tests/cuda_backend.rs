@@ -1,0 +1,454 @@
+//! The `cuda` backend against a real driver, and its behaviour where there is none.
+//!
+//! `open_is_a_typed_error_or_a_device` runs everywhere and checks that a missing driver is a typed
+//! error, never a panic. The other tests need a GPU: each starts with [`gpu`], which prints
+//! `skipped: no CUDA driver` and returns early where there is none (set `GPUWMM_REQUIRE_GPU=1` on
+//! a GPU machine to turn a skip into a failure). On a GPU:
+//! `GPUWMM_REQUIRE_GPU=1 cargo test --test cuda_backend -- --nocapture`.
+
+use gpuwmm::backend::cuda::{list_devices, probe_driver, CudaBackend};
+use gpuwmm::backend::nvml::Nvml;
+use gpuwmm::backend::{Backend, BackendError, KernelArg, LaunchConfig};
+use std::time::{Duration, Instant};
+
+/// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to
+/// each of `n` u32; `spin` waits for a nonzero flag (volatile loads), giving up after
+/// `bailout_ns` so a test never leaves the GPU busy for long; `store_to` stores to any address.
+const KERNELS: &str = r#"
+.version 8.8
+.target sm_70
+.address_size 64
+
+.visible .entry add_one(
+    .param .u64 add_one_data,
+    .param .u32 add_one_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<7>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [add_one_data];
+    ld.param.u32 %r1, [add_one_n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    add.s32 %r6, %r6, 1;
+    st.global.u32 [%rd4], %r6;
+DONE:
+    ret;
+}
+
+.visible .entry spin(
+    .param .u64 spin_flag,
+    .param .u64 spin_bailout_ns
+)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<7>;
+
+    ld.param.u64 %rd1, [spin_flag];
+    ld.param.u64 %rd6, [spin_bailout_ns];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u64 %rd3, %globaltimer;
+LOOP:
+    ld.volatile.global.u32 %r1, [%rd2];
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    mov.u64 %rd4, %globaltimer;
+    sub.s64 %rd5, %rd4, %rd3;
+    setp.lt.u64 %p2, %rd5, %rd6;
+    @%p2 bra LOOP;
+DONE:
+    ret;
+}
+
+.visible .entry store_to(
+    .param .u64 store_to_address
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+
+    ld.param.u64 %rd1, [store_to_address];
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+
+/// Not PTX the JIT accepts: an unknown instruction and an undeclared register.
+const MALFORMED: &str = r#"
+.version 8.8
+.target sm_70
+.address_size 64
+
+.visible .entry broken(
+    .param .u64 broken_data
+)
+{
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [broken_data];
+    frobnicate.u32 %rd1, %rd9;
+    ret;
+}
+"#;
+
+const GENEROUS: Duration = Duration::from_secs(20);
+
+/// Device 0, or `None` (after printing why) where no driver or device is present.
+fn gpu() -> Option<CudaBackend> {
+    match CudaBackend::open(0) {
+        Ok(backend) => Some(backend),
+        Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
+            if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
+                panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
+            }
+            println!("skipped: no CUDA driver ({e})");
+            None
+        }
+        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
+    }
+}
+
+fn one_d(blocks: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (blocks, 1, 1),
+        block: (threads, 1, 1),
+        shared_bytes: 0,
+    }
+}
+
+fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn open_is_a_typed_error_or_a_device() {
+    let opened = std::panic::catch_unwind(|| CudaBackend::open(0).map(|b| b.info().clone()))
+        .expect("CudaBackend::open must not panic");
+    let probed = std::panic::catch_unwind(probe_driver).expect("probe_driver must not panic");
+    let listed = std::panic::catch_unwind(list_devices).expect("list_devices must not panic");
+    match opened {
+        Ok(info) => {
+            println!("device 0: {info:?}");
+            assert!(info.sm_count > 0 && info.max_threads_per_sm > 0);
+            assert_eq!(
+                info.max_resident_threads,
+                info.sm_count * info.max_threads_per_sm
+            );
+            assert!(info.l2_bytes > 0);
+            assert!(info.compute_capability.0 >= 7, "{info:?}");
+            let version = probed.expect("a driver that opens a device has a version");
+            assert_eq!(info.driver, version);
+            let devices = listed.expect("list_devices");
+            assert_eq!(devices.first().map(|d| &d.name), Some(&info.name));
+        }
+        Err(BackendError::NoDriver(reason)) => {
+            println!("no driver: {reason}");
+            assert!(
+                matches!(listed, Err(BackendError::NoDriver(_))),
+                "{listed:?}"
+            );
+            match probed {
+                // No library: the message names the one looked for, so a user knows what is
+                // missing.
+                Err(BackendError::NoDriver(why)) => assert!(why.contains("libcuda"), "{why}"),
+                Err(e) => panic!("probe_driver: unexpected error {e}"),
+                // A library that loads but whose cuInit fails (a stub, no device nodes).
+                Ok(version) => println!("libcuda {version} loads, but: {reason}"),
+            }
+        }
+        Err(BackendError::NoDevice(reason)) => println!("driver, but no device: {reason}"),
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+    // Asking again gives the same answer (the probe is cached) and still does not panic.
+    let again = std::panic::catch_unwind(|| CudaBackend::open(0).is_ok()).unwrap();
+    let listed_some = list_devices().map(|d| !d.is_empty()).unwrap_or(false);
+    assert_eq!(again, listed_some);
+}
+
+#[test]
+fn an_absent_ordinal_is_no_device() {
+    match CudaBackend::open(1 << 20) {
+        Err(BackendError::NoDevice(_) | BackendError::NoDriver(_)) => {}
+        other => panic!("expected NoDevice or NoDriver, got {other:?}"),
+    }
+}
+
+#[test]
+fn nvml_probe_never_panics() {
+    let nvml = std::panic::catch_unwind(Nvml::probe).expect("Nvml::probe must not panic");
+    if let Some(nvml) = nvml {
+        println!("NVML driver {:?}", nvml.driver_version());
+    } else {
+        println!("no NVML");
+    }
+}
+
+#[test]
+fn alloc_copy_round_trip() {
+    let Some(mut b) = gpu() else { return };
+    let buf = b.alloc(1000).unwrap();
+    assert_eq!(buf.bytes, 1000);
+    assert_ne!(buf.address, 0);
+    let mut out = vec![0xffu8; 1000];
+    b.copy_out(buf, 0, &mut out).unwrap();
+    assert!(out.iter().all(|&x| x == 0), "alloc must zero");
+
+    let pattern: Vec<u8> = (0..200u32).map(|i| (i * 7) as u8).collect();
+    b.copy_in(buf, 100, &pattern).unwrap();
+    b.copy_out(buf, 0, &mut out).unwrap();
+    assert!(out[..100].iter().all(|&x| x == 0));
+    assert_eq!(&out[100..300], &pattern[..]);
+    assert!(out[300..].iter().all(|&x| x == 0));
+
+    let mut part = vec![0u8; 50];
+    b.copy_out(buf, 120, &mut part).unwrap();
+    assert_eq!(&part[..], &pattern[20..70]);
+
+    b.memset(buf, 0xab).unwrap();
+    b.copy_out(buf, 0, &mut out).unwrap();
+    assert!(out.iter().all(|&x| x == 0xab));
+
+    assert!(matches!(
+        b.copy_in(buf, 990, &[0u8; 11]),
+        Err(BackendError::BadLaunch(_))
+    ));
+    assert!(matches!(
+        b.copy_out(buf, usize::MAX, &mut [0u8; 2]),
+        Err(BackendError::BadLaunch(_))
+    ));
+
+    let empty = b.alloc(0).unwrap();
+    assert_eq!(empty.bytes, 0);
+    b.free(empty).unwrap();
+    b.free(buf).unwrap();
+    assert!(b.free(buf).is_err(), "double free must be refused");
+    assert!(b.copy_out(buf, 0, &mut out).is_err(), "use after free");
+}
+
+#[test]
+fn add_one_kernel() {
+    let Some(mut b) = gpu() else { return };
+    let module = b.load_module(KERNELS).unwrap();
+    println!("JIT info log: {}", b.jit_info_log());
+    let n: u32 = 100_000;
+    let input: Vec<u8> = (0..n).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    let data = b.alloc(input.len()).unwrap();
+    b.copy_in(data, 0, &input).unwrap();
+    let args = [KernelArg::ptr(data), KernelArg::U32(n)];
+    b.launch(module, "add_one", &one_d(n.div_ceil(256), 256), &args)
+        .unwrap();
+    b.synchronize(GENEROUS).unwrap();
+    let mut out = vec![0u8; input.len()];
+    b.copy_out(data, 0, &mut out).unwrap();
+    let values = u32s(&out);
+    assert!(values
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u32 * 3 + 1));
+
+    // Twice more, without a synchronize in between: launches are stream-ordered.
+    b.launch(module, "add_one", &one_d(n.div_ceil(256), 256), &args)
+        .unwrap();
+    b.launch(module, "add_one", &one_d(n.div_ceil(256), 256), &args)
+        .unwrap();
+    b.synchronize(GENEROUS).unwrap();
+    b.copy_out(data, 0, &mut out).unwrap();
+    assert!(u32s(&out)
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u32 * 3 + 3));
+}
+
+#[test]
+fn kernel_time_is_measured() {
+    let Some(mut b) = gpu() else { return };
+    assert_eq!(b.last_kernel_stats().time, Duration::ZERO);
+    let module = b.load_module(KERNELS).unwrap();
+    let n: u32 = 1 << 22;
+    let data = b.alloc(n as usize * 4).unwrap();
+    b.launch(
+        module,
+        "add_one",
+        &one_d(n / 256, 256),
+        &[KernelArg::ptr(data), KernelArg::U32(n)],
+    )
+    .unwrap();
+    b.synchronize(GENEROUS).unwrap();
+    let stats = b.last_kernel_stats();
+    println!("add_one over {n} words: {:?}", stats.time);
+    assert!(stats.time > Duration::ZERO);
+    assert!(stats.time < GENEROUS);
+    assert_eq!(stats.instructions, None);
+}
+
+#[test]
+fn malformed_ptx_gives_the_jit_log() {
+    let Some(mut b) = gpu() else { return };
+    match b.load_module(MALFORMED) {
+        Err(BackendError::Jit { log }) => {
+            println!("JIT log:\n{log}");
+            assert!(log.to_lowercase().contains("error"), "{log}");
+            // The driver's own log, not only the error code: it names the bad line or token.
+            assert!(
+                log.contains("frobnicate") || log.contains("line") || log.contains("%rd9"),
+                "{log}"
+            );
+        }
+        other => panic!("expected a JIT error, got {other:?}"),
+    }
+    // The backend is still usable after a JIT failure.
+    assert!(b.load_module(KERNELS).is_ok());
+    assert!(matches!(
+        b.load_module("nul\0byte"),
+        Err(BackendError::Jit { .. })
+    ));
+}
+
+#[test]
+fn launch_errors_are_typed() {
+    let Some(mut b) = gpu() else { return };
+    let module = b.load_module(KERNELS).unwrap();
+    let data = b.alloc(64).unwrap();
+    let cfg = one_d(1, 32);
+    assert!(matches!(
+        b.launch(module, "no_such_kernel", &cfg, &[]),
+        Err(BackendError::NoKernel(name)) if name == "no_such_kernel"
+    ));
+    assert!(matches!(
+        b.launch(module, "add_one", &cfg, &[KernelArg::ptr(data)]),
+        Err(BackendError::BadLaunch(_))
+    ));
+    assert!(matches!(
+        b.launch(
+            module,
+            "add_one",
+            &cfg,
+            &[KernelArg::ptr(data), KernelArg::U64(16)]
+        ),
+        Err(BackendError::BadLaunch(_))
+    ));
+    assert!(matches!(
+        b.launch(
+            module,
+            "add_one",
+            &one_d(0, 32),
+            &[KernelArg::ptr(data), KernelArg::U32(16)]
+        ),
+        Err(BackendError::BadLaunch(_))
+    ));
+    assert!(matches!(
+        b.launch(
+            module,
+            "add_one",
+            &one_d(1, 4096),
+            &[KernelArg::ptr(data), KernelArg::U32(16)]
+        ),
+        Err(BackendError::BadLaunch(_))
+    ));
+    // None of that broke the context.
+    b.launch(
+        module,
+        "add_one",
+        &cfg,
+        &[KernelArg::ptr(data), KernelArg::U32(16)],
+    )
+    .unwrap();
+    b.synchronize(GENEROUS).unwrap();
+}
+
+#[test]
+fn a_spinning_kernel_times_out() {
+    let Some(mut b) = gpu() else { return };
+    let module = b.load_module(KERNELS).unwrap();
+    let flag = b.alloc(4).unwrap();
+    let bailout_ns = 10_000_000_000u64;
+    b.launch(
+        module,
+        "spin",
+        &one_d(1, 1),
+        &[KernelArg::ptr(flag), KernelArg::U64(bailout_ns)],
+    )
+    .unwrap();
+    let deadline = Duration::from_millis(300);
+    let begun = Instant::now();
+    let result = b.synchronize(deadline);
+    let waited = begun.elapsed();
+    println!("synchronize returned {result:?} after {waited:?}");
+    assert!(matches!(result, Err(BackendError::Timeout(d)) if d == deadline));
+    assert!(result.as_ref().unwrap_err().is_timeout());
+    assert!(waited >= deadline, "{waited:?}");
+    assert!(waited < deadline + Duration::from_millis(500), "{waited:?}");
+    // While the kernel runs, the backend refuses work instead of queueing it behind the hang.
+    assert!(b.alloc(4).is_err());
+    // Dropping must not wait for the kernel.
+    let begun = Instant::now();
+    drop(b);
+    assert!(
+        begun.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        begun.elapsed()
+    );
+}
+
+#[test]
+fn an_out_of_bounds_store_is_a_fault() {
+    let Some(mut b) = gpu() else { return };
+    let module = b.load_module(KERNELS).unwrap();
+    b.launch(module, "store_to", &one_d(1, 1), &[KernelArg::U64(0)])
+        .unwrap();
+    match b.synchronize(GENEROUS) {
+        Err(BackendError::Fault(message)) => {
+            println!("fault: {message}");
+            assert!(message.starts_with("CUDA_ERROR_"), "{message}");
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    // The error is sticky: the context is dead, and dropping it must still work.
+    assert!(matches!(b.alloc(4), Err(BackendError::Fault(_))));
+    assert!(matches!(
+        b.synchronize(GENEROUS),
+        Err(BackendError::Fault(_))
+    ));
+    drop(b);
+    // A new backend on the same device is healthy.
+    let mut fresh = gpu().unwrap();
+    let buf = fresh.alloc(16).unwrap();
+    fresh.copy_in(buf, 0, &[1u8; 16]).unwrap();
+}
+
+#[test]
+fn device_info_matches_nvml_when_present() {
+    let Some(b) = gpu() else { return };
+    let info = b.info();
+    println!("{info:?}, PCI {}", b.pci_bus_id());
+    match b.power_meter() {
+        Some(meter) => {
+            assert_eq!(info.energy_counter, meter.supports_energy_counter());
+            if info.energy_counter {
+                let first = meter.total_energy_mj().unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(meter.total_energy_mj().unwrap() >= first);
+            }
+            if info.power_readable {
+                println!("power: {} mW", meter.power_mw().unwrap());
+            }
+        }
+        None => {
+            assert!(!info.energy_counter && !info.power_readable);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The harness keeps kernels working: on the simulator, a harnessed kernel (any stress strategy,
+//! thread randomisation on or off) writes exactly what the plain kernel writes, and the stressing
+//! blocks touch only the scratchpad. Simulator results.
+
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
+use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
+use gpuwmm::ptx::{parse, print, Module};
+use gpuwmm::stressed::{StressSettings, StressedLauncher};
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn shapes() -> Module {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ptx/shapes.ptx");
+    parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A 2-D grid of 3-D blocks whose size is not a multiple of the warp size.
+const SHAPES: LaunchConfig = LaunchConfig {
+    grid: (3, 2, 1),
+    block: (5, 4, 3),
+    shared_bytes: 5 * 4 * 3 * 4,
+};
+
+fn out_words() -> usize {
+    6 * 60
+}
+
+fn expected() -> Vec<i32> {
+    (0..6u32)
+        .flat_map(|bid| (0..60u32).map(move |tid| (bid * 1000 + (59 - tid)) as i32))
+        .collect()
+}
+
+fn read_i32(sim: &mut SimBackend, buffer: gpuwmm::backend::Buffer) -> Vec<i32> {
+    let mut bytes = vec![0u8; buffer.bytes];
+    sim.copy_out(buffer, 0, &mut bytes).unwrap();
+    bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn run_plain(seed: u64) -> Vec<i32> {
+    let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Weak, seed));
+    let out = sim.alloc(out_words() * 4).unwrap();
+    let module = sim.load_module(&print(&shapes())).unwrap();
+    sim.launch(module, "shapes", &SHAPES, &[KernelArg::ptr(out)])
+        .unwrap();
+    sim.synchronize(DEADLINE).unwrap();
+    read_i32(&mut sim, out)
+}
+
+fn run_harnessed(stress: StressStrategy, randomise: bool, seed: u64) -> (Vec<i32>, Vec<i32>) {
+    let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Weak, seed));
+    let out = sim.alloc(out_words() * 4).unwrap();
+    let harnessed = harness(&shapes(), "shapes", &HarnessOptions { stress }).unwrap();
+    let module = sim.load_module(&print(&harnessed)).unwrap();
+    let mut launcher = StressedLauncher::new(&mut sim, 256).unwrap();
+    let settings = StressSettings {
+        stress_blocks: 2,
+        stress_iterations: 20,
+        randomise,
+        spread: 2,
+        patch_words: 32,
+        seed,
+    };
+    launcher
+        .launch(
+            &mut sim,
+            module,
+            "shapes",
+            &SHAPES,
+            &[KernelArg::ptr(out)],
+            &settings,
+        )
+        .unwrap();
+    sim.synchronize(DEADLINE).unwrap();
+    let scratch = launcher.scratch();
+    (read_i32(&mut sim, out), read_i32(&mut sim, scratch))
+}
+
+#[test]
+fn plain_shapes_kernel_meets_its_postcondition() {
+    assert_eq!(run_plain(1), expected());
+}
+
+#[test]
+fn harnessed_shapes_kernel_writes_what_the_plain_kernel_writes() {
+    let strategies = [
+        StressStrategy::None,
+        StressStrategy::Sys {
+            sequence: parse_sequence("ld st").unwrap(),
+        },
+        StressStrategy::Sys {
+            sequence: parse_sequence("st2 ld").unwrap(),
+        },
+        StressStrategy::Rand,
+        StressStrategy::Cache,
+    ];
+    for stress in strategies {
+        for randomise in [false, true] {
+            for seed in 0..3 {
+                let (out, _) = run_harnessed(stress.clone(), randomise, seed);
+                assert_eq!(
+                    out,
+                    expected(),
+                    "{stress} randomise={randomise} seed={seed}"
+                );
+            }
+        }
+    }
+}

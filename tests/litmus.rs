@@ -1,0 +1,90 @@
+//! The litmus tests on the simulator: the weak model shows MP and SB, fences forbid them,
+//! cta-scope fences do not help across blocks, and sequential consistency never shows them.
+//! All figures here are simulator results.
+
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::litmus::run::{run_litmus, LitmusRun};
+use gpuwmm::litmus::{Histogram, LitmusShape, LitmusTest};
+use gpuwmm::ptx::passes::fences::FenceKind;
+
+fn run(
+    model: MemoryModel,
+    shape: LitmusShape,
+    fence: Option<FenceKind>,
+    iterations: u64,
+) -> Histogram {
+    let mut sim = SimBackend::new(SimConfig::new(model, 7));
+    let mut test = LitmusTest::new(shape, 64);
+    test.fences = [fence, fence];
+    let run = LitmusRun {
+        iterations,
+        ..LitmusRun::default()
+    };
+    run_litmus(&mut sim, &test, &run, 1000, |_| {}).unwrap()
+}
+
+#[test]
+fn mp_and_sb_are_weak_in_at_least_one_percent_without_fences() {
+    for shape in [LitmusShape::Mp, LitmusShape::Sb] {
+        let h = run(MemoryModel::Weak, shape, None, 10_000);
+        assert_eq!(h.total(), 10_000);
+        assert!(h.weak(shape) >= 100, "{shape}: {}", h.report(shape));
+    }
+}
+
+#[test]
+fn gpu_scope_fences_forbid_mp_and_sb() {
+    for shape in [LitmusShape::Mp, LitmusShape::Sb] {
+        for kind in [FenceKind::ScGpu, FenceKind::MembarGl, FenceKind::ScSys] {
+            let iterations = if kind == FenceKind::ScGpu {
+                100_000
+            } else {
+                10_000
+            };
+            let h = run(MemoryModel::Weak, shape, Some(kind), iterations);
+            assert_eq!(h.weak(shape), 0, "{shape} {kind}: {}", h.report(shape));
+        }
+    }
+}
+
+#[test]
+fn cta_scope_fences_do_not_order_across_blocks() {
+    let h = run(
+        MemoryModel::Weak,
+        LitmusShape::Mp,
+        Some(FenceKind::MembarCta),
+        10_000,
+    );
+    assert!(h.weak(LitmusShape::Mp) > 0, "{}", h.report(LitmusShape::Mp));
+}
+
+#[test]
+fn sequential_consistency_is_never_weak() {
+    for shape in LitmusShape::ALL {
+        let h = run(MemoryModel::Sc, shape, None, 10_000);
+        assert_eq!(h.weak(shape), 0, "{shape}: {}", h.report(shape));
+        assert!(
+            h.outcomes.len() > 1,
+            "{shape}: the scheduler interleaves: {}",
+            h.report(shape)
+        );
+    }
+}
+
+#[test]
+fn coherence_holds_in_the_weak_model() {
+    let h = run(MemoryModel::Weak, LitmusShape::Corr, None, 10_000);
+    assert_eq!(
+        h.weak(LitmusShape::Corr),
+        0,
+        "{}",
+        h.report(LitmusShape::Corr)
+    );
+}
+
+#[test]
+fn the_same_seed_replays_the_same_histogram() {
+    let a = run(MemoryModel::Weak, LitmusShape::Mp, None, 2_000);
+    let b = run(MemoryModel::Weak, LitmusShape::Mp, None, 2_000);
+    assert_eq!(a, b);
+}

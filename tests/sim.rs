@@ -1,0 +1,455 @@
+//! End-to-end tests of the `sim` backend: PTX fixtures (hand-written, or NVRTC output of
+//! `tests/fixtures/ptx/sim_kernels.cu`) run through the `Backend` trait.
+
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
+use std::time::Duration;
+
+const KERNELS: &str = include_str!("fixtures/ptx/sim_kernels.ptx");
+const ALU: &str = include_str!("fixtures/ptx/sim_alu.ptx");
+const LITMUS: &str = include_str!("fixtures/ptx/litmus.ptx");
+const UNSUPPORTED: &str = include_str!("fixtures/ptx/sim_unsupported.ptx");
+const DOT: &str = include_str!("fixtures/ptx/dot_inlined.ptx");
+
+const LONG: Duration = Duration::from_secs(600);
+
+fn sim(model: MemoryModel, seed: u64) -> SimBackend {
+    SimBackend::new(SimConfig::new(model, seed))
+}
+
+fn launch(grid: u32, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (grid, 1, 1),
+        block: (block, 1, 1),
+        shared_bytes: 0,
+    }
+}
+
+fn read_u32s(b: &mut SimBackend, buf: Buffer) -> Vec<u32> {
+    let mut bytes = vec![0u8; buf.bytes];
+    b.copy_out(buf, 0, &mut bytes).unwrap();
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn read_u64s(b: &mut SimBackend, buf: Buffer) -> Vec<u64> {
+    let mut bytes = vec![0u8; buf.bytes];
+    b.copy_out(buf, 0, &mut bytes).unwrap();
+    bytes
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn write_u32s(b: &mut SimBackend, buf: Buffer, values: &[u32]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    b.copy_in(buf, 0, &bytes).unwrap();
+}
+
+#[test]
+fn arithmetic_conversions_and_branches() {
+    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+        let mut b = sim(model, 1);
+        let m = b.load_module(ALU).unwrap();
+        let out = b.alloc(14 * 8).unwrap();
+        b.launch(m, "alu", &launch(1, 1), &[KernelArg::ptr(out)])
+            .unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u64s(&mut b, out);
+        let f2 = std::f32::consts::PI.mul_add(2.0, 1.0);
+        let fd3 = 1.0 / (f64::from(f2) / 2.0);
+        let expected: [u64; 14] = [
+            -2i64 as u64,
+            3,
+            -500_000i64 as u64,
+            -302i64 as u64,
+            858_993_455,
+            235,
+            0xffff_ffff_0fff_f0ff,
+            3914,
+            65301,
+            63,
+            fd3.to_bits(),
+            55,
+            -17i64 as u64,
+            23983,
+        ];
+        for (i, (got, want)) in r.iter().zip(expected).enumerate() {
+            assert_eq!(*got, want, "result {i}: got {got:#x}, want {want:#x}");
+        }
+    }
+}
+
+#[test]
+fn nvrtc_mixed_arithmetic_matches_rust() {
+    let mut b = sim(MemoryModel::Weak, 3);
+    let m = b.load_module(KERNELS).unwrap();
+    let n = 32usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 3.0).collect();
+    let ab = b.alloc(n * 4).unwrap();
+    let bytes: Vec<u8> = a.iter().flat_map(|v| v.to_le_bytes()).collect();
+    b.copy_in(ab, 0, &bytes).unwrap();
+    let (d, q, u) = (
+        b.alloc(n * 8).unwrap(),
+        b.alloc(n * 8).unwrap(),
+        b.alloc(n * 4).unwrap(),
+    );
+    let args = [
+        KernelArg::ptr(ab),
+        KernelArg::ptr(d),
+        KernelArg::ptr(q),
+        KernelArg::ptr(u),
+    ];
+    b.launch(m, "mixed", &launch(1, n as u32), &args).unwrap();
+    b.synchronize(LONG).unwrap();
+    let (dr, qr, ur) = (
+        read_u64s(&mut b, d),
+        read_u64s(&mut b, q),
+        read_u32s(&mut b, u),
+    );
+    let table = [3i64, 5, 7, 11];
+    for i in 0..n {
+        let x = a[i];
+        let y = f64::from(x).mul_add(2.5, ((i + 1) as f64).sqrt());
+        assert_eq!(f64::from_bits(dr[i]), y / 3.0, "d[{i}]");
+        let s = (x * 1000.0) as i64 - 7 * table[i & 3];
+        let ii = i as i32;
+        let want = s / 3
+            + s % 5
+            + (s >> 2)
+            + i64::from((ii * 77).count_ones())
+            + i64::from((ii + 1).leading_zeros())
+            + i64::from(ii.min(3) * ii.max(-4));
+        assert_eq!(qr[i] as i64, want, "q[{i}]");
+        let h = (i as u32).wrapping_mul(40000) as u16;
+        let c = (i as i32 * 37) as i8;
+        let want = u32::from(h)
+            .wrapping_add(c as i32 as u32)
+            .wrapping_add((i as u32).reverse_bits())
+            .wrapping_add(u32::from(x < 2.0))
+            .wrapping_add(x.round_ties_even() as u32);
+        assert_eq!(ur[i], want, "u[{i}]");
+    }
+}
+
+fn reduce_once(model: MemoryModel, seed: u64) -> u32 {
+    let mut b = sim(model, seed);
+    let m = b.load_module(KERNELS).unwrap();
+    let n = 1000u32;
+    let input = b.alloc(n as usize * 4).unwrap();
+    let values: Vec<u32> = (0..n).map(|i| i * 3 + 1).collect();
+    write_u32s(&mut b, input, &values);
+    let out = b.alloc(4).unwrap();
+    let config = LaunchConfig {
+        grid: (4, 1, 1),
+        block: (64, 1, 1),
+        shared_bytes: 64 * 4,
+    };
+    b.launch(
+        m,
+        "reduce",
+        &config,
+        &[
+            KernelArg::ptr(input),
+            KernelArg::ptr(out),
+            KernelArg::U32(n),
+        ],
+    )
+    .unwrap();
+    b.synchronize(LONG).unwrap();
+    read_u32s(&mut b, out)[0]
+}
+
+#[test]
+fn reduction_is_correct_under_both_models() {
+    let want: u32 = (0..1000u32).map(|i| i * 3 + 1).sum();
+    for seed in 0..4 {
+        assert_eq!(reduce_once(MemoryModel::Sc, seed), want);
+        assert_eq!(reduce_once(MemoryModel::Weak, seed), want);
+    }
+}
+
+/// Runs a lock kernel (`blocks` blocks, `iters` critical sections each) and returns the counter.
+fn lock_counter(
+    b: &mut SimBackend,
+    m: gpuwmm::backend::ModuleId,
+    kernel: &str,
+    blocks: u32,
+    iters: i32,
+) -> u32 {
+    let lock = b.alloc(4).unwrap();
+    let counter = b.alloc(4).unwrap();
+    let args = [
+        KernelArg::ptr(lock),
+        KernelArg::ptr(counter),
+        KernelArg::I32(iters),
+    ];
+    b.launch(m, kernel, &launch(blocks, 32), &args).unwrap();
+    b.synchronize(LONG).unwrap();
+    let c = read_u32s(b, counter)[0];
+    b.free(lock).unwrap();
+    b.free(counter).unwrap();
+    c
+}
+
+#[test]
+fn spin_lock_with_fence_is_correct_under_both_models() {
+    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+        let mut b = sim(model, 11);
+        let m = b.load_module(KERNELS).unwrap();
+        for _ in 0..8 {
+            assert_eq!(lock_counter(&mut b, m, "lock_fence", 4, 5), 20, "{model:?}");
+        }
+    }
+}
+
+#[test]
+fn spin_lock_without_fence_breaks_only_under_weak() {
+    let runs = 300;
+    let mut wrong = [0; 2];
+    for (k, model) in [MemoryModel::Sc, MemoryModel::Weak].into_iter().enumerate() {
+        let mut b = sim(model, 5);
+        let m = b.load_module(KERNELS).unwrap();
+        for _ in 0..runs {
+            if lock_counter(&mut b, m, "lock_nofence", 2, 2) != 4 {
+                wrong[k] += 1;
+            }
+        }
+    }
+    eprintln!(
+        "lock without fence: wrong in {} (sc) and {} (weak) of {runs} runs",
+        wrong[0], wrong[1]
+    );
+    assert_eq!(wrong[0], 0);
+    assert!(wrong[1] >= 1);
+}
+
+#[test]
+fn endless_loop_times_out() {
+    let mut cfg = SimConfig::new(MemoryModel::Weak, 0);
+    cfg.instruction_budget = 100_000;
+    let mut b = SimBackend::new(cfg);
+    let m = b.load_module(ALU).unwrap();
+    b.launch(m, "spin", &launch(2, 4), &[]).unwrap();
+    let e = b.synchronize(LONG).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+}
+
+#[test]
+fn out_of_bounds_store_faults() {
+    let mut b = sim(MemoryModel::Weak, 0);
+    let m = b.load_module(ALU).unwrap();
+    let buf = b.alloc(16).unwrap();
+    b.launch(
+        m,
+        "oob",
+        &launch(1, 1),
+        &[KernelArg::ptr(buf), KernelArg::U32(4)],
+    )
+    .unwrap();
+    let e = b.synchronize(LONG).unwrap_err();
+    let BackendError::Fault(msg) = &e else {
+        panic!("{e}")
+    };
+    assert!(msg.contains("'oob'") && msg.contains("line 147"), "{msg}");
+    assert!(msg.contains(&format!("{:#x}", buf.address + 16)), "{msg}");
+    // In bounds it runs.
+    b.launch(
+        m,
+        "oob",
+        &launch(1, 1),
+        &[KernelArg::ptr(buf), KernelArg::U32(3)],
+    )
+    .unwrap();
+    b.synchronize(LONG).unwrap();
+}
+
+#[test]
+fn division_by_zero_faults() {
+    let mut b = sim(MemoryModel::Sc, 0);
+    let m = b.load_module(ALU).unwrap();
+    b.launch(m, "divzero", &launch(1, 1), &[KernelArg::U32(0)])
+        .unwrap();
+    let e = b.synchronize(LONG).unwrap_err();
+    assert!(
+        matches!(&e, BackendError::Fault(m) if m.contains("division by zero")),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_instruction_is_unsupported_at_load() {
+    let mut b = sim(MemoryModel::Weak, 0);
+    match b.load_module(UNSUPPORTED) {
+        Err(BackendError::Unsupported { instruction, line }) => {
+            assert!(instruction.starts_with("lop3.b32"), "{instruction}");
+            assert_eq!(line, 16);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn warp_shuffles_and_ballots() {
+    let mut b = sim(MemoryModel::Weak, 9);
+    let m = b.load_module(KERNELS).unwrap();
+    let n = 96usize;
+    let input: Vec<u32> = (0..n as u32).map(|i| i * 7 + 1).collect();
+    let ib = b.alloc(n * 4).unwrap();
+    write_u32s(&mut b, ib, &input);
+    let (out, ballots) = (b.alloc(n / 32 * 4).unwrap(), b.alloc(n / 32 * 4).unwrap());
+    let args = [
+        KernelArg::ptr(ib),
+        KernelArg::ptr(out),
+        KernelArg::ptr(ballots),
+    ];
+    b.launch(m, "warp_sum", &launch(1, n as u32), &args)
+        .unwrap();
+    b.synchronize(LONG).unwrap();
+    let (sums, balls) = (read_u32s(&mut b, out), read_u32s(&mut b, ballots));
+    for w in 0..n / 32 {
+        let lanes = &input[w * 32..(w + 1) * 32];
+        assert_eq!(sums[w], lanes.iter().sum::<u32>());
+        let ballot = lanes
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (l, v)| acc | ((v & 1) << l));
+        assert_eq!(balls[w], ballot);
+    }
+}
+
+#[test]
+fn nvrtc_dot_kernel_runs() {
+    let mut b = sim(MemoryModel::Weak, 2);
+    let m = b.load_module(DOT).unwrap();
+    let n = 256usize;
+    let (x, y, out) = (
+        b.alloc(n * 4).unwrap(),
+        b.alloc(n * 4).unwrap(),
+        b.alloc(4096).unwrap(),
+    );
+    let ones: Vec<u8> = (0..n).flat_map(|_| 1f32.to_le_bytes()).collect();
+    b.copy_in(x, 0, &ones).unwrap();
+    b.copy_in(y, 0, &ones).unwrap();
+    let config = LaunchConfig {
+        grid: (1, 1, 1),
+        block: (16, 1, 1),
+        shared_bytes: 64,
+    };
+    let args = [
+        KernelArg::ptr(x),
+        KernelArg::ptr(y),
+        KernelArg::ptr(out),
+        KernelArg::U32(n as u32),
+    ];
+    b.launch(m, "dot", &config, &args).unwrap();
+    b.synchronize(LONG).unwrap();
+    let mut first = [0u8; 4];
+    b.copy_out(out, 0, &mut first).unwrap();
+    assert_eq!(f32::from_le_bytes(first), n as f32);
+    assert!(b.last_kernel_stats().instructions.unwrap() > 1000);
+}
+
+/// Counts weak outcomes of a litmus kernel over `runs` instances (`per_launch` per launch).
+fn litmus(
+    model: MemoryModel,
+    stale: bool,
+    kernel: &str,
+    runs: usize,
+    per_launch: usize,
+    weak: fn(u32, u32) -> bool,
+) -> usize {
+    let mut cfg = SimConfig::new(model, 42);
+    cfg.stale_loads = stale;
+    let mut b = SimBackend::new(cfg);
+    let m = b.load_module(LITMUS).unwrap();
+    let x = b.alloc(per_launch * 4).unwrap();
+    let y = b.alloc(per_launch * 4).unwrap();
+    let out = b.alloc(per_launch * 8).unwrap();
+    let mut count = 0;
+    for _ in 0..runs / per_launch {
+        b.memset(x, 0).unwrap();
+        b.memset(y, 0).unwrap();
+        let args = [KernelArg::ptr(x), KernelArg::ptr(y), KernelArg::ptr(out)];
+        b.launch(m, kernel, &launch(2 * per_launch as u32, 1), &args)
+            .unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u32s(&mut b, out);
+        count += r.chunks(2).filter(|p| weak(p[0], p[1])).count();
+    }
+    count
+}
+
+fn mp_weak(ry: u32, rx: u32) -> bool {
+    ry == 1 && rx == 0
+}
+
+fn sb_weak(r0: u32, r1: u32) -> bool {
+    r0 == 0 && r1 == 0
+}
+
+fn corr_weak(first: u32, second: u32) -> bool {
+    first == 1 && second == 0
+}
+
+#[test]
+fn message_passing() {
+    let weak = litmus(MemoryModel::Weak, false, "mp", 10_000, 50, mp_weak);
+    let cta = litmus(MemoryModel::Weak, false, "mp_cta", 10_000, 50, mp_weak);
+    let sc = litmus(MemoryModel::Sc, false, "mp", 10_000, 50, mp_weak);
+    eprintln!("MP weak outcomes of 10000: weak {weak}, membar.cta {cta}, sc {sc}");
+    assert!(weak >= 100, "{weak}");
+    assert!(cta >= 100, "{cta}");
+    assert_eq!(sc, 0);
+}
+
+#[test]
+fn message_passing_with_gpu_fences_is_never_weak() {
+    for stale in [false, true] {
+        let fenced = litmus(MemoryModel::Weak, stale, "mp_fence", 100_000, 100, mp_weak);
+        assert_eq!(fenced, 0, "stale loads {stale}");
+    }
+}
+
+#[test]
+fn store_buffering() {
+    let weak = litmus(MemoryModel::Weak, false, "sb", 10_000, 50, sb_weak);
+    let cta = litmus(MemoryModel::Weak, false, "sb_cta", 10_000, 50, sb_weak);
+    let sc = litmus(MemoryModel::Sc, false, "sb", 10_000, 50, sb_weak);
+    eprintln!("SB weak outcomes of 10000: weak {weak}, membar.cta {cta}, sc {sc}");
+    assert!(weak >= 100, "{weak}");
+    assert!(cta >= 100, "{cta}");
+    assert_eq!(sc, 0);
+}
+
+#[test]
+fn store_buffering_with_gpu_fences_is_never_weak() {
+    for stale in [false, true] {
+        let fenced = litmus(MemoryModel::Weak, stale, "sb_fence", 100_000, 100, sb_weak);
+        assert_eq!(fenced, 0, "stale loads {stale}");
+    }
+}
+
+#[test]
+fn coherence_of_reads_holds() {
+    for stale in [false, true] {
+        assert_eq!(
+            litmus(MemoryModel::Weak, stale, "corr", 20_000, 100, corr_weak),
+            0
+        );
+    }
+}
+
+#[test]
+fn same_seed_replays_the_same_execution() {
+    let run = |seed| {
+        let mut b = sim(MemoryModel::Weak, seed);
+        let m = b.load_module(KERNELS).unwrap();
+        (0..20)
+            .map(|_| lock_counter(&mut b, m, "lock_nofence", 3, 3))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(7), run(7));
+}
