@@ -201,7 +201,7 @@ struct Harness {
 }
 
 impl Launcher for Harness {
-    fn before(
+    fn launch(
         &mut self,
         backend: &mut dyn Backend,
         launch: &mut Launch,
@@ -215,7 +215,7 @@ impl Launcher for Harness {
         launch.module = module;
         launch.config.grid.0 += 2;
         launch.args.push(KernelArg::ptr(control));
-        Ok(())
+        launch.start(backend)
     }
     fn after(&mut self, _backend: &mut dyn Backend, launch: &Launch) -> Result<(), BackendError> {
         assert_eq!(

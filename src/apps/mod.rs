@@ -207,7 +207,7 @@ pub fn compile_source(source: &KernelSource, arch: &str) -> Result<Module, AppEr
 }
 
 /// One launch of an app kernel, as the app asks for it. A [`Launcher`] may rewrite any field
-/// except `index` and `kernel` before it is launched.
+/// except `index` and `kernel` before it starts it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
     /// Position of this launch among the app's launches in this run, from 0.
@@ -220,23 +220,33 @@ pub struct Launch {
     pub args: Vec<KernelArg>,
 }
 
-/// Intercepts the app's kernel launches. The stress harness implements this: it swaps in its
-/// harnessed module, appends its control-block argument and enlarges the grid; the cost driver
-/// reads kernel times in [`Launcher::after`]. Check kernels are never passed through it.
+/// Intercepts the app's kernel launches. The stress harness implements this: it launches its
+/// harnessed module instead, with its control block appended to the arguments and a larger grid
+/// (e.g. through [`crate::stressed::StressedLauncher`]); the cost driver reads kernel times in
+/// [`Launcher::after`]. Check kernels are never passed through it.
 pub trait Launcher {
-    /// Called before each app launch; may change `launch.module`, `launch.config` and
-    /// `launch.args` (and use the backend, e.g. to allocate and fill a control block).
-    fn before(
+    /// Starts the app's launch. The default starts it unchanged; an implementation may change
+    /// `launch.module`, `launch.config` and `launch.args` and then call [`Launch::start`], or
+    /// start something else in its place (and should then record what it started in `launch`).
+    /// The caller synchronises afterwards.
+    fn launch(
         &mut self,
-        _backend: &mut dyn Backend,
-        _launch: &mut Launch,
+        backend: &mut dyn Backend,
+        launch: &mut Launch,
     ) -> Result<(), BackendError> {
-        Ok(())
+        launch.start(backend)
     }
 
     /// Called after the launch has completed (synchronised), with the launch as it was made.
     fn after(&mut self, _backend: &mut dyn Backend, _launch: &Launch) -> Result<(), BackendError> {
         Ok(())
+    }
+}
+
+impl Launch {
+    /// Starts this launch on `backend` as it stands.
+    pub fn start(&self, backend: &mut dyn Backend) -> Result<(), BackendError> {
+        backend.launch(self.module, &self.kernel, &self.config, &self.args)
     }
 }
 
@@ -456,10 +466,7 @@ impl RunContext<'_> {
         self.launches += 1;
         let step = format!("launch {} (kernel {kernel})", launch.index);
         self.launcher
-            .before(&mut *self.backend, &mut launch)
-            .map_err(|e| self.error(step.clone(), e))?;
-        self.backend
-            .launch(launch.module, &launch.kernel, &launch.config, &launch.args)
+            .launch(&mut *self.backend, &mut launch)
             .and_then(|()| self.backend.synchronize(self.options.deadline))
             .map_err(|e| self.error(step.clone(), e))?;
         self.launcher

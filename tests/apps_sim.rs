@@ -1,0 +1,190 @@
+//! Every application end to end on the simulator (figures here are properties of the simulator's
+//! model, not of hardware):
+//! - it passes every run under `Sc`, and under `Weak` with a `fence.sc.gpu` after every access;
+//! - without fences, cbe-dot, cbe-ht, sdk-red-nf and cub-scan-nf fail under `Weak`.
+//!
+//! Needs NVRTC (scripts/setup-cuda-tools.sh), no GPU. Run counts suit `cargo test --release`
+//! (what `scripts/test.sh` runs); a debug build takes a few minutes.
+
+use gpuwmm::apps::{
+    find_app, App, AppError, DirectLauncher, LoadedApp, RunOptions, Size, Verdict, DEFAULT_ARCH,
+};
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::ptx::passes::fences::{fence_sites, insert_fences, FenceKind, Granularity};
+use gpuwmm::ptx::Module;
+use gpuwmm::toolchain::tools_for_tests;
+use std::time::{Duration, Instant};
+
+const ALL_APPS: [&str; 6] = [
+    "cbe-ht",
+    "cbe-dot",
+    "sdk-red",
+    "sdk-red-nf",
+    "cub-scan",
+    "cub-scan-nf",
+];
+/// Apps without (working) fences: the weak model must break them.
+const FENCELESS: [&str; 4] = ["cbe-ht", "cbe-dot", "sdk-red-nf", "cub-scan-nf"];
+
+/// A `fence.sc.gpu` after every global or generic access.
+fn fence_everything(module: Module) -> Module {
+    let sites = fence_sites(&module, Granularity::Instruction);
+    let all: Vec<_> = sites.iter().collect();
+    insert_fences(&module, &all, FenceKind::ScGpu)
+}
+
+/// Outcome counts of a series of runs.
+#[derive(Debug, Default)]
+struct Tally {
+    runs: u64,
+    failures: u64,
+    first_failure: Option<(u64, String)>,
+    elapsed: Duration,
+}
+
+/// Runs `app` once per seed in `seeds` (the seed drives both the scheduler and the inputs),
+/// stopping after `stop_after` failures. A backend error (timeout, fault) fails the test.
+fn campaign(
+    app: &dyn App,
+    config: SimConfig,
+    transform: fn(Module) -> Module,
+    seeds: std::ops::Range<u64>,
+    stop_after: u64,
+) -> Tally {
+    let start = Instant::now();
+    let model = config.model;
+    let mut backend = SimBackend::new(config);
+    let module = transform(app.module(DEFAULT_ARCH).unwrap());
+    let loaded = LoadedApp::load(app, &mut backend, &module, DEFAULT_ARCH)
+        .unwrap_or_else(|e| panic!("{}: {e}", app.name()));
+    let mut tally = Tally::default();
+    for seed in seeds {
+        gpuwmm::backend::Backend::reseed(&mut backend, seed);
+        let options = RunOptions {
+            size: Size::Sim,
+            input_seed: seed,
+            deadline: Duration::from_secs(60),
+        };
+        let verdict = loaded.run(&mut backend, &mut DirectLauncher, &options);
+        tally.runs += 1;
+        match verdict {
+            Ok(Verdict::Pass) => {}
+            Ok(Verdict::Fail { reason }) => {
+                tally.failures += 1;
+                tally.first_failure.get_or_insert((seed, reason));
+                if tally.failures >= stop_after {
+                    break;
+                }
+            }
+            Err(e @ AppError::Backend { .. }) => {
+                panic!("{} ({model:?}), seed {seed}: {e}", app.name())
+            }
+            Err(e) => panic!("{}: {e}", app.name()),
+        }
+    }
+    tally.elapsed = start.elapsed();
+    tally
+}
+
+/// The simulator's default settings for `model` (the seed is set per run).
+fn sim(model: MemoryModel) -> SimConfig {
+    SimConfig::new(model, 0)
+}
+
+fn no_change(m: Module) -> Module {
+    m
+}
+
+#[test]
+fn every_app_passes_under_sc() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for name in ALL_APPS {
+        let app = find_app(name).unwrap();
+        let t = campaign(app.as_ref(), sim(MemoryModel::Sc), no_change, 0..100, 1);
+        assert_eq!(t.failures, 0, "{name} under Sc: {:?}", t.first_failure);
+        eprintln!("{name}: {} Sc runs in {:?}", t.runs, t.elapsed);
+    }
+}
+
+#[test]
+fn every_app_passes_under_weak_with_a_fence_after_every_access() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for name in ALL_APPS {
+        let app = find_app(name).unwrap();
+        let t = campaign(
+            app.as_ref(),
+            sim(MemoryModel::Weak),
+            fence_everything,
+            1000..1100,
+            1,
+        );
+        assert_eq!(t.failures, 0, "{name} fenced, Weak: {:?}", t.first_failure);
+        eprintln!("{name}: {} fenced Weak runs in {:?}", t.runs, t.elapsed);
+    }
+}
+
+#[test]
+fn fenceless_apps_fail_under_weak() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for name in FENCELESS {
+        let app = find_app(name).unwrap();
+        let t = campaign(app.as_ref(), sim(MemoryModel::Weak), no_change, 0..2000, 1);
+        let (seed, reason) = t
+            .first_failure
+            .unwrap_or_else(|| panic!("{name}: no failure in {} Weak runs", t.runs));
+        eprintln!(
+            "{name}: first Weak failure at seed {seed} after {:?}: {reason}",
+            t.elapsed
+        );
+    }
+}
+
+/// The failure rates quoted in the apps' READMEs:
+/// `cargo test --release --test apps_sim -- --ignored --nocapture failure_rates`.
+#[test]
+#[ignore]
+fn failure_rates() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let runs: u64 = std::env::var("GPUWMM_APP_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    for name in ALL_APPS {
+        let app = find_app(name).unwrap();
+        let stale = SimConfig {
+            stale_loads: true,
+            ..sim(MemoryModel::Weak)
+        };
+        for (config, label, transform) in [
+            (
+                sim(MemoryModel::Sc),
+                "Sc",
+                no_change as fn(Module) -> Module,
+            ),
+            (sim(MemoryModel::Weak), "Weak", no_change),
+            (stale.clone(), "Weak+stale", no_change),
+            (sim(MemoryModel::Weak), "Weak+fences", fence_everything),
+            (stale, "Weak+stale+fences", fence_everything),
+        ] {
+            let t = campaign(app.as_ref(), config, transform, 0..runs, u64::MAX);
+            println!(
+                "{name:12} {label:18} seeds 0..{runs}: {} / {} failed ({:.2}%) in {:.1?}{}",
+                t.failures,
+                t.runs,
+                100.0 * t.failures as f64 / t.runs as f64,
+                t.elapsed,
+                t.first_failure
+                    .map(|(s, r)| format!("; first: seed {s}: {r}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
