@@ -188,3 +188,93 @@ fn failure_rates() {
         }
     }
 }
+
+/// The stress harness as a [`Launcher`]: every app launch runs the harnessed kernel, with
+/// stressing blocks and randomised block and warp ids. This is what the check driver plugs in.
+struct Stress {
+    launcher: gpuwmm::stressed::StressedLauncher,
+    module: gpuwmm::backend::ModuleId,
+    settings: gpuwmm::stressed::StressSettings,
+    launches: usize,
+}
+
+impl gpuwmm::apps::Launcher for Stress {
+    fn launch(
+        &mut self,
+        backend: &mut dyn gpuwmm::backend::Backend,
+        launch: &mut gpuwmm::apps::Launch,
+    ) -> Result<(), gpuwmm::backend::BackendError> {
+        let control = self.launcher.launch(
+            backend,
+            self.module,
+            &launch.kernel,
+            &launch.config,
+            &launch.args,
+            &self.settings,
+        )?;
+        let (grid, block) = control.launch_grid();
+        launch.module = self.module;
+        launch.config.grid = grid;
+        launch.config.block = block;
+        self.launches += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
+    use gpuwmm::ptx::passes::harness::{harness_kernels, HarnessOptions};
+    use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
+    use gpuwmm::ptx::print;
+    use gpuwmm::stressed::{StressSettings, StressedLauncher};
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for name in ALL_APPS {
+        let app = find_app(name).unwrap();
+        let kernels = app.kernels();
+        let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
+        let options = HarnessOptions {
+            stress: StressStrategy::Sys {
+                sequence: parse_sequence("ld st").unwrap(),
+            },
+        };
+        for (model, transform) in [
+            (MemoryModel::Sc, no_change as fn(Module) -> Module),
+            (MemoryModel::Weak, fence_everything),
+        ] {
+            let mut backend = SimBackend::new(sim(model));
+            let module = transform(app.module(DEFAULT_ARCH).unwrap());
+            let harnessed = harness_kernels(&module, &kernels, &options).unwrap();
+            let loaded =
+                LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH).unwrap();
+            let harnessed =
+                gpuwmm::backend::Backend::load_module(&mut backend, &print(&harnessed)).unwrap();
+            for seed in 0..10 {
+                gpuwmm::backend::Backend::reseed(&mut backend, seed);
+                let mut stress = Stress {
+                    launcher: StressedLauncher::new(&mut backend, 1024).unwrap(),
+                    module: harnessed,
+                    settings: StressSettings {
+                        stress_blocks: 2,
+                        stress_iterations: 20,
+                        randomise: true,
+                        spread: 2,
+                        patch_words: 32,
+                        seed,
+                    },
+                    launches: 0,
+                };
+                let options = RunOptions::new(Size::Sim, seed);
+                let verdict = loaded.run(&mut backend, &mut stress, &options);
+                assert_eq!(
+                    verdict.unwrap_or_else(|e| panic!("{name} {model:?} seed {seed}: {e}")),
+                    Verdict::Pass,
+                    "{name} {model:?} seed {seed}"
+                );
+                assert_eq!(stress.launches, kernels.len(), "{name}: harnessed launches");
+                stress.launcher.release(&mut backend).unwrap();
+            }
+        }
+    }
+}
