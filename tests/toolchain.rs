@@ -79,11 +79,13 @@ fn sass_of(tools: &CudaTools, relative: &str, arch: &str) -> Vec<SassFunction> {
     parse_sass(&disassemble(tools, &cubin).unwrap())
 }
 
+/// The SASS of kernel `name` (an app's file may also hold its check kernel).
 fn only_function(functions: Vec<SassFunction>, name: &str) -> SassFunction {
-    assert_eq!(functions.len(), 1, "expected one function");
-    let function = functions.into_iter().next().unwrap();
-    assert_eq!(function.name, name);
-    function
+    let names: Vec<String> = functions.iter().map(|f| f.name.clone()).collect();
+    functions
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no SASS function {name} among {names:?}"))
 }
 
 fn opcodes(f: &SassFunction, pred: impl Fn(&SassInstruction) -> bool) -> Vec<String> {

@@ -11,7 +11,7 @@
 // Post-condition: *result == sum over i < n of a[i] * b[i] (up to float rounding; the host uses
 // small integer-valued inputs so the sum is exact), and *lock == 0.
 //
-// Launch: 1-D grid, 1-D block of DOT_THREADS threads, *result = 0 and *lock = 0 beforehand.
+// Launch: 1-D grid, 1-D block of 2^k <= DOT_THREADS threads; *result = *lock = 0 beforehand.
 
 #define DOT_THREADS 256
 
