@@ -1,0 +1,74 @@
+//! Every application at its GPU size on a real GPU (skipped where there is no CUDA driver; set
+//! `GPUWMM_REQUIRE_GPU=1` on a GPU machine to make a skip a failure). The apps run natively (no
+//! stress), so the fenceless ones usually pass too; with a fence after every access, every app
+//! must pass, and no app may hang or fault.
+//! On a GPU: `GPUWMM_REQUIRE_GPU=1 cargo test --release --test apps_gpu -- --nocapture`.
+
+use gpuwmm::apps::{builtin_apps, DirectLauncher, LoadedApp, RunOptions, Size, DEFAULT_ARCH};
+use gpuwmm::backend::cuda::CudaBackend;
+use gpuwmm::backend::BackendError;
+use gpuwmm::ptx::passes::fences::{fence_sites, insert_fences, FenceKind, Granularity};
+use gpuwmm::ptx::Module;
+use gpuwmm::toolchain::tools_for_tests;
+use std::time::Duration;
+
+fn gpu() -> Option<CudaBackend> {
+    match CudaBackend::open(0) {
+        Ok(backend) => Some(backend),
+        Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
+            if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
+                panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
+            }
+            println!("skipped: no CUDA driver ({e})");
+            None
+        }
+        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
+    }
+}
+
+fn fence_everything(module: Module) -> Module {
+    let sites = fence_sites(&module, Granularity::Instruction);
+    let all: Vec<_> = sites.iter().collect();
+    insert_fences(&module, &all, FenceKind::ScGpu)
+}
+
+#[test]
+fn every_app_runs_on_a_gpu_at_both_sizes() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let Some(mut backend) = gpu() else {
+        return;
+    };
+    for app in builtin_apps().unwrap() {
+        let plain = app.module(DEFAULT_ARCH).unwrap();
+        for (label, module) in [
+            ("plain", plain.clone()),
+            ("fenced", fence_everything(plain)),
+        ] {
+            let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH)
+                .unwrap_or_else(|e| panic!("{} {label}: {e}", app.name()));
+            for size in Size::ALL {
+                let mut failures = 0;
+                for seed in 0..5 {
+                    let options = RunOptions {
+                        size,
+                        input_seed: seed,
+                        deadline: Duration::from_secs(20),
+                    };
+                    let verdict = loaded
+                        .run(&mut backend, &mut DirectLauncher, &options)
+                        .unwrap_or_else(|e| panic!("{} {label} {size}: {e}", app.name()));
+                    if !verdict.is_pass() {
+                        failures += 1;
+                        println!("{} {label} {size} seed {seed}: {verdict}", app.name());
+                    }
+                }
+                println!("{} {label} {size}: {failures} / 5 failed", app.name());
+                if label == "fenced" {
+                    assert_eq!(failures, 0, "{} fenced at size {size}", app.name());
+                }
+            }
+        }
+    }
+}
