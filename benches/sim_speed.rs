@@ -23,8 +23,13 @@ fn main() {
         let mut total = 0u64;
         let start = Instant::now();
         for _ in 0..3 {
-            b.launch(m, "busy", &config, &[KernelArg::ptr(out), KernelArg::I32(iters)])
-                .expect("launch");
+            b.launch(
+                m,
+                "busy",
+                &config,
+                &[KernelArg::ptr(out), KernelArg::I32(iters)],
+            )
+            .expect("launch");
             b.synchronize(Duration::from_secs(600)).expect("run");
             total += b.last_kernel_stats().instructions.unwrap_or(0);
         }

@@ -453,3 +453,21 @@ fn same_seed_replays_the_same_execution() {
     };
     assert_eq!(run(7), run(7));
 }
+
+#[test]
+fn stale_loads_break_mp_without_a_reader_fence() {
+    let without = litmus(MemoryModel::Weak, false, "mp_stale", 10_000, 50, mp_weak);
+    let with = litmus(MemoryModel::Weak, true, "mp_stale", 10_000, 50, mp_weak);
+    let fenced = litmus(
+        MemoryModel::Weak,
+        true,
+        "mp_stale_fence",
+        10_000,
+        50,
+        mp_weak,
+    );
+    eprintln!("MP, writer fence only, reader read x before: {without} (no stale loads), {with} (stale loads), {fenced} (reader fence)");
+    assert_eq!(without, 0);
+    assert!(with >= 1, "{with}");
+    assert_eq!(fenced, 0);
+}

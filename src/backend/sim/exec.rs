@@ -645,7 +645,11 @@ impl Machine<'_> {
                 }
             }
         }
-        let victim = self.rng.random_range(0..usize::MAX);
+        let victim = if self.blocks[b].cache.is_full() {
+            self.rng.random_range(0..usize::MAX)
+        } else {
+            0
+        };
         self.blocks[b].cache.observe(addr, size, in_memory, victim);
         Ok(in_memory)
     }
