@@ -471,3 +471,41 @@ fn stale_loads_break_mp_without_a_reader_fence() {
     assert!(with >= 1, "{with}");
     assert_eq!(fenced, 0);
 }
+
+#[test]
+fn device_function_calls() {
+    let mut b = sim(MemoryModel::Weak, 4);
+    let m = b.load_module(KERNELS).unwrap();
+    let n = 8usize;
+    let out = b.alloc(n * 4).unwrap();
+    let q = b.alloc(8).unwrap();
+    write_u32s(&mut b, q, &[5, 0]);
+    b.launch(
+        m,
+        "calls",
+        &launch(1, n as u32),
+        &[KernelArg::ptr(out), KernelArg::ptr(q)],
+    )
+    .unwrap();
+    b.synchronize(LONG).unwrap();
+    let r = read_u32s(&mut b, out);
+    for (i, got) in r.iter().enumerate() {
+        let i = i as i32;
+        let twice = |a: i32| 2 * a + 5;
+        let want = twice(i) + (1.5 * f64::from(i as f32)) as i32 + twice(i) + twice(i + 1);
+        assert_eq!(*got as i32, want, "out[{i}]");
+    }
+    assert_eq!(read_u32s(&mut b, q), vec![5, n as u32]);
+}
+
+#[test]
+fn recursion_is_unsupported() {
+    let mut b = sim(MemoryModel::Sc, 0);
+    match b.load_module(include_str!("fixtures/ptx/sim_recursive.ptx")) {
+        Err(BackendError::Unsupported { instruction, line }) => {
+            assert!(instruction.contains("recursive"), "{instruction}");
+            assert_eq!(line, 21);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -8,6 +8,7 @@
 //! stale cache as documented in `mod.rs`.
 
 use super::alu;
+use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::sched::{Machine, Stop};
@@ -31,6 +32,7 @@ fn resolve(space: Space, addr: u64) -> (Target, u64) {
     match space {
         Space::Global => (Target::Global, addr),
         Space::Const => (Target::Const, addr),
+        Space::Param if addr & CALL_PARAM != 0 => (Target::Local, addr & !CALL_PARAM),
         Space::Param => (Target::Param, addr),
         Space::Shared if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
         Space::Shared => (Target::Shared, addr),
@@ -133,6 +135,11 @@ impl Machine<'_> {
             match self.step(t, base, inst) {
                 Ok(Flow::Next) => {}
                 Ok(Flow::Jump(target)) => pc = target as usize,
+                Ok(Flow::Call(site)) => pc = self.call(t, site, pc),
+                Ok(Flow::Return) => match self.ret(t) {
+                    Some(to) => pc = to,
+                    None => break Ok(Stop::Exit),
+                },
                 Ok(Flow::Stop(s)) => break Ok(s),
                 Err(e) => break Err(e),
             }
@@ -393,6 +400,8 @@ impl Machine<'_> {
                 self.set(base, d, old);
             }
             Op::Bra { target } => return Ok(Flow::Jump(target)),
+            Op::Call { site } => return Ok(Flow::Call(site)),
+            Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(Stop::Exit)),
             Op::Bar => return Ok(Flow::Stop(Stop::Barrier)),
             Op::Fence => {
@@ -428,6 +437,31 @@ impl Machine<'_> {
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// Copies the arguments of call `site` into the callee's frame; returns the callee's entry.
+    fn call(&mut self, t: usize, site: u32, return_pc: usize) -> usize {
+        let k = self.k;
+        let cs = &k.calls[site as usize];
+        let base = t * self.local_size;
+        for &(dst, src, size) in &cs.args {
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        self.threads[t].stack.push((return_pc as u32, site));
+        cs.target as usize
+    }
+
+    /// Returns from a device function: copies the result back, gives the return pc (`None` when
+    /// no call is in progress, i.e. `ret` of the kernel itself).
+    fn ret(&mut self, t: usize) -> Option<usize> {
+        let (to, site) = self.threads[t].stack.pop()?;
+        if let Some((dst, src, size)) = self.k.calls[site as usize].ret {
+            let base = t * self.local_size;
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        Some(to as usize)
     }
 
     fn active_mask(&self, t: usize) -> u32 {
@@ -755,5 +789,7 @@ impl Machine<'_> {
 enum Flow {
     Next,
     Jump(u32),
+    Call(u32),
+    Return,
     Stop(Stop),
 }

@@ -419,6 +419,12 @@ pub enum Op {
     Bra {
         target: u32,
     },
+    /// Calls a device function: `site` indexes `Kernel::calls`.
+    Call {
+        site: u32,
+    },
+    /// Returns from a device function.
+    Return,
     Exit,
     /// `bar.sync`/`barrier.sync` on the whole block.
     Bar,

@@ -275,7 +275,7 @@ impl SimBackend {
         let mut by_name = HashMap::new();
         for f in module.kernels() {
             by_name.insert(f.name.clone(), kernels.len());
-            kernels.push(decode::decode_kernel(f, &symbols)?);
+            kernels.push(decode::decode_kernel(f, &module, &symbols)?);
         }
         Ok(SimModule { kernels, by_name })
     }

@@ -46,6 +46,8 @@ pub struct Thread {
     pub buffer: StoreBuffer,
     /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask.
     pub warp_args: [u64; 4],
+    /// Device-function calls in progress: (return pc, call site).
+    pub stack: Vec<(u32, u32)>,
 }
 
 /// Per-block state.
@@ -137,6 +139,7 @@ impl<'a> Machine<'a> {
                     tid,
                     buffer: StoreBuffer::default(),
                     warp_args: [0; 4],
+                    stack: Vec::new(),
                 });
             }
         }
