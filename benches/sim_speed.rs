@@ -11,7 +11,11 @@ const KERNELS: &str = include_str!("../tests/fixtures/ptx/sim_kernels.ptx");
 
 fn main() {
     for model in [MemoryModel::Sc, MemoryModel::Weak] {
-        let mut b = SimBackend::new(SimConfig::new(model, 1));
+        let mut cfg = SimConfig::new(model, 1);
+        if let Ok(q) = std::env::var("SIM_MAX_QUANTUM") {
+            cfg.max_quantum = q.parse().expect("SIM_MAX_QUANTUM");
+        }
+        let mut b = SimBackend::new(cfg);
         let m = b.load_module(KERNELS).expect("load");
         let (blocks, threads, iters) = (32u32, 128u32, 400i32);
         let out = b.alloc((blocks * threads) as usize * 4).expect("alloc");

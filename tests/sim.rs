@@ -509,3 +509,24 @@ fn recursion_is_unsupported() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Prints the weak-outcome rates the module docs quote: `cargo test --release --test sim
+/// litmus_rates -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn litmus_rates() {
+    for per_launch in [1, 50] {
+        for (kernel, weak) in [
+            ("mp", mp_weak as fn(u32, u32) -> bool),
+            ("mp_cta", mp_weak),
+            ("mp_fence", mp_weak),
+            ("sb", sb_weak),
+            ("sb_cta", sb_weak),
+            ("sb_fence", sb_weak),
+        ] {
+            let n = litmus(MemoryModel::Weak, false, kernel, 10_000, per_launch, weak);
+            let sc = litmus(MemoryModel::Sc, false, kernel, 10_000, per_launch, weak);
+            eprintln!("{kernel:9} {per_launch:2} per launch: weak {n:5} / 10000, sc {sc}");
+        }
+    }
+}

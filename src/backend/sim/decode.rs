@@ -21,6 +21,8 @@ pub struct Kernel {
     pub code: Vec<Inst>,
     /// Call sites of `Op::Call`.
     pub calls: Vec<CallSite>,
+    /// Constants wider than 32 bits (`Src::Const`).
+    pub consts: Vec<u64>,
     /// Register slots per thread (the last one is the `_` sink).
     pub nregs: u32,
     /// Byte offset and size of each parameter in the parameter buffer.
@@ -142,6 +144,7 @@ struct Program<'m> {
     module: &'m ptx::Module,
     code: Vec<Inst>,
     calls: Vec<CallSite>,
+    consts: Vec<u64>,
     next_reg: Reg,
     /// Bytes of local memory allocated so far (depots and call parameters).
     local: u64,
@@ -166,6 +169,7 @@ pub fn decode_kernel(
         module: ptx_module,
         code: Vec::new(),
         calls: Vec::new(),
+        consts: Vec::new(),
         next_reg: 0,
         local: layout.local_bytes,
         frames: HashMap::new(),
@@ -188,6 +192,7 @@ pub fn decode_kernel(
         name: f.name.clone(),
         code: p.code,
         calls: p.calls,
+        consts: p.consts,
         nregs: sink + 1,
         params,
         param_bytes,
@@ -317,7 +322,6 @@ fn decode_body(
     d.p.code.push(Inst {
         op: if in_func { Op::Return } else { Op::Exit },
         guard: NO_GUARD,
-        guard_negated: false,
         line: 0,
     });
     Ok(())
@@ -625,14 +629,14 @@ impl Decoder<'_, '_> {
                 ptx::print::instruction_text(i)
             )),
         })?;
-        let (guard, guard_negated) = match &i.guard {
-            Some(g) => (self.reg(&g.predicate), g.negated),
-            None => (NO_GUARD, false),
+        let guard = match &i.guard {
+            Some(g) if g.negated => self.reg(&g.predicate) | GUARD_NEGATED,
+            Some(g) => self.reg(&g.predicate),
+            None => NO_GUARD,
         };
         Ok(Inst {
             op,
             guard,
-            guard_negated,
             line: i.ptx_line as u32,
         })
     }
@@ -653,21 +657,35 @@ impl Decoder<'_, '_> {
             }),
             Operand::Immediate(text) => {
                 let bits = literal_bits(text, ty_word(ty)).ok_or(Why::Unsupported)?;
-                Ok(Src::Imm(if ty.is_float() {
+                let bits = if ty.is_float() {
                     bits
                 } else {
                     bits & mask(ty.bits.max(1))
-                }))
+                };
+                Ok(self.constant(bits))
             }
             Operand::Symbol(s) => match self.symbols.get(s) {
                 Some(
                     Symbol::Global(a) | Symbol::Shared(a) | Symbol::Local(a) | Symbol::Param(a),
-                ) => Ok(Src::Imm(*a)),
+                ) => Ok(self.constant(*a)),
                 Some(Symbol::CallParam(_)) => Err(Why::Unsupported),
                 None => bad(format!("unknown symbol '{s}'")),
             },
             _ => bad(format!("bad source operand '{o}'")),
         }
+    }
+
+    /// A constant operand: inline when it fits in 32 bits, else in the constant pool.
+    fn constant(&mut self, v: u64) -> Src {
+        if v <= u64::from(u32::MAX) {
+            return Src::Imm(v as u32);
+        }
+        let pool = &mut self.p.consts;
+        let i = pool.iter().position(|&c| c == v).unwrap_or_else(|| {
+            pool.push(v);
+            pool.len() - 1
+        });
+        Src::Const(i as u32)
     }
 
     /// A predicate source, possibly negated (`!%p`).

@@ -57,7 +57,8 @@ impl Machine<'_> {
     fn val(&self, base: usize, t: usize, s: Src) -> u64 {
         match s {
             Src::Reg(r) => self.regs[base + r as usize],
-            Src::Imm(v) => v,
+            Src::Imm(v) => u64::from(v),
+            Src::Const(i) => self.k.consts[i as usize],
             Src::Special(sp) => self.special(t, sp),
         }
     }
@@ -127,10 +128,12 @@ impl Machine<'_> {
             let inst = &k.code[pc];
             pc += 1;
             n += 1;
-            if inst.guard != NO_GUARD
-                && (self.regs[base + inst.guard as usize] != 0) == inst.guard_negated
-            {
-                continue;
+            if inst.guard != NO_GUARD {
+                let slot = (inst.guard & !GUARD_NEGATED) as usize;
+                let negated = inst.guard & GUARD_NEGATED != 0;
+                if (self.regs[base + slot] != 0) == negated {
+                    continue;
+                }
             }
             match self.step(t, base, inst) {
                 Ok(Flow::Next) => {}

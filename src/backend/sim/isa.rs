@@ -11,18 +11,24 @@ pub type Reg = u32;
 /// Marks an instruction without a predicate guard.
 pub const NO_GUARD: Reg = Reg::MAX;
 
-/// A source operand.
+/// Set in `Inst::guard` for a negated guard (`@!%p`).
+pub const GUARD_NEGATED: Reg = 1 << 31;
+
+/// A source operand (8 bytes, to keep instructions small).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Src {
     Reg(Reg),
-    /// A constant, already in the bit pattern of the instruction's type (addresses of symbols
-    /// included).
-    Imm(u64),
+    /// A constant that fits in 32 bits (zero-extended), already in the bit pattern of the
+    /// instruction's type.
+    Imm(u32),
+    /// A wider constant (64-bit values, symbol addresses): index into `Kernel::consts`.
+    Const(u32),
     Special(Special),
 }
 
 /// A special (read-only, per-thread) register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Special {
     Tid(u8),
     Ntid(u8),
@@ -459,9 +465,18 @@ pub enum Op {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Inst {
     pub op: Op,
-    /// Predicate slot, or [`NO_GUARD`].
+    /// Predicate slot, with [`GUARD_NEGATED`] set for `@!%p`; [`NO_GUARD`] when unguarded.
     pub guard: Reg,
-    pub guard_negated: bool,
     /// Line of the instruction in the PTX text.
     pub line: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn instructions_stay_small() {
+        let size = std::mem::size_of::<super::Inst>();
+        assert!(size <= 64, "Inst is {size} bytes");
+        assert_eq!(std::mem::size_of::<super::Src>(), 8);
+    }
 }
