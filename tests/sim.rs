@@ -530,3 +530,27 @@ fn litmus_rates() {
         }
     }
 }
+
+#[test]
+fn cta_drains_makes_cta_fences_drain() {
+    let mut cfg = SimConfig::new(MemoryModel::Weak, 42);
+    cfg.cta_drains = true;
+    let mut b = SimBackend::new(cfg);
+    let m = b.load_module(LITMUS).unwrap();
+    let (x, y, out) = (
+        b.alloc(200).unwrap(),
+        b.alloc(200).unwrap(),
+        b.alloc(400).unwrap(),
+    );
+    let mut weak = 0;
+    for _ in 0..100 {
+        b.memset(x, 0).unwrap();
+        b.memset(y, 0).unwrap();
+        let args = [KernelArg::ptr(x), KernelArg::ptr(y), KernelArg::ptr(out)];
+        b.launch(m, "mp_cta", &launch(100, 1), &args).unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u32s(&mut b, out);
+        weak += r.chunks(2).filter(|p| mp_weak(p[0], p[1])).count();
+    }
+    assert_eq!(weak, 0);
+}

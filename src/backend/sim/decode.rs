@@ -881,7 +881,7 @@ impl Decoder<'_, '_> {
             }
             "membar" | "fence" => match i.fence() {
                 Some(f) if f.scope >= Scope::Gpu => Ok(Op::Fence),
-                Some(_) => Ok(Op::Nop),
+                Some(_) => Ok(Op::CtaFence),
                 None if m.first() == Some(&"proxy") => Ok(Op::Nop),
                 None => Err(Why::Unsupported),
             },

@@ -416,6 +416,11 @@ impl Machine<'_> {
                     }
                 }
             }
+            Op::CtaFence => {
+                if self.weak && self.cfg.cta_drains {
+                    self.drain_all(t);
+                }
+            }
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
             Op::Shfl { a, b, c, mask, .. } => {

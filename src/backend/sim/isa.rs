@@ -436,6 +436,8 @@ pub enum Op {
     Bar,
     /// A gpu/sys-scope fence (`fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys`).
     Fence,
+    /// A cta-scope fence (`membar.cta`, `fence.sc.cta`, ...).
+    CtaFence,
     /// Does nothing in the simulator (cta-scope fences, `prefetch`, `nanosleep`, ...).
     Nop,
     Trap,

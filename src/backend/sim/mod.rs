@@ -51,7 +51,8 @@
 //!    semantics say so. Volatile and relaxed accesses use the buffer like weak ones (PTX
 //!    `volatile` is relaxed.sys, not a fence); they only differ by never reading the stale cache.
 //! 8. `bar.sync` orders shared memory only: it does not drain store buffers (it is a cta-level
-//!    fence in PTX).
+//!    fence in PTX). With `cta_drains`, `bar.sync` (when the barrier completes) and cta-scope
+//!    fences drain the buffers of the threads involved, like gpu-scope fences.
 //!
 //! Litmus shapes between threads of *different blocks* (`-` = never observed, `yes` = allowed and
 //! observed with the default tuning):
@@ -133,6 +134,11 @@ pub struct SimConfig {
     pub store_buffer_capacity: usize,
     /// Most instructions a thread runs per scheduling pick. Default 8.
     pub max_quantum: u32,
+    /// Weak model: make `bar.sync` and cta-scope fences drain the store buffers of the threads
+    /// involved, like gpu-scope fences. Default false (they order no global memory, see the
+    /// module docs); true trades weak behaviours across blocks that PTX allows for the absence
+    /// of intra-block false alarms on global memory.
+    pub cta_drains: bool,
 }
 
 impl Default for SimConfig {
@@ -146,6 +152,7 @@ impl Default for SimConfig {
             stale_probability: 0.5,
             store_buffer_capacity: 16,
             max_quantum: 8,
+            cta_drains: false,
         }
     }
 }

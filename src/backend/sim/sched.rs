@@ -286,6 +286,9 @@ impl<'a> Machine<'a> {
         let per_block = self.block_dim.iter().product::<u32>() as usize;
         for t in b * per_block..(b + 1) * per_block {
             if self.threads[t].state == State::Barrier {
+                if self.weak && self.cfg.cta_drains {
+                    self.drain_all(t);
+                }
                 self.threads[t].state = State::Running;
                 self.runnable.push(t as u32);
             }
