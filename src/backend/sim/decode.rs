@@ -208,10 +208,7 @@ fn decode_function(
     name: &str,
     module_symbols: &HashMap<String, Symbol>,
 ) -> Result<u32, BackendError> {
-    let f = p
-        .module
-        .function(name)
-        .filter(|f| f.body.is_some())
+    let f = definition(p.module, name)
         .ok_or_else(|| BackendError::BadModule(format!("device function '{name}' has no body")))?;
     let frame = frame(p, name)?;
     let mut symbols = module_symbols.clone();
@@ -248,9 +245,7 @@ fn frame(p: &mut Program, name: &str) -> Result<Frame, BackendError> {
     if let Some(f) = p.frames.get(name) {
         return Ok(f.clone());
     }
-    let f = p
-        .module
-        .function(name)
+    let f = definition(p.module, name)
         .ok_or_else(|| BackendError::BadModule(format!("unknown function '{name}'")))?;
     let mut alloc = |decl: &str| -> Result<(String, u64, u64), BackendError> {
         let v = parse_var(decl)
@@ -327,6 +322,13 @@ fn decode_body(
     Ok(())
 }
 
+/// The definition (with body) of a function; modules may also declare it earlier.
+fn definition<'m>(module: &'m ptx::Module, name: &str) -> Option<&'m Function> {
+    module
+        .functions()
+        .find(|f| f.name == name && f.body.is_some())
+}
+
 /// Rejects recursion (device functions get fixed register slots and parameter frames).
 fn check_recursion(kernel: &Function, module: &ptx::Module) -> Result<(), BackendError> {
     fn callees(f: &Function) -> impl Iterator<Item = (&Instruction, &str)> {
@@ -351,7 +353,7 @@ fn check_recursion(kernel: &Function, module: &ptx::Module) -> Result<(), Backen
                     line: i.ptx_line,
                 });
             }
-            if let Some(g) = module.function(name) {
+            if let Some(g) = definition(module, name) {
                 path.push(name);
                 visit(g, module, path)?;
                 path.pop();
@@ -624,7 +626,7 @@ impl Decoder<'_, '_> {
                 line: i.ptx_line,
             },
             Why::Bad(msg) => BackendError::BadModule(format!(
-                "kernel '{kernel}', PTX line {}: `{}`: {msg}",
+                "function '{kernel}', PTX line {}: `{}`: {msg}",
                 i.ptx_line,
                 ptx::print::instruction_text(i)
             )),
@@ -655,8 +657,12 @@ impl Decoder<'_, '_> {
                 Some(s) => Src::Special(s),
                 None => Src::Reg(self.reg(r)),
             }),
-            Operand::Immediate(text) => {
-                let bits = literal_bits(text, ty_word(ty)).ok_or(Why::Unsupported)?;
+            // The IR parser leaves literals it cannot read as i64 (`-9223372036854775808`) as
+            // `Other`.
+            Operand::Immediate(text) | Operand::Other(text)
+                if literal_bits(text, ty_word(ty)).is_some() =>
+            {
+                let bits = literal_bits(text, ty_word(ty)).unwrap_or_default();
                 let bits = if ty.is_float() {
                     bits
                 } else {
@@ -780,11 +786,7 @@ impl Decoder<'_, '_> {
             [Operand::Symbol(n), Operand::List(a)] => (n, a.as_slice()),
             _ => return Err(Why::Unsupported),
         };
-        let defined = self
-            .p
-            .module
-            .function(name)
-            .is_some_and(|f| f.body.is_some());
+        let defined = definition(self.p.module, name).is_some();
         if !defined || rets.len() > 1 {
             return Err(Why::Unsupported);
         }
@@ -829,9 +831,39 @@ impl Decoder<'_, '_> {
         let m: Vec<&str> = i.opcode.modifiers.iter().map(String::as_str).collect();
         let ops = &i.operands;
         match i.opcode.base.as_str() {
+            "add" | "sub" | "mad" if m.contains(&"cc") => self.carry(&i.opcode.base, &m, ops),
             "mov" => self.mov(&m, ops),
             "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
             | "shl" | "shr" | "copysign" => self.binary(&i.opcode.base, &m, ops),
+            "addc" | "subc" | "madc" => self.carry(&i.opcode.base, &m, ops),
+            "sad" => {
+                let ty = one_type(&m, &[])?;
+                if ty.is_float() {
+                    return Err(Why::Unsupported);
+                }
+                expect(ops, 4)?;
+                Ok(Op::Sad {
+                    ty,
+                    d: self.dst(&ops[0])?,
+                    a: self.src(&ops[1], ty)?,
+                    b: self.src(&ops[2], ty)?,
+                    c: self.src(&ops[3], ty)?,
+                })
+            }
+            "bfind" => {
+                let ty = one_type(&m, &["shiftamt"])?;
+                if !matches!(ty.kind, Kind::U | Kind::S) || ty.bits < 32 {
+                    return Err(Why::Unsupported);
+                }
+                expect(ops, 2)?;
+                Ok(Op::Bfind {
+                    ty,
+                    shiftamt: m.contains(&"shiftamt"),
+                    d: self.dst(&ops[0])?,
+                    a: self.src(&ops[1], ty)?,
+                })
+            }
+            "bar" | "barrier" if m.first() == Some(&"red") => self.bar_red(&m, ops),
             "mad" | "fma" => self.mad(&i.opcode.base, &m, ops),
             "not" | "cnot" | "neg" | "abs" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt"
             | "ex2" | "lg2" | "sin" | "cos" => self.unary(&i.opcode.base, &m, ops),
@@ -1023,6 +1055,59 @@ impl Decoder<'_, '_> {
             return Err(Why::Unsupported);
         }
         Ok(Op::Int { op, ty, d, a, b })
+    }
+
+    /// Carry-flag arithmetic: `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`, `mad{c}.{lo,hi}{.cc}`.
+    fn carry(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let ty = one_type(m, &["cc", "lo", "hi"])?;
+        if !matches!(ty.kind, Kind::U | Kind::S) || ty.bits < 32 {
+            return Err(Why::Unsupported);
+        }
+        let op = match (base, mad_mode(m)) {
+            ("add" | "addc", None) => CarryOp::Add,
+            ("sub" | "subc", None) => CarryOp::Sub,
+            ("mad" | "madc", Some(MadMode::Lo)) => CarryOp::MadLo,
+            ("mad" | "madc", Some(MadMode::Hi)) => CarryOp::MadHi,
+            _ => return Err(Why::Unsupported),
+        };
+        let is_mad = matches!(op, CarryOp::MadLo | CarryOp::MadHi);
+        expect(ops, if is_mad { 4 } else { 3 })?;
+        Ok(Op::Carry {
+            op,
+            ty,
+            use_cf: base.ends_with('c'),
+            set_cf: m.contains(&"cc"),
+            d: self.dst(&ops[0])?,
+            cc: self.reg("%%cc"),
+            a: self.src(&ops[1], ty)?,
+            b: self.src(&ops[2], ty)?,
+            c: if is_mad {
+                self.src(&ops[3], ty)?
+            } else {
+                Src::Imm(0)
+            },
+        })
+    }
+
+    /// `bar.red.popc.u32 d, 0, p` and `bar.red.{and,or}.pred d, 0, {!}p` (whole block only).
+    fn bar_red(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let op = match m {
+            ["red", "popc", "u32"] => BarRedOp::Popc,
+            ["red", "and", "pred"] => BarRedOp::And,
+            ["red", "or", "pred"] => BarRedOp::Or,
+            _ => return Err(Why::Unsupported),
+        };
+        expect(ops, 3)?;
+        if !matches!(&ops[1], Operand::Immediate(t) if t == "0") {
+            return Err(Why::Unsupported);
+        }
+        let (p, negate) = self.pred_src(&ops[2])?;
+        Ok(Op::BarRed {
+            op,
+            d: self.dst(&ops[0])?,
+            p,
+            negate,
+        })
     }
 
     fn mad(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {

@@ -346,6 +346,51 @@ impl Machine<'_> {
                 );
                 self.set(base, d, v);
             }
+            Op::Carry {
+                op,
+                ty,
+                use_cf,
+                set_cf,
+                d,
+                cc,
+                a,
+                b,
+                c,
+            } => {
+                let cf = if use_cf {
+                    self.regs[base + cc as usize] & 1
+                } else {
+                    0
+                };
+                let (a, b, c) = (
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                let (v, carry) = alu::carry(op, ty, a, b, c, cf);
+                self.set(base, d, v);
+                if set_cf {
+                    self.set(base, cc, carry);
+                }
+            }
+            Op::Sad { ty, d, a, b, c } => {
+                let v = alu::sad(
+                    ty,
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Bfind { ty, shiftamt, d, a } => {
+                let v = alu::bfind(ty, shiftamt, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::BarRed { p, negate, .. } => {
+                let p = (self.val(base, t, p) != 0) ^ negate;
+                self.threads[t].warp_args[0] = u64::from(p);
+                return Ok(Flow::Stop(Stop::Barrier));
+            }
             Op::Prmt { d, a, b, c } => {
                 let v = alu::prmt(
                     self.val(base, t, a),

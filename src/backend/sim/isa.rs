@@ -248,6 +248,23 @@ pub struct Order {
     pub may_be_stale: bool,
 }
 
+/// Extended-precision operations that read and/or write the carry flag `CC.CF`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CarryOp {
+    Add,
+    Sub,
+    MadLo,
+    MadHi,
+}
+
+/// `bar.red` reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
 /// `shfl.sync` modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShflMode {
@@ -374,6 +391,41 @@ pub enum Op {
         b: Src,
         c: Src,
         len: Src,
+    },
+    /// `add.cc`, `addc`, `sub.cc`, `subc`, `mad.lo.cc`, `madc.hi`, ...: `cc` is the slot of the
+    /// carry flag.
+    Carry {
+        op: CarryOp,
+        ty: Ty,
+        use_cf: bool,
+        set_cf: bool,
+        d: Reg,
+        cc: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `sad`: `c + |a - b|`.
+    Sad {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `bfind{.shiftamt}`.
+    Bfind {
+        ty: Ty,
+        shiftamt: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `bar.red.{popc,and,or}`: a block barrier that also reduces a predicate.
+    BarRed {
+        op: BarRedOp,
+        d: Reg,
+        p: Src,
+        negate: bool,
     },
     Prmt {
         d: Reg,
