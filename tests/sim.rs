@@ -621,3 +621,50 @@ fn nvrtc_libm_is_accurate() {
         assert!(close64(d[2 * i + 1], v.cos() + i as f64 / 7.0), "cos({v})");
     }
 }
+
+#[test]
+fn wild_addresses_fault_without_panicking() {
+    let ptx = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry wild(
+	.param .u64 wild_param_0,
+	.param .u32 wild_param_1
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<3>;
+
+	ld.param.u64 	%rd1, [wild_param_0];
+	ld.param.u32 	%r1, [wild_param_1];
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 bra 	$L__shared;
+	ld.u32 	%r2, [%rd1];
+	ret;
+$L__shared:
+	ld.shared.u32 	%r2, [%rd1];
+	ret;
+}
+"#;
+    let mut b = sim(MemoryModel::Weak, 0);
+    let m = b.load_module(ptx).unwrap();
+    for (address, mode) in [
+        (u64::MAX - 3, 1),
+        (u64::MAX - 3, 0),
+        (0x1000_0000_0000, 1),
+        (4, 1),
+    ] {
+        b.launch(
+            m,
+            "wild",
+            &launch(1, 1),
+            &[KernelArg::U64(address), KernelArg::U32(mode)],
+        )
+        .unwrap();
+        let e = b.synchronize(LONG).unwrap_err();
+        assert!(matches!(e, BackendError::Fault(_)), "{e}");
+    }
+}

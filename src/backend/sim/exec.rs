@@ -565,7 +565,14 @@ impl Machine<'_> {
             ));
         }
         for (k, r) in d.iter().take(n as usize).enumerate() {
-            let v = self.load(t, line, space, at + k as u64 * size, size, order)?;
+            let v = self.load(
+                t,
+                line,
+                space,
+                at.wrapping_add(k as u64 * size),
+                size,
+                order,
+            )?;
             let v = if ty.signed() {
                 alu::sext(v, ty.bits) as u64
             } else {
@@ -603,7 +610,15 @@ impl Machine<'_> {
         }
         for (k, src) in s.iter().take(n as usize).enumerate() {
             let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
-            self.store(t, line, space, at + k as u64 * size, size, v, order)?;
+            self.store(
+                t,
+                line,
+                space,
+                at.wrapping_add(k as u64 * size),
+                size,
+                v,
+                order,
+            )?;
         }
         Ok(())
     }
@@ -625,7 +640,10 @@ impl Machine<'_> {
         };
         let why = if !off.is_multiple_of(size) {
             Some(MemFault::Misaligned)
-        } else if off + size > region_size as u64 {
+        } else if off
+            .checked_add(size)
+            .is_none_or(|end| end > region_size as u64)
+        {
             Some(MemFault::Unmapped)
         } else {
             None
