@@ -668,3 +668,21 @@ $L__shared:
         assert!(matches!(e, BackendError::Fault(_)), "{e}");
     }
 }
+
+#[test]
+fn memory_operations() {
+    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+        let mut b = sim(model, 6);
+        let m = b.load_module(ALU).unwrap();
+        let out = b.alloc(13 * 4).unwrap();
+        b.launch(m, "memops", &launch(1, 1), &[KernelArg::ptr(out)])
+            .unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u32s(&mut b, out);
+        assert_eq!(
+            r,
+            vec![7, 17, 0, 0, 17, 17, 1, 0, 3, 7, 17, 1, 28],
+            "{model:?}"
+        );
+    }
+}
