@@ -7,6 +7,13 @@
 //! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
 //! semantics; `memory.rs` global memory; `weak.rs` store buffers and stale caches.
 //!
+//! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or
+//! `free`, which synchronise like CUDA's default stream). Device functions (`.func`) are called
+//! with their `.param` frames in the thread's local memory; recursion is rejected at load time, as
+//! is every instruction the interpreter does not implement ([`BackendError::Unsupported`]).
+//! Speed (`benches/sim_speed.rs`, release, one core): about 40 to 46 million thread-instructions
+//! per second.
+//!
 //! # Scheduling
 //!
 //! All blocks are resident. Each step picks a runnable *thread* uniformly at random and runs it
