@@ -453,3 +453,236 @@ fn same_seed_replays_the_same_execution() {
     };
     assert_eq!(run(7), run(7));
 }
+
+#[test]
+fn stale_loads_break_mp_without_a_reader_fence() {
+    let without = litmus(MemoryModel::Weak, false, "mp_stale", 10_000, 50, mp_weak);
+    let with = litmus(MemoryModel::Weak, true, "mp_stale", 10_000, 50, mp_weak);
+    let fenced = litmus(
+        MemoryModel::Weak,
+        true,
+        "mp_stale_fence",
+        10_000,
+        50,
+        mp_weak,
+    );
+    eprintln!("MP, writer fence only, reader read x before: {without} (no stale loads), {with} (stale loads), {fenced} (reader fence)");
+    assert_eq!(without, 0);
+    assert!(with >= 1, "{with}");
+    assert_eq!(fenced, 0);
+}
+
+#[test]
+fn device_function_calls() {
+    let mut b = sim(MemoryModel::Weak, 4);
+    let m = b.load_module(KERNELS).unwrap();
+    let n = 8usize;
+    let out = b.alloc(n * 4).unwrap();
+    let q = b.alloc(8).unwrap();
+    write_u32s(&mut b, q, &[5, 0]);
+    b.launch(
+        m,
+        "calls",
+        &launch(1, n as u32),
+        &[KernelArg::ptr(out), KernelArg::ptr(q)],
+    )
+    .unwrap();
+    b.synchronize(LONG).unwrap();
+    let r = read_u32s(&mut b, out);
+    for (i, got) in r.iter().enumerate() {
+        let i = i as i32;
+        let twice = |a: i32| 2 * a + 5;
+        let want = twice(i) + (1.5 * f64::from(i as f32)) as i32 + twice(i) + twice(i + 1);
+        assert_eq!(*got as i32, want, "out[{i}]");
+    }
+    assert_eq!(read_u32s(&mut b, q), vec![5, n as u32]);
+}
+
+#[test]
+fn recursion_is_unsupported() {
+    let mut b = sim(MemoryModel::Sc, 0);
+    match b.load_module(include_str!("fixtures/ptx/sim_recursive.ptx")) {
+        Err(BackendError::Unsupported { instruction, line }) => {
+            assert!(instruction.contains("recursive"), "{instruction}");
+            assert_eq!(line, 21);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Prints the weak-outcome rates the module docs quote: `cargo test --release --test sim
+/// litmus_rates -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn litmus_rates() {
+    for per_launch in [1, 50] {
+        for (kernel, weak) in [
+            ("mp", mp_weak as fn(u32, u32) -> bool),
+            ("mp_cta", mp_weak),
+            ("mp_fence", mp_weak),
+            ("sb", sb_weak),
+            ("sb_cta", sb_weak),
+            ("sb_fence", sb_weak),
+        ] {
+            let n = litmus(MemoryModel::Weak, false, kernel, 10_000, per_launch, weak);
+            let sc = litmus(MemoryModel::Sc, false, kernel, 10_000, per_launch, weak);
+            eprintln!("{kernel:9} {per_launch:2} per launch: weak {n:5} / 10000, sc {sc}");
+        }
+    }
+}
+
+#[test]
+fn cta_drains_makes_cta_fences_drain() {
+    let mut cfg = SimConfig::new(MemoryModel::Weak, 42);
+    cfg.cta_drains = true;
+    let mut b = SimBackend::new(cfg);
+    let m = b.load_module(LITMUS).unwrap();
+    let (x, y, out) = (
+        b.alloc(200).unwrap(),
+        b.alloc(200).unwrap(),
+        b.alloc(400).unwrap(),
+    );
+    let mut weak = 0;
+    for _ in 0..100 {
+        b.memset(x, 0).unwrap();
+        b.memset(y, 0).unwrap();
+        let args = [KernelArg::ptr(x), KernelArg::ptr(y), KernelArg::ptr(out)];
+        b.launch(m, "mp_cta", &launch(100, 1), &args).unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u32s(&mut b, out);
+        weak += r.chunks(2).filter(|p| mp_weak(p[0], p[1])).count();
+    }
+    assert_eq!(weak, 0);
+}
+
+/// NVRTC output of many CUDA idioms (all atomics, volatile, `__ldg`, libm with carry-flag
+/// arithmetic, `__syncthreads_count/or`, shuffles, votes, fences, 64-bit division) decodes and
+/// runs.
+#[test]
+fn nvrtc_idioms_decode_and_run() {
+    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+        let mut b = sim(model, 8);
+        let m = b
+            .load_module(include_str!("fixtures/ptx/sim_idioms.ptx"))
+            .unwrap();
+        let n = 64usize;
+        let bufs: Vec<Buffer> = (0..7).map(|_| b.alloc(1024).unwrap()).collect();
+        let ro: Vec<u8> = (0..=n)
+            .flat_map(|i| (i as f32 * 0.25).to_le_bytes())
+            .collect();
+        b.copy_in(bufs[6], 0, &ro).unwrap();
+        let mut args: Vec<KernelArg> = bufs.iter().map(|&x| KernelArg::ptr(x)).collect();
+        args.push(KernelArg::I32(n as i32));
+        b.launch(m, "idioms", &launch(1, n as u32), &args).unwrap();
+        b.synchronize(LONG).unwrap();
+        assert_eq!(read_u32s(&mut b, bufs[0])[0], n as u32, "atomicAdd count");
+        let mut f = [0u8; 4];
+        b.copy_out(bufs[2], 0, &mut f).unwrap();
+        assert!(f32::from_le_bytes(f).is_finite());
+    }
+}
+
+#[test]
+fn nvrtc_libm_is_accurate() {
+    let mut b = sim(MemoryModel::Sc, 1);
+    let m = b.load_module(KERNELS).unwrap();
+    let xs: Vec<f32> = vec![
+        0.0, 0.5, -1.25, 3.0, 100.0, -1234.5, 1.0e5, 3.0e7, 1.0e30, -7.0e35,
+    ];
+    let n = xs.len();
+    let xb = b.alloc(n * 4).unwrap();
+    let bytes: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+    b.copy_in(xb, 0, &bytes).unwrap();
+    let (fb, db) = (b.alloc(n * 16).unwrap(), b.alloc(n * 16).unwrap());
+    let args = [KernelArg::ptr(xb), KernelArg::ptr(fb), KernelArg::ptr(db)];
+    b.launch(m, "libm", &launch(1, n as u32), &args).unwrap();
+    b.synchronize(LONG).unwrap();
+    let f: Vec<f32> = read_u32s(&mut b, fb)
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    let d: Vec<f64> = read_u64s(&mut b, db)
+        .into_iter()
+        .map(f64::from_bits)
+        .collect();
+    let close32 =
+        |got: f32, want: f32| got == want || (got - want).abs() <= 1e-5 * want.abs().max(1.0);
+    let close64 = |got: f64, want: f64| (got - want).abs() <= 1e-12 * want.abs().max(1.0);
+    for (i, &v) in xs.iter().enumerate() {
+        assert!(close32(f[4 * i], v.sin()), "sinf({v}) = {}", f[4 * i]);
+        assert!(close32(f[4 * i + 1], (v * 0.001).exp()), "expf({v})");
+        assert!(close32(f[4 * i + 2], (v.abs() + 1.0).ln()), "logf({v})");
+        assert!(
+            close32(f[4 * i + 3], (v.abs() + 1.0).powf(0.5)),
+            "powf({v})"
+        );
+        let v = f64::from(v);
+        assert!(close64(d[2 * i], v.sin()), "sin({v}) = {}", d[2 * i]);
+        assert!(close64(d[2 * i + 1], v.cos() + i as f64 / 7.0), "cos({v})");
+    }
+}
+
+#[test]
+fn wild_addresses_fault_without_panicking() {
+    let ptx = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry wild(
+	.param .u64 wild_param_0,
+	.param .u32 wild_param_1
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<3>;
+
+	ld.param.u64 	%rd1, [wild_param_0];
+	ld.param.u32 	%r1, [wild_param_1];
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 bra 	$L__shared;
+	ld.u32 	%r2, [%rd1];
+	ret;
+$L__shared:
+	ld.shared.u32 	%r2, [%rd1];
+	ret;
+}
+"#;
+    let mut b = sim(MemoryModel::Weak, 0);
+    let m = b.load_module(ptx).unwrap();
+    for (address, mode) in [
+        (u64::MAX - 3, 1),
+        (u64::MAX - 3, 0),
+        (0x1000_0000_0000, 1),
+        (4, 1),
+    ] {
+        b.launch(
+            m,
+            "wild",
+            &launch(1, 1),
+            &[KernelArg::U64(address), KernelArg::U32(mode)],
+        )
+        .unwrap();
+        let e = b.synchronize(LONG).unwrap_err();
+        assert!(matches!(e, BackendError::Fault(_)), "{e}");
+    }
+}
+
+#[test]
+fn memory_operations() {
+    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+        let mut b = sim(model, 6);
+        let m = b.load_module(ALU).unwrap();
+        let out = b.alloc(13 * 4).unwrap();
+        b.launch(m, "memops", &launch(1, 1), &[KernelArg::ptr(out)])
+            .unwrap();
+        b.synchronize(LONG).unwrap();
+        let r = read_u32s(&mut b, out);
+        assert_eq!(
+            r,
+            vec![7, 17, 0, 0, 17, 17, 1, 0, 3, 7, 17, 1, 28],
+            "{model:?}"
+        );
+    }
+}

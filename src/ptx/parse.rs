@@ -631,20 +631,26 @@ fn parse_address(inner: &str, line: usize) -> Result<Operand, ParseError> {
     })
 }
 
+/// An integer literal: decimal or hex, optionally negative, optionally with a `U` suffix. Values
+/// above `i64::MAX` keep their 64-bit pattern (PTX immediates are 64-bit bit patterns).
 fn parse_int(text: &str) -> Option<i64> {
     let (negative, digits) = match text.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, text),
     };
-    let value = if let Some(hex) = digits
+    let digits = digits.trim_end_matches('U');
+    let magnitude = match digits
         .strip_prefix("0x")
         .or_else(|| digits.strip_prefix("0X"))
     {
-        i64::from_str_radix(hex.trim_end_matches('U'), 16).ok()?
-    } else {
-        digits.trim_end_matches('U').parse().ok()?
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => digits.parse::<u64>().ok()?,
     };
-    Some(if negative { -value } else { value })
+    if negative {
+        i64::try_from(-i128::from(magnitude)).ok()
+    } else {
+        Some(magnitude as i64)
+    }
 }
 
 fn is_register(text: &str) -> bool {
@@ -809,6 +815,15 @@ $L__BB0_2:
         assert!(f.body.is_none());
         assert_eq!(f.returns.as_deref(), Some("(.param .b32 func_retval0)"));
         assert_eq!(f.params.len(), 2);
+    }
+
+    #[test]
+    fn regression_i64_min_literal_is_an_immediate() {
+        let i = parse_instruction("mov.b64 %rd1, -9223372036854775808", 1).unwrap();
+        assert_eq!(i.operands[1], Operand::imm("-9223372036854775808"));
+        let i = parse_instruction("mov.b64 %rd1, 0xFFFFFFFFFFFFFFFF", 1).unwrap();
+        assert_eq!(i.operands[1], Operand::imm("0xFFFFFFFFFFFFFFFF"));
+        assert_eq!(parse_int("-9223372036854775809"), None);
     }
 
     #[test]

@@ -498,6 +498,58 @@ pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     r & m
 }
 
+/// Carry-flag arithmetic: the result and the carry (or, for subtraction, borrow) out.
+pub fn carry(op: CarryOp, ty: Ty, a: u64, b: u64, c: u64, cf: u64) -> (u64, u64) {
+    let bits = u32::from(ty.bits);
+    let m = u128::from(mask(ty.bits));
+    let (a, b, c, cf) = (
+        u128::from(a) & m,
+        u128::from(b) & m,
+        u128::from(c) & m,
+        u128::from(cf),
+    );
+    let sum = match op {
+        CarryOp::Add => a + b + cf,
+        CarryOp::Sub => {
+            let borrow = u64::from(a < b + cf);
+            return ((a.wrapping_sub(b + cf) & m) as u64, borrow);
+        }
+        CarryOp::MadLo => ((a * b) & m) + c + cf,
+        CarryOp::MadHi if ty.signed() => {
+            let (sa, sb) = (sext(a as u64, ty.bits), sext(b as u64, ty.bits));
+            (((i128::from(sa) * i128::from(sb)) >> bits) as u128 & m) + c + cf
+        }
+        CarryOp::MadHi => ((a * b) >> bits) + c + cf,
+    };
+    ((sum & m) as u64, (sum >> bits) as u64 & 1)
+}
+
+/// `sad`: `c + |a - b|`.
+pub fn sad(ty: Ty, a: u64, b: u64, c: u64) -> u64 {
+    let diff = if ty.signed() {
+        sext(a, ty.bits).abs_diff(sext(b, ty.bits))
+    } else {
+        (a & mask(ty.bits)).abs_diff(b & mask(ty.bits))
+    };
+    c.wrapping_add(diff) & mask(ty.bits)
+}
+
+/// `bfind`: the position of the most significant non-sign bit (or, with `shiftamt`, the left
+/// shift that brings it to the top); `0xffffffff` when there is none.
+pub fn bfind(ty: Ty, shiftamt: bool, a: u64) -> u64 {
+    let v = norm(a, ty);
+    let v = if ty.signed() && (v as i64) < 0 { !v } else { v } & mask(ty.bits);
+    if v == 0 {
+        return 0xffff_ffff;
+    }
+    let pos = 63 - u64::from(v.leading_zeros());
+    if shiftamt {
+        u64::from(ty.bits) - 1 - pos
+    } else {
+        pos
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,6 +675,25 @@ mod tests {
         assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x3210), 0x4433_2211);
         assert_eq!(prmt(0x4433_2211, 0x8877_6655, 0x7654), 0x8877_6655);
         assert_eq!(prmt(0x0000_0080, 0, 0x0008), 0x8080_80ff);
+    }
+
+    #[test]
+    fn carries_sad_bfind() {
+        assert_eq!(carry(CarryOp::Add, U32, 0xffff_ffff, 1, 0, 0), (0, 1));
+        assert_eq!(carry(CarryOp::Add, U32, 1, 1, 0, 1), (3, 0));
+        assert_eq!(carry(CarryOp::Sub, U32, 0, 1, 0, 0), (0xffff_ffff, 1));
+        assert_eq!(carry(CarryOp::Sub, U32, 5, 1, 0, 1), (3, 0));
+        assert_eq!(carry(CarryOp::MadHi, U32, 0x8000_0000, 4, 1, 1), (4, 0));
+        assert_eq!(
+            carry(CarryOp::MadLo, U32, 0x8000_0000, 2, 0xffff_ffff, 1),
+            (0, 1)
+        );
+        assert_eq!(sad(S32, m32(-3), 4, 10), 17);
+        assert_eq!(bfind(U32, false, 0x10), 4);
+        assert_eq!(bfind(U32, true, 0x10), 27);
+        assert_eq!(bfind(U32, false, 0), 0xffff_ffff);
+        assert_eq!(bfind(S32, false, m32(-1)), 0xffff_ffff);
+        assert_eq!(bfind(S32, false, m32(-2)), 0);
     }
 
     #[test]

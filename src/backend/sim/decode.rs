@@ -19,6 +19,10 @@ use std::collections::HashMap;
 pub struct Kernel {
     pub name: String,
     pub code: Vec<Inst>,
+    /// Call sites of `Op::Call`.
+    pub calls: Vec<CallSite>,
+    /// Constants wider than 32 bits (`Src::Const`).
+    pub consts: Vec<u64>,
     /// Register slots per thread (the last one is the `_` sink).
     pub nregs: u32,
     /// Byte offset and size of each parameter in the parameter buffer.
@@ -43,6 +47,8 @@ pub enum Symbol {
     Local(u64),
     /// Offset in the parameter buffer.
     Param(u64),
+    /// A device function's formal parameter or result: offset in the thread's local memory.
+    CallParam(u64),
 }
 
 /// Module-scope symbols, shared by all kernels of a module.
@@ -110,53 +116,252 @@ fn bad<T>(msg: impl Into<String>) -> R<T> {
     Err(Why::Bad(msg.into()))
 }
 
-/// Decodes one kernel.
-pub fn decode_kernel(f: &Function, module: &ModuleSymbols) -> Result<Kernel, BackendError> {
+/// A `.func` call site, resolved at decode time. Call parameters live in the calling thread's
+/// local memory; offsets below are local-memory offsets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSite {
+    /// Entry of the callee in `Kernel::code`.
+    pub target: u32,
+    /// (callee formal, caller argument, bytes) copied on the call.
+    pub args: Vec<(u64, u64, u64)>,
+    /// (caller result, callee `func_retval0`, bytes) copied on return.
+    pub ret: Option<(u64, u64, u64)>,
+}
+
+/// Marks a `.param` address as a call parameter (in the thread's local memory) rather than a
+/// kernel parameter.
+pub const CALL_PARAM: u64 = 1 << 62;
+
+/// Where a device function's formal parameters and result live.
+#[derive(Debug, Clone)]
+struct Frame {
+    params: Vec<(String, u64, u64)>,
+    ret: Option<(String, u64, u64)>,
+}
+
+/// Code and per-thread storage shared by a kernel and the device functions it calls.
+struct Program<'m> {
+    module: &'m ptx::Module,
+    code: Vec<Inst>,
+    calls: Vec<CallSite>,
+    consts: Vec<u64>,
+    next_reg: Reg,
+    /// Bytes of local memory allocated so far (depots and call parameters).
+    local: u64,
+    frames: HashMap<String, Frame>,
+    entries: HashMap<String, u32>,
+    /// Call sites whose callee is not decoded yet.
+    pending: Vec<(usize, String)>,
+}
+
+/// Decodes one kernel and the device functions it calls.
+pub fn decode_kernel(
+    f: &Function,
+    ptx_module: &ptx::Module,
+    module: &ModuleSymbols,
+) -> Result<Kernel, BackendError> {
+    check_recursion(f, ptx_module)?;
     let body = f.body.as_deref().unwrap_or(&[]);
     let mut symbols = module.symbols.clone();
     let (params, param_bytes) = layout_params(f, &mut symbols)?;
     let layout = layout_body(body, module, &mut symbols)?;
-    let labels = collect_labels(body);
-    let mut d = Decoder {
-        symbols,
-        labels,
-        scopes: vec![HashMap::new()],
+    let mut p = Program {
+        module: ptx_module,
+        code: Vec::new(),
+        calls: Vec::new(),
+        consts: Vec::new(),
         next_reg: 0,
+        local: layout.local_bytes,
+        frames: HashMap::new(),
+        entries: HashMap::new(),
+        pending: Vec::new(),
     };
-    let mut code = Vec::new();
-    for s in body {
-        match s {
-            Statement::BlockOpen => d.scopes.push(HashMap::new()),
-            Statement::BlockClose => {
-                d.scopes.pop();
-            }
-            Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".reg") => {
-                d.declare_regs(text);
-            }
-            Statement::Instruction(i) => code.push(d.inst(i, &f.name)?),
-            _ => {}
-        }
+    decode_body(&mut p, f, symbols.clone(), false)?;
+    while let Some((site, callee)) = p.pending.pop() {
+        let entry = match p.entries.get(&callee) {
+            Some(&e) => e,
+            None => decode_function(&mut p, &callee, &module.symbols)?,
+        };
+        p.calls[site].target = entry;
     }
-    code.push(Inst {
-        op: Op::Exit,
-        guard: NO_GUARD,
-        guard_negated: false,
-        line: 0,
-    });
-    let sink = d.next_reg;
-    for inst in &mut code {
+    let sink = p.next_reg;
+    for inst in &mut p.code {
         replace_sink(&mut inst.op, sink);
     }
     Ok(Kernel {
         name: f.name.clone(),
-        code,
+        code: p.code,
+        calls: p.calls,
+        consts: p.consts,
         nregs: sink + 1,
         params,
         param_bytes,
         static_shared: layout.static_shared,
         dynamic_shared_offset: layout.dynamic_offset,
-        local_bytes: layout.local_bytes,
+        local_bytes: align_up(p.local, 8),
     })
+}
+
+/// Decodes the device function `name` at the end of the program; returns its entry.
+fn decode_function(
+    p: &mut Program,
+    name: &str,
+    module_symbols: &HashMap<String, Symbol>,
+) -> Result<u32, BackendError> {
+    let f = definition(p.module, name)
+        .ok_or_else(|| BackendError::BadModule(format!("device function '{name}' has no body")))?;
+    let frame = frame(p, name)?;
+    let mut symbols = module_symbols.clone();
+    for (n, off, _) in frame.params.iter().chain(frame.ret.iter()) {
+        symbols.insert(n.clone(), Symbol::CallParam(*off));
+    }
+    for s in f.body.as_deref().unwrap_or(&[]) {
+        let Statement::Directive(text) = s else {
+            continue;
+        };
+        match parse_var(text).map_err(BackendError::BadModule)? {
+            Some(v) if v.space == VarSpace::Local => {
+                let at = align_up(p.local, v.align);
+                symbols.insert(v.name.clone(), Symbol::Local(at));
+                p.local = at + v.bytes();
+            }
+            Some(v) if v.space == VarSpace::Shared => {
+                return Err(BackendError::BadModule(format!(
+                    "shared variable '{}' declared in device function '{name}'",
+                    v.name
+                )))
+            }
+            _ => {}
+        }
+    }
+    let entry = p.code.len() as u32;
+    p.entries.insert(name.to_string(), entry);
+    decode_body(p, f, symbols, true)?;
+    Ok(entry)
+}
+
+/// The parameter frame of device function `name`, allocated in local memory on first use.
+fn frame(p: &mut Program, name: &str) -> Result<Frame, BackendError> {
+    if let Some(f) = p.frames.get(name) {
+        return Ok(f.clone());
+    }
+    let f = definition(p.module, name)
+        .ok_or_else(|| BackendError::BadModule(format!("unknown function '{name}'")))?;
+    let mut alloc = |decl: &str| -> Result<(String, u64, u64), BackendError> {
+        let v = parse_var(decl)
+            .map_err(BackendError::BadModule)?
+            .ok_or_else(|| BackendError::BadModule(format!("bad parameter '{decl}'")))?;
+        let at = align_up(p.local, v.align);
+        p.local = at + v.bytes();
+        let bytes = v.bytes();
+        Ok((v.name, at, bytes))
+    };
+    let mut params = Vec::new();
+    for param in &f.params {
+        params.push(alloc(&param.decl)?);
+    }
+    let ret = match &f.returns {
+        Some(r) => Some(alloc(
+            r.trim().trim_start_matches('(').trim_end_matches(')'),
+        )?),
+        None => None,
+    };
+    let frame = Frame { params, ret };
+    p.frames.insert(name.to_string(), frame.clone());
+    Ok(frame)
+}
+
+fn decode_body(
+    p: &mut Program,
+    f: &Function,
+    symbols: HashMap<String, Symbol>,
+    in_func: bool,
+) -> Result<(), BackendError> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let base = p.code.len() as u32;
+    let labels = collect_labels(body)
+        .into_iter()
+        .map(|(l, i)| (l, i + base))
+        .collect();
+    let mut d = Decoder {
+        p,
+        symbols,
+        labels,
+        scopes: vec![HashMap::new()],
+        params: vec![HashMap::new()],
+        in_func,
+    };
+    for s in body {
+        match s {
+            Statement::BlockOpen => {
+                d.scopes.push(HashMap::new());
+                d.params.push(HashMap::new());
+            }
+            Statement::BlockClose => {
+                d.scopes.pop();
+                d.params.pop();
+            }
+            Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".reg") => {
+                d.declare_regs(text);
+            }
+            Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".param") => {
+                d.declare_call_param(text)?;
+            }
+            Statement::Instruction(i) => {
+                let inst = d.inst(i, &f.name)?;
+                d.p.code.push(inst);
+            }
+            _ => {}
+        }
+    }
+    d.p.code.push(Inst {
+        op: if in_func { Op::Return } else { Op::Exit },
+        guard: NO_GUARD,
+        line: 0,
+    });
+    Ok(())
+}
+
+/// The definition (with body) of a function; modules may also declare it earlier.
+fn definition<'m>(module: &'m ptx::Module, name: &str) -> Option<&'m Function> {
+    module
+        .functions()
+        .find(|f| f.name == name && f.body.is_some())
+}
+
+/// Rejects recursion (device functions get fixed register slots and parameter frames).
+fn check_recursion(kernel: &Function, module: &ptx::Module) -> Result<(), BackendError> {
+    fn callees(f: &Function) -> impl Iterator<Item = (&Instruction, &str)> {
+        f.instructions()
+            .filter(|i| i.opcode.base == "call")
+            .filter_map(|i| {
+                i.operands.iter().find_map(|o| match o {
+                    Operand::Symbol(s) => Some((i, s.as_str())),
+                    _ => None,
+                })
+            })
+    }
+    fn visit<'a>(
+        f: &'a Function,
+        module: &'a ptx::Module,
+        path: &mut Vec<&'a str>,
+    ) -> Result<(), BackendError> {
+        for (i, name) in callees(f) {
+            if path.contains(&name) {
+                return Err(BackendError::Unsupported {
+                    instruction: format!("{} (recursive call)", ptx::print::instruction_text(i)),
+                    line: i.ptx_line,
+                });
+            }
+            if let Some(g) = definition(module, name) {
+                path.push(name);
+                visit(g, module, path)?;
+                path.pop();
+            }
+        }
+        Ok(())
+    }
+    visit(kernel, module, &mut vec![kernel.name.as_str()])
 }
 
 /// The sink `_` is decoded as `Reg::MAX - 1` and moved to the last slot once the count is known.
@@ -267,11 +472,15 @@ fn collect_labels(body: &[Statement]) -> HashMap<String, u32> {
     labels
 }
 
-struct Decoder {
+struct Decoder<'p, 'm> {
+    p: &'p mut Program<'m>,
     symbols: HashMap<String, Symbol>,
     labels: HashMap<String, u32>,
     scopes: Vec<HashMap<String, Reg>>,
-    next_reg: Reg,
+    /// Call-site `.param` variables of nested blocks: local offset and size.
+    params: Vec<HashMap<String, (u64, u64)>>,
+    /// Decoding a device function (`ret` returns) rather than a kernel (`ret` exits).
+    in_func: bool,
 }
 
 /// A PTX type word (`u32`, `f64`, `pred`); `None` for types the simulator does not implement.
@@ -369,7 +578,7 @@ fn harmless(m: &str) -> bool {
         || m.starts_with("L2::")
 }
 
-impl Decoder {
+impl Decoder<'_, '_> {
     fn declare_regs(&mut self, text: &str) {
         let rest = text.trim_start_matches(".reg").trim();
         let names = rest
@@ -390,8 +599,8 @@ impl Decoder {
     }
 
     fn fresh(&mut self, name: &str) -> Reg {
-        let r = self.next_reg;
-        self.next_reg += 1;
+        let r = self.p.next_reg;
+        self.p.next_reg += 1;
         if let Some(scope) = self.scopes.last_mut() {
             scope.insert(name.to_string(), r);
         }
@@ -404,8 +613,8 @@ impl Decoder {
                 return r;
             }
         }
-        let r = self.next_reg;
-        self.next_reg += 1;
+        let r = self.p.next_reg;
+        self.p.next_reg += 1;
         self.scopes[0].insert(name.to_string(), r);
         r
     }
@@ -417,19 +626,19 @@ impl Decoder {
                 line: i.ptx_line,
             },
             Why::Bad(msg) => BackendError::BadModule(format!(
-                "kernel '{kernel}', PTX line {}: `{}`: {msg}",
+                "function '{kernel}', PTX line {}: `{}`: {msg}",
                 i.ptx_line,
                 ptx::print::instruction_text(i)
             )),
         })?;
-        let (guard, guard_negated) = match &i.guard {
-            Some(g) => (self.reg(&g.predicate), g.negated),
-            None => (NO_GUARD, false),
+        let guard = match &i.guard {
+            Some(g) if g.negated => self.reg(&g.predicate) | GUARD_NEGATED,
+            Some(g) => self.reg(&g.predicate),
+            None => NO_GUARD,
         };
         Ok(Inst {
             op,
             guard,
-            guard_negated,
             line: i.ptx_line as u32,
         })
     }
@@ -448,22 +657,41 @@ impl Decoder {
                 Some(s) => Src::Special(s),
                 None => Src::Reg(self.reg(r)),
             }),
-            Operand::Immediate(text) => {
-                let bits = literal_bits(text, ty_word(ty)).ok_or(Why::Unsupported)?;
-                Ok(Src::Imm(if ty.is_float() {
+            // The IR parser leaves literals it cannot read as i64 (`-9223372036854775808`) as
+            // `Other`.
+            Operand::Immediate(text) | Operand::Other(text)
+                if literal_bits(text, ty_word(ty)).is_some() =>
+            {
+                let bits = literal_bits(text, ty_word(ty)).unwrap_or_default();
+                let bits = if ty.is_float() {
                     bits
                 } else {
                     bits & mask(ty.bits.max(1))
-                }))
+                };
+                Ok(self.constant(bits))
             }
             Operand::Symbol(s) => match self.symbols.get(s) {
                 Some(
                     Symbol::Global(a) | Symbol::Shared(a) | Symbol::Local(a) | Symbol::Param(a),
-                ) => Ok(Src::Imm(*a)),
+                ) => Ok(self.constant(*a)),
+                Some(Symbol::CallParam(_)) => Err(Why::Unsupported),
                 None => bad(format!("unknown symbol '{s}'")),
             },
             _ => bad(format!("bad source operand '{o}'")),
         }
+    }
+
+    /// A constant operand: inline when it fits in 32 bits, else in the constant pool.
+    fn constant(&mut self, v: u64) -> Src {
+        if v <= u64::from(u32::MAX) {
+            return Src::Imm(v as u32);
+        }
+        let pool = &mut self.p.consts;
+        let i = pool.iter().position(|&c| c == v).unwrap_or_else(|| {
+            pool.push(v);
+            pool.len() - 1
+        });
+        Src::Const(i as u32)
     }
 
     /// A predicate source, possibly negated (`!%p`).
@@ -490,8 +718,24 @@ impl Decoder {
                 offset: *offset,
             });
         }
+        if let Some(&(at, _)) = self
+            .params
+            .iter()
+            .rev()
+            .find_map(|scope| scope.get(base.as_str()))
+        {
+            if space != Space::Param {
+                return Err(Why::Unsupported);
+            }
+            return Ok(Addr {
+                base: None,
+                offset: (CALL_PARAM | at) as i64 + offset,
+            });
+        }
         let at = match (self.symbols.get(base.as_str()), space) {
             (None, _) => return bad(format!("unknown symbol '{base}'")),
+            (Some(Symbol::CallParam(a)), Space::Param) => CALL_PARAM | a,
+            (Some(Symbol::CallParam(_)), _) => return Err(Why::Unsupported),
             (Some(Symbol::Shared(a)), Space::Generic) => SHARED_WINDOW + a,
             (Some(Symbol::Local(a)), Space::Generic) => LOCAL_WINDOW + a,
             (Some(Symbol::Param(_)), Space::Generic) => return Err(Why::Unsupported),
@@ -504,6 +748,72 @@ impl Decoder {
             base: None,
             offset: at as i64 + offset,
         })
+    }
+
+    /// A call-site `.param` declaration inside a `{ }` block: a fresh local-memory slot.
+    fn declare_call_param(&mut self, text: &str) -> Result<(), BackendError> {
+        let v = parse_var(text)
+            .map_err(BackendError::BadModule)?
+            .ok_or_else(|| BackendError::BadModule(format!("bad declaration '{text}'")))?;
+        let (at, bytes) = (align_up(self.p.local, v.align), v.bytes());
+        self.p.local = at + bytes;
+        if let Some(scope) = self.params.last_mut() {
+            scope.insert(v.name, (at, bytes));
+        }
+        Ok(())
+    }
+
+    fn call_param(&self, o: &Operand) -> R<(u64, u64)> {
+        let Operand::Symbol(name) = o else {
+            return Err(Why::Unsupported);
+        };
+        self.params
+            .iter()
+            .rev()
+            .find_map(|scope| scope.get(name.as_str()).copied())
+            .map_or_else(|| bad(format!("'{name}' is not a call parameter")), Ok)
+    }
+
+    /// `call{.uni} [(ret),] func[, (args)]`: direct calls of defined device functions.
+    fn call(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        check(m, &[])?;
+        let (rets, rest) = match ops.first() {
+            Some(Operand::List(r)) => (r.as_slice(), &ops[1..]),
+            _ => (&[][..], ops),
+        };
+        let (name, args) = match rest {
+            [Operand::Symbol(n)] => (n, &[][..]),
+            [Operand::Symbol(n), Operand::List(a)] => (n, a.as_slice()),
+            _ => return Err(Why::Unsupported),
+        };
+        let defined = definition(self.p.module, name).is_some();
+        if !defined || rets.len() > 1 {
+            return Err(Why::Unsupported);
+        }
+        let frame = frame(self.p, name).map_err(|e| Why::Bad(e.to_string()))?;
+        if frame.params.len() != args.len() || frame.ret.is_some() != (rets.len() == 1) {
+            return bad(format!("call of '{name}' does not match its declaration"));
+        }
+        let mut copies = Vec::new();
+        for ((_, formal, size), a) in frame.params.iter().zip(args) {
+            let (actual, actual_size) = self.call_param(a)?;
+            copies.push((*formal, actual, (*size).min(actual_size)));
+        }
+        let ret = match (&frame.ret, rets.first()) {
+            (Some((_, callee, size)), Some(r)) => {
+                let (caller, caller_size) = self.call_param(r)?;
+                Some((caller, *callee, (*size).min(caller_size)))
+            }
+            _ => None,
+        };
+        let site = self.p.calls.len();
+        self.p.calls.push(CallSite {
+            target: 0,
+            args: copies,
+            ret,
+        });
+        self.p.pending.push((site, name.clone()));
+        Ok(Op::Call { site: site as u32 })
     }
 
     fn label(&self, o: &Operand) -> R<u32> {
@@ -521,9 +831,39 @@ impl Decoder {
         let m: Vec<&str> = i.opcode.modifiers.iter().map(String::as_str).collect();
         let ops = &i.operands;
         match i.opcode.base.as_str() {
+            "add" | "sub" | "mad" if m.contains(&"cc") => self.carry(&i.opcode.base, &m, ops),
             "mov" => self.mov(&m, ops),
             "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
             | "shl" | "shr" | "copysign" => self.binary(&i.opcode.base, &m, ops),
+            "addc" | "subc" | "madc" => self.carry(&i.opcode.base, &m, ops),
+            "sad" => {
+                let ty = one_type(&m, &[])?;
+                if ty.is_float() {
+                    return Err(Why::Unsupported);
+                }
+                expect(ops, 4)?;
+                Ok(Op::Sad {
+                    ty,
+                    d: self.dst(&ops[0])?,
+                    a: self.src(&ops[1], ty)?,
+                    b: self.src(&ops[2], ty)?,
+                    c: self.src(&ops[3], ty)?,
+                })
+            }
+            "bfind" => {
+                let ty = one_type(&m, &["shiftamt"])?;
+                if !matches!(ty.kind, Kind::U | Kind::S) || ty.bits < 32 {
+                    return Err(Why::Unsupported);
+                }
+                expect(ops, 2)?;
+                Ok(Op::Bfind {
+                    ty,
+                    shiftamt: m.contains(&"shiftamt"),
+                    d: self.dst(&ops[0])?,
+                    a: self.src(&ops[1], ty)?,
+                })
+            }
+            "bar" | "barrier" if m.first() == Some(&"red") => self.bar_red(&m, ops),
             "mad" | "fma" => self.mad(&i.opcode.base, &m, ops),
             "not" | "cnot" | "neg" | "abs" | "popc" | "clz" | "brev" | "sqrt" | "rcp" | "rsqrt"
             | "ex2" | "lg2" | "sin" | "cos" => self.unary(&i.opcode.base, &m, ops),
@@ -550,10 +890,15 @@ impl Decoder {
                     target: self.label(&ops[0])?,
                 })
             }
-            "ret" | "exit" => {
+            "ret" => {
                 check(&m, &["uni"])?;
+                Ok(if self.in_func { Op::Return } else { Op::Exit })
+            }
+            "exit" => {
+                check(&m, &[])?;
                 Ok(Op::Exit)
             }
+            "call" => self.call(&m, ops),
             "bar" | "barrier" => {
                 let plain =
                     matches!(m.as_slice(), ["sync"] | ["sync", "aligned"] | [] if ops.len() <= 1);
@@ -568,7 +913,7 @@ impl Decoder {
             }
             "membar" | "fence" => match i.fence() {
                 Some(f) if f.scope >= Scope::Gpu => Ok(Op::Fence),
-                Some(_) => Ok(Op::Nop),
+                Some(_) => Ok(Op::CtaFence),
                 None if m.first() == Some(&"proxy") => Ok(Op::Nop),
                 None => Err(Why::Unsupported),
             },
@@ -710,6 +1055,59 @@ impl Decoder {
             return Err(Why::Unsupported);
         }
         Ok(Op::Int { op, ty, d, a, b })
+    }
+
+    /// Carry-flag arithmetic: `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`, `mad{c}.{lo,hi}{.cc}`.
+    fn carry(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let ty = one_type(m, &["cc", "lo", "hi"])?;
+        if !matches!(ty.kind, Kind::U | Kind::S) || ty.bits < 32 {
+            return Err(Why::Unsupported);
+        }
+        let op = match (base, mad_mode(m)) {
+            ("add" | "addc", None) => CarryOp::Add,
+            ("sub" | "subc", None) => CarryOp::Sub,
+            ("mad" | "madc", Some(MadMode::Lo)) => CarryOp::MadLo,
+            ("mad" | "madc", Some(MadMode::Hi)) => CarryOp::MadHi,
+            _ => return Err(Why::Unsupported),
+        };
+        let is_mad = matches!(op, CarryOp::MadLo | CarryOp::MadHi);
+        expect(ops, if is_mad { 4 } else { 3 })?;
+        Ok(Op::Carry {
+            op,
+            ty,
+            use_cf: base.ends_with('c'),
+            set_cf: m.contains(&"cc"),
+            d: self.dst(&ops[0])?,
+            cc: self.reg("%%cc"),
+            a: self.src(&ops[1], ty)?,
+            b: self.src(&ops[2], ty)?,
+            c: if is_mad {
+                self.src(&ops[3], ty)?
+            } else {
+                Src::Imm(0)
+            },
+        })
+    }
+
+    /// `bar.red.popc.u32 d, 0, p` and `bar.red.{and,or}.pred d, 0, {!}p` (whole block only).
+    fn bar_red(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let op = match m {
+            ["red", "popc", "u32"] => BarRedOp::Popc,
+            ["red", "and", "pred"] => BarRedOp::And,
+            ["red", "or", "pred"] => BarRedOp::Or,
+            _ => return Err(Why::Unsupported),
+        };
+        expect(ops, 3)?;
+        if !matches!(&ops[1], Operand::Immediate(t) if t == "0") {
+            return Err(Why::Unsupported);
+        }
+        let (p, negate) = self.pred_src(&ops[2])?;
+        Ok(Op::BarRed {
+            op,
+            d: self.dst(&ops[0])?,
+            p,
+            negate,
+        })
     }
 
     fn mad(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {

@@ -8,6 +8,7 @@
 //! stale cache as documented in `mod.rs`.
 
 use super::alu;
+use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::sched::{Machine, Stop};
@@ -31,6 +32,7 @@ fn resolve(space: Space, addr: u64) -> (Target, u64) {
     match space {
         Space::Global => (Target::Global, addr),
         Space::Const => (Target::Const, addr),
+        Space::Param if addr & CALL_PARAM != 0 => (Target::Local, addr & !CALL_PARAM),
         Space::Param => (Target::Param, addr),
         Space::Shared if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
         Space::Shared => (Target::Shared, addr),
@@ -55,7 +57,8 @@ impl Machine<'_> {
     fn val(&self, base: usize, t: usize, s: Src) -> u64 {
         match s {
             Src::Reg(r) => self.regs[base + r as usize],
-            Src::Imm(v) => v,
+            Src::Imm(v) => u64::from(v),
+            Src::Const(i) => self.k.consts[i as usize],
             Src::Special(sp) => self.special(t, sp),
         }
     }
@@ -125,14 +128,21 @@ impl Machine<'_> {
             let inst = &k.code[pc];
             pc += 1;
             n += 1;
-            if inst.guard != NO_GUARD
-                && (self.regs[base + inst.guard as usize] != 0) == inst.guard_negated
-            {
-                continue;
+            if inst.guard != NO_GUARD {
+                let slot = (inst.guard & !GUARD_NEGATED) as usize;
+                let negated = inst.guard & GUARD_NEGATED != 0;
+                if (self.regs[base + slot] != 0) == negated {
+                    continue;
+                }
             }
             match self.step(t, base, inst) {
                 Ok(Flow::Next) => {}
                 Ok(Flow::Jump(target)) => pc = target as usize,
+                Ok(Flow::Call(site)) => pc = self.call(t, site, pc),
+                Ok(Flow::Return) => match self.ret(t) {
+                    Some(to) => pc = to,
+                    None => break Ok(Stop::Exit),
+                },
                 Ok(Flow::Stop(s)) => break Ok(s),
                 Err(e) => break Err(e),
             }
@@ -336,6 +346,51 @@ impl Machine<'_> {
                 );
                 self.set(base, d, v);
             }
+            Op::Carry {
+                op,
+                ty,
+                use_cf,
+                set_cf,
+                d,
+                cc,
+                a,
+                b,
+                c,
+            } => {
+                let cf = if use_cf {
+                    self.regs[base + cc as usize] & 1
+                } else {
+                    0
+                };
+                let (a, b, c) = (
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                let (v, carry) = alu::carry(op, ty, a, b, c, cf);
+                self.set(base, d, v);
+                if set_cf {
+                    self.set(base, cc, carry);
+                }
+            }
+            Op::Sad { ty, d, a, b, c } => {
+                let v = alu::sad(
+                    ty,
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                );
+                self.set(base, d, v);
+            }
+            Op::Bfind { ty, shiftamt, d, a } => {
+                let v = alu::bfind(ty, shiftamt, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::BarRed { p, negate, .. } => {
+                let p = (self.val(base, t, p) != 0) ^ negate;
+                self.threads[t].warp_args[0] = u64::from(p);
+                return Ok(Flow::Stop(Stop::Barrier));
+            }
             Op::Prmt { d, a, b, c } => {
                 let v = alu::prmt(
                     self.val(base, t, a),
@@ -393,6 +448,8 @@ impl Machine<'_> {
                 self.set(base, d, old);
             }
             Op::Bra { target } => return Ok(Flow::Jump(target)),
+            Op::Call { site } => return Ok(Flow::Call(site)),
+            Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(Stop::Exit)),
             Op::Bar => return Ok(Flow::Stop(Stop::Barrier)),
             Op::Fence => {
@@ -402,6 +459,11 @@ impl Machine<'_> {
                         let b = self.threads[t].block as usize;
                         self.blocks[b].cache.clear();
                     }
+                }
+            }
+            Op::CtaFence => {
+                if self.weak && self.cfg.cta_drains {
+                    self.drain_all(t);
                 }
             }
             Op::Nop => {}
@@ -428,6 +490,31 @@ impl Machine<'_> {
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// Copies the arguments of call `site` into the callee's frame; returns the callee's entry.
+    fn call(&mut self, t: usize, site: u32, return_pc: usize) -> usize {
+        let k = self.k;
+        let cs = &k.calls[site as usize];
+        let base = t * self.local_size;
+        for &(dst, src, size) in &cs.args {
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        self.threads[t].stack.push((return_pc as u32, site));
+        cs.target as usize
+    }
+
+    /// Returns from a device function: copies the result back, gives the return pc (`None` when
+    /// no call is in progress, i.e. `ret` of the kernel itself).
+    fn ret(&mut self, t: usize) -> Option<usize> {
+        let (to, site) = self.threads[t].stack.pop()?;
+        if let Some((dst, src, size)) = self.k.calls[site as usize].ret {
+            let base = t * self.local_size;
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        Some(to as usize)
     }
 
     fn active_mask(&self, t: usize) -> u32 {
@@ -478,7 +565,14 @@ impl Machine<'_> {
             ));
         }
         for (k, r) in d.iter().take(n as usize).enumerate() {
-            let v = self.load(t, line, space, at + k as u64 * size, size, order)?;
+            let v = self.load(
+                t,
+                line,
+                space,
+                at.wrapping_add(k as u64 * size),
+                size,
+                order,
+            )?;
             let v = if ty.signed() {
                 alu::sext(v, ty.bits) as u64
             } else {
@@ -516,7 +610,15 @@ impl Machine<'_> {
         }
         for (k, src) in s.iter().take(n as usize).enumerate() {
             let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
-            self.store(t, line, space, at + k as u64 * size, size, v, order)?;
+            self.store(
+                t,
+                line,
+                space,
+                at.wrapping_add(k as u64 * size),
+                size,
+                v,
+                order,
+            )?;
         }
         Ok(())
     }
@@ -538,7 +640,10 @@ impl Machine<'_> {
         };
         let why = if !off.is_multiple_of(size) {
             Some(MemFault::Misaligned)
-        } else if off + size > region_size as u64 {
+        } else if off
+            .checked_add(size)
+            .is_none_or(|end| end > region_size as u64)
+        {
             Some(MemFault::Unmapped)
         } else {
             None
@@ -645,7 +750,11 @@ impl Machine<'_> {
                 }
             }
         }
-        let victim = self.rng.random_range(0..usize::MAX);
+        let victim = if self.blocks[b].cache.is_full() {
+            self.rng.random_range(0..usize::MAX)
+        } else {
+            0
+        };
         self.blocks[b].cache.observe(addr, size, in_memory, victim);
         Ok(in_memory)
     }
@@ -751,5 +860,7 @@ impl Machine<'_> {
 enum Flow {
     Next,
     Jump(u32),
+    Call(u32),
+    Return,
     Stop(Stop),
 }

@@ -11,18 +11,24 @@ pub type Reg = u32;
 /// Marks an instruction without a predicate guard.
 pub const NO_GUARD: Reg = Reg::MAX;
 
-/// A source operand.
+/// Set in `Inst::guard` for a negated guard (`@!%p`).
+pub const GUARD_NEGATED: Reg = 1 << 31;
+
+/// A source operand (8 bytes, to keep instructions small).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Src {
     Reg(Reg),
-    /// A constant, already in the bit pattern of the instruction's type (addresses of symbols
-    /// included).
-    Imm(u64),
+    /// A constant that fits in 32 bits (zero-extended), already in the bit pattern of the
+    /// instruction's type.
+    Imm(u32),
+    /// A wider constant (64-bit values, symbol addresses): index into `Kernel::consts`.
+    Const(u32),
     Special(Special),
 }
 
 /// A special (read-only, per-thread) register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Special {
     Tid(u8),
     Ntid(u8),
@@ -242,6 +248,23 @@ pub struct Order {
     pub may_be_stale: bool,
 }
 
+/// Extended-precision operations that read and/or write the carry flag `CC.CF`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CarryOp {
+    Add,
+    Sub,
+    MadLo,
+    MadHi,
+}
+
+/// `bar.red` reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
+}
+
 /// `shfl.sync` modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShflMode {
@@ -369,6 +392,41 @@ pub enum Op {
         c: Src,
         len: Src,
     },
+    /// `add.cc`, `addc`, `sub.cc`, `subc`, `mad.lo.cc`, `madc.hi`, ...: `cc` is the slot of the
+    /// carry flag.
+    Carry {
+        op: CarryOp,
+        ty: Ty,
+        use_cf: bool,
+        set_cf: bool,
+        d: Reg,
+        cc: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `sad`: `c + |a - b|`.
+    Sad {
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `bfind{.shiftamt}`.
+    Bfind {
+        ty: Ty,
+        shiftamt: bool,
+        d: Reg,
+        a: Src,
+    },
+    /// `bar.red.{popc,and,or}`: a block barrier that also reduces a predicate.
+    BarRed {
+        op: BarRedOp,
+        d: Reg,
+        p: Src,
+        negate: bool,
+    },
     Prmt {
         d: Reg,
         a: Src,
@@ -419,11 +477,19 @@ pub enum Op {
     Bra {
         target: u32,
     },
+    /// Calls a device function: `site` indexes `Kernel::calls`.
+    Call {
+        site: u32,
+    },
+    /// Returns from a device function.
+    Return,
     Exit,
     /// `bar.sync`/`barrier.sync` on the whole block.
     Bar,
     /// A gpu/sys-scope fence (`fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys`).
     Fence,
+    /// A cta-scope fence (`membar.cta`, `fence.sc.cta`, ...).
+    CtaFence,
     /// Does nothing in the simulator (cta-scope fences, `prefetch`, `nanosleep`, ...).
     Nop,
     Trap,
@@ -453,9 +519,18 @@ pub enum Op {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Inst {
     pub op: Op,
-    /// Predicate slot, or [`NO_GUARD`].
+    /// Predicate slot, with [`GUARD_NEGATED`] set for `@!%p`; [`NO_GUARD`] when unguarded.
     pub guard: Reg,
-    pub guard_negated: bool,
     /// Line of the instruction in the PTX text.
     pub line: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn instructions_stay_small() {
+        let size = std::mem::size_of::<super::Inst>();
+        assert!(size <= 64, "Inst is {size} bytes");
+        assert_eq!(std::mem::size_of::<super::Src>(), 8);
+    }
 }

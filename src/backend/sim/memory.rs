@@ -85,7 +85,7 @@ impl GlobalMemory {
             .checked_sub(1)
             .and_then(|i| self.allocs.get(i).map(|a| (i, a)));
         match a {
-            Some((i, a)) if a.live && addr + size <= a.start + a.data.len() as u64 => {
+            Some((i, a)) if a.live && addr - a.start + size <= a.data.len() as u64 => {
                 Ok((i, (addr - a.start) as usize))
             }
             _ => Err(MemFault::Unmapped),

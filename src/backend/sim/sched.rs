@@ -46,6 +46,8 @@ pub struct Thread {
     pub buffer: StoreBuffer,
     /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask.
     pub warp_args: [u64; 4],
+    /// Device-function calls in progress: (return pc, call site).
+    pub stack: Vec<(u32, u32)>,
 }
 
 /// Per-block state.
@@ -137,6 +139,7 @@ impl<'a> Machine<'a> {
                     tid,
                     buffer: StoreBuffer::default(),
                     warp_args: [0; 4],
+                    stack: Vec::new(),
                 });
             }
         }
@@ -281,8 +284,28 @@ impl<'a> Machine<'a> {
         }
         block.arrived = 0;
         let per_block = self.block_dim.iter().product::<u32>() as usize;
-        for t in b * per_block..(b + 1) * per_block {
+        let threads = b * per_block..(b + 1) * per_block;
+        let (mut count, mut waiting) = (0u64, 0u64);
+        for t in threads.clone() {
             if self.threads[t].state == State::Barrier {
+                waiting += 1;
+                count += self.threads[t].warp_args[0] & 1;
+            }
+        }
+        for t in threads {
+            if self.threads[t].state == State::Barrier {
+                let inst = self.k.code[self.threads[t].pc as usize - 1];
+                if let Op::BarRed { op, d, .. } = inst.op {
+                    let v = match op {
+                        BarRedOp::Popc => count,
+                        BarRedOp::And => u64::from(count == waiting),
+                        BarRedOp::Or => u64::from(count > 0),
+                    };
+                    self.regs[t * self.nregs + d as usize] = v;
+                }
+                if self.weak && self.cfg.cta_drains {
+                    self.drain_all(t);
+                }
                 self.threads[t].state = State::Running;
                 self.runnable.push(t as u32);
             }

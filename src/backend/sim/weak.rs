@@ -151,6 +151,10 @@ impl StaleCache {
             .map(|e| e.value)
     }
 
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= STALE_CAPACITY
+    }
+
     /// Records a value just read from memory (the newest the block has seen).
     pub fn observe(&mut self, addr: u64, size: u64, value: u64, victim: usize) {
         self.entries
