@@ -12,11 +12,7 @@ use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, strip_fences, FenceKind, Granularity,
 };
 use gpuwmm::ptx::{parse, print, Module};
-use gpuwmm::toolchain::{tools_for_tests, SassInstruction};
-
-fn kernel_name(module: &Module) -> String {
-    module.kernels().next().unwrap().name.clone()
-}
+use gpuwmm::toolchain::{disassemble, parse_sass, tools_for_tests, SassInstruction};
 
 /// Fences in one kernel (a corpus file may hold more kernels, e.g. an app's check kernel).
 fn fences_in_kernel(module: &Module, kernel: &str) -> usize {
@@ -62,7 +58,6 @@ fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
     };
     for path in CORPUS {
         let module = compile_corpus(&tools, path);
-        let kernel = kernel_name(&module);
         for granularity in [Granularity::Instruction, Granularity::SourceLine] {
             let sites = fence_sites(&module, granularity);
             let all: Vec<_> = sites.iter().collect();
@@ -76,15 +71,24 @@ fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
                     assemble_or_panic(&tools, &fenced, arch, path);
                 }
             }
-            // (a) the SASS has one MEMBAR per fence in the PTX: none was merged or dropped.
+            // (a) the SASS has one MEMBAR per fence in the PTX: none was merged or dropped (in
+            // every kernel of the file).
             let fenced = insert_fences(&module, &all, FenceKind::ScGpu);
             for arch in SASS_ARCHS {
-                let sass = sass_of(&tools, &fenced, arch, &kernel);
-                assert_eq!(
-                    sass.fence_count(),
-                    fences_in_kernel(&fenced, &kernel),
-                    "{path} {arch} {granularity:?}"
-                );
+                let cubin = assemble_or_panic(&tools, &fenced, arch, path);
+                let functions = parse_sass(&disassemble(&tools, &cubin).unwrap());
+                for kernel in fenced.kernels() {
+                    let sass = functions
+                        .iter()
+                        .find(|f| f.name == kernel.name)
+                        .unwrap_or_else(|| panic!("{path}: no SASS for {}", kernel.name));
+                    assert_eq!(
+                        sass.fence_count(),
+                        fences_in_kernel(&fenced, &kernel.name),
+                        "{path} {} {arch} {granularity:?}",
+                        kernel.name
+                    );
+                }
             }
         }
     }

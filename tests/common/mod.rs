@@ -13,10 +13,11 @@ pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
 pub const SASS_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 /// The CUDA kernels of the round-trip corpus, relative to the repository root.
-pub const CORPUS: [&str; 4] = [
+pub const CORPUS: [&str; 5] = [
     "apps/cbe-dot/kernel.cu",
     "apps/cbe-ht/kernel.cu",
     "apps/sdk-red/kernel.cu",
+    "apps/cub-scan/kernel.cu",
     "tests/fixtures/kernels/shapes.cu",
 ];
 
