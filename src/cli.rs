@@ -46,8 +46,15 @@ pub enum Command {
     Harden(NotYet),
     /// Measure runtime and energy of no, empirical and conservative fences.
     Cost(NotYet),
-    /// List the applications gpuwmm knows.
-    Apps(NotYet),
+    /// List the applications gpuwmm knows: name, idiom, post-condition.
+    Apps(AppsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AppsArgs {
+    /// Also load a bring-your-own app: a folder with `kernel.cu` and `app.toml` (see apps/README.md).
+    #[arg(long)]
+    pub app_dir: Option<PathBuf>,
 }
 
 /// Arguments of a subcommand that is not built yet (accepted so that `--help` lists it).

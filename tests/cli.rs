@@ -53,7 +53,7 @@ fn missing_file_and_unknown_kind_exit_2() {
 
 #[test]
 fn unbuilt_subcommands_say_so_and_fail() {
-    for command in ["tune", "check", "harden", "cost", "apps"] {
+    for command in ["tune", "check", "harden", "cost"] {
         let out = gpuwmm(&[command]);
         assert_eq!(out.status.code(), Some(3), "{command}");
         assert!(
@@ -163,4 +163,27 @@ fn devices_always_lists_the_simulator() {
     let out = gpuwmm(&["devices"]);
     assert!(out.status.success());
     assert!(stdout(&out).contains("sim (--sim-model weak): gpuwmm PTX simulator"));
+}
+
+#[test]
+fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
+    let out = gpuwmm(&["apps"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in [
+        "cbe-dot",
+        "cbe-ht",
+        "sdk-red",
+        "sdk-red-nf",
+        "cub-scan",
+        "cub-scan-nf",
+    ] {
+        assert!(
+            stdout(&out).lines().any(|l| l == name),
+            "{name} missing:\n{}",
+            stdout(&out)
+        );
+    }
+    let out = gpuwmm(&["apps", "--app-dir", "no/such/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no/such/dir"), "{}", stderr(&out));
 }

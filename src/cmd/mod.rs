@@ -1,5 +1,6 @@
 //! One module per subcommand; each turns parsed arguments into library calls and prints results.
 
+mod apps;
 mod devices;
 mod litmus;
 mod ptx;
@@ -50,7 +51,7 @@ pub fn run(command: Command) -> Outcome {
         Command::Check(_) => not_yet("check", "the check-and-harden issue"),
         Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
         Command::Cost(_) => not_yet("cost", "the cost issue"),
-        Command::Apps(_) => not_yet("apps", "the applications issue"),
+        Command::Apps(args) => apps::run(&args),
     }
 }
 
