@@ -539,6 +539,22 @@ impl Machine<'_> {
         b.wrapping_add(addr.offset as u64)
     }
 
+    /// A vector access must be aligned to its whole size.
+    fn check_vector_alignment(
+        &self,
+        line: u32,
+        access: Access,
+        at: u64,
+        size: u64,
+        n: u8,
+    ) -> Result<(), BackendError> {
+        let bytes = size * u64::from(n);
+        if n > 1 && !at.is_multiple_of(bytes) {
+            return Err(self.mem_fault(line, access, "vector", at, bytes, MemFault::Misaligned));
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn exec_ld(
         &mut self,
@@ -554,16 +570,7 @@ impl Machine<'_> {
     ) -> Result<(), BackendError> {
         let at = self.address(base, addr);
         let size = u64::from(ty.bytes());
-        if n > 1 && !at.is_multiple_of(size * u64::from(n)) {
-            return Err(self.mem_fault(
-                line,
-                Access::Load,
-                "vector",
-                at,
-                size * u64::from(n),
-                MemFault::Misaligned,
-            ));
-        }
+        self.check_vector_alignment(line, Access::Load, at, size, n)?;
         for (k, r) in d.iter().take(n as usize).enumerate() {
             let v = self.load(
                 t,
@@ -598,16 +605,7 @@ impl Machine<'_> {
     ) -> Result<(), BackendError> {
         let at = self.address(base, addr);
         let size = u64::from(ty.bytes());
-        if n > 1 && !at.is_multiple_of(size * u64::from(n)) {
-            return Err(self.mem_fault(
-                line,
-                Access::Store,
-                "vector",
-                at,
-                size * u64::from(n),
-                MemFault::Misaligned,
-            ));
-        }
+        self.check_vector_alignment(line, Access::Store, at, size, n)?;
         for (k, src) in s.iter().take(n as usize).enumerate() {
             let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
             self.store(
