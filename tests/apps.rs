@@ -335,14 +335,6 @@ fn variants_share_the_source_and_inputs_of_their_base() {
 // ---------------------------------------------------------------------------------------------
 // Kernels through NVRTC and ptxas.
 
-fn count_fences(module: &Module) -> usize {
-    module
-        .functions()
-        .flat_map(|f| f.instructions())
-        .filter(|i| i.fence().is_some())
-        .count()
-}
-
 #[test]
 fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
     let Some(tools) = tools_for_tests() else {
@@ -371,7 +363,13 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
     if tools_for_tests().is_none() {
         return;
     }
-    let fences = |name: &str| count_fences(&find_app(name).unwrap().module(DEFAULT_ARCH).unwrap());
+    let fences = |name: &str| {
+        find_app(name)
+            .unwrap()
+            .module(DEFAULT_ARCH)
+            .unwrap()
+            .fence_count()
+    };
     assert_eq!(fences("sdk-red"), 1);
     assert_eq!(fences("cub-scan"), 2);
     assert_eq!(fences("sdk-red-nf"), 0);

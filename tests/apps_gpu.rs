@@ -4,27 +4,15 @@
 //! must pass, and no app may hang or fault.
 //! On a GPU: `GPUWMM_REQUIRE_GPU=1 cargo test --release --test apps_gpu -- --nocapture`.
 
+mod common;
+
+use common::gpu;
+
 use gpuwmm::apps::{builtin_apps, DirectLauncher, LoadedApp, RunOptions, Size, DEFAULT_ARCH};
-use gpuwmm::backend::cuda::CudaBackend;
-use gpuwmm::backend::BackendError;
 use gpuwmm::ptx::passes::fences::{fence_sites, insert_fences, FenceKind, Granularity};
 use gpuwmm::ptx::Module;
 use gpuwmm::toolchain::tools_for_tests;
 use std::time::Duration;
-
-fn gpu() -> Option<CudaBackend> {
-    match CudaBackend::open(0) {
-        Ok(backend) => Some(backend),
-        Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
-            if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
-                panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
-            }
-            println!("skipped: no CUDA driver ({e})");
-            None
-        }
-        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
-    }
-}
 
 fn fence_everything(module: Module) -> Module {
     let sites = fence_sites(&module, Granularity::Instruction);

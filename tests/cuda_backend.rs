@@ -6,6 +6,10 @@
 //! a GPU machine to turn a skip into a failure). On a GPU:
 //! `GPUWMM_REQUIRE_GPU=1 cargo test --test cuda_backend -- --nocapture`.
 
+mod common;
+
+use common::gpu;
+
 use gpuwmm::backend::cuda::{list_devices, probe_driver, CudaBackend};
 use gpuwmm::backend::nvml::Nvml;
 use gpuwmm::backend::{Backend, BackendError, KernelArg, LaunchConfig};
@@ -103,21 +107,6 @@ const MALFORMED: &str = r#"
 "#;
 
 const GENEROUS: Duration = Duration::from_secs(20);
-
-/// Device 0, or `None` (after printing why) where no driver or device is present.
-fn gpu() -> Option<CudaBackend> {
-    match CudaBackend::open(0) {
-        Ok(backend) => Some(backend),
-        Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
-            if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
-                panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
-            }
-            println!("skipped: no CUDA driver ({e})");
-            None
-        }
-        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
-    }
-}
 
 fn one_d(blocks: u32, threads: u32) -> LaunchConfig {
     LaunchConfig {

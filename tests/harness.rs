@@ -1,24 +1,12 @@
 //! The harness pass on fixture kernels: snapshots, special-register virtualisation, errors.
 
+mod common;
+
+use common::{ptx_fixture, PTX_FIXTURES};
+
 use gpuwmm::ptx::passes::harness::{harness, HarnessError, HarnessOptions, APP_LABEL};
 use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{parse, print, Function, Module, Statement};
-
-/// (fixture file, kernel name)
-const FIXTURES: [(&str, &str); 6] = [
-    ("harness_small.ptx", "small"),
-    ("cbe_dot.ptx", "dot"),
-    ("cbe_ht.ptx", "ht_insert"),
-    ("sdk_red.ptx", "reduce"),
-    ("shapes.ptx", "shapes"),
-    ("dot_inlined.ptx", "dot"),
-];
-
-fn fixture(name: &str) -> Module {
-    let path = format!("{}/tests/fixtures/ptx/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn strategies() -> Vec<StressStrategy> {
     vec![
@@ -64,21 +52,26 @@ fn snapshot_small_kernel_with_sys_stress() {
     let stress = StressStrategy::Sys {
         sequence: parse_sequence("ld st").unwrap(),
     };
-    let out = harness(&fixture("harness_small.ptx"), "small", &options(stress)).unwrap();
+    let out = harness(&ptx_fixture("harness_small.ptx"), "small", &options(stress)).unwrap();
     insta::assert_snapshot!(print(&out));
 }
 
 #[test]
 fn snapshot_shapes_kernel_without_stress() {
-    let out = harness(&fixture("shapes.ptx"), "shapes", &HarnessOptions::default()).unwrap();
+    let out = harness(
+        &ptx_fixture("shapes.ptx"),
+        "shapes",
+        &HarnessOptions::default(),
+    )
+    .unwrap();
     insta::assert_snapshot!(print(&out));
 }
 
 #[test]
 fn special_registers_are_read_only_before_the_application_label() {
-    for (file, name) in FIXTURES {
+    for (file, name) in PTX_FIXTURES {
         for stress in strategies() {
-            let out = harness(&fixture(file), name, &options(stress.clone())).unwrap();
+            let out = harness(&ptx_fixture(file), name, &options(stress.clone())).unwrap();
             let body = kernel(&out, name).body.as_ref().unwrap();
             let app = body
                 .iter()
@@ -97,7 +90,7 @@ fn special_registers_are_read_only_before_the_application_label() {
 
 #[test]
 fn the_application_part_reads_real_tid_x_once_and_keeps_laneid() {
-    let original = fixture("harness_small.ptx");
+    let original = ptx_fixture("harness_small.ptx");
     let out = harness(&original, "small", &HarnessOptions::default()).unwrap();
     let regs = registers(kernel(&out, "small").body.as_ref().unwrap());
     assert_eq!(regs.iter().filter(|r| *r == "%tid.x").count(), 1);
@@ -121,7 +114,7 @@ fn the_application_part_reads_real_tid_x_once_and_keeps_laneid() {
 #[test]
 fn appends_the_control_parameter_and_flattens_reqntid() {
     let out = harness(
-        &fixture("harness_small.ptx"),
+        &ptx_fixture("harness_small.ptx"),
         "small",
         &HarnessOptions::default(),
     )
@@ -131,7 +124,10 @@ fn appends_the_control_parameter_and_flattens_reqntid() {
     assert_eq!(k.params[1].decl, ".param .u64 small_gpuwmm_ctrl");
     assert_eq!(k.directives, vec![".reqntid 64, 1, 1".to_string()]);
     let twice = out.function("twice").unwrap();
-    assert_eq!(Some(twice), fixture("harness_small.ptx").function("twice"));
+    assert_eq!(
+        Some(twice),
+        ptx_fixture("harness_small.ptx").function("twice")
+    );
 }
 
 #[test]
@@ -146,8 +142,8 @@ fn maxntid_with_other_directives_on_one_line() {
 
 #[test]
 fn output_parses_back_to_the_same_module() {
-    for (file, name) in FIXTURES {
-        let out = harness(&fixture(file), name, &options(StressStrategy::Rand)).unwrap();
+    for (file, name) in PTX_FIXTURES {
+        let out = harness(&ptx_fixture(file), name, &options(StressStrategy::Rand)).unwrap();
         let text = print(&out);
         assert_eq!(print(&parse(&text).unwrap()), text, "{file}");
     }
@@ -155,7 +151,7 @@ fn output_parses_back_to_the_same_module() {
 
 #[test]
 fn other_kernels_are_untouched() {
-    let mut module = fixture("cbe_dot.ptx");
+    let mut module = ptx_fixture("cbe_dot.ptx");
     let mut other = kernel(&module, "dot").clone();
     other.name = "other".into();
     module
@@ -221,7 +217,7 @@ fn device_function_reading_special_registers_is_an_error() {
 
 #[test]
 fn errors() {
-    let small = fixture("harness_small.ptx");
+    let small = ptx_fixture("harness_small.ptx");
     let none = HarnessOptions::default();
     assert_eq!(
         harness(&small, "nope", &none).unwrap_err(),

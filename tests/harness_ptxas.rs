@@ -5,25 +5,11 @@
 
 mod common;
 
-use common::{assemble_or_panic, sass_of, ARCHS, SASS_ARCHS};
+use common::{assemble_or_panic, ptx_fixture, sass_of, ARCHS, PTX_FIXTURES, SASS_ARCHS};
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::passes::stress::{parse_sequence, sequence_to_string, StressStrategy};
-use gpuwmm::ptx::{parse, print, Module};
+use gpuwmm::ptx::print;
 use gpuwmm::toolchain::{assemble, tools_for_tests, CudaTools};
-
-const FIXTURES: [(&str, &str); 6] = [
-    ("harness_small.ptx", "small"),
-    ("cbe_dot.ptx", "dot"),
-    ("cbe_ht.ptx", "ht_insert"),
-    ("sdk_red.ptx", "reduce"),
-    ("shapes.ptx", "shapes"),
-    ("dot_inlined.ptx", "dot"),
-];
-
-fn fixture(name: &str) -> Module {
-    let path = format!("{}/tests/fixtures/ptx/{name}", env!("CARGO_MANIFEST_DIR"));
-    parse(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn sys(sigma: &str) -> StressStrategy {
     StressStrategy::Sys {
@@ -37,8 +23,8 @@ fn every_harness_output_assembles_for_every_arch() {
         return;
     };
     let mut failures = Vec::new();
-    for (file, kernel) in FIXTURES {
-        let module = fixture(file);
+    for (file, kernel) in PTX_FIXTURES {
+        let module = ptx_fixture(file);
         for stress in [
             StressStrategy::None,
             sys("ld st"),
@@ -69,7 +55,12 @@ fn every_harness_output_assembles_for_every_arch() {
 /// The volatile (`.STRONG.SYS`) global accesses in the SASS of the harnessed `shapes` kernel
 /// (which has none of its own), in program order, as `ld`/`st`.
 fn strong_accesses(tools: &CudaTools, stress: StressStrategy, arch: &str) -> String {
-    let module = harness(&fixture("shapes.ptx"), "shapes", &HarnessOptions { stress }).unwrap();
+    let module = harness(
+        &ptx_fixture("shapes.ptx"),
+        "shapes",
+        &HarnessOptions { stress },
+    )
+    .unwrap();
     assemble_or_panic(tools, &module, arch, "shapes");
     let sass = sass_of(tools, &module, arch, "shapes");
     let ops: Vec<&str> = sass

@@ -2,19 +2,20 @@
 //! thread randomisation on or off) writes exactly what the plain kernel writes, and the stressing
 //! blocks touch only the scratchpad. Simulator results.
 
+mod common;
+
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
-use gpuwmm::ptx::{parse, print, Module};
+use gpuwmm::ptx::{print, Module};
 use gpuwmm::stressed::{StressSettings, StressedLauncher};
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn shapes() -> Module {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ptx/shapes.ptx");
-    parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    common::ptx_fixture("shapes.ptx")
 }
 
 /// A 2-D grid of 3-D blocks whose size is not a multiple of the warp size.

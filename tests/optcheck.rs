@@ -16,20 +16,7 @@ use gpuwmm::toolchain::{disassemble, parse_sass, tools_for_tests, SassInstructio
 
 /// Fences in one kernel (a corpus file may hold more kernels, e.g. an app's check kernel).
 fn fences_in_kernel(module: &Module, kernel: &str) -> usize {
-    module
-        .function(kernel)
-        .into_iter()
-        .flat_map(|f| f.instructions())
-        .filter(|i| i.fence().is_some())
-        .count()
-}
-
-fn fences_in_ptx(module: &Module) -> usize {
-    module
-        .functions()
-        .flat_map(|f| f.instructions())
-        .filter(|i| i.fence().is_some())
-        .count()
+    module.function(kernel).map_or(0, |f| f.fence_count())
 }
 
 #[test]
@@ -64,8 +51,8 @@ fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
             for kind in FenceKind::ALL {
                 let fenced = insert_fences(&module, &all, kind);
                 assert_eq!(
-                    fences_in_ptx(&fenced),
-                    fences_in_ptx(&module) + fence_count(&all)
+                    fenced.fence_count(),
+                    module.fence_count() + fence_count(&all)
                 );
                 for arch in ARCHS {
                     assemble_or_panic(&tools, &fenced, arch, path);
@@ -101,7 +88,7 @@ fn stripping_removes_every_fence_from_the_sass() {
     };
     let module = compile_corpus(&tools, "apps/sdk-red/kernel.cu");
     assert_eq!(
-        fences_in_ptx(&module),
+        module.fence_count(),
         1,
         "sdk-red has the idiom's __threadfence()"
     );

@@ -5,7 +5,7 @@
 //! that from the opcode's modifiers, applying the PTX defaults (a plain `ld`/`st` is weak; an
 //! `atom`/`red` without qualifiers is relaxed at gpu scope; no state space means generic).
 
-use super::ir::{Instruction, Opcode};
+use super::ir::{Function, Instruction, Module, Opcode};
 
 /// What an access does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +93,20 @@ impl Instruction {
     /// fences are not).
     pub fn fence(&self) -> Option<Fence> {
         classify_fence(&self.opcode)
+    }
+}
+
+impl Function {
+    /// The ordering fences in the body.
+    pub fn fence_count(&self) -> usize {
+        self.instructions().filter(|i| i.fence().is_some()).count()
+    }
+}
+
+impl Module {
+    /// The ordering fences in every function.
+    pub fn fence_count(&self) -> usize {
+        self.functions().map(Function::fence_count).sum()
     }
 }
 

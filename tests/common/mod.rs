@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests that run the CUDA tools (no GPU needed).
 #![allow(dead_code)]
 
+use gpuwmm::backend::cuda::CudaBackend;
+use gpuwmm::backend::BackendError;
 use gpuwmm::ptx::{parse, print, Module};
 use gpuwmm::toolchain::{
     assemble, disassemble, parse_sass, CompileOptions, CudaTools, Nvrtc, SassFunction,
@@ -51,4 +53,37 @@ pub fn sass_of(tools: &CudaTools, module: &Module, arch: &str, kernel: &str) -> 
         .into_iter()
         .find(|f| f.name == kernel)
         .unwrap_or_else(|| panic!("no SASS for {kernel} in:\n{text}"))
+}
+
+/// Hand-written and NVRTC-made PTX fixtures with the kernel each instruments: (file, kernel).
+pub const PTX_FIXTURES: [(&str, &str); 6] = [
+    ("harness_small.ptx", "small"),
+    ("cbe_dot.ptx", "dot"),
+    ("cbe_ht.ptx", "ht_insert"),
+    ("sdk_red.ptx", "reduce"),
+    ("shapes.ptx", "shapes"),
+    ("dot_inlined.ptx", "dot"),
+];
+
+/// A parsed fixture from `tests/fixtures/ptx/`.
+pub fn ptx_fixture(name: &str) -> Module {
+    let path = format!("{}/tests/fixtures/ptx/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Device 0, or `None` (after printing why) where no driver or device is present;
+/// `GPUWMM_REQUIRE_GPU` turns the skip into a failure.
+pub fn gpu() -> Option<CudaBackend> {
+    match CudaBackend::open(0) {
+        Ok(backend) => Some(backend),
+        Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
+            if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
+                panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
+            }
+            println!("skipped: no CUDA driver ({e})");
+            None
+        }
+        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
+    }
 }
