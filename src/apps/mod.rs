@@ -36,7 +36,7 @@ use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, Mod
 use crate::ptx::{self, Module};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -48,7 +48,7 @@ use thiserror::Error;
 pub const DEFAULT_ARCH: &str = "sm_70";
 
 /// Which input size to run an app at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Size {
     /// Small enough for the simulator: a few blocks of at most 64 threads.

@@ -1022,6 +1022,7 @@ impl Backend for CudaBackend {
             self.stats = KernelStats {
                 time: self.elapsed()?,
                 instructions: None,
+                longest_thread: None,
             };
         }
         Ok(())

@@ -104,6 +104,20 @@ pub struct KernelStats {
     pub time: Duration,
     /// Thread-instructions executed (simulator only).
     pub instructions: Option<u64>,
+    /// Instructions executed by the busiest thread (simulator only): the simulator's measure of
+    /// how long a launch lasts, since on a GPU all threads run at once.
+    pub longest_thread: Option<u64>,
+}
+
+impl KernelStats {
+    /// How long the kernel lasted, in the backend's own unit: seconds on a GPU, instructions of
+    /// the busiest thread on the simulator. Only ratios of durations on one backend mean anything.
+    pub fn duration(&self) -> f64 {
+        match self.longest_thread {
+            Some(instructions) => instructions as f64,
+            None => self.time.as_secs_f64(),
+        }
+    }
 }
 
 /// Everything that can go wrong below a driver. A driver maps [`BackendError::is_timeout`] to the

@@ -148,6 +148,7 @@ impl Machine<'_> {
             }
         };
         self.threads[t].pc = pc as u32;
+        self.threads[t].executed += u64::from(n);
         self.executed += u64::from(n);
         stop
     }

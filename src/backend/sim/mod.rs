@@ -213,7 +213,9 @@ impl SimBackend {
             sm_count: SM_COUNT,
             max_threads_per_sm: 2048,
             max_resident_threads: SM_COUNT * 2048,
-            l2_bytes: 4 << 20,
+            // The simulator has no cache. This small "L2" sizes the `cache` stress scratchpad: one
+            // walk over it is a few thousand instructions per stressing thread, not a million.
+            l2_bytes: 64 << 10,
             compute_capability: (7, 0),
             energy_counter: false,
             power_readable: false,
@@ -265,10 +267,11 @@ impl SimBackend {
                 &launch.config,
                 launch.params,
             );
-            let executed = machine.run(deadline)?;
+            let (executed, longest) = machine.run(deadline)?;
             self.stats = KernelStats {
                 time: start.elapsed(),
                 instructions: Some(executed),
+                longest_thread: Some(longest),
             };
         }
         Ok(())

@@ -48,6 +48,9 @@ pub struct Thread {
     pub warp_args: [u64; 4],
     /// Device-function calls in progress: (return pc, call site).
     pub stack: Vec<(u32, u32)>,
+    /// Instructions this thread has executed (the simulated duration of a launch is the most
+    /// any thread executed: on a GPU all threads run at once).
+    pub executed: u64,
 }
 
 /// Per-block state.
@@ -140,6 +143,7 @@ impl<'a> Machine<'a> {
                     buffer: StoreBuffer::default(),
                     warp_args: [0; 4],
                     stack: Vec::new(),
+                    executed: 0,
                 });
             }
         }
@@ -170,8 +174,9 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Runs the launch to completion; returns the executed thread-instructions.
-    pub fn run(mut self, deadline: Duration) -> Result<u64, BackendError> {
+    /// Runs the launch to completion; returns the executed thread-instructions, in all and of the
+    /// thread that executed most.
+    pub fn run(mut self, deadline: Duration) -> Result<(u64, u64), BackendError> {
         let start = Instant::now();
         let max_quantum = self.cfg.max_quantum.max(1);
         let mut steps = 0u64;
@@ -220,7 +225,8 @@ impl<'a> Machine<'a> {
             // Threads wait at a barrier or rendezvous that can never complete: a hang.
             return Err(BackendError::Timeout(start.elapsed()));
         }
-        Ok(self.executed)
+        let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
+        Ok((self.executed, longest))
     }
 
     fn maybe_drain(&mut self, t: usize) {

@@ -6,13 +6,13 @@
 //! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
 
 use crate::ptx::ir::{Function, Instruction, Loc, Module, SourcePos, Statement};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
 /// How fine-grained candidate sites are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Granularity {
     /// One site per PTX access instruction.
@@ -59,7 +59,7 @@ pub struct FenceSite {
 }
 
 /// The fence instruction inserted at a site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum FenceKind {
     #[default]
     #[serde(rename = "fence.sc.gpu")]
