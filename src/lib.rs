@@ -9,6 +9,7 @@
 
 pub mod apps;
 pub mod backend;
+pub mod check;
 pub mod compile;
 pub mod control;
 pub mod env;

@@ -320,6 +320,24 @@ impl<'a> LoadedApp<'a> {
         self.app
     }
 
+    /// The loaded app module and check module, to keep while the app is borrowed elsewhere.
+    pub fn parts(&self) -> (ModuleId, Option<ModuleId>) {
+        (self.module, self.check_module)
+    }
+
+    /// The app again, with modules that [`LoadedApp::load`] loaded for it on the same backend
+    /// (as [`LoadedApp::parts`] returned them).
+    pub fn from_parts(
+        app: &'a dyn App,
+        (module, check_module): (ModuleId, Option<ModuleId>),
+    ) -> LoadedApp<'a> {
+        LoadedApp {
+            app,
+            module,
+            check_module,
+        }
+    }
+
     /// The loaded app module.
     pub fn module(&self) -> ModuleId {
         self.module

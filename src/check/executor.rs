@@ -1,0 +1,49 @@
+//! The boundary between the drivers and the runs: an [`Executor`] runs one request and says what
+//! came of it.
+//!
+//! [`super::local::LocalExecutor`] runs in this process; [`super::supervisor::Supervisor`] runs
+//! a worker process that is restarted after a timeout or a crash. The `check` and `harden`
+//! drivers only see this trait, so their tests use a mock.
+
+use super::calibrate::Calibration;
+use super::outcome::RunRecord;
+use super::spec::{CalibrationRequest, RunRequest};
+use crate::apps::AppError;
+use crate::backend::BackendError;
+use crate::ptx::passes::fences::FenceSite;
+use thiserror::Error;
+
+/// A problem that is not the outcome of a run: the app, the backend or the worker cannot be set
+/// up. A check stops on it.
+#[derive(Debug, Error)]
+pub enum ExecError {
+    #[error(transparent)]
+    App(#[from] AppError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("cannot instrument the app: {0}")]
+    Instrument(String),
+    #[error(
+        "fence site {site} does not exist: the app has {sites} sites (see `gpuwmm ptx sites`)"
+    )]
+    NoSuchSite { site: usize, sites: usize },
+    #[error("stress calibration failed: {0}")]
+    Calibration(String),
+    #[error("worker process: {0}")]
+    Worker(String),
+}
+
+/// Runs requests against one target.
+pub trait Executor {
+    /// A line saying what runs the requests (device, driver; the simulator says it is one).
+    fn provenance(&self) -> String;
+
+    /// The app's candidate fence sites, in the target's granularity.
+    fn sites(&self) -> Result<Vec<FenceSite>, ExecError>;
+
+    /// Stress iterations that make stress last the target's factor times the app's kernel.
+    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError>;
+
+    /// Runs the app once. Timeouts and crashes are outcomes in the record, not errors.
+    fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError>;
+}

@@ -1,0 +1,18 @@
+//! Checking an application against its post-condition under stress, run after run.
+//!
+//! The pieces, bottom up: [`spec`] (what runs: the target and each run's request), [`outcome`]
+//! (what a run came to), [`calibrate`] (stress iterations for about 10× the kernel), [`local`]
+//! (running requests in this process), [`worker`] and [`supervisor`] (running them in a worker
+//! process that is restarted after a timeout or crash), [`executor`] (the trait the drivers use),
+//! [`journal`] (the CSV every run is appended to) and [`driver`] (the check loop, resumable).
+
+pub mod calibrate;
+pub mod executor;
+pub mod local;
+pub mod outcome;
+pub mod spec;
+
+pub use executor::{ExecError, Executor};
+pub use local::LocalExecutor;
+pub use outcome::{Outcome, RunRecord};
+pub use spec::{BackendName, CalibrationRequest, Fences, RunRequest, SimModel, Target};

@@ -1,0 +1,88 @@
+//! What one run of an application under test came to, as the journal records it.
+
+use crate::env::Environment;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The outcome of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The post-condition held.
+    Pass,
+    /// The post-condition did not hold: a weak-memory bug (or another bug) showed.
+    Fail,
+    /// A kernel did not finish in time (the deadline on a GPU, the instruction budget on the
+    /// simulator), or the worker stopped answering.
+    Timeout,
+    /// A CUDA error (a fault, a failed launch) or a worker that died.
+    Crash,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Timeout,
+        Outcome::Crash,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Timeout => "timeout",
+            Outcome::Crash => "crash",
+        }
+    }
+
+    /// Anything but a pass counts as an error of the run (the paper's "errors").
+    pub fn is_error(self) -> bool {
+        self != Outcome::Pass
+    }
+
+    /// After a timeout or a crash the worker's device state cannot be trusted: restart it.
+    pub fn needs_restart(self) -> bool {
+        matches!(self, Outcome::Timeout | Outcome::Crash)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Outcome, String> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| format!("unknown outcome '{s}'"))
+    }
+}
+
+/// One run, as the journal records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Run number, from 0.
+    pub run: u64,
+    /// The run's seed: inputs, stress blocks, permutations, scratchpad locations and the
+    /// simulator's scheduler all derive from it, so the run can be replayed.
+    pub seed: u64,
+    pub env: Environment,
+    /// Stressing blocks of each app launch, space-separated (empty without stress).
+    pub stress_blocks: String,
+    pub stress_iterations: u32,
+    pub outcome: Outcome,
+    /// Why the run failed, timed out or crashed (empty for a pass).
+    pub reason: String,
+    /// Kernel time of the app launches in microseconds (CUDA events on a GPU; interpretation
+    /// wall time on the simulator).
+    pub kernel_us: f64,
+    /// Wall time of the whole run in milliseconds, set-up and check included.
+    pub wall_ms: f64,
+}

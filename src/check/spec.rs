@@ -1,0 +1,142 @@
+//! What a check runs: the target (app, backend, fences, stress profile) and each run's request.
+//!
+//! A [`Target`] is everything a worker needs to set up, and what a journal records so that a run
+//! can be replayed; a [`RunRequest`] is one run. Both serialise to JSON: the supervisor sends them
+//! to its worker process that way.
+
+use crate::apps::Size;
+use crate::env::Environment;
+use crate::profile::StressProfile;
+use crate::ptx::passes::fences::{FenceKind, Granularity};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which backend runs the app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendName {
+    /// A real GPU if one answers, else the simulator.
+    Auto,
+    Cuda,
+    Sim,
+}
+
+/// The simulator's memory model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimModel {
+    Weak,
+    Sc,
+}
+
+/// The application under test and how it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    /// A built-in app's name, or the name in `app_dir`'s manifest.
+    pub app: String,
+    /// A bring-your-own app folder (`kernel.cu` + `app.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_dir: Option<PathBuf>,
+    pub size: Size,
+    pub backend: BackendName,
+    pub sim_model: SimModel,
+    /// The fence instruction inserted at chosen sites.
+    pub fence_kind: FenceKind,
+    /// What a fence site is: a source line or a PTX access.
+    pub granularity: Granularity,
+    /// The `sys` stress parameters.
+    pub profile: StressProfile,
+    /// Deadline of each kernel in milliseconds (a kernel still running is a timeout).
+    pub deadline_ms: u64,
+    /// Stress lasts about this many times the app's kernel (calibrated per environment).
+    pub stress_factor: f64,
+    /// Simulator only: thread-instructions per launch before it is a timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_budget: Option<u64>,
+}
+
+impl Target {
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms)
+    }
+}
+
+/// Default kernel deadline: 30 s, long enough for any case-study kernel on a GPU.
+pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+/// Default stress length relative to the app's kernel (the paper's set-up).
+pub const DEFAULT_STRESS_FACTOR: f64 = 10.0;
+
+/// Which fences the app runs with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fences {
+    /// The app's own PTX, unchanged.
+    AsIs,
+    /// A fence after each of these fence sites (ids from `gpuwmm ptx sites`, in the target's
+    /// granularity), in addition to the fences the app already has.
+    Sites(Vec<usize>),
+}
+
+impl Fences {
+    /// `as-is`, or the sorted site ids separated by spaces (`none` for no site).
+    pub fn label(&self) -> String {
+        match self {
+            Fences::AsIs => "as-is".to_string(),
+            Fences::Sites(ids) if ids.is_empty() => "none".to_string(),
+            Fences::Sites(ids) => ids
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// One run of the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub run: u64,
+    pub seed: u64,
+    pub env: Environment,
+    pub fences: Fences,
+    /// Stress loop iterations (from calibration); ignored without stress.
+    pub stress_iterations: u32,
+}
+
+/// A request to calibrate stress iterations for an environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRequest {
+    pub env: Environment,
+    pub fences: Fences,
+    pub seed: u64,
+}
+
+/// The seed of run `run` of a check seeded with `master`: a SplitMix64 step, so that
+/// neighbouring runs get unrelated seeds and any run can be recomputed.
+pub fn run_seed(master: u64, run: u64) -> u64 {
+    let mut z = master.wrapping_add(run.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_seeds_are_distinct_and_reproducible() {
+        let seeds: std::collections::HashSet<u64> = (0..10_000).map(|r| run_seed(1, r)).collect();
+        assert_eq!(seeds.len(), 10_000);
+        assert_eq!(run_seed(7, 42), run_seed(7, 42));
+        assert_ne!(run_seed(7, 42), run_seed(8, 42));
+    }
+
+    #[test]
+    fn fence_labels() {
+        assert_eq!(Fences::AsIs.label(), "as-is");
+        assert_eq!(Fences::Sites(vec![]).label(), "none");
+        assert_eq!(Fences::Sites(vec![0, 3]).label(), "0 3");
+    }
+}

@@ -1,0 +1,98 @@
+//! The worker side of process isolation: read requests as JSON lines, run them with a
+//! [`LocalExecutor`], write the answers as JSON lines.
+//!
+//! The first line names the target; the worker answers `ready` (or a fatal `error`) and then one
+//! answer per request. After a run that timed out or crashed the worker exits: a hung kernel may
+//! still occupy the GPU and a fault leaves the CUDA context unusable, so the supervisor starts a
+//! fresh worker for the next run.
+
+use super::calibrate::Calibration;
+use super::executor::{ExecError, Executor};
+use super::local::LocalExecutor;
+use super::outcome::RunRecord;
+use super::spec::{CalibrationRequest, RunRequest, Target};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+
+/// Fault injection for tests of the supervisor: a worker whose environment sets this variable to
+/// a run number aborts (as if it had crashed) when asked for that run.
+pub const ABORT_ON_RUN_VAR: &str = "GPUWMM_WORKER_ABORT_ON_RUN";
+
+/// A message from the supervisor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Request {
+    Target(Box<Target>),
+    Calibrate(CalibrationRequest),
+    Run(RunRequest),
+}
+
+/// A message from the worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    Ready { provenance: String },
+    Calibrated(Calibration),
+    Record(RunRecord),
+    /// A problem that is not a run's outcome (the app cannot be built, the backend not opened).
+    Error(String),
+}
+
+/// Serves requests from `input` until it closes or a run needs a fresh worker.
+pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()> {
+    let abort_on = std::env::var(ABORT_ON_RUN_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut executor: Option<LocalExecutor> = None;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (answer, stop) = match serde_json::from_str::<Request>(&line) {
+            Err(e) => (Answer::Error(format!("bad request: {e}")), true),
+            Ok(Request::Target(target)) => match LocalExecutor::open(&target) {
+                Ok(e) => {
+                    let provenance = e.provenance();
+                    executor = Some(e);
+                    (Answer::Ready { provenance }, false)
+                }
+                Err(e) => (Answer::Error(e.to_string()), true),
+            },
+            Ok(request) => match &mut executor {
+                None => (Answer::Error("request before the target".into()), true),
+                Some(executor) => {
+                    if let Request::Run(r) = &request {
+                        if abort_on == Some(r.run) {
+                            std::process::abort();
+                        }
+                    }
+                    answer(executor, request)
+                }
+            },
+        };
+        writeln!(output, "{}", serde_json::to_string(&answer).expect("answers serialise"))?;
+        output.flush()?;
+        if stop {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Answers one request; says whether the worker must stop afterwards.
+fn answer(executor: &mut LocalExecutor, request: Request) -> (Answer, bool) {
+    let result: Result<Answer, ExecError> = match request {
+        Request::Calibrate(c) => executor.calibrate(&c).map(Answer::Calibrated),
+        Request::Run(r) => executor.execute(&r).map(Answer::Record),
+        Request::Target(_) => Err(ExecError::Worker("a second target".into())),
+    };
+    match result {
+        Ok(Answer::Record(record)) => {
+            let stop = record.outcome.needs_restart();
+            (Answer::Record(record), stop)
+        }
+        Ok(answer) => (answer, false),
+        Err(e) => (Answer::Error(e.to_string()), true),
+    }
+}
