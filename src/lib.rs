@@ -5,6 +5,7 @@
 //! - [`control`]: the host side of the harness control block (thread randomisation, stress
 //!   parameters) that instrumented kernels read;
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
+//! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
@@ -14,5 +15,6 @@ pub mod control;
 pub mod input;
 pub mod litmus;
 pub mod ptx;
+pub mod stats;
 pub mod stressed;
 pub mod toolchain;
