@@ -6,12 +6,15 @@
 //!   parameters) that instrumented kernels read;
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
+//! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
+//!   the chosen fences as inserted source lines and a unified diff (pure);
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
 pub mod backend;
 pub mod compile;
 pub mod control;
+pub mod harden;
 pub mod input;
 pub mod litmus;
 pub mod ptx;

@@ -1,0 +1,7 @@
+//! Hardening: find an empirically minimal set of fences that removes an application's
+//! weak-memory errors, and show it as source changes.
+//!
+//! - [`algorithm`]: the paper's Algorithm 1 (empirical fence insertion), generic over how a fence
+//!   set is checked, so that it can be tested with mock checkers and resumed from a journal.
+
+pub mod algorithm;
