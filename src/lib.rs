@@ -5,6 +5,14 @@
 //! - [`control`]: the host side of the harness control block (thread randomisation, stress
 //!   parameters) that instrumented kernels read;
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
+//! - [`backend`]: the `cuda` backend and the simulator behind one trait; [`apps`]: the
+//!   applications under test behind one trait;
+//! - [`env`], [`profile`]: testing environments and per-chip stress profiles;
+//! - [`check`]: running an app under stress run after run, in a supervised worker process, with
+//!   a resumable journal;
+//! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
+//! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
+//!   the chosen fences as inserted source lines and a unified diff (pure);
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
@@ -13,9 +21,11 @@ pub mod check;
 pub mod compile;
 pub mod control;
 pub mod env;
+pub mod harden;
 pub mod input;
 pub mod litmus;
 pub mod profile;
 pub mod ptx;
+pub mod stats;
 pub mod stressed;
 pub mod toolchain;

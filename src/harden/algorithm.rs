@@ -1,0 +1,552 @@
+//! The paper's Algorithm 1, empirical fence insertion, exactly as written.
+//!
+//! Starting from a fence at every candidate site, the algorithm removes fences while the
+//! application still runs without errors: first by halves (binary reduction), then one at a time
+//! (linear reduction), each check running the application `I` times. The result then faces a
+//! longer stability check; if it fails, the search starts again from *all* fences with `I`
+//! doubled:
+//!
+//! ```text
+//! procedure EmpiricalFenceInsertion(A, F, I):
+//!   do
+//!     Fb <- BinaryReduction(A, F, I)
+//!     Fl <- LinearReduction(A, Fb, I)
+//!     I <- 2 * I
+//!   while not EmpiricallyStable(A, Fl)
+//!   return Fl
+//! ```
+//!
+//! How a set is checked (running the application, or reading a recorded answer) is left to a
+//! [`FenceChecker`]. The algorithm is deterministic: the same answers produce the same
+//! [`Query`]s in the same order, numbered by [`Query::index`], so a journal of answers keyed by
+//! index can replay an interrupted search up to where it stopped.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use thiserror::Error;
+
+/// Fence-site ids, sorted ascending. Ids are ordered by code location.
+pub type FenceSet = Vec<usize>;
+
+/// The number of runs per check in the first round, `I` in the paper.
+pub const INITIAL_ITERATIONS: u64 = 32;
+
+/// The part of the algorithm that asks a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// `CheckApplication` from `BinaryReduction`.
+    Binary,
+    /// `CheckApplication` from `LinearReduction`.
+    Linear,
+    /// `EmpiricallyStable`.
+    Stable,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Binary => "binary",
+            Phase::Linear => "linear",
+            Phase::Stable => "stable",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A phase name that is not `binary`, `linear` or `stable`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown phase '{0}': expected 'binary', 'linear' or 'stable'")]
+pub struct ParsePhaseError(pub String);
+
+impl FromStr for Phase {
+    type Err = ParsePhaseError;
+
+    fn from_str(s: &str) -> Result<Phase, ParsePhaseError> {
+        [Phase::Binary, Phase::Linear, Phase::Stable]
+            .into_iter()
+            .find(|phase| phase.name() == s)
+            .ok_or_else(|| ParsePhaseError(s.to_string()))
+    }
+}
+
+/// One question to a [`FenceChecker`]: does the application run without errors with `fences`?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Query {
+    /// The position of this query among all queries of one search: 0, 1, 2, ...
+    pub index: usize,
+    /// The part of the algorithm asking.
+    pub phase: Phase,
+    /// The do-while iteration, 0 for the first.
+    pub round: u32,
+    /// `I`, the runs for `CheckApplication`; `None` for the stability check, whose length the
+    /// checker decides (a time or a run count).
+    pub iterations: Option<u64>,
+    /// The fences to run with.
+    pub fences: FenceSet,
+}
+
+/// Answers [`Query`]s: `Ok(true)` iff no error was observed.
+pub trait FenceChecker {
+    /// Why a check could not be made (I/O, interruption); the algorithm passes it on unchanged.
+    type Error;
+
+    /// Runs (or looks up) the check described by `query`.
+    fn check(&mut self, query: &Query) -> Result<bool, Self::Error>;
+}
+
+/// The outcome of [`empirical_fence_insertion`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Insertion {
+    /// The fences kept: `Fl` of the last round.
+    pub fences: FenceSet,
+    /// The do-while iterations made.
+    pub rounds: u32,
+    /// `I` as used by the checks of the last round (before its doubling).
+    pub final_iterations: u64,
+    /// The queries asked, stability checks included.
+    pub queries: usize,
+    /// Whether the last stability check passed.
+    pub stable: bool,
+}
+
+/// Where a reduction's queries belong: the round, `I`, and the running query count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// The do-while iteration.
+    pub round: u32,
+    /// `I` for `CheckApplication`.
+    pub iterations: u64,
+    /// The index the next query gets: the queries asked so far. Incremented per query.
+    pub next_index: usize,
+}
+
+/// Runs Algorithm 1 over the candidate sites `all`, starting with `initial_iterations` runs per
+/// check (normally [`INITIAL_ITERATIONS`]).
+///
+/// `all` is sorted and deduplicated first. `max_rounds` bounds the do-while loop, since a real
+/// search cannot double `I` forever: when `max_rounds` rounds have run and the last stability
+/// check still failed, the last round's `Fl` is returned with `stable: false`. At least one round
+/// always runs (a `max_rounds` of 0 counts as 1). With no candidate sites the reductions ask
+/// nothing, but the stability check still runs, once per round, on the empty set: whether the
+/// application is stable without fences is still worth knowing. `I` doubles saturating.
+pub fn empirical_fence_insertion<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    initial_iterations: u64,
+    max_rounds: u32,
+) -> Result<Insertion, C::Error> {
+    let all = normalise(all);
+    let mut context = Context {
+        round: 0,
+        iterations: initial_iterations,
+        next_index: 0,
+    };
+    loop {
+        let reduced = binary_reduction(checker, all.clone(), &mut context)?;
+        let fences = linear_reduction(checker, reduced, &mut context)?;
+        let stable = ask(checker, &mut context, Phase::Stable, &fences)?;
+        if stable || context.round + 1 >= max_rounds.max(1) {
+            return Ok(Insertion {
+                fences,
+                rounds: context.round + 1,
+                final_iterations: context.iterations,
+                queries: context.next_index,
+                stable,
+            });
+        }
+        context.round += 1;
+        context.iterations = context.iterations.saturating_mul(2);
+    }
+}
+
+/// `BinaryReduction`: while more than one fence is left, drop the first half (by location) if
+/// the rest suffices, else the second half if the rest suffices, else stop.
+///
+/// [`split_fences`] gives the halves. `fences` is expected sorted (see [`FenceSet`]).
+pub fn binary_reduction<C: FenceChecker>(
+    checker: &mut C,
+    mut fences: FenceSet,
+    context: &mut Context,
+) -> Result<FenceSet, C::Error> {
+    while fences.len() > 1 {
+        let (first, second) = split_fences(&fences);
+        let (first, second) = (first.to_vec(), second.to_vec());
+        if ask(checker, context, Phase::Binary, &second)? {
+            fences = second;
+        } else if ask(checker, context, Phase::Binary, &first)? {
+            fences = first;
+        } else {
+            break;
+        }
+    }
+    Ok(fences)
+}
+
+/// `LinearReduction`: for each fence in order, drop it if the rest suffices.
+pub fn linear_reduction<C: FenceChecker>(
+    checker: &mut C,
+    mut fences: FenceSet,
+    context: &mut Context,
+) -> Result<FenceSet, C::Error> {
+    for fence in fences.clone() {
+        let without: FenceSet = fences.iter().copied().filter(|&f| f != fence).collect();
+        if ask(checker, context, Phase::Linear, &without)? {
+            fences = without;
+        }
+    }
+    Ok(fences)
+}
+
+/// `SplitFences`: the first `n / 2` fences (rounded down) and the rest, so that 5 fences split
+/// into 2 and 3.
+pub fn split_fences(fences: &[usize]) -> (&[usize], &[usize]) {
+    fences.split_at(fences.len() / 2)
+}
+
+/// Builds the next query for `fences`, numbers it, and asks it.
+fn ask<C: FenceChecker>(
+    checker: &mut C,
+    context: &mut Context,
+    phase: Phase,
+    fences: &[usize],
+) -> Result<bool, C::Error> {
+    let query = Query {
+        index: context.next_index,
+        phase,
+        round: context.round,
+        iterations: (phase != Phase::Stable).then_some(context.iterations),
+        fences: fences.to_vec(),
+    };
+    context.next_index += 1;
+    checker.check(&query)
+}
+
+/// The set sorted by location, without duplicates.
+fn normalise(all: &[usize]) -> FenceSet {
+    let mut fences = all.to_vec();
+    fences.sort_unstable();
+    fences.dedup();
+    fences
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+
+    /// Answers from a function of the query, and records every query.
+    struct Mock<F> {
+        answer: F,
+        queries: Vec<Query>,
+    }
+
+    impl<F: FnMut(&Query) -> bool> Mock<F> {
+        fn new(answer: F) -> Mock<F> {
+            Mock {
+                answer,
+                queries: Vec::new(),
+            }
+        }
+    }
+
+    impl<F: FnMut(&Query) -> bool> FenceChecker for Mock<F> {
+        type Error = Infallible;
+
+        fn check(&mut self, query: &Query) -> Result<bool, Infallible> {
+            self.queries.push(query.clone());
+            Ok((self.answer)(query))
+        }
+    }
+
+    /// A truthful oracle: the application is correct iff every fence in `needed` is present.
+    fn needs(needed: &'static [usize]) -> impl FnMut(&Query) -> bool {
+        move |query| has_all(query, needed)
+    }
+
+    fn has_all(query: &Query, needed: &[usize]) -> bool {
+        needed.iter().all(|f| query.fences.contains(f))
+    }
+
+    fn run<F: FnMut(&Query) -> bool>(mock: &mut Mock<F>, all: &[usize]) -> Insertion {
+        let Ok(insertion) = empirical_fence_insertion(mock, all, INITIAL_ITERATIONS, 8);
+        insertion
+    }
+
+    fn query(
+        index: usize,
+        phase: Phase,
+        round: u32,
+        iterations: Option<u64>,
+        fences: &[usize],
+    ) -> Query {
+        Query {
+            index,
+            phase,
+            round,
+            iterations,
+            fences: fences.to_vec(),
+        }
+    }
+
+    fn context(next_index: usize) -> Context {
+        Context {
+            round: 0,
+            iterations: 32,
+            next_index,
+        }
+    }
+
+    #[test]
+    fn one_needed_fence_hand_trace() {
+        let mut mock = Mock::new(needs(&[2]));
+        let insertion = run(&mut mock, &[0, 1, 2, 3, 4]);
+        let i = Some(32);
+        let expected = vec![
+            query(0, Phase::Binary, 0, i, &[2, 3, 4]),
+            query(1, Phase::Binary, 0, i, &[3, 4]),
+            query(2, Phase::Binary, 0, i, &[2]),
+            query(3, Phase::Linear, 0, i, &[]),
+            query(4, Phase::Stable, 0, None, &[2]),
+        ];
+        assert_eq!(mock.queries, expected);
+        let expected = Insertion {
+            fences: vec![2],
+            rounds: 1,
+            final_iterations: 32,
+            queries: 5,
+            stable: true,
+        };
+        assert_eq!(insertion, expected);
+    }
+
+    #[test]
+    fn needed_fences_in_both_halves() {
+        let mut mock = Mock::new(needs(&[1, 3]));
+        let insertion = run(&mut mock, &[0, 1, 2, 3]);
+        let sets: Vec<(Phase, FenceSet)> = mock
+            .queries
+            .iter()
+            .map(|q| (q.phase, q.fences.clone()))
+            .collect();
+        let expected = vec![
+            (Phase::Binary, vec![2, 3]),
+            (Phase::Binary, vec![0, 1]),
+            (Phase::Linear, vec![1, 2, 3]),
+            (Phase::Linear, vec![2, 3]),
+            (Phase::Linear, vec![1, 3]),
+            (Phase::Linear, vec![1]),
+            (Phase::Stable, vec![1, 3]),
+        ];
+        assert_eq!(sets, expected);
+        assert_eq!(insertion.fences, vec![1, 3]);
+        assert!(insertion.stable);
+    }
+
+    #[test]
+    fn binary_reduction_stops_when_neither_half_suffices() {
+        let mut mock = Mock::new(needs(&[0, 5]));
+        let mut context = context(0);
+        let Ok(reduced) = binary_reduction(&mut mock, (0..6).collect(), &mut context);
+        assert_eq!(reduced, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(context.next_index, 2);
+    }
+
+    #[test]
+    fn binary_reduction_keeps_one_fence() {
+        let mut mock = Mock::new(|_: &Query| true);
+        let mut context = context(0);
+        let Ok(reduced) = binary_reduction(&mut mock, vec![0, 1, 2, 3], &mut context);
+        assert_eq!(reduced, vec![3]);
+        assert_eq!(context.next_index, 2);
+    }
+
+    #[test]
+    fn linear_reduction_tries_each_fence_in_order() {
+        let mut mock = Mock::new(needs(&[4]));
+        let mut context = context(10);
+        let Ok(reduced) = linear_reduction(&mut mock, vec![1, 4, 7], &mut context);
+        assert_eq!(reduced, vec![4]);
+        let sets: Vec<FenceSet> = mock.queries.iter().map(|q| q.fences.clone()).collect();
+        assert_eq!(sets, vec![vec![4, 7], vec![7], vec![4]]);
+        let indices: Vec<usize> = mock.queries.iter().map(|q| q.index).collect();
+        assert_eq!(indices, vec![10, 11, 12]);
+        assert_eq!(context.next_index, 13);
+    }
+
+    #[test]
+    fn split_puts_the_smaller_half_first() {
+        assert_eq!(
+            split_fences(&[0, 1, 2, 3, 4]),
+            (&[0, 1][..], &[2, 3, 4][..])
+        );
+        assert_eq!(split_fences(&[0, 1, 2, 3]), (&[0, 1][..], &[2, 3][..]));
+        assert_eq!(split_fences(&[7]), (&[][..], &[7][..]));
+    }
+
+    #[test]
+    fn flaky_first_round_restarts_from_all_fences_with_double_iterations() {
+        let lies_in_round_0 = |q: &Query| q.round == 0 && q.phase != Phase::Stable;
+        let mut mock = Mock::new(|q: &Query| lies_in_round_0(q) || has_all(q, &[1, 3]));
+        let insertion = run(&mut mock, &[0, 1, 2, 3]);
+        let round0: Vec<&Query> = mock.queries.iter().filter(|q| q.round == 0).collect();
+        assert_eq!(round0.last().unwrap().phase, Phase::Stable);
+        assert_eq!(round0.last().unwrap().fences, Vec::<usize>::new());
+        let round1: Vec<&Query> = mock.queries.iter().filter(|q| q.round == 1).collect();
+        assert_eq!(
+            round1[0],
+            &query(round0.len(), Phase::Binary, 1, Some(64), &[2, 3])
+        );
+        assert_eq!(round1[1].fences, vec![0, 1]);
+        assert!(round1
+            .iter()
+            .all(|q| q.iterations == Some(64) || q.phase == Phase::Stable));
+        let expected = Insertion {
+            fences: vec![1, 3],
+            rounds: 2,
+            final_iterations: 64,
+            queries: mock.queries.len(),
+            stable: true,
+        };
+        assert_eq!(insertion, expected);
+    }
+
+    #[test]
+    fn round_limit_returns_unstable() {
+        let mut mock = Mock::new(|q: &Query| q.phase != Phase::Stable);
+        let Ok(insertion) = empirical_fence_insertion(&mut mock, &[0, 1, 2], 32, 3);
+        let expected = Insertion {
+            fences: vec![],
+            rounds: 3,
+            final_iterations: 128,
+            queries: mock.queries.len(),
+            stable: false,
+        };
+        assert_eq!(insertion, expected);
+        let stability = mock.queries.iter().filter(|q| q.phase == Phase::Stable);
+        assert_eq!(stability.count(), 3);
+    }
+
+    #[test]
+    fn zero_max_rounds_runs_one_round() {
+        let mut mock = Mock::new(|_: &Query| false);
+        let Ok(insertion) = empirical_fence_insertion(&mut mock, &[0], 32, 0);
+        assert_eq!(insertion.rounds, 1);
+        assert!(!insertion.stable);
+    }
+
+    #[test]
+    fn no_candidates_still_checks_stability() {
+        let mut mock = Mock::new(|_: &Query| true);
+        let insertion = run(&mut mock, &[]);
+        assert_eq!(mock.queries, vec![query(0, Phase::Stable, 0, None, &[])]);
+        assert_eq!(insertion.fences, Vec::<usize>::new());
+        assert!(insertion.stable);
+    }
+
+    #[test]
+    fn one_candidate_goes_straight_to_linear() {
+        let mut mock = Mock::new(needs(&[9]));
+        let insertion = run(&mut mock, &[9]);
+        let expected = vec![
+            query(0, Phase::Linear, 0, Some(32), &[]),
+            query(1, Phase::Stable, 0, None, &[9]),
+        ];
+        assert_eq!(mock.queries, expected);
+        assert_eq!(insertion.fences, vec![9]);
+    }
+
+    #[test]
+    fn candidates_are_sorted_and_deduplicated() {
+        let mut mock = Mock::new(needs(&[2]));
+        run(&mut mock, &[4, 2, 0, 3, 1, 2]);
+        assert_eq!(mock.queries[0].fences, vec![2, 3, 4]);
+    }
+
+    struct Failing {
+        fail_at: usize,
+        asked: usize,
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Interrupted(usize);
+
+    impl FenceChecker for Failing {
+        type Error = Interrupted;
+
+        fn check(&mut self, query: &Query) -> Result<bool, Interrupted> {
+            self.asked += 1;
+            if query.index == self.fail_at {
+                return Err(Interrupted(query.index));
+            }
+            Ok(false)
+        }
+    }
+
+    #[test]
+    fn checker_errors_propagate_and_stop_the_search() {
+        let mut checker = Failing {
+            fail_at: 2,
+            asked: 0,
+        };
+        let result = empirical_fence_insertion(&mut checker, &[0, 1, 2, 3], 32, 4);
+        assert_eq!(result, Err(Interrupted(2)));
+        assert_eq!(checker.asked, 3);
+    }
+
+    /// An arbitrary but deterministic answer, so that runs take an irregular path.
+    fn scrambled(query: &Query) -> bool {
+        let sum: usize = query.fences.iter().map(|f| f * 7 + 3).sum();
+        !(sum + query.index + query.round as usize).is_multiple_of(3)
+    }
+
+    #[test]
+    fn same_answers_give_same_queries() {
+        let all: Vec<usize> = (0..13).collect();
+        let mut first = Mock::new(scrambled);
+        let mut second = Mock::new(scrambled);
+        let a = empirical_fence_insertion(&mut first, &all, 32, 6);
+        let b = empirical_fence_insertion(&mut second, &all, 32, 6);
+        assert_eq!(a, b);
+        assert_eq!(first.queries, second.queries);
+        assert!(first.queries.len() > 10);
+    }
+
+    #[test]
+    fn answers_replayed_by_index_give_same_queries() {
+        let all: Vec<usize> = (0..13).collect();
+        let mut live = Mock::new(scrambled);
+        let Ok(expected) = empirical_fence_insertion(&mut live, &all, 32, 6);
+        let journal: Vec<bool> = live.queries.iter().map(scrambled).collect();
+        let mut replay = Mock::new(|q: &Query| journal[q.index]);
+        let Ok(replayed) = empirical_fence_insertion(&mut replay, &all, 32, 6);
+        assert_eq!(replayed, expected);
+        assert_eq!(replay.queries, live.queries);
+    }
+
+    #[test]
+    fn phase_names_round_trip() {
+        for phase in [Phase::Binary, Phase::Linear, Phase::Stable] {
+            assert_eq!(phase.to_string().parse::<Phase>(), Ok(phase));
+            let json = serde_json::to_string(&phase).unwrap();
+            assert_eq!(json, format!("\"{phase}\""));
+        }
+        let err = "Binary".parse::<Phase>().unwrap_err();
+        assert_eq!(err, ParsePhaseError("Binary".into()));
+    }
+
+    #[test]
+    fn query_serialises() {
+        let q = query(3, Phase::Stable, 1, None, &[4, 5]);
+        let json = serde_json::to_string(&q).unwrap();
+        let expected = r#"{"index":3,"phase":"stable","round":1,"iterations":null,"fences":[4,5]}"#;
+        assert_eq!(json, expected);
+        assert_eq!(serde_json::from_str::<Query>(&json).unwrap(), q);
+    }
+}

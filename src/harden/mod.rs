@@ -1,0 +1,10 @@
+//! Hardening: find an empirically minimal set of fences that removes an application's
+//! weak-memory errors, and show it as source changes.
+//!
+//! - [`algorithm`]: the paper's Algorithm 1 (empirical fence insertion), generic over how a fence
+//!   set is checked, so that it can be tested with mock checkers and resumed from a journal;
+//! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
+//!   diff that `git apply` and `patch -p1` accept.
+
+pub mod algorithm;
+pub mod patch;
