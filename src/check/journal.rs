@@ -145,7 +145,10 @@ fn field_names<R: DeserializeOwned>() -> Vec<&'static str> {
     struct Names(Vec<&'static str>);
     impl<'de> serde::Deserializer<'de> for &mut Names {
         type Error = serde::de::value::Error;
-        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
             Err(serde::de::Error::custom("names only"))
         }
         fn deserialize_struct<V: serde::de::Visitor<'de>>(
@@ -203,7 +206,10 @@ fn truncate_partial_row(path: &Path) -> Result<(), JournalError> {
         return Ok(());
     }
     let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new().write(true).open(path).map_err(io(path))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
     file.set_len(keep as u64).map_err(io(path))
 }
 
@@ -248,7 +254,10 @@ mod tests {
     fn an_existing_journal_is_never_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1).unwrap().append(&row(0)).unwrap();
+        Journal::<Row>::create(&path, &1)
+            .unwrap()
+            .append(&row(0))
+            .unwrap();
         let error = Journal::<Row>::create(&path, &1).err().unwrap();
         assert!(error.to_string().contains("--resume"), "{error}");
         assert_eq!(read_rows::<Row>(&path).unwrap(), [row(0)]);
@@ -258,7 +267,10 @@ mod tests {
     fn a_row_cut_short_by_a_kill_is_dropped_on_resume() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1).unwrap().append(&row(0)).unwrap();
+        Journal::<Row>::create(&path, &1)
+            .unwrap()
+            .append(&row(0))
+            .unwrap();
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(b"1,fa").unwrap();
         let (_, _, rows) = Journal::<Row>::resume::<u32>(&path).unwrap();
@@ -270,10 +282,16 @@ mod tests {
     fn a_corrupt_row_names_its_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1).unwrap().append(&row(0)).unwrap();
+        Journal::<Row>::create(&path, &1)
+            .unwrap()
+            .append(&row(0))
+            .unwrap();
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(b"x,pass,\n").unwrap();
-        let error = Journal::<Row>::resume::<u32>(&path).err().unwrap().to_string();
+        let error = Journal::<Row>::resume::<u32>(&path)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains("line 3"), "{error}");
     }
 }

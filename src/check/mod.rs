@@ -7,12 +7,19 @@
 //! [`journal`] (the CSV every run is appended to) and [`driver`] (the check loop, resumable).
 
 pub mod calibrate;
+pub mod driver;
 pub mod executor;
+pub mod journal;
 pub mod local;
 pub mod outcome;
 pub mod spec;
+pub mod supervisor;
+pub mod worker;
 
+pub use driver::{run_check, CheckMeta, Stop, Tally};
 pub use executor::{ExecError, Executor};
+pub use journal::Journal;
 pub use local::LocalExecutor;
 pub use outcome::{Outcome, RunRecord};
 pub use spec::{BackendName, CalibrationRequest, Fences, RunRequest, SimModel, Target};
+pub use supervisor::{Supervisor, WorkerCommand};

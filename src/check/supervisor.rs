@@ -80,16 +80,18 @@ impl Supervisor {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| {
-                ExecError::Worker(format!("cannot start {}: {e}", self.command.program.display()))
+                ExecError::Worker(format!(
+                    "cannot start {}: {e}",
+                    self.command.program.display()
+                ))
             })?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let (send, answers) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(line) if send.send(line).is_ok() => {}
-                    _ => break,
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
                 }
             }
         });

@@ -31,7 +31,9 @@ pub enum Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Answer {
-    Ready { provenance: String },
+    Ready {
+        provenance: String,
+    },
     Calibrated(Calibration),
     Record(RunRecord),
     /// A problem that is not a run's outcome (the app cannot be built, the backend not opened).
@@ -71,7 +73,11 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                 }
             },
         };
-        writeln!(output, "{}", serde_json::to_string(&answer).expect("answers serialise"))?;
+        writeln!(
+            output,
+            "{}",
+            serde_json::to_string(&answer).expect("answers serialise")
+        )?;
         output.flush()?;
         if stop {
             break;
