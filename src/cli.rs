@@ -1,9 +1,12 @@
 //! The command line: only the clap definitions, no behaviour.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpuwmm::apps::Size;
+use gpuwmm::env::Environment;
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,14 +43,151 @@ pub enum Command {
     Litmus(LitmusArgs),
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
     Tune(NotYet),
-    /// Run an application under stress and check its post-condition, for a duration or a run count.
-    Check(NotYet),
+    /// Run an application under stress and check its post-condition, for a run count or a duration.
+    ///
+    /// Each run adds a random 15–50% of the app's blocks as stressing blocks (for `sys-str`,
+    /// `rand-str`, `cache-str`), with stress calibrated to last about 10× the app's kernel, and
+    /// with `+` gives blocks and warps random ids. Runs execute in a worker process: a hung kernel
+    /// is recorded as `timeout`, a fault or a dying worker as `crash`, and the check goes on.
+    /// Every run is appended to a CSV journal under results/check/, which `--resume` continues
+    /// and `gpuwmm replay` re-runs from.
+    #[command(after_help = "Examples:
+  gpuwmm check cbe-dot --env sys-str+ --runs 1000
+  gpuwmm check sdk-red-nf --env no-str- --duration 2m --backend cuda
+  gpuwmm check cbe-dot --env sys-str+ --runs 1000 --resume     # continue an interrupted check
+  gpuwmm check cbe-dot --fences 2 --runs 500                    # with a fence at site 2 (`gpuwmm ptx sites`)")]
+    Check(CheckArgs),
     /// Find a minimal set of fences that makes an application stable under stress.
     Harden(NotYet),
     /// Measure runtime and energy of no, empirical and conservative fences.
     Cost(NotYet),
     /// List the applications gpuwmm knows: name, idiom, post-condition.
     Apps(AppsArgs),
+    /// Internal: the worker process of `check` and `harden` (JSON lines on stdin and stdout).
+    #[command(hide = true)]
+    Worker,
+}
+
+/// What app runs where, and how: shared by `check`, `harden` and `campaign`.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Also load a bring-your-own app: a folder with `kernel.cu` and `app.toml` (see apps/README.md).
+    #[arg(long)]
+    pub app_dir: Option<PathBuf>,
+    /// Input size: `sim` (small) or `gpu`; default `gpu` on a GPU and `sim` on the simulator.
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<Size>,
+    /// The fence instruction inserted at fence sites.
+    #[arg(long, default_value_t = FenceKind::ScGpu, value_parser = parse_fence_kind)]
+    pub fence_kind: FenceKind,
+    /// One fence site per source line, or one per PTX access instruction.
+    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
+    pub granularity: GranularityArg,
+    /// A kernel still running after this long is a timeout (e.g. 30s, 2m).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Stress lasts about this many times the app's kernel (calibrated per environment).
+    #[arg(long, default_value_t = 10.0)]
+    pub stress_factor: f64,
+    /// A stress profile (TOML) to use instead of tuning/<chip>.toml.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Simulator only: thread-instructions per launch before it counts as a timeout.
+    #[arg(long)]
+    pub sim_budget: Option<u64>,
+    /// Run in this process instead of a supervised worker (starts faster, but a crash ends it).
+    #[arg(long)]
+    pub in_process: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// When a check stops.
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false)]
+pub struct StopArgs {
+    /// Stop after this many runs (default 1000 when --duration is not given).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Stop once the runs took this long (e.g. 90s, 10m, 1h); a resumed check counts the
+    /// time already spent.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+/// Where the journal goes.
+#[derive(Debug, Args)]
+pub struct JournalArgs {
+    /// The CSV journal (default: results/<command>/<app>-<env>-<backend>-seed<seed>.csv).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Continue the check recorded in the journal, from the run after the last one recorded.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The application (`gpuwmm apps` lists them).
+    pub app: String,
+    /// The testing environment: no-str, sys-str, rand-str or cache-str, then + (thread
+    /// randomisation) or -.
+    #[arg(long, default_value = "sys-str+", value_parser = parse_env)]
+    pub env: Environment,
+    /// Which fences: `as-is` (the app unchanged), `all`, `none`, or site ids from `gpuwmm ptx
+    /// sites` (`0,2,5-7`), inserted in addition to fences the app has.
+    #[arg(long, default_value = "as-is")]
+    pub fences: String,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub journal: JournalArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+fn parse_env(s: &str) -> Result<Environment, String> {
+    s.parse()
+}
+
+fn parse_size(s: &str) -> Result<Size, String> {
+    s.parse()
+}
+
+/// Parses `90s`, `10m`, `1h`, `1h30m`, `500ms`, or a number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration '{s}' (expected e.g. 30s, 10m, 1h, 1h30m, 500ms)");
+    let text = s.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        return (seconds >= 0.0)
+            .then(|| Duration::from_secs_f64(seconds))
+            .ok_or_else(bad);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(bad)?;
+        let value: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::from_secs_f64(value * scale);
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() && text != "0s" {
+        return Err(bad());
+    }
+    Ok(total)
 }
 
 #[derive(Debug, Args)]
@@ -230,4 +370,28 @@ impl From<GranularityArg> for Granularity {
 
 fn parse_fence_kind(s: &str) -> Result<FenceKind, String> {
     s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let s = Duration::from_secs;
+        assert_eq!(parse_duration("90s"), Ok(s(90)));
+        assert_eq!(parse_duration("10m"), Ok(s(600)));
+        assert_eq!(parse_duration("1h30m"), Ok(s(5400)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        for bad in ["", "h", "10x", "-3", "1h-2m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

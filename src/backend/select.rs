@@ -68,3 +68,44 @@ pub fn provenance(backend: &dyn Backend) -> String {
         BackendKind::Cuda => format!("backend: {} (driver {})", info.name, info.driver),
     }
 }
+
+/// The backend a choice would open, and its device, without opening it (no CUDA context is
+/// created): a supervisor uses this to pick the stress profile and the input size while its
+/// worker process owns the GPU.
+pub struct Probed {
+    pub kind: BackendKind,
+    pub info: super::DeviceInfo,
+    /// Set when `Auto` would fall back to the simulator.
+    pub fallback_reason: Option<String>,
+}
+
+/// Finds what [`open_backend`] would open for `choice`.
+pub fn probe_backend(choice: Choice, sim: &SimConfig) -> Result<Probed, BackendError> {
+    let simulated = |fallback_reason| Probed {
+        kind: BackendKind::Sim,
+        info: SimBackend::new(sim.clone()).info().clone(),
+        fallback_reason,
+    };
+    let gpu = || -> Result<Probed, BackendError> {
+        let info = super::cuda::list_devices()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| BackendError::NoDevice("the driver lists no GPU".into()))?;
+        Ok(Probed {
+            kind: BackendKind::Cuda,
+            info,
+            fallback_reason: None,
+        })
+    };
+    match choice {
+        Choice::Sim => Ok(simulated(None)),
+        Choice::Cuda => gpu(),
+        Choice::Auto => match gpu() {
+            Ok(p) => Ok(p),
+            Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
+                Ok(simulated(Some(e.to_string())))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}

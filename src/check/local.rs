@@ -273,6 +273,12 @@ impl Default for Measured {
     }
 }
 
+/// `x` rounded to `digits` decimals (journals need no nanosecond noise).
+fn round_to(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
 /// Maps an app run's result to an outcome and a reason.
 fn classify(result: Result<Verdict, AppError>) -> (Outcome, String) {
     match result {
@@ -395,8 +401,8 @@ impl Executor for LocalExecutor {
             stress_iterations: iterations,
             outcome: m.outcome,
             reason: m.reason,
-            kernel_us: m.kernel_seconds * 1e6,
-            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            kernel_us: round_to(m.kernel_seconds * 1e6, 1),
+            wall_ms: round_to(start.elapsed().as_secs_f64() * 1e3, 3),
         })
     }
 }

@@ -72,6 +72,7 @@ pub const DEFAULT_STRESS_FACTOR: f64 = 10.0;
 #[serde(rename_all = "lowercase")]
 pub enum Fences {
     /// The app's own PTX, unchanged.
+    #[serde(rename = "as-is")]
     AsIs,
     /// A fence after each of these fence sites (ids from `gpuwmm ptx sites`, in the target's
     /// granularity), in addition to the fences the app already has.

@@ -1,9 +1,12 @@
 //! One module per subcommand; each turns parsed arguments into library calls and prints results.
 
 mod apps;
+mod check;
 mod devices;
 mod litmus;
 mod ptx;
+mod target;
+mod worker;
 
 use crate::cli::{BackendArgs, BackendChoice, Command, SimModelArg};
 use gpuwmm::backend::select::{open_backend, Choice, Opened};
@@ -48,10 +51,11 @@ pub fn run(command: Command) -> Outcome {
         Command::Devices => devices::run(),
         Command::Litmus(args) => litmus::run(&args),
         Command::Tune(_) => not_yet("tune", "the tuning issue"),
-        Command::Check(_) => not_yet("check", "the check-and-harden issue"),
+        Command::Check(args) => check::run(&args),
         Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
         Command::Cost(_) => not_yet("cost", "the cost issue"),
         Command::Apps(args) => apps::run(&args),
+        Command::Worker => worker::run(),
     }
 }
 

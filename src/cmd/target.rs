@@ -1,0 +1,107 @@
+//! Turning the shared target options into a [`Target`] and an executor, for `check`, `harden`,
+//! `campaign` and `replay`.
+
+use super::Failure;
+use crate::cli::{BackendArgs, BackendChoice, SimModelArg, TargetArgs};
+use gpuwmm::apps::Size;
+use gpuwmm::backend::select::{probe_backend, Choice, Probed};
+use gpuwmm::backend::sim::{MemoryModel, SimConfig};
+use gpuwmm::backend::BackendKind;
+use gpuwmm::check::{
+    BackendName, Executor, LocalExecutor, SimModel, Supervisor, Target, WorkerCommand,
+};
+use gpuwmm::profile::{self, StressProfile};
+
+/// A target and where its stress profile came from.
+pub struct Resolved {
+    pub target: Target,
+    pub profile_source: String,
+}
+
+/// Resolves `auto`, the input size and the stress profile for `app`.
+pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
+    let probed = probe(&args.backend)?;
+    if let Some(reason) = &probed.fallback_reason {
+        eprintln!("note: running on the simulator: {reason}");
+    }
+    let (profile, profile_source) = match &args.profile {
+        Some(path) => (
+            StressProfile::load(path).map_err(Failure::bad_input)?,
+            path.display().to_string(),
+        ),
+        None => {
+            profile::resolve(&profile::default_dir(), &probed.info).map_err(Failure::bad_input)?
+        }
+    };
+    let (backend, size) = match probed.kind {
+        BackendKind::Sim => (BackendName::Sim, Size::Sim),
+        BackendKind::Cuda => (BackendName::Cuda, Size::Gpu),
+    };
+    let target = Target {
+        app: app.to_string(),
+        app_dir: args.app_dir.clone(),
+        size: args.size.unwrap_or(size),
+        backend,
+        sim_model: match args.backend.sim_model {
+            SimModelArg::Weak => SimModel::Weak,
+            SimModelArg::Sc => SimModel::Sc,
+        },
+        fence_kind: args.fence_kind,
+        granularity: args.granularity.into(),
+        profile,
+        deadline_ms: args.deadline.as_millis().max(1) as u64,
+        stress_factor: args.stress_factor,
+        sim_budget: args.sim_budget,
+    };
+    Ok(Resolved {
+        target,
+        profile_source,
+    })
+}
+
+fn probe(args: &BackendArgs) -> Result<Probed, Failure> {
+    let choice = match args.backend {
+        BackendChoice::Auto => Choice::Auto,
+        BackendChoice::Cuda => Choice::Cuda,
+        BackendChoice::Sim => Choice::Sim,
+    };
+    let model = match args.sim_model {
+        SimModelArg::Weak => MemoryModel::Weak,
+        SimModelArg::Sc => MemoryModel::Sc,
+    };
+    Ok(probe_backend(choice, &SimConfig::new(model, args.seed))?)
+}
+
+/// The executor for `target`: a supervised worker process (this binary's hidden `worker`
+/// subcommand), or this process with `in_process`.
+pub fn executor(target: &Target, in_process: bool) -> Result<Box<dyn Executor>, Failure> {
+    // Find and compile the app here first, so that a bad name or source is reported as such.
+    gpuwmm::check::local::target_sites(target).map_err(Failure::bad_input)?;
+    if in_process {
+        return Ok(Box::new(
+            LocalExecutor::open(target).map_err(setup_failure)?,
+        ));
+    }
+    let program = std::env::current_exe()?;
+    let command = WorkerCommand {
+        program,
+        args: vec!["worker".to_string()],
+        env: Vec::new(),
+    };
+    Ok(Box::new(
+        Supervisor::start(target, command).map_err(setup_failure)?,
+    ))
+}
+
+/// An app that cannot be found or built is bad input; anything else a failure.
+pub fn setup_failure(error: gpuwmm::check::ExecError) -> Failure {
+    use gpuwmm::apps::AppError;
+    use gpuwmm::check::ExecError;
+    match &error {
+        ExecError::App(
+            AppError::UnknownApp { .. } | AppError::Manifest(_) | AppError::Compile { .. },
+        )
+        | ExecError::NoSuchSite { .. } => Failure::bad_input(error),
+        _ => Failure::from(error),
+    }
+}
