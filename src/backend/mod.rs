@@ -138,6 +138,10 @@ pub enum BackendError {
     BadLaunch(String),
     #[error("kernel did not finish within {0:?}")]
     Timeout(Duration),
+    /// The simulator's way of not finishing: the instruction budget ran out, or every thread
+    /// waits at a barrier or rendezvous that cannot complete.
+    #[error("kernel did not finish on the simulator: {0}")]
+    Hang(String),
     #[error("kernel fault: {0}")]
     Fault(String),
     #[error("the simulator does not support `{instruction}` (PTX line {line})")]
@@ -149,7 +153,7 @@ pub enum BackendError {
 impl BackendError {
     /// A hung kernel (deadline or instruction budget exceeded).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, BackendError::Timeout(_))
+        matches!(self, BackendError::Timeout(_) | BackendError::Hang(_))
     }
 }
 

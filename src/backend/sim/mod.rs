@@ -19,7 +19,7 @@
 //! All blocks are resident. Each step picks a runnable *thread* uniformly at random and runs it
 //! for `1..=max_quantum` instructions (see `sched.rs`). A launch that executes more than
 //! `instruction_budget` thread-instructions, or whose threads all wait on a barrier or warp
-//! rendezvous that cannot complete, ends in [`BackendError::Timeout`]. Out-of-bounds, unmapped or
+//! rendezvous that cannot complete, ends in [`BackendError::Hang`]. Out-of-bounds, unmapped or
 //! misaligned accesses, integer division by zero and `trap` end it in [`BackendError::Fault`].
 //!
 //! # Memory models
@@ -127,7 +127,7 @@ pub struct SimConfig {
     pub model: MemoryModel,
     /// Seeds scheduling and the memory model; the same seed replays the same executions.
     pub seed: u64,
-    /// Thread-instructions per launch before it ends in [`BackendError::Timeout`].
+    /// Thread-instructions per launch before it ends in [`BackendError::Hang`].
     pub instruction_budget: u64,
     /// Weak model: let weak loads return stale values from a per-block cache.
     pub stale_loads: bool,

@@ -182,9 +182,14 @@ impl<'a> Machine<'a> {
         let mut steps = 0u64;
         while !self.runnable.is_empty() {
             steps += 1;
-            if self.executed > self.cfg.instruction_budget
-                || (steps.is_multiple_of(4096) && start.elapsed() > deadline)
-            {
+            if self.executed > self.cfg.instruction_budget {
+                return Err(BackendError::Hang(format!(
+                    "{} thread-instructions executed, more than the budget of {} (a hang or a \
+                     livelock)",
+                    self.executed, self.cfg.instruction_budget
+                )));
+            }
+            if steps.is_multiple_of(4096) && start.elapsed() > deadline {
                 return Err(BackendError::Timeout(start.elapsed()));
             }
             let i = self.rng.random_range(0..self.runnable.len());
@@ -223,7 +228,10 @@ impl<'a> Machine<'a> {
         }
         if self.threads.iter().any(|t| t.state != State::Exited) {
             // Threads wait at a barrier or rendezvous that can never complete: a hang.
-            return Err(BackendError::Timeout(start.elapsed()));
+            return Err(BackendError::Hang(
+                "every thread left waits at a barrier or warp rendezvous that cannot complete"
+                    .into(),
+            ));
         }
         let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
         Ok((self.executed, longest))

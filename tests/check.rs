@@ -1,0 +1,318 @@
+//! `gpuwmm check` end to end on the simulator: journal, resume after SIGKILL, timeouts and
+//! crashes recorded as outcomes while the check goes on, and clean errors for bad input.
+//!
+//! Needs NVRTC (scripts/setup-cuda-tools.sh), no GPU. Figures are the simulator's.
+
+use gpuwmm::check::journal::{read_meta, read_rows};
+use gpuwmm::check::{CheckMeta, Outcome, RunRecord};
+use gpuwmm::toolchain::tools_for_tests;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn gpuwmm(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
+    command.current_dir(dir);
+    command
+}
+
+fn broken_app() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/broken")
+}
+
+fn run(command: &mut Command) -> Output {
+    let output = command.output().expect("gpuwmm runs");
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn rows(path: &Path) -> Vec<RunRecord> {
+    read_rows(path).unwrap()
+}
+
+fn numbers(rows: &[RunRecord]) -> Vec<u64> {
+    rows.iter().map(|r| r.run).collect()
+}
+
+#[test]
+fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(gpuwmm(dir.path()).args([
+        "check",
+        "cbe-dot",
+        "--env",
+        "sys-str+",
+        "--runs",
+        "200",
+        "--backend",
+        "sim",
+    ]));
+    assert!(output.status.success());
+    let text = stdout(&output);
+    let journal = dir
+        .path()
+        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    let rows = rows(&journal);
+    assert_eq!(numbers(&rows), (0..200).collect::<Vec<_>>());
+    let fails = rows.iter().filter(|r| r.outcome == Outcome::Fail).count();
+    assert!(fails > 10, "{fails} failures in 200 runs");
+    assert!(text.contains("effective"), "{text}");
+    assert!(
+        text.contains("simulator"),
+        "results must say they come from the simulator: {text}"
+    );
+    let meta: CheckMeta = read_meta(&journal).unwrap();
+    assert!(meta.stress_iterations > 0 && meta.calibration.is_some());
+    assert!(rows
+        .iter()
+        .all(|r| r.stress_iterations == meta.stress_iterations));
+    // 4 sim-size blocks: 15-50% gives one or two stressing blocks.
+    assert!(rows
+        .iter()
+        .all(|r| r.stress_blocks == "1" || r.stress_blocks == "2"));
+}
+
+#[test]
+fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(gpuwmm(dir.path()).args([
+        "check",
+        "cbe-dot",
+        "--env",
+        "sys-str+",
+        "--runs",
+        "200",
+        "--backend",
+        "sim",
+        "--fences",
+        "all",
+    ]));
+    assert!(output.status.success());
+    let journal = dir
+        .path()
+        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    let rows = rows(&journal);
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass));
+}
+
+#[test]
+fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("broken.csv");
+    let output = run(gpuwmm(dir.path())
+        .args([
+            "check",
+            "broken",
+            "--env",
+            "no-str+",
+            "--runs",
+            "60",
+            "--backend",
+            "sim",
+        ])
+        .args([
+            "--sim-budget",
+            "200000",
+            "--journal",
+            "broken.csv",
+            "--app-dir",
+        ])
+        .arg(broken_app()));
+    assert!(output.status.success());
+    let rows = rows(&journal);
+    assert_eq!(numbers(&rows), (0..60).collect::<Vec<_>>());
+    let count = |o| rows.iter().filter(|r| r.outcome == o).count();
+    assert!(count(Outcome::Timeout) > 0 && count(Outcome::Crash) > 0 && count(Outcome::Pass) > 0);
+    assert_eq!(count(Outcome::Fail), 0);
+    for r in &rows {
+        match r.outcome {
+            Outcome::Timeout => assert!(r.reason.contains("budget"), "{}", r.reason),
+            Outcome::Crash => assert!(r.reason.contains("fault"), "{}", r.reason),
+            _ => assert!(r.reason.is_empty()),
+        }
+    }
+    let text = stdout(&output);
+    assert!(
+        text.contains(&format!("timeout {}", count(Outcome::Timeout))),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_worker_that_dies_is_a_crash_and_a_fresh_worker_takes_over() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(gpuwmm(dir.path())
+        .env(gpuwmm::check::worker::ABORT_ON_RUN_VAR, "3")
+        .args([
+            "check",
+            "cbe-dot",
+            "--env",
+            "no-str-",
+            "--runs",
+            "10",
+            "--backend",
+            "sim",
+        ])
+        .args(["--journal", "j.csv"]));
+    assert!(output.status.success());
+    let rows = rows(&dir.path().join("j.csv"));
+    assert_eq!(numbers(&rows), (0..10).collect::<Vec<_>>());
+    assert_eq!(rows[3].outcome, Outcome::Crash);
+    assert!(rows[3].reason.contains("worker died"), "{}", rows[3].reason);
+}
+
+/// Waits until `path` holds at least `lines` lines.
+fn wait_for_lines(path: &Path, lines: usize) {
+    let start = Instant::now();
+    while std::fs::read_to_string(path).map_or(0, |t| t.lines().count()) < lines {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "journal did not grow"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.csv");
+    let args = [
+        "check",
+        "cbe-dot",
+        "--env",
+        "sys-str+",
+        "--backend",
+        "sim",
+        "--journal",
+        "j.csv",
+    ];
+    let mut child = gpuwmm(dir.path())
+        .args(args)
+        .args(["--runs", "1000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&journal, 40);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = rows(&journal);
+    let recorded = before.len() as u64;
+    assert!(recorded >= 39);
+    let output = run(gpuwmm(dir.path()).args(args).args([
+        "--runs",
+        &(recorded + 50).to_string(),
+        "--resume",
+    ]));
+    assert!(output.status.success());
+    let after = rows(&journal);
+    assert_eq!(&after[..before.len()], &before[..], "recorded runs changed");
+    assert_eq!(numbers(&after), (0..recorded + 50).collect::<Vec<_>>());
+    assert!(stdout(&output).contains(&format!("runs {}", recorded + 50)));
+}
+
+#[test]
+fn an_existing_journal_is_not_overwritten_without_resume() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "check",
+        "cbe-dot",
+        "--env",
+        "no-str-",
+        "--runs",
+        "5",
+        "--backend",
+        "sim",
+    ];
+    assert!(run(gpuwmm(dir.path()).args(args)).status.success());
+    let journal = dir
+        .path()
+        .join("results/check/cbe-dot-no-str--sim-seed1.csv");
+    let before = std::fs::read(&journal).unwrap();
+    let again = run(gpuwmm(dir.path()).args(args));
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
+    assert_eq!(std::fs::read(&journal).unwrap(), before);
+    // Resuming with another app is refused too.
+    let other = run(gpuwmm(dir.path())
+        .args([
+            "check",
+            "cbe-ht",
+            "--env",
+            "no-str-",
+            "--backend",
+            "sim",
+            "--resume",
+        ])
+        .args(["--journal", journal.to_str().unwrap()]));
+    assert_eq!(other.status.code(), Some(2));
+    assert_eq!(std::fs::read(&journal).unwrap(), before);
+}
+
+#[test]
+fn bad_input_is_exit_code_2_with_a_message_that_says_what_is_wrong() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "chip = 'x'\npatch_words = 0\n").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["check", "no-such-app", "--backend", "sim"],
+            "unknown application",
+        ),
+        (
+            &["check", "cbe-dot", "--env", "sys-str", "--backend", "sim"],
+            "sys-str+",
+        ),
+        (
+            &[
+                "check",
+                "cbe-dot",
+                "--backend",
+                "sim",
+                "--profile",
+                "bad.toml",
+            ],
+            "bad.toml",
+        ),
+        (
+            &["check", "cbe-dot", "--backend", "sim", "--fences", "99"],
+            "99",
+        ),
+    ];
+    for (args, needle) in cases {
+        let output = run(gpuwmm(dir.path()).args(args));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    assert!(
+        !dir.path().join("results").exists(),
+        "nothing is written on bad input"
+    );
+}
