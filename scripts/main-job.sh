@@ -2,8 +2,8 @@
 # The main job, from a fresh checkout: install the CUDA tools if needed, build, and run gpuwmm on
 # the GPU if there is one, else on the simulator (results from the simulator say so).
 #
-# Today it lists the devices, shows where fences could go in cbe-dot, and runs the MP litmus
-# test without and with fences. It grows with the drivers (check, harden).
+# It lists the devices, shows where fences could go in cbe-dot, runs the MP litmus test without
+# and with fences, and checks cbe-dot under sys-str+ (journal under results/main-job/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
@@ -22,3 +22,8 @@ echo "== MP litmus, no fences (seed $seed)"
 echo
 echo "== MP litmus, fence.sc.gpu in both threads (seed $seed)"
 "$gpuwmm" litmus mp --iterations 10000 --seed "$seed" --fence-t0 fence.sc.gpu --fence-t1 fence.sc.gpu
+echo
+echo "== check cbe-dot under sys-str+ (seed $seed)"
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+"$gpuwmm" check cbe-dot --env sys-str+ --runs 1000 --seed "$seed" \
+    --journal "results/main-job/check-cbe-dot-$stamp.csv"
