@@ -13,10 +13,24 @@ fn main() -> ExitCode {
         // A reader that stops early (`gpuwmm apps | head`) is not an error.
         Err(failure) if is_broken_pipe(&failure.error) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {:#}", failure.error);
+            eprintln!("error: {}", error_text(&failure.error));
             ExitCode::from(failure.exit_code)
         }
     }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose text an outer message
+/// already includes (many errors show their source in their own message).
+fn error_text(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

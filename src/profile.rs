@@ -54,7 +54,7 @@ pub struct Provenance {
 /// A profile that cannot be used.
 #[derive(Debug, Error)]
 pub enum ProfileError {
-    #[error("cannot read tuning file {}: {source}", .path.display())]
+    #[error("cannot read tuning file {}", .path.display())]
     Io {
         path: PathBuf,
         #[source]

@@ -53,7 +53,7 @@ fn missing_file_and_unknown_kind_exit_2() {
 
 #[test]
 fn unbuilt_subcommands_say_so_and_fail() {
-    for command in ["tune", "check", "harden", "cost"] {
+    for command in ["tune", "harden", "cost"] {
         let out = gpuwmm(&[command]);
         assert_eq!(out.status.code(), Some(3), "{command}");
         assert!(
@@ -186,4 +186,13 @@ fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
     let out = gpuwmm(&["apps", "--app-dir", "no/such/dir"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no/such/dir"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_app_dir_reports_the_io_error_once() {
+    let out = gpuwmm(&["apps", "--app-dir", "/nonexistent-gpuwmm-app"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(text.contains("/nonexistent-gpuwmm-app/app.toml"), "{text}");
+    assert_eq!(text.matches("No such file").count(), 1, "{text}");
 }

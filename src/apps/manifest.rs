@@ -29,7 +29,7 @@ pub const MAX_BUFFER_BYTES: i64 = 1 << 31;
 /// A manifest that could not be read, with the file it came from.
 #[derive(Debug, Error)]
 pub enum ManifestError {
-    #[error("{}: {source}", .file.display())]
+    #[error("cannot read {}", .file.display())]
     Io {
         file: PathBuf,
         #[source]

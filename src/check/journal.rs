@@ -16,7 +16,7 @@ use thiserror::Error;
 /// A journal that cannot be written or read back.
 #[derive(Debug, Error)]
 pub enum JournalError {
-    #[error("{}: {source}", .path.display())]
+    #[error("journal {}", .path.display())]
     Io {
         path: PathBuf,
         #[source]
