@@ -1,0 +1,78 @@
+//! `gpuwmm check` on a real GPU (skipped where there is no CUDA driver; `GPUWMM_REQUIRE_GPU=1`
+//! makes a skip a failure): stressed runs are journaled, a hung kernel becomes `timeout` at the
+//! deadline and a faulting one `crash`, and in both cases a fresh worker takes over.
+//! On a GPU: `GPUWMM_REQUIRE_GPU=1 cargo test --release --test check_gpu -- --nocapture`.
+
+mod common;
+
+use common::gpu;
+use gpuwmm::check::journal::read_rows;
+use gpuwmm::check::{Outcome, RunRecord};
+use gpuwmm::toolchain::tools_for_tests;
+use std::path::Path;
+use std::process::Command;
+
+fn check(dir: &Path, args: &[&str]) -> Vec<RunRecord> {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .current_dir(dir)
+        .args(["check", "--backend", "cuda", "--journal", "j.csv"])
+        .args(args)
+        .output()
+        .unwrap();
+    println!("{}", String::from_utf8_lossy(&output.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{args:?}");
+    read_rows(&dir.join("j.csv")).unwrap()
+}
+
+fn available() -> bool {
+    tools_for_tests().is_some() && gpu().is_some()
+}
+
+#[test]
+fn stressed_runs_of_a_fully_fenced_app_all_pass_on_a_gpu() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rows = check(
+        dir.path(),
+        &[
+            "cbe-dot", "--env", "sys-str+", "--runs", "200", "--fences", "all",
+        ],
+    );
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    assert!(rows
+        .iter()
+        .all(|r| r.kernel_us > 0.0 && !r.stress_blocks.is_empty()));
+}
+
+#[test]
+fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/broken");
+    let rows = check(
+        dir.path(),
+        &[
+            "broken",
+            "--app-dir",
+            app.to_str().unwrap(),
+            "--env",
+            "no-str-",
+            "--runs",
+            "24",
+            "--deadline",
+            "2s",
+        ],
+    );
+    let numbers: Vec<u64> = rows.iter().map(|r| r.run).collect();
+    assert_eq!(numbers, (0..24).collect::<Vec<_>>());
+    let count = |o| rows.iter().filter(|r| r.outcome == o).count();
+    assert!(count(Outcome::Timeout) > 0, "{rows:?}");
+    assert!(count(Outcome::Crash) > 0, "{rows:?}");
+    assert!(count(Outcome::Pass) > 0, "{rows:?}");
+}
