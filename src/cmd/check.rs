@@ -48,16 +48,21 @@ pub fn default_journal(
     backend: &BackendArgs,
 ) -> PathBuf {
     journal.journal.clone().unwrap_or_else(|| {
-        let choice = match backend.backend {
-            BackendChoice::Auto => "auto",
-            BackendChoice::Cuda => "cuda",
-            BackendChoice::Sim => "sim",
-        };
         PathBuf::from(format!(
-            "results/{command}/{app}-{env}-{choice}-seed{}.csv",
+            "results/{command}/{app}-{env}-{}-seed{}.csv",
+            backend_name(backend.backend),
             backend.seed
         ))
     })
+}
+
+/// The backend as chosen on the command line, for file names.
+pub fn backend_name(choice: BackendChoice) -> &'static str {
+    match choice {
+        BackendChoice::Auto => "auto",
+        BackendChoice::Cuda => "cuda",
+        BackendChoice::Sim => "sim",
+    }
 }
 
 /// One check to start, or to resume from its journal: what `check` runs, and each cell of
