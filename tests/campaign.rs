@@ -50,7 +50,7 @@ fn journal(out: &Path, app: &str, env: &str) -> PathBuf {
     out.join(format!("{app}-{env}.csv"))
 }
 
-/// The rows of `summary.csv`, as (app, env) → the record.
+/// The rows of `summary.csv`, in the order of its cells.
 fn summary_rows(out: &Path) -> Vec<csv::StringRecord> {
     let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
     reader.records().map(Result::unwrap).collect()
