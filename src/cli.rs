@@ -57,6 +57,26 @@ pub enum Command {
   gpuwmm check cbe-dot --env sys-str+ --runs 1000 --resume     # continue an interrupted check
   gpuwmm check cbe-dot --fences 2 --runs 500                    # with a fence at site 2 (`gpuwmm ptx sites`)")]
     Check(CheckArgs),
+    /// Check every app under every environment: the paper's apps × environments matrix.
+    ///
+    /// Each cell is a check (its own stress calibration and journal `<out>/<app>-<env>.csv`,
+    /// which `gpuwmm replay` reads). At the end `summary.csv` (one row per cell) and
+    /// `summary.md` (apps × environments, `*` where the error rate is above 5%, and per
+    /// environment the apps with errors / effective) are written to the out folder, and the
+    /// Markdown is printed.
+    #[command(after_help = "Examples:
+  gpuwmm campaign --apps all --envs all --runs 1000
+  gpuwmm campaign --apps cbe-dot,sdk-red --envs no-str-,sys-str+ --duration 1m --backend sim
+  gpuwmm campaign --apps all --envs all --runs 1000 --resume   # continue an interrupted campaign")]
+    Campaign(CampaignArgs),
+    /// Re-run one run of a check or campaign journal in this process and compare its outcome.
+    ///
+    /// The run gets the same seed, and so the same inputs, stressing blocks, permutations and
+    /// stress locations. The simulator replays a run exactly; on a GPU the interleaving is not
+    /// deterministic, so a replay may differ.
+    #[command(after_help = "Example:
+  gpuwmm replay results/check/cbe-dot-sys-str+-sim-seed1.csv 17")]
+    Replay(ReplayArgs),
     /// Find a minimal set of fences that makes an application stable under stress.
     Harden(NotYet),
     /// Measure runtime and energy of no, empirical and conservative fences.
@@ -69,7 +89,7 @@ pub enum Command {
 }
 
 /// What app runs where, and how: shared by `check`, `harden` and `campaign`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
     /// Also load a bring-your-own app: a folder with `kernel.cu` and `app.toml` (see apps/README.md).
     #[arg(long)]
@@ -144,6 +164,41 @@ pub struct CheckArgs {
     pub journal: JournalArgs,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// The applications: names separated by commas, or `all` (the built-in apps, and the one in
+    /// --app-dir).
+    #[arg(long)]
+    pub apps: String,
+    /// The testing environments: names separated by commas (e.g. `no-str-,sys-str+`), or `all`
+    /// (the paper's eight).
+    #[arg(long)]
+    pub envs: String,
+    /// Which fences every app runs with: `as-is`, `all` or `none` (site ids are per app).
+    #[arg(long, default_value = "as-is")]
+    pub fences: String,
+    /// When each cell stops (--runs or --duration per cell; on --resume, the recorded one
+    /// unless given).
+    #[command(flatten)]
+    pub stop: StopArgs,
+    /// The folder of the journals and summaries (default: results/campaign/<backend>-seed<seed>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the campaign in the out folder: unfinished cells go on, finished ones are kept.
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A check or campaign journal (`.csv`, with its `.json` beside it).
+    pub journal: PathBuf,
+    /// The run number to replay (the journal's `run` column).
+    pub run: u64,
 }
 
 fn parse_env(s: &str) -> Result<Environment, String> {
@@ -277,7 +332,7 @@ pub enum StressArg {
 }
 
 /// Which backend runs the kernels, and how the simulator behaves.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct BackendArgs {
     /// `cuda` (a real GPU), `sim` (the simulator), or `auto`: cuda where a driver and a GPU are
     /// present, else sim.

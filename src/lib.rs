@@ -11,12 +11,14 @@
 //! - [`check`]: running an app under stress run after run, in a supervised worker process, with
 //!   a resumable journal;
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
+//! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables (pure);
 //! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
 //!   the chosen fences as inserted source lines and a unified diff (pure);
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
 pub mod backend;
+pub mod campaign;
 pub mod check;
 pub mod compile;
 pub mod control;

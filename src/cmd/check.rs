@@ -2,35 +2,35 @@
 
 use super::target::{executor, resolve};
 use super::{Failure, Outcome};
-use crate::cli::{BackendArgs, BackendChoice, CheckArgs, JournalArgs, StopArgs};
+use crate::cli::{BackendArgs, BackendChoice, CheckArgs, JournalArgs, StopArgs, TargetArgs};
 use gpuwmm::check::driver::calibrate_stress;
-use gpuwmm::check::{run_check, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally};
+use gpuwmm::check::{
+    run_check, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
+};
+use gpuwmm::env::Environment;
 use gpuwmm::ptx::passes::fences::select_sites;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &CheckArgs) -> Outcome {
     let path = journal_path("check", &args.app, &args.env.to_string(), args);
-    let (mut journal, meta, done, mut executor) = if args.journal.resume {
-        let (journal, meta, done) = resume(&path, args)?;
-        let executor = executor(&meta.target, args.target.in_process)?;
-        (journal, meta, done, executor)
-    } else {
-        let (journal, meta, executor) = start(&path, args)?;
-        (journal, meta, Vec::new(), executor)
+    let spec = CheckSpec {
+        app: &args.app,
+        env: args.env,
+        fences: &args.fences,
+        stop: given_stop(&args.stop),
+        journal: &path,
+        resume: args.journal.resume,
+        target: &args.target,
     };
-    report_start(&meta, &path, done.len());
-    let bar = progress_bar(&meta.stop);
-    let tally = run_check(
-        executor.as_mut(),
-        &mut journal,
-        &meta,
-        &done,
-        &mut |_, tally| update(&bar, &meta.stop, tally),
-        &|| false,
-    )?;
+    let mut executors = Executors::new(args.target.in_process);
+    let mut check = open_check(&spec, &mut executors)?;
+    report_start(&check.meta, &path, check.done.len());
+    let bar = progress_bar(&check.meta.stop);
+    let stop = check.meta.stop;
+    let tally = check.run(&mut executors, &mut |tally| update(&bar, &stop, tally))?;
     bar.finish_and_clear();
-    print_summary(&meta, &tally, &path);
+    print_summary(&check.meta, &tally, &path);
     Ok(())
 }
 
@@ -48,28 +48,109 @@ pub fn default_journal(
     backend: &BackendArgs,
 ) -> PathBuf {
     journal.journal.clone().unwrap_or_else(|| {
-        let choice = match backend.backend {
-            BackendChoice::Auto => "auto",
-            BackendChoice::Cuda => "cuda",
-            BackendChoice::Sim => "sim",
-        };
         PathBuf::from(format!(
-            "results/{command}/{app}-{env}-{choice}-seed{}.csv",
+            "results/{command}/{app}-{env}-{}-seed{}.csv",
+            backend_name(backend.backend),
             backend.seed
         ))
     })
 }
 
-/// Starts a new check: resolves the target, calibrates stress, creates the journal.
-type Started = (Journal<RunRecord>, CheckMeta, Box<dyn Executor>);
+/// The backend as chosen on the command line, for file names.
+pub fn backend_name(choice: BackendChoice) -> &'static str {
+    match choice {
+        BackendChoice::Auto => "auto",
+        BackendChoice::Cuda => "cuda",
+        BackendChoice::Sim => "sim",
+    }
+}
 
-fn start(path: &Path, args: &CheckArgs) -> Result<Started, Failure> {
-    let resolved = resolve(&args.app, &args.target)?;
-    let fences = parse_fences(&args.fences, &resolved.target)?;
-    let mut calibrator = executor(&resolved.target, args.target.in_process)?;
-    let seed = args.target.backend.seed;
+/// One check to start, or to resume from its journal: what `check` runs, and each cell of
+/// `campaign`.
+pub struct CheckSpec<'a> {
+    pub app: &'a str,
+    pub env: Environment,
+    /// `as-is`, `all`, `none` or site ids (see [`parse_fences`]); ignored on resume.
+    pub fences: &'a str,
+    /// The stop; `None` keeps the one recorded on resume, and is 1000 runs for a new check.
+    pub stop: Option<Stop>,
+    pub journal: &'a Path,
+    pub resume: bool,
+    pub target: &'a TargetArgs,
+}
+
+/// An executor kept for the next check of the same target, so that a campaign starts one
+/// worker per app rather than one per cell.
+pub struct Executors {
+    in_process: bool,
+    current: Option<(Target, Box<dyn Executor>)>,
+}
+
+impl Executors {
+    pub fn new(in_process: bool) -> Executors {
+        Executors {
+            in_process,
+            current: None,
+        }
+    }
+
+    /// The executor for `target`: the kept one when it runs the same target, else a new one.
+    pub fn get(&mut self, target: &Target) -> Result<&mut dyn Executor, Failure> {
+        if self.current.as_ref().is_none_or(|(t, _)| t != target) {
+            self.current = None; // stop the old worker before starting another
+            self.current = Some((target.clone(), executor(target, self.in_process)?));
+        }
+        Ok(self.current.as_mut().expect("set above").1.as_mut())
+    }
+}
+
+/// A check whose journal is open: what it is and the runs recorded so far.
+pub struct OpenCheck {
+    pub journal: Journal<RunRecord>,
+    pub meta: CheckMeta,
+    pub done: Vec<RunRecord>,
+}
+
+impl OpenCheck {
+    /// Whether the runs recorded already reach the stop.
+    pub fn finished(&self) -> bool {
+        self.meta.stop.reached(&Tally::of(&self.done))
+    }
+
+    /// Runs the check to its stop (a finished one needs no executor), calling `progress` after
+    /// each run; returns the tally of all its runs, those before a resume included.
+    pub fn run(
+        &mut self,
+        executors: &mut Executors,
+        progress: &mut dyn FnMut(&Tally),
+    ) -> Result<Tally, Failure> {
+        if self.finished() {
+            return Ok(Tally::of(&self.done));
+        }
+        let executor = executors.get(&self.meta.target)?;
+        Ok(run_check(
+            executor,
+            &mut self.journal,
+            &self.meta,
+            &self.done,
+            &mut |_, tally| progress(tally),
+            &|| false,
+        )?)
+    }
+}
+
+/// Starts the check `spec` describes (resolving the target, calibrating stress, creating the
+/// journal), or with `resume` reopens its journal.
+pub fn open_check(spec: &CheckSpec, executors: &mut Executors) -> Result<OpenCheck, Failure> {
+    if spec.resume {
+        return resume(spec);
+    }
+    let resolved = resolve(spec.app, spec.target)?;
+    let fences = parse_fences(spec.fences, &resolved.target)?;
+    let calibrator = executors.get(&resolved.target)?;
+    let seed = spec.target.backend.seed;
     let (stress_iterations, calibration, calibration_error) =
-        calibrate_stress(calibrator.as_mut(), args.env, &fences, seed)?;
+        calibrate_stress(calibrator, spec.env, &fences, seed)?;
     if let Some(e) = &calibration_error {
         eprintln!("warning: stress calibration failed ({e}); using {stress_iterations} iterations");
     }
@@ -77,49 +158,59 @@ fn start(path: &Path, args: &CheckArgs) -> Result<Started, Failure> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
         target: resolved.target,
-        env: args.env,
+        env: spec.env,
         fences,
         seed,
-        stop: stop(&args.stop),
+        stop: spec.stop.unwrap_or(DEFAULT_STOP),
         stress_iterations,
         calibration,
         calibration_error,
         provenance: calibrator.provenance(),
         profile_source: resolved.profile_source,
     };
-    let journal = Journal::create(path, &meta).map_err(Failure::bad_input)?;
-    Ok((journal, meta, calibrator))
+    let journal = Journal::create(spec.journal, &meta).map_err(Failure::bad_input)?;
+    Ok(OpenCheck {
+        journal,
+        meta,
+        done: Vec::new(),
+    })
 }
 
 /// Reopens a journal; the app and environment given must be the ones it records.
-fn resume(
-    path: &Path,
-    args: &CheckArgs,
-) -> Result<(Journal<RunRecord>, CheckMeta, Vec<RunRecord>), Failure> {
+fn resume(spec: &CheckSpec) -> Result<OpenCheck, Failure> {
+    let path = spec.journal;
     let (journal, mut meta, done): (_, CheckMeta, _) =
         Journal::resume(path).map_err(Failure::bad_input)?;
-    if meta.target.app != args.app || meta.env != args.env {
+    if meta.target.app != spec.app || meta.env != spec.env {
         return Err(Failure::bad_input(anyhow::anyhow!(
             "{} is a check of {} under {}, not {} under {}",
             path.display(),
             meta.target.app,
             meta.env,
-            args.app,
-            args.env
+            spec.app,
+            spec.env
         )));
     }
     // A new stop given with --resume extends (or shortens) the check.
-    if args.stop.runs.is_some() || args.stop.duration.is_some() {
-        meta.stop = stop(&args.stop);
+    if let Some(stop) = spec.stop {
+        meta.stop = stop;
     }
-    Ok((journal, meta, done))
+    Ok(OpenCheck {
+        journal,
+        meta,
+        done,
+    })
 }
 
-fn stop(args: &StopArgs) -> Stop {
+/// A check's stop when none is given.
+pub const DEFAULT_STOP: Stop = Stop::Runs(1000);
+
+/// The stop given on the command line, if any.
+pub fn given_stop(args: &StopArgs) -> Option<Stop> {
     match (args.runs, args.duration) {
-        (_, Some(d)) => Stop::Seconds(d.as_secs_f64()),
-        (Some(n), None) => Stop::Runs(n),
-        (None, None) => Stop::Runs(1000),
+        (_, Some(d)) => Some(Stop::Seconds(d.as_secs_f64())),
+        (Some(n), None) => Some(Stop::Runs(n)),
+        (None, None) => None,
     }
 }
 

@@ -1,10 +1,12 @@
 //! One module per subcommand; each turns parsed arguments into library calls and prints results.
 
 mod apps;
+mod campaign;
 mod check;
 mod devices;
 mod litmus;
 mod ptx;
+mod replay;
 mod target;
 mod worker;
 
@@ -52,6 +54,8 @@ pub fn run(command: Command) -> Outcome {
         Command::Litmus(args) => litmus::run(&args),
         Command::Tune(_) => not_yet("tune", "the tuning issue"),
         Command::Check(args) => check::run(&args),
+        Command::Campaign(args) => campaign::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
         Command::Cost(_) => not_yet("cost", "the cost issue"),
         Command::Apps(args) => apps::run(&args),

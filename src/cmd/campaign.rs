@@ -1,0 +1,241 @@
+//! `gpuwmm campaign`: a check of every app under every environment, one journal per cell, and
+//! the matrix as the paper's tables show it.
+//!
+//! Each cell is an ordinary check (see [`super::check`]), so `--resume` and `gpuwmm replay` work
+//! on a cell's journal as on any check's; the worker of an app is kept across its environments.
+
+use super::check::{
+    backend_name, given_stop, open_check, CheckSpec, Executors, OpenCheck, DEFAULT_STOP,
+};
+use super::{Failure, Outcome};
+use crate::cli::{CampaignArgs, TargetArgs};
+use gpuwmm::apps::builtin::BUILTIN_APP_NAMES;
+use gpuwmm::apps::load_app_dir;
+use gpuwmm::campaign::{parse_apps, parse_envs, CampaignTable, Counts};
+use gpuwmm::check::journal::read_meta;
+use gpuwmm::check::{CheckMeta, Stop, Tally};
+use gpuwmm::env::Environment;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+
+/// Progress units per cell on the matrix's bar.
+const CELL_UNITS: u64 = 1000;
+
+pub fn run(args: &CampaignArgs) -> Outcome {
+    let (apps, dir_app) = app_list(args)?;
+    let envs = parse_envs(&args.envs).map_err(Failure::bad_input)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.target));
+    if !args.resume {
+        refuse_existing(&out)?;
+    }
+    let cells: Vec<(String, Environment)> = apps
+        .iter()
+        .flat_map(|app| envs.iter().map(move |&env| (app.clone(), env)))
+        .collect();
+    let stop = campaign_stop(args, &out, &cells);
+    eprintln!(
+        "campaign: {} apps × {} environments, {stop} per cell, journals in {}",
+        apps.len(),
+        envs.len(),
+        out.display()
+    );
+    let campaign = Campaign {
+        args,
+        out: &out,
+        stop,
+        dir_app,
+        cells: cells.len(),
+    };
+    let table = campaign.run_cells(&cells)?;
+    write_summaries(&table, &out)?;
+    print!("{}", table.to_markdown());
+    println!("\nsummary: {0}/summary.md, {0}/summary.csv", out.display());
+    Ok(())
+}
+
+/// The apps asked for, and the name of the `--app-dir` app if there is one.
+fn app_list(args: &CampaignArgs) -> Result<(Vec<String>, Option<String>), Failure> {
+    let dir_app = match &args.target.app_dir {
+        Some(dir) => Some(
+            load_app_dir(dir)
+                .map_err(Failure::bad_input)?
+                .name()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let mut known: Vec<&str> = BUILTIN_APP_NAMES.to_vec();
+    known.extend(dir_app.as_deref());
+    let apps = parse_apps(&args.apps, &known).map_err(Failure::bad_input)?;
+    Ok((apps, dir_app))
+}
+
+/// `results/campaign/<backend>-seed<seed>`.
+fn default_out(target: &TargetArgs) -> PathBuf {
+    PathBuf::from(format!(
+        "results/campaign/{}-seed{}",
+        backend_name(target.backend.backend),
+        target.backend.seed
+    ))
+}
+
+/// A new campaign never writes into a folder that holds journals.
+fn refuse_existing(out: &Path) -> Result<(), Failure> {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return Ok(());
+    };
+    let has_journal = entries
+        .filter_map(Result::ok)
+        .any(|e| e.path().extension().is_some_and(|x| x == "csv"));
+    if has_journal {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "{} already holds a campaign's journals: pass --resume to continue it, or --out to \
+             write another",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The stop given; on resume without one, the stop a cell already recorded; else the default.
+fn campaign_stop(args: &CampaignArgs, out: &Path, cells: &[(String, Environment)]) -> Stop {
+    if let Some(stop) = given_stop(&args.stop) {
+        return stop;
+    }
+    let recorded = cells.iter().find_map(|(app, env)| {
+        let path = cell_journal(out, app, *env);
+        read_meta::<CheckMeta>(&path).ok().map(|m| m.stop)
+    });
+    match (args.resume, recorded) {
+        (true, Some(stop)) => stop,
+        _ => DEFAULT_STOP,
+    }
+}
+
+/// `<out>/<app>-<env>.csv`.
+fn cell_journal(out: &Path, app: &str, env: Environment) -> PathBuf {
+    out.join(format!("{app}-{env}.csv"))
+}
+
+/// What every cell of a campaign shares.
+struct Campaign<'a> {
+    args: &'a CampaignArgs,
+    out: &'a Path,
+    stop: Stop,
+    dir_app: Option<String>,
+    cells: usize,
+}
+
+impl Campaign<'_> {
+    /// Runs (or resumes, or skips when finished) every cell in turn.
+    fn run_cells(&self, cells: &[(String, Environment)]) -> Result<CampaignTable, Failure> {
+        let bar = matrix_bar(cells.len());
+        let mut executors = Executors::new(self.args.target.in_process);
+        let mut table = CampaignTable::new();
+        for (i, (app, env)) in cells.iter().enumerate() {
+            let base = i as u64 * CELL_UNITS;
+            bar.set_position(base);
+            let (meta, tally, skipped) = self.run_cell(app, *env, &mut executors, &|tally| {
+                let fraction = self.stop.fraction(tally);
+                bar.set_position(base + (fraction * CELL_UNITS as f64) as u64);
+                bar.set_message(format!(
+                    "{app} {env}: {} runs, {} errors",
+                    tally.runs,
+                    tally.errors()
+                ));
+            })?;
+            let counts = Counts::from(&tally);
+            table.add(app, *env, counts, &meta.provenance);
+            let line = self.cell_line(i, app, *env, &tally, skipped);
+            bar.suspend(|| eprintln!("{line}"));
+        }
+        bar.finish_and_clear();
+        Ok(table)
+    }
+
+    /// One cell: its check started, resumed, or found finished.
+    fn run_cell(
+        &self,
+        app: &str,
+        env: Environment,
+        executors: &mut Executors,
+        progress: &dyn Fn(&Tally),
+    ) -> Result<(CheckMeta, Tally, bool), Failure> {
+        let journal = cell_journal(self.out, app, env);
+        let target = self.target_for(app);
+        let spec = CheckSpec {
+            app,
+            env,
+            fences: &self.args.fences,
+            stop: Some(self.stop),
+            journal: &journal,
+            resume: self.args.resume && journal.exists(),
+            target: &target,
+        };
+        let mut check: OpenCheck = open_check(&spec, executors)?;
+        let skipped = check.finished();
+        let tally = check.run(executors, &mut |tally| progress(tally))?;
+        Ok((check.meta, tally, skipped))
+    }
+
+    /// The target options for `app`: `--app-dir` only for the app it holds.
+    fn target_for(&self, app: &str) -> TargetArgs {
+        let mut target = self.args.target.clone();
+        if self.dir_app.as_deref() != Some(app) {
+            target.app_dir = None;
+        }
+        target
+    }
+
+    fn cell_line(
+        &self,
+        i: usize,
+        app: &str,
+        env: Environment,
+        tally: &Tally,
+        skipped: bool,
+    ) -> String {
+        let rate = tally.error_rate();
+        format!(
+            "[{}/{}] {app} under {env}: {} of {} runs erroneous, {rate}{}{}",
+            i + 1,
+            self.cells,
+            tally.errors(),
+            tally.runs,
+            if rate.is_effective() {
+                ", effective"
+            } else {
+                ""
+            },
+            if skipped { " (finished before)" } else { "" }
+        )
+    }
+}
+
+/// One bar for the whole matrix.
+fn matrix_bar(cells: usize) -> ProgressBar {
+    let bar = ProgressBar::new(cells as u64 * CELL_UNITS);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {percent}% of the matrix | {msg} [{elapsed_precise}<{eta_precise}]",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+fn write_summaries(table: &CampaignTable, out: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(out)?;
+    for (name, text) in [
+        ("summary.csv", table.to_csv()),
+        ("summary.md", table.to_markdown()),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! `gpuwmm campaign` and `gpuwmm replay` as a user runs them, on the simulator in a temporary
+//! folder: the summaries agree with the journals, a killed campaign resumes without losing a
+//! row, and a journaled run replays to the same outcome.
+
+use gpuwmm::check::journal::read_rows;
+use gpuwmm::check::{Outcome, RunRecord};
+use gpuwmm::toolchain::tools_for_tests;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn gpuwmm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const CELLS: [(&str, &str); 4] = [
+    ("cbe-dot", "no-str-"),
+    ("cbe-dot", "sys-str+"),
+    ("sdk-red", "no-str-"),
+    ("sdk-red", "sys-str+"),
+];
+
+fn campaign_args(runs: &str, out: &str) -> Vec<String> {
+    [
+        "campaign",
+        "--apps",
+        "cbe-dot,sdk-red",
+        "--envs",
+        "no-str-,sys-str+",
+        "--runs",
+        runs,
+        "--backend",
+        "sim",
+        "--out",
+        out,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn journal(out: &Path, app: &str, env: &str) -> PathBuf {
+    out.join(format!("{app}-{env}.csv"))
+}
+
+/// The rows of `summary.csv`, in the order of its cells.
+fn summary_rows(out: &Path) -> Vec<csv::StringRecord> {
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    reader.records().map(Result::unwrap).collect()
+}
+
+fn count(rows: &[RunRecord], outcome: Outcome) -> String {
+    rows.iter()
+        .filter(|r| r.outcome == outcome)
+        .count()
+        .to_string()
+}
+
+#[test]
+fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = campaign_args("50", "out");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = gpuwmm(dir.path(), &args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let out = dir.path().join("out");
+
+    let rows = summary_rows(&out);
+    assert_eq!(rows.len(), 4);
+    for (row, (app, env)) in rows.iter().zip(CELLS) {
+        assert_eq!((&row[0], &row[1]), (app, env));
+        let runs: Vec<RunRecord> = read_rows(&journal(&out, app, env)).unwrap();
+        assert_eq!(&row[2], "50");
+        assert_eq!(runs.len(), 50);
+        assert_eq!(&row[3], count(&runs, Outcome::Pass));
+        assert_eq!(&row[4], count(&runs, Outcome::Fail));
+        assert_eq!(&row[5], count(&runs, Outcome::Timeout));
+        assert_eq!(&row[6], count(&runs, Outcome::Crash));
+        assert!(row[11].contains("simulator"), "{row:?}");
+    }
+    // cbe-dot's lock has no fences: sys-str+ exposes it; sdk-red is fenced and never fails.
+    assert_eq!(&rows[1][10], "true", "{:?}", rows[1]);
+    assert_eq!((&rows[2][3], &rows[3][3]), ("50", "50"));
+
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.starts_with("backend: simulator"), "{md}");
+    assert!(md.contains("| app | no-str- | sys-str+ |"), "{md}");
+    assert!(
+        md.contains("| sdk-red | 0.0% (0/50) | 0.0% (0/50) |"),
+        "{md}"
+    );
+    let last = md
+        .lines()
+        .find(|l| l.starts_with("| apps with errors / effective |"));
+    assert!(last.is_some_and(|l| l.ends_with(" / 1 |")), "{md}");
+    assert_eq!(
+        text(&output.stdout).trim_end().lines().next(),
+        md.lines().next()
+    );
+
+    // Without --resume the same folder is refused, and nothing in it changes.
+    let before = std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap();
+    let again = gpuwmm(dir.path(), &args);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        text(&again.stderr).contains("--resume"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap(),
+        before
+    );
+
+    // A campaign journal is a check journal: its runs replay.
+    let cell = journal(&out, "cbe-dot", "sys-str+");
+    let replay = gpuwmm(dir.path(), &["replay", cell.to_str().unwrap(), "0"]);
+    assert!(
+        text(&replay.stdout).contains("reproduced"),
+        "{}",
+        text(&replay.stdout)
+    );
+}
+
+/// Complete lines of a file (a row a kill cut short is not one).
+fn complete_lines(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let end = text.rfind('\n').map_or(0, |i| i + 1);
+    text[..end].to_string()
+}
+
+#[test]
+fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let first = journal(&out, CELLS[0].0, CELLS[0].1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(campaign_args("200", "out"))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while complete_lines(&first).lines().count() < 3 {
+        assert!(Instant::now() < deadline, "no rows in {}", first.display());
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !out.join("summary.csv").exists(),
+        "killed after it finished"
+    );
+    let before: Vec<String> = CELLS
+        .iter()
+        .map(|(app, env)| complete_lines(&journal(&out, app, env)))
+        .collect();
+
+    let mut args = campaign_args("200", "out");
+    args.push("--resume".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let resumed = gpuwmm(dir.path(), &args);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+
+    for ((app, env), earlier) in CELLS.iter().zip(&before) {
+        let path = journal(&out, app, env);
+        let runs: Vec<u64> = read_rows::<RunRecord>(&path)
+            .unwrap()
+            .iter()
+            .map(|r| r.run)
+            .collect();
+        assert_eq!(runs, (0..200).collect::<Vec<_>>(), "{app} {env}");
+        let now = std::fs::read_to_string(&path).unwrap();
+        assert!(now.starts_with(earlier.as_str()), "{app} {env} lost rows");
+    }
+    assert!(before[0].lines().count() >= 3);
+    let rows = summary_rows(&out);
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| &r[2] == "200"), "{rows:?}");
+}
+
+#[test]
+fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = gpuwmm(
+        dir.path(),
+        &[
+            "check",
+            "cbe-dot",
+            "--env",
+            "sys-str+",
+            "--runs",
+            "40",
+            "--backend",
+            "sim",
+        ],
+    );
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    let path = dir
+        .path()
+        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    let rows: Vec<RunRecord> = read_rows(&path).unwrap();
+    let pass = rows.iter().find(|r| r.outcome == Outcome::Pass).unwrap();
+    let fails: Vec<&RunRecord> = rows.iter().filter(|r| r.outcome.is_error()).collect();
+    assert!(fails.len() >= 2, "cbe-dot should fail under sys-str+");
+    for record in [pass, fails[0], fails[fails.len() - 1]] {
+        let run = record.run.to_string();
+        let out = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), &run]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(&format!("run {run}\n")), "{stdout}");
+        assert!(stdout.contains(&format!("seed          {}", record.seed)));
+        assert!(
+            stdout.contains(&format!("recorded      {}", record.outcome)),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("replayed      {}", record.outcome)),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("reproduced: {}", record.outcome)),
+            "{stdout}"
+        );
+        assert!(stdout.contains("the simulator replays a run exactly"));
+    }
+
+    let missing = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), "40"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("run 40 is not in"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let nowhere = gpuwmm(dir.path(), &["replay", "no/such.csv", "0"]);
+    assert_eq!(nowhere.status.code(), Some(2));
+}
+
+#[test]
+fn replay_says_which_journals_it_supports() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("harden.csv");
+    std::fs::write(&path, "round,sites,outcome\n0,1 2,stable\n").unwrap();
+    std::fs::write(
+        dir.path().join("harden.json"),
+        r#"{"kind": "harden", "app": "cbe-dot"}"#,
+    )
+    .unwrap();
+    let out = gpuwmm(dir.path(), &["replay", "harden.csv", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("replay supports check and campaign journals"),
+        "{stderr}"
+    );
+}
