@@ -3,6 +3,7 @@
 mod apps;
 mod check;
 mod devices;
+mod harden;
 mod litmus;
 mod ptx;
 mod target;
@@ -52,7 +53,7 @@ pub fn run(command: Command) -> Outcome {
         Command::Litmus(args) => litmus::run(&args),
         Command::Tune(_) => not_yet("tune", "the tuning issue"),
         Command::Check(args) => check::run(&args),
-        Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
+        Command::Harden(args) => harden::run(&args),
         Command::Cost(_) => not_yet("cost", "the cost issue"),
         Command::Apps(args) => apps::run(&args),
         Command::Worker => worker::run(),

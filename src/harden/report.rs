@@ -228,7 +228,10 @@ mod tests {
     fn paths_outside_the_directory_are_relative_to_the_root() {
         let path = Path::new("/repo/apps/k/kernel.cu");
         let (root, shown) = diff_path(path, Path::new("/elsewhere"));
-        assert_eq!((root, shown.as_str()), ("/".into(), "repo/apps/k/kernel.cu"));
+        assert_eq!(
+            (root, shown.as_str()),
+            ("/".into(), "repo/apps/k/kernel.cu")
+        );
         let (root, shown) = diff_path(Path::new("mine/kernel.cu"), Path::new("/w"));
         assert_eq!((root, shown.as_str()), ("/w".into(), "mine/kernel.cu"));
     }

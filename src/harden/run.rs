@@ -264,7 +264,8 @@ impl<'a> JournaledChecker<'a> {
             stress_iterations: self.meta.stress_iterations,
         };
         let record = self.executor.execute(&request)?;
-        self.journal.append(&HardenRow::new(query, record.clone()))?;
+        self.journal
+            .append(&HardenRow::new(query, record.clone()))?;
         Ok(record)
     }
 

@@ -35,7 +35,11 @@ impl Executor for Mock {
             stress_blocks: "1".into(),
             stress_iterations: r.stress_iterations,
             outcome: if fails { Outcome::Fail } else { Outcome::Pass },
-            reason: if fails { "lost update".into() } else { String::new() },
+            reason: if fails {
+                "lost update".into()
+            } else {
+                String::new()
+            },
             kernel_us: 2.0,
             wall_ms: 1.0,
         })
@@ -89,7 +93,11 @@ fn session(path: &Path, meta: &HardenMeta) -> Session {
     let (mut journal, meta, done) = if path.exists() {
         Journal::resume::<HardenMeta>(path).unwrap()
     } else {
-        (Journal::create(path, meta).unwrap(), meta.clone(), Vec::new())
+        (
+            Journal::create(path, meta).unwrap(),
+            meta.clone(),
+            Vec::new(),
+        )
     };
     let mut mock = Mock {
         executed: Vec::new(),
@@ -164,7 +172,11 @@ fn resuming_a_journal_cut_anywhere_gives_the_same_queries_and_result() {
         assert_eq!(resumed.queries, full.queries, "cut at {cut}");
         assert_eq!(resumed.executed, all_rows.len() - cut, "cut at {cut}");
         assert_eq!(hardened.replayed, cut as u64);
-        assert_eq!(read_rows::<HardenRow>(&path).unwrap(), all_rows, "cut at {cut}");
+        assert_eq!(
+            read_rows::<HardenRow>(&path).unwrap(),
+            all_rows,
+            "cut at {cut}"
+        );
     }
 }
 
@@ -177,7 +189,10 @@ fn a_journal_of_another_hardening_is_refused() {
     let other = dir.path().join("other.csv");
     journal_with(&other, &meta(16), &rows[..5]);
     let error = session(&other, &meta(16)).result.unwrap_err();
-    assert!(matches!(error, HardenError::Mismatch { query: 0, .. }), "{error}");
+    assert!(
+        matches!(error, HardenError::Mismatch { query: 0, .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("another hardening"), "{error}");
     // Runs out of order are refused too.
     let shuffled = dir.path().join("shuffled.csv");
@@ -185,5 +200,8 @@ fn a_journal_of_another_hardening_is_refused() {
     swapped.swap(0, 1);
     journal_with(&shuffled, &meta(8), &swapped);
     let error = session(&shuffled, &meta(8)).result.unwrap_err();
-    assert!(error.to_string().contains("run 1 recorded where run 0"), "{error}");
+    assert!(
+        error.to_string().contains("run 1 recorded where run 0"),
+        "{error}"
+    );
 }
