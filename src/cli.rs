@@ -78,7 +78,17 @@ pub enum Command {
   gpuwmm replay results/check/cbe-dot-sys-str+-sim-seed1.csv 17")]
     Replay(ReplayArgs),
     /// Find a minimal set of fences that makes an application stable under stress.
-    Harden(NotYet),
+    ///
+    /// Starting with a fence at every candidate site (`gpuwmm ptx sites`), the search drops
+    /// fences by halves, then one at a time, keeping a removal when I runs under stress show no
+    /// error. The result must then pass a stability check (--stable-runs or --stable-duration);
+    /// if it fails, the search starts again from all fences with I doubled. Every run is appended
+    /// to a CSV journal under results/harden/, which `--resume` continues after an interruption.
+    #[command(after_help = "Examples:
+  gpuwmm harden cbe-dot --backend sim
+  gpuwmm harden sdk-red-nf --backend cuda --stable-duration 1h
+  gpuwmm harden cbe-dot --backend sim --resume      # continue an interrupted hardening")]
+    Harden(HardenArgs),
     /// Measure runtime and energy of no, empirical and conservative fences.
     Cost(NotYet),
     /// List the applications gpuwmm knows: name, idiom, post-condition.
@@ -141,7 +151,8 @@ pub struct JournalArgs {
     /// The CSV journal (default: results/<command>/<app>-<env>-<backend>-seed<seed>.csv).
     #[arg(long)]
     pub journal: Option<PathBuf>,
-    /// Continue the check recorded in the journal, from the run after the last one recorded.
+    /// Continue the check or hardening recorded in the journal, from the run after the last one
+    /// recorded (with the journal's settings).
     #[arg(long)]
     pub resume: bool,
 }
@@ -189,6 +200,41 @@ pub struct CampaignArgs {
     /// Continue the campaign in the out folder: unfinished cells go on, finished ones are kept.
     #[arg(long)]
     pub resume: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// How long the stability check runs.
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false)]
+pub struct StableArgs {
+    /// The stability check passes after this many runs without an error (default 10000 on the
+    /// simulator).
+    #[arg(long)]
+    pub stable_runs: Option<u64>,
+    /// The stability check passes once its runs took this long without an error (default 1h, the
+    /// paper's hour, on a GPU).
+    #[arg(long, value_parser = parse_duration)]
+    pub stable_duration: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct HardenArgs {
+    /// The application (`gpuwmm apps` lists them); the `-nf` variants have their fences removed.
+    pub app: String,
+    /// The testing environment every run uses.
+    #[arg(long, default_value = "sys-str+", value_parser = parse_env)]
+    pub env: Environment,
+    #[command(flatten)]
+    pub stable: StableArgs,
+    /// Runs per check in the first round (I); each new round doubles it.
+    #[arg(long, default_value_t = gpuwmm::harden::algorithm::INITIAL_ITERATIONS)]
+    pub iterations: u64,
+    /// Rounds at most: after this many, the last result is reported as not stable.
+    #[arg(long, default_value_t = 8)]
+    pub max_rounds: u32,
+    #[command(flatten)]
+    pub journal: JournalArgs,
     #[command(flatten)]
     pub target: TargetArgs,
 }

@@ -53,7 +53,7 @@ fn missing_file_and_unknown_kind_exit_2() {
 
 #[test]
 fn unbuilt_subcommands_say_so_and_fail() {
-    for command in ["tune", "harden", "cost"] {
+    for command in ["tune", "cost"] {
         let out = gpuwmm(&[command]);
         assert_eq!(out.status.code(), Some(3), "{command}");
         assert!(

@@ -4,6 +4,7 @@ mod apps;
 mod campaign;
 mod check;
 mod devices;
+mod harden;
 mod litmus;
 mod ptx;
 mod replay;
@@ -56,7 +57,7 @@ pub fn run(command: Command) -> Outcome {
         Command::Check(args) => check::run(&args),
         Command::Campaign(args) => campaign::run(&args),
         Command::Replay(args) => replay::run(&args),
-        Command::Harden(_) => not_yet("harden", "the check-and-harden issue"),
+        Command::Harden(args) => harden::run(&args),
         Command::Cost(_) => not_yet("cost", "the cost issue"),
         Command::Apps(args) => apps::run(&args),
         Command::Worker => worker::run(),

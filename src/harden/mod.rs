@@ -3,8 +3,13 @@
 //!
 //! - [`algorithm`]: the paper's Algorithm 1 (empirical fence insertion), generic over how a fence
 //!   set is checked, so that it can be tested with mock checkers and resumed from a journal;
+//! - [`run`]: the checker that answers by running the application through an executor, with
+//!   every run journaled so that a killed hardening resumes where it stopped;
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
-//!   diff that `git apply` and `patch -p1` accept.
+//!   diff that `git apply` and `patch -p1` accept;
+//! - [`report`]: the chosen fences as source lines, CUDA statements and a patch.
 
 pub mod algorithm;
 pub mod patch;
+pub mod report;
+pub mod run;

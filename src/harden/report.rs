@@ -1,0 +1,238 @@
+//! What a hardening found, in the terms of the application's source: each fence as `file:line`
+//! with the line's text, the CUDA statement that implements the fence kind, and a unified diff
+//! that inserts it.
+//!
+//! Everything here is pure: the caller passes the source text and the directory paths are shown
+//! relative to, so that the report can be tested without a compiler or a file system.
+
+use super::patch::{insertion_diff, PatchError};
+use super::run::SiteSummary;
+use crate::apps::KernelSource;
+use crate::ptx::passes::fences::FenceKind;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A report that cannot be made.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ReportError {
+    #[error("fence site {0} is not among the hardening's candidate sites")]
+    UnknownSite(usize),
+    #[error(transparent)]
+    Patch(#[from] PatchError),
+}
+
+/// The CUDA statement whose PTX is a fence of `kind`.
+pub fn fence_statement(kind: FenceKind) -> &'static str {
+    match kind {
+        FenceKind::ScGpu | FenceKind::MembarGl | FenceKind::AcqRelGpu => "__threadfence();",
+        FenceKind::MembarCta => "__threadfence_block();",
+        FenceKind::ScSys => "__threadfence_system();",
+    }
+}
+
+/// A chosen fence that goes after a line of the app's source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedFence {
+    pub site: SiteSummary,
+    /// The 1-based source line the fence goes after.
+    pub line: usize,
+    /// That line's text, trimmed.
+    pub text: String,
+}
+
+/// The chosen fences as source changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FenceReport {
+    /// The statement inserted after each placed fence's line.
+    pub statement: &'static str,
+    /// The source path as the diff names it (`a/<path>`).
+    pub path: String,
+    /// The directory the diff applies in (with `git apply` or `patch -p1`).
+    pub root: PathBuf,
+    pub placed: Vec<PlacedFence>,
+    /// Chosen sites without a line in the app's source (no line info, or another file): listed
+    /// with their PTX, and left out of the patch.
+    pub unplaced: Vec<SiteSummary>,
+    /// The unified diff; empty when no fence is placed.
+    pub patch: String,
+}
+
+/// The report for the fences `chosen` among `sites`, in `source`, with paths relative to `cwd`
+/// when the source lies under it.
+pub fn fence_report(
+    chosen: &[usize],
+    sites: &[SiteSummary],
+    source: &KernelSource,
+    kind: FenceKind,
+    cwd: &Path,
+) -> Result<FenceReport, ReportError> {
+    let lines: Vec<&str> = source.text.lines().collect();
+    let mut placed = Vec::new();
+    let mut unplaced = Vec::new();
+    for &id in chosen {
+        let site = sites
+            .iter()
+            .find(|s| s.id == id)
+            .ok_or(ReportError::UnknownSite(id))?;
+        match place(site, source, &lines) {
+            Some(fence) => placed.push(fence),
+            None => unplaced.push(site.clone()),
+        }
+    }
+    let (root, path) = diff_path(&source.path, cwd);
+    let statement = fence_statement(kind);
+    let after: Vec<usize> = placed.iter().map(|f| f.line).collect();
+    let patch = insertion_diff(&path, &source.text, &after, statement)?;
+    Ok(FenceReport {
+        statement,
+        path,
+        root,
+        placed,
+        unplaced,
+        patch,
+    })
+}
+
+/// `site` placed after its line of `source`, if it has one there.
+fn place(site: &SiteSummary, source: &KernelSource, lines: &[&str]) -> Option<PlacedFence> {
+    let file = site.file.as_deref()?;
+    let line = site.line? as usize;
+    if Path::new(file) != source.path || line == 0 {
+        return None;
+    }
+    let text = lines.get(line - 1)?.trim().to_string();
+    Some(PlacedFence {
+        site: site.clone(),
+        line,
+        text,
+    })
+}
+
+/// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
+/// under it (or is relative already), else relative to the file system's root.
+pub fn diff_path(path: &Path, cwd: &Path) -> (PathBuf, String) {
+    if path.is_relative() {
+        return (cwd.to_path_buf(), slashed(path));
+    }
+    match path.strip_prefix(cwd) {
+        Ok(relative) => (cwd.to_path_buf(), slashed(relative)),
+        Err(_) => {
+            let root = PathBuf::from("/");
+            let relative = path.strip_prefix(&root).unwrap_or(path);
+            (root, slashed(relative))
+        }
+    }
+}
+
+/// `path` with `/` between its parts, as diffs name files.
+fn slashed(path: &Path) -> String {
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "void k() {\n  x = 1;\n  flag = 1;\n}\n";
+
+    fn source() -> KernelSource {
+        KernelSource {
+            path: PathBuf::from("/repo/apps/k/kernel.cu"),
+            text: TEXT.to_string(),
+        }
+    }
+
+    fn site(id: usize, file: Option<&str>, line: Option<u32>) -> SiteSummary {
+        SiteSummary {
+            id,
+            function: "k".into(),
+            file: file.map(str::to_string),
+            line,
+            ptx: vec![format!("st.global.u32 [%rd{id}], 1")],
+        }
+    }
+
+    fn sites() -> Vec<SiteSummary> {
+        vec![
+            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
+            site(1, Some("/repo/apps/k/kernel.cu"), Some(3)),
+            site(2, None, None),
+            site(3, Some("/usr/include/other.h"), Some(7)),
+        ]
+    }
+
+    #[test]
+    fn statements_follow_the_fence_kind() {
+        assert_eq!(fence_statement(FenceKind::ScGpu), "__threadfence();");
+        assert_eq!(fence_statement(FenceKind::MembarGl), "__threadfence();");
+        assert_eq!(fence_statement(FenceKind::AcqRelGpu), "__threadfence();");
+        assert_eq!(
+            fence_statement(FenceKind::MembarCta),
+            "__threadfence_block();"
+        );
+        assert_eq!(fence_statement(FenceKind::ScSys), "__threadfence_system();");
+    }
+
+    #[test]
+    fn a_fence_is_placed_after_its_line_with_a_relative_diff() {
+        let report = fence_report(
+            &[0],
+            &sites(),
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        assert_eq!(report.placed.len(), 1);
+        assert_eq!(
+            (report.placed[0].line, report.placed[0].text.as_str()),
+            (2, "x = 1;")
+        );
+        assert!(report.unplaced.is_empty());
+        assert_eq!(report.path, "apps/k/kernel.cu");
+        assert_eq!(report.root, PathBuf::from("/repo"));
+        let expected = "--- a/apps/k/kernel.cu\n+++ b/apps/k/kernel.cu\n@@ -1,4 +1,5 @@\n \
+                        void k() {\n   x = 1;\n+  __threadfence();\n   flag = 1;\n }\n";
+        assert_eq!(report.patch, expected);
+    }
+
+    #[test]
+    fn sites_without_a_source_line_are_listed_but_not_patched() {
+        let report = fence_report(
+            &[1, 2, 3],
+            &sites(),
+            &source(),
+            FenceKind::MembarCta,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let placed: Vec<usize> = report.placed.iter().map(|f| f.site.id).collect();
+        let unplaced: Vec<usize> = report.unplaced.iter().map(|s| s.id).collect();
+        assert_eq!((placed, unplaced), (vec![1], vec![2, 3]));
+        assert_eq!(report.patch.matches("+  __threadfence_block();").count(), 1);
+        let none = fence_report(&[2], &sites(), &source(), FenceKind::ScGpu, Path::new("/"));
+        assert_eq!(none.unwrap().patch, "");
+    }
+
+    #[test]
+    fn an_unknown_site_is_an_error() {
+        let error = fence_report(&[9], &sites(), &source(), FenceKind::ScGpu, Path::new("/"));
+        assert_eq!(error, Err(ReportError::UnknownSite(9)));
+    }
+
+    #[test]
+    fn paths_outside_the_directory_are_relative_to_the_root() {
+        let path = Path::new("/repo/apps/k/kernel.cu");
+        let (root, shown) = diff_path(path, Path::new("/elsewhere"));
+        assert_eq!(
+            (root, shown.as_str()),
+            ("/".into(), "repo/apps/k/kernel.cu")
+        );
+        let (root, shown) = diff_path(Path::new("mine/kernel.cu"), Path::new("/w"));
+        assert_eq!((root, shown.as_str()), ("/w".into(), "mine/kernel.cu"));
+    }
+}

@@ -1,0 +1,385 @@
+//! Running Algorithm 1 for real: a [`FenceChecker`] that answers each query by running the
+//! application through an [`Executor`], journaling every run, so that a hardening killed at any
+//! moment resumes where it stopped.
+//!
+//! The algorithm is deterministic, so resuming is replaying: the search starts again from the
+//! beginning, and each query first takes the runs the journal already holds for its index
+//! (checking that they are runs of the same question), then runs only what is missing. A query
+//! answers `false` at its first run that does not pass (`CheckApplication` stops at the first
+//! error), and `true` once `I` runs passed, or, for the stability check, once the hardening's
+//! `stable` stop is reached.
+
+use super::algorithm::{empirical_fence_insertion, FenceChecker, Insertion, Phase, Query};
+use crate::check::calibrate::Calibration;
+use crate::check::driver::{Stop, Tally};
+use crate::check::executor::{ExecError, Executor};
+use crate::check::journal::{Journal, JournalError};
+use crate::check::outcome::{Outcome, RunRecord};
+use crate::check::spec::{run_seed, Fences, RunRequest, Target};
+use crate::env::Environment;
+use crate::ptx::passes::fences::FenceSite;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// One run of one query, as the hardening journal records it (flat, for CSV).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardenRow {
+    /// The query's index in the search.
+    pub query: usize,
+    pub phase: Phase,
+    pub round: u32,
+    /// `I` of the query; empty for the stability check.
+    pub iterations: Option<u64>,
+    /// The fence set, as [`Fences::label`] writes it (`0 2 5`, or `none`).
+    pub fences: String,
+    /// The run's number within its query, from 0.
+    pub run: u64,
+    pub seed: u64,
+    pub env: Environment,
+    pub stress_blocks: String,
+    pub stress_iterations: u32,
+    pub outcome: Outcome,
+    pub reason: String,
+    pub kernel_us: f64,
+    pub wall_ms: f64,
+}
+
+impl HardenRow {
+    /// The row for `record`, a run of `query`.
+    pub fn new(query: &Query, record: RunRecord) -> HardenRow {
+        HardenRow {
+            query: query.index,
+            phase: query.phase,
+            round: query.round,
+            iterations: query.iterations,
+            fences: fence_label(&query.fences),
+            run: record.run,
+            seed: record.seed,
+            env: record.env,
+            stress_blocks: record.stress_blocks,
+            stress_iterations: record.stress_iterations,
+            outcome: record.outcome,
+            reason: record.reason,
+            kernel_us: record.kernel_us,
+            wall_ms: record.wall_ms,
+        }
+    }
+
+    /// The run this row records.
+    pub fn record(&self) -> RunRecord {
+        RunRecord {
+            run: self.run,
+            seed: self.seed,
+            env: self.env,
+            stress_blocks: self.stress_blocks.clone(),
+            stress_iterations: self.stress_iterations,
+            outcome: self.outcome,
+            reason: self.reason.clone(),
+            kernel_us: self.kernel_us,
+            wall_ms: self.wall_ms,
+        }
+    }
+
+    /// Whether this row was recorded for the same question as `query`.
+    fn asks(&self, query: &Query) -> bool {
+        self.phase == query.phase
+            && self.round == query.round
+            && self.iterations == query.iterations
+            && self.fences == fence_label(&query.fences)
+    }
+}
+
+/// The journal's label of a fence set.
+pub fn fence_label(fences: &[usize]) -> String {
+    Fences::Sites(fences.to_vec()).label()
+}
+
+/// A candidate fence site as the hardening records it: enough to report a fence without the
+/// compiler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteSummary {
+    pub id: usize,
+    pub function: String,
+    /// The source file and line (of the outer frame), when the PTX has line info.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The site's access instructions, as PTX text.
+    pub ptx: Vec<String>,
+}
+
+impl From<&FenceSite> for SiteSummary {
+    fn from(site: &FenceSite) -> SiteSummary {
+        SiteSummary {
+            id: site.id,
+            function: site.function.clone(),
+            file: site.source.as_ref().map(|s| s.file.clone()),
+            line: site.source.as_ref().map(|s| s.line),
+            ptx: site.accesses.iter().map(|a| a.ptx.clone()).collect(),
+        }
+    }
+}
+
+/// Everything a hardening is, stored beside its journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardenMeta {
+    pub tool_version: String,
+    /// When the hardening started (UTC, RFC 3339).
+    pub started: String,
+    pub target: Target,
+    pub env: Environment,
+    /// Query `q`'s run `r` has seed `run_seed(run_seed(seed, q), r)`.
+    pub seed: u64,
+    /// `I` of the first round.
+    pub initial_iterations: u64,
+    pub max_rounds: u32,
+    /// How long the stability check runs.
+    pub stable: Stop,
+    /// Stress iterations of every run, calibrated once with every fence inserted.
+    pub stress_iterations: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    /// Set when calibration failed and a fallback is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_error: Option<String>,
+    /// The candidate sites: the search starts with a fence at each.
+    pub sites: Vec<SiteSummary>,
+    /// What ran the hardening (the simulator says it is one).
+    pub provenance: String,
+    /// Where the stress profile came from.
+    pub profile_source: String,
+}
+
+impl HardenMeta {
+    /// The ids of every candidate site.
+    pub fn site_ids(&self) -> Vec<usize> {
+        self.sites.iter().map(|s| s.id).collect()
+    }
+
+    /// When `query` is answered `true`.
+    pub fn stop(&self, query: &Query) -> Stop {
+        query.iterations.map_or(self.stable, Stop::Runs)
+    }
+}
+
+/// A hardening that cannot go on.
+#[derive(Debug, Error)]
+pub enum HardenError {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(
+        "the journal does not match the search at query {query}: {message}; \
+         the journal belongs to another hardening"
+    )]
+    Mismatch { query: usize, message: String },
+}
+
+/// Where one query stands, reported after each of its runs and once when it is answered.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryProgress<'a> {
+    pub query: &'a Query,
+    /// When the query is answered `true`.
+    pub stop: Stop,
+    /// Its runs so far, those read from the journal included.
+    pub tally: &'a Tally,
+    /// The answer, once there is one.
+    pub answer: Option<bool>,
+    /// Runs of this query read from the journal rather than run now.
+    pub replayed: u64,
+}
+
+/// A [`FenceChecker`] that runs queries through an executor and journals every run.
+pub struct JournaledChecker<'a> {
+    executor: &'a mut dyn Executor,
+    journal: &'a mut Journal<HardenRow>,
+    meta: &'a HardenMeta,
+    recorded: BTreeMap<usize, Vec<HardenRow>>,
+    progress: &'a mut dyn FnMut(&QueryProgress),
+    /// Every run of every query asked so far, replayed ones included.
+    pub totals: Tally,
+    /// Runs taken from the journal.
+    pub replayed: u64,
+}
+
+impl<'a> JournaledChecker<'a> {
+    /// A checker that first reuses `done` (the journal's rows so far).
+    pub fn new(
+        executor: &'a mut dyn Executor,
+        journal: &'a mut Journal<HardenRow>,
+        meta: &'a HardenMeta,
+        done: Vec<HardenRow>,
+        progress: &'a mut dyn FnMut(&QueryProgress),
+    ) -> JournaledChecker<'a> {
+        let mut recorded: BTreeMap<usize, Vec<HardenRow>> = BTreeMap::new();
+        for row in done {
+            recorded.entry(row.query).or_default().push(row);
+        }
+        JournaledChecker {
+            executor,
+            journal,
+            meta,
+            recorded,
+            progress,
+            totals: Tally::default(),
+            replayed: 0,
+        }
+    }
+
+    /// The journal's runs of `query`, checked to be runs 0, 1, ... of the same question.
+    fn take_recorded(&mut self, query: &Query) -> Result<Vec<RunRecord>, HardenError> {
+        let rows = self.recorded.remove(&query.index).unwrap_or_default();
+        for (expected, row) in rows.iter().enumerate() {
+            if !row.asks(query) {
+                let message = format!(
+                    "the journal has {}, the search asks {}",
+                    describe(row.phase, row.round, row.iterations, &row.fences),
+                    describe(
+                        query.phase,
+                        query.round,
+                        query.iterations,
+                        &fence_label(&query.fences)
+                    )
+                );
+                return Err(mismatch(query, message));
+            }
+            if row.run != expected as u64 {
+                let message = format!("run {} recorded where run {expected} belongs", row.run);
+                return Err(mismatch(query, message));
+            }
+        }
+        Ok(rows.iter().map(HardenRow::record).collect())
+    }
+
+    /// Runs run `run` of `query` and journals it.
+    fn run_once(&mut self, query: &Query, run: u64) -> Result<RunRecord, HardenError> {
+        let request = RunRequest {
+            run,
+            seed: run_seed(run_seed(self.meta.seed, query.index as u64), run),
+            env: self.meta.env,
+            fences: Fences::Sites(query.fences.clone()),
+            stress_iterations: self.meta.stress_iterations,
+        };
+        let record = self.executor.execute(&request)?;
+        self.journal
+            .append(&HardenRow::new(query, record.clone()))?;
+        Ok(record)
+    }
+
+    /// Rows left in the journal that no query of the search asked for.
+    pub fn unused_rows(&self) -> usize {
+        self.recorded.values().map(Vec::len).sum()
+    }
+
+    fn report(&mut self, query: &Query, tally: &Tally, answer: Option<bool>, replayed: u64) {
+        let stop = self.meta.stop(query);
+        (self.progress)(&QueryProgress {
+            query,
+            stop,
+            tally,
+            answer,
+            replayed,
+        });
+    }
+}
+
+/// A query in words, for mismatch messages.
+fn describe(phase: Phase, round: u32, iterations: Option<u64>, fences: &str) -> String {
+    let runs = iterations.map_or("the stable stop".to_string(), |i| format!("I = {i}"));
+    format!("{phase} round {round} with fences {{{fences}}} and {runs}")
+}
+
+fn mismatch(query: &Query, message: String) -> HardenError {
+    HardenError::Mismatch {
+        query: query.index,
+        message,
+    }
+}
+
+/// The answer a query's runs so far give: `false` after an error, `true` at the stop.
+fn answer(tally: &Tally, stop: &Stop) -> Option<bool> {
+    if tally.errors() > 0 {
+        Some(false)
+    } else if stop.reached(tally) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+impl FenceChecker for JournaledChecker<'_> {
+    type Error = HardenError;
+
+    fn check(&mut self, query: &Query) -> Result<bool, HardenError> {
+        let stop = self.meta.stop(query);
+        let done = self.take_recorded(query)?;
+        let replayed = done.len() as u64;
+        let mut tally = Tally::default();
+        for (i, record) in done.iter().enumerate() {
+            if answer(&tally, &stop).is_some() {
+                let message = format!("{} runs recorded after its answer", done.len() - i);
+                return Err(mismatch(query, message));
+            }
+            tally.add(record);
+            self.totals.add(record);
+        }
+        self.replayed += replayed;
+        loop {
+            if let Some(answer) = answer(&tally, &stop) {
+                self.report(query, &tally, Some(answer), replayed);
+                return Ok(answer);
+            }
+            let record = self.run_once(query, tally.runs)?;
+            tally.add(&record);
+            self.totals.add(&record);
+            self.report(query, &tally, None, replayed);
+        }
+    }
+}
+
+/// The outcome of [`harden`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hardened {
+    pub insertion: Insertion,
+    /// Every run of the search, those read from the journal included.
+    pub totals: Tally,
+    /// Runs read from the journal rather than run now.
+    pub replayed: u64,
+}
+
+/// Runs (or, from `done`, resumes) the hardening `meta` describes, appending every new run to
+/// `journal` and calling `progress` after each run and each answer.
+pub fn harden(
+    executor: &mut dyn Executor,
+    journal: &mut Journal<HardenRow>,
+    meta: &HardenMeta,
+    done: Vec<HardenRow>,
+    progress: &mut dyn FnMut(&QueryProgress),
+) -> Result<Hardened, HardenError> {
+    let mut checker = JournaledChecker::new(executor, journal, meta, done, progress);
+    let insertion = empirical_fence_insertion(
+        &mut checker,
+        &meta.site_ids(),
+        meta.initial_iterations,
+        meta.max_rounds,
+    )?;
+    let unused = checker.unused_rows();
+    if unused > 0 {
+        let message = format!("{unused} rows belong to queries the search never asked");
+        return Err(HardenError::Mismatch {
+            query: insertion.queries,
+            message,
+        });
+    }
+    Ok(Hardened {
+        insertion,
+        totals: checker.totals,
+        replayed: checker.replayed,
+    })
+}
+
+#[cfg(test)]
+mod tests;

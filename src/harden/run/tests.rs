@@ -1,0 +1,207 @@
+//! The journaled checker against a mock executor: answers, seeds, and resuming from a journal
+//! cut anywhere.
+
+use super::*;
+use crate::check::calibrate::Calibration;
+use crate::check::journal::read_rows;
+use crate::check::spec::CalibrationRequest;
+use std::path::Path;
+
+/// Site 2 is the one fence that matters: without it about one run in three fails.
+struct Mock {
+    executed: Vec<(Fences, u64)>,
+}
+
+impl Executor for Mock {
+    fn provenance(&self) -> String {
+        "mock".into()
+    }
+    fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
+        Ok(Vec::new())
+    }
+    fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
+        Err(ExecError::Calibration("mock".into()))
+    }
+    fn execute(&mut self, r: &RunRequest) -> Result<RunRecord, ExecError> {
+        self.executed.push((r.fences.clone(), r.run));
+        let Fences::Sites(ids) = &r.fences else {
+            panic!("a hardening always names its fences");
+        };
+        let fails = !ids.contains(&2) && r.seed.is_multiple_of(3);
+        Ok(RunRecord {
+            run: r.run,
+            seed: r.seed,
+            env: r.env,
+            stress_blocks: "1".into(),
+            stress_iterations: r.stress_iterations,
+            outcome: if fails { Outcome::Fail } else { Outcome::Pass },
+            reason: if fails {
+                "lost update".into()
+            } else {
+                String::new()
+            },
+            kernel_us: 2.0,
+            wall_ms: 1.0,
+        })
+    }
+}
+
+fn site(id: usize) -> SiteSummary {
+    SiteSummary {
+        id,
+        function: "k".into(),
+        file: Some("k.cu".into()),
+        line: Some(10 + id as u32),
+        ptx: vec!["st.global.u32 [%rd1], %r1".into()],
+    }
+}
+
+fn meta(initial_iterations: u64) -> HardenMeta {
+    HardenMeta {
+        tool_version: "test".into(),
+        started: "now".into(),
+        target: serde_json::from_value(serde_json::json!({
+            "app": "cbe-dot", "size": "sim", "backend": "sim", "sim_model": "weak",
+            "fence_kind": "fence.sc.gpu", "granularity": "source-line",
+            "profile": {"chip": "sim", "patch_words": 32, "sequence": "ld", "spread": 2},
+            "deadline_ms": 1000, "stress_factor": 10.0
+        }))
+        .unwrap(),
+        env: "sys-str+".parse().unwrap(),
+        seed: 9,
+        initial_iterations,
+        max_rounds: 4,
+        stable: Stop::Runs(40),
+        stress_iterations: 3,
+        calibration: None,
+        calibration_error: None,
+        sites: (0..5).map(site).collect(),
+        provenance: "mock".into(),
+        profile_source: "test".into(),
+    }
+}
+
+/// What one invocation did: its answered queries, result, and the runs it executed.
+struct Session {
+    queries: Vec<(Query, bool)>,
+    result: Result<Hardened, HardenError>,
+    executed: usize,
+}
+
+/// Runs (or resumes, when the journal exists) the hardening journaled at `path`.
+fn session(path: &Path, meta: &HardenMeta) -> Session {
+    let (mut journal, meta, done) = if path.exists() {
+        Journal::resume::<HardenMeta>(path).unwrap()
+    } else {
+        (
+            Journal::create(path, meta).unwrap(),
+            meta.clone(),
+            Vec::new(),
+        )
+    };
+    let mut mock = Mock {
+        executed: Vec::new(),
+    };
+    let mut queries = Vec::new();
+    let mut progress = |p: &QueryProgress| {
+        if let Some(answer) = p.answer {
+            queries.push((p.query.clone(), answer));
+        }
+    };
+    let result = harden(&mut mock, &mut journal, &meta, done, &mut progress);
+    Session {
+        queries,
+        result,
+        executed: mock.executed.len(),
+    }
+}
+
+/// A new journal at `path` holding `meta` and `rows`.
+fn journal_with(path: &Path, meta: &HardenMeta, rows: &[HardenRow]) {
+    let mut journal = Journal::<HardenRow>::create(path, meta).unwrap();
+    for row in rows {
+        journal.append(row).unwrap();
+    }
+}
+
+#[test]
+fn an_uninterrupted_hardening_keeps_the_needed_fence_and_journals_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.csv");
+    let full = session(&path, &meta(8));
+    let hardened = full.result.unwrap();
+    assert_eq!(hardened.insertion.fences, vec![2]);
+    assert!(hardened.insertion.stable);
+    let rows: Vec<HardenRow> = read_rows(&path).unwrap();
+    assert_eq!(rows.len(), full.executed);
+    assert_eq!(hardened.totals.runs, rows.len() as u64);
+    assert_eq!(hardened.replayed, 0);
+    for row in &rows {
+        assert_eq!(row.seed, run_seed(run_seed(9, row.query as u64), row.run));
+        assert_eq!(row.stress_iterations, 3);
+    }
+    // Each query stops at its first failure, or after I runs (the stable stop for the last).
+    for (query, answer) in &full.queries {
+        let runs: Vec<&HardenRow> = rows.iter().filter(|r| r.query == query.index).collect();
+        let failures = runs.iter().filter(|r| r.outcome != Outcome::Pass).count();
+        let expected_runs = query.iterations.unwrap_or(40) as usize;
+        if *answer {
+            assert_eq!((runs.len(), failures), (expected_runs, 0), "{query:?}");
+        } else {
+            assert_eq!(failures, 1, "{query:?}");
+            assert_eq!(runs.last().unwrap().outcome, Outcome::Fail);
+        }
+    }
+    let stable = full.queries.last().unwrap();
+    assert_eq!((stable.0.phase, stable.0.iterations), (Phase::Stable, None));
+}
+
+#[test]
+fn resuming_a_journal_cut_anywhere_gives_the_same_queries_and_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("full.csv");
+    let full = session(&reference, &meta(8));
+    let all_rows: Vec<HardenRow> = read_rows(&reference).unwrap();
+    let expected = full.result.unwrap().insertion;
+    for cut in [0, 1, 3, 8, 9, 20, all_rows.len() - 1, all_rows.len()] {
+        let path = dir.path().join(format!("cut{cut}.csv"));
+        journal_with(&path, &meta(8), &all_rows[..cut]);
+        let resumed = session(&path, &meta(8));
+        let hardened = resumed.result.unwrap();
+        assert_eq!(hardened.insertion, expected, "cut at {cut}");
+        assert_eq!(resumed.queries, full.queries, "cut at {cut}");
+        assert_eq!(resumed.executed, all_rows.len() - cut, "cut at {cut}");
+        assert_eq!(hardened.replayed, cut as u64);
+        assert_eq!(
+            read_rows::<HardenRow>(&path).unwrap(),
+            all_rows,
+            "cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn a_journal_of_another_hardening_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("full.csv");
+    session(&reference, &meta(8)).result.unwrap();
+    let rows: Vec<HardenRow> = read_rows(&reference).unwrap();
+    let other = dir.path().join("other.csv");
+    journal_with(&other, &meta(16), &rows[..5]);
+    let error = session(&other, &meta(16)).result.unwrap_err();
+    assert!(
+        matches!(error, HardenError::Mismatch { query: 0, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("another hardening"), "{error}");
+    // Runs out of order are refused too.
+    let shuffled = dir.path().join("shuffled.csv");
+    let mut swapped = rows[..3].to_vec();
+    swapped.swap(0, 1);
+    journal_with(&shuffled, &meta(8), &swapped);
+    let error = session(&shuffled, &meta(8)).result.unwrap_err();
+    assert!(
+        error.to_string().contains("run 1 recorded where run 0"),
+        "{error}"
+    );
+}

@@ -1,0 +1,240 @@
+//! `gpuwmm harden` on the simulator, through the built binary: the fences it keeps for the case
+//! studies, the patch it writes, and a hardening killed with SIGKILL and resumed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `gpuwmm harden <app> --backend sim --journal <journal> <extra...>`, run in the repository so
+/// that the patch names `apps/...`.
+fn harden_command(app: &str, journal: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
+    command
+        .args(["harden", app, "--backend", "sim", "--journal"])
+        .arg(journal)
+        .args(extra)
+        .current_dir(REPO);
+    command
+}
+
+fn harden(app: &str, journal: &Path, extra: &[&str]) -> String {
+    let started = Instant::now();
+    let out: Output = harden_command(app, journal, extra).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    println!("harden {app} took {:.1} s", started.elapsed().as_secs_f64());
+    stdout
+}
+
+/// The 1-based line of `app`'s kernel.cu that contains `needle` (exactly one does).
+fn kernel_line(app: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(kernel(app)).unwrap();
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{needle} in {app}");
+    lines[0]
+}
+
+fn kernel(app: &str) -> PathBuf {
+    Path::new(REPO).join("apps").join(app).join("kernel.cu")
+}
+
+/// The `file:line`s of the final fences in a hardening's output.
+fn final_fence_lines(stdout: &str, app: &str) -> Vec<usize> {
+    let prefix = format!("apps/{app}/kernel.cu:");
+    let section = stdout
+        .split("final fences:")
+        .nth(1)
+        .expect("a final fences section");
+    let section = section.split("\n\n").next().unwrap();
+    section
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let at = line.find(&prefix).unwrap_or_else(|| panic!("{line}"));
+            let rest = &line[at + prefix.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap()
+        })
+        .collect()
+}
+
+fn assert_stable(stdout: &str) {
+    assert!(stdout.contains("  stable: yes"), "{stdout}");
+}
+
+/// `(query, run)` of every row of a hardening journal, in order.
+fn journal_runs(journal: &Path) -> Vec<(usize, u64)> {
+    let text = std::fs::read_to_string(journal).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|row| {
+            let fields: Vec<&str> = row.split(',').collect();
+            (fields[0].parse().unwrap(), fields[5].parse().unwrap())
+        })
+        .collect()
+}
+
+/// Whether the journal's runs are query 0's runs 0, 1, ..., then query 1's, and so on: nothing
+/// repeated, nothing skipped.
+fn assert_consecutive(runs: &[(usize, u64)]) {
+    let mut expected = (0, 0);
+    for &(query, run) in runs {
+        if (query, run) != expected {
+            assert_eq!((query, run), (expected.0 + 1, 0), "after {expected:?}");
+        }
+        expected = (query, run + 1);
+    }
+}
+
+#[test]
+fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("cbe-dot.csv");
+    let stdout = harden("cbe-dot", &journal, &[]);
+    let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
+    assert_eq!(
+        final_fence_lines(&stdout, "cbe-dot"),
+        vec![update],
+        "{stdout}"
+    );
+    assert_stable(&stdout);
+    assert!(stdout.contains("simulator results"), "{stdout}");
+    assert_consecutive(&journal_runs(&journal));
+
+    // The patch applies to a copy of the source, and puts the fence right after the update.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir_all(copy.join("apps/cbe-dot")).unwrap();
+    std::fs::copy(kernel("cbe-dot"), copy.join("apps/cbe-dot/kernel.cu")).unwrap();
+    let patch = dir.path().join("cbe-dot.patch");
+    for check in [true, false] {
+        let mut git = Command::new("git");
+        git.arg("apply");
+        if check {
+            git.arg("--check");
+        }
+        let out = git.arg(&patch).current_dir(&copy).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let patched = std::fs::read_to_string(copy.join("apps/cbe-dot/kernel.cu")).unwrap();
+    let lines: Vec<&str> = patched.lines().collect();
+    assert!(lines[update - 1].contains("*result = *result + cache[0];"));
+    assert_eq!(lines[update].trim(), "__threadfence();");
+}
+
+#[test]
+#[ignore = "several minutes on the simulator: cargo test --release --test harden -- --ignored"]
+fn harden_sdk_red_nf_ends_stable_with_a_writer_side_fence() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = harden(
+        "sdk-red-nf",
+        &dir.path().join("j.csv"),
+        &["--stable-runs", "10000"],
+    );
+    assert_stable(&stdout);
+    let lines = final_fence_lines(&stdout, "sdk-red");
+    // Writer side: after the partial-sum store, or after the ticket that publishes it.
+    let store = kernel_line("sdk-red", "partial[blockIdx.x] = cache[0];");
+    let ticket = kernel_line("sdk-red", "unsigned ticket = atomicInc(");
+    assert!(
+        lines.contains(&store) || lines.contains(&ticket),
+        "{stdout}"
+    );
+    assert!(lines.len() <= 2, "{stdout}");
+}
+
+#[test]
+#[ignore = "several minutes on the simulator: cargo test --release --test harden -- --ignored"]
+fn harden_cub_scan_nf_ends_stable_with_a_writer_side_fence() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = harden(
+        "cub-scan-nf",
+        &dir.path().join("j.csv"),
+        &["--stable-runs", "10000"],
+    );
+    assert_stable(&stdout);
+    let lines = final_fence_lines(&stdout, "cub-scan");
+    // Writer side: fence (2) of the original, after the value store, or after the flag store
+    // that publishes it.
+    let value = kernel_line("cub-scan", "tile_prefix[tile] = prefix + totals[");
+    let flag = kernel_line("cub-scan", "((volatile unsigned *)tile_flag)[tile] = 1;");
+    assert!(lines.contains(&value) || lines.contains(&flag), "{stdout}");
+    assert!(lines.len() <= 2, "{stdout}");
+}
+
+#[test]
+fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("killed.csv");
+    let stable = ["--stable-runs", "3000"];
+    let mut child = harden_command("cbe-dot", &journal, &stable)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal_rows(&journal) < 40 {
+        assert!(Instant::now() < deadline, "no rows after 2 minutes");
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = complete_lines(&journal);
+    assert!(before.len() > 40, "{} lines", before.len());
+
+    let stdout = harden("cbe-dot", &journal, &[&stable[..], &["--resume"]].concat());
+    let after = complete_lines(&journal);
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "rows changed by the resume"
+    );
+    assert!(after.len() > before.len());
+    assert_consecutive(&journal_runs(&journal));
+    assert!(stdout.contains("from the journal"), "{stdout}");
+    let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
+    assert_eq!(
+        final_fence_lines(&stdout, "cbe-dot"),
+        vec![update],
+        "{stdout}"
+    );
+    assert_stable(&stdout);
+}
+
+/// Rows beyond the header written so far (0 before the journal exists).
+fn journal_rows(journal: &Path) -> usize {
+    std::fs::read_to_string(journal).map_or(0, |t| t.lines().count().saturating_sub(1))
+}
+
+/// The journal's lines that end with a line ending (a kill may cut the last one short).
+fn complete_lines(journal: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(journal).unwrap();
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .map(str::to_string)
+        .collect()
+}
