@@ -137,7 +137,6 @@ fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
 }
 
 #[test]
-#[ignore = "several minutes on the simulator: cargo test --release --test harden -- --ignored"]
 fn harden_sdk_red_nf_ends_stable_with_a_writer_side_fence() {
     if gpuwmm::toolchain::tools_for_tests().is_none() {
         return;
@@ -161,7 +160,6 @@ fn harden_sdk_red_nf_ends_stable_with_a_writer_side_fence() {
 }
 
 #[test]
-#[ignore = "several minutes on the simulator: cargo test --release --test harden -- --ignored"]
 fn harden_cub_scan_nf_ends_stable_with_a_writer_side_fence() {
     if gpuwmm::toolchain::tools_for_tests().is_none() {
         return;

@@ -73,8 +73,24 @@ fn open(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
             args.env
         )));
     }
+    warn_about_ignored_settings(args, &meta);
     let executor = executor(&meta.target, args.target.in_process)?;
     Ok((journal, meta, done, executor))
+}
+
+/// A resumed hardening replays its journal, so it must keep the settings it started with.
+fn warn_about_ignored_settings(args: &HardenArgs, meta: &HardenMeta) {
+    let changed = args.stable.stable_runs.is_some()
+        || args.stable.stable_duration.is_some()
+        || args.iterations != meta.initial_iterations
+        || args.max_rounds != meta.max_rounds;
+    if changed {
+        eprintln!(
+            "warning: --resume keeps the journal's settings (I = {}, at most {} rounds, \
+             stability check {}); the ones given are ignored",
+            meta.initial_iterations, meta.max_rounds, meta.stable
+        );
+    }
 }
 
 /// Resolves the target, lists its sites, calibrates stress once with every fence inserted, and
