@@ -3,7 +3,8 @@
 # the GPU if there is one, else on the simulator (results from the simulator say so).
 #
 # It lists the devices, shows where fences could go in cbe-dot, runs the MP litmus test without
-# and with fences, and checks cbe-dot under sys-str+ (journal under results/main-job/).
+# and with fences, checks cbe-dot under sys-str+, and hardens it (the fence it needs, as a source
+# line and a patch). Journals go to results/main-job/ (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
@@ -27,3 +28,6 @@ echo "== check cbe-dot under sys-str+ (seed $seed)"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 "$gpuwmm" check cbe-dot --env sys-str+ --runs 1000 --seed "$seed" \
     --journal "results/main-job/check-cbe-dot-$stamp.csv"
+echo
+echo "== harden cbe-dot (seed $seed)"
+"$gpuwmm" harden cbe-dot --seed "$seed" --journal "results/main-job/harden-cbe-dot-$stamp.csv"

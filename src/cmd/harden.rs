@@ -338,10 +338,7 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
         if i.stable { "yes" } else { "no" },
         meta.stable
     );
-    let simulated = match meta.target.backend {
-        BackendName::Sim => " (simulator results)",
-        _ => "",
-    };
-    println!("  {}{simulated}", meta.provenance);
+    // The provenance line says when the results are the simulator's.
+    println!("  {}", meta.provenance);
     println!("  journal: {}", path.display());
 }
