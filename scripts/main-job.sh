@@ -30,4 +30,4 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
     --journal "results/main-job/check-cbe-dot-$stamp.csv"
 echo
 echo "== harden cbe-dot (seed $seed)"
-"$gpuwmm" harden cbe-dot --seed "$seed" --journal "results/main-job/harden-cbe-dot-$stamp.csv"
+"$gpuwmm" harden cbe-dot --seed "$seed" --stable-runs 10000 --journal "results/main-job/harden-cbe-dot-$stamp.csv"
