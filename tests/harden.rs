@@ -109,7 +109,10 @@ fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
         "{stdout}"
     );
     assert_stable(&stdout);
-    assert!(stdout.contains("simulator results"), "{stdout}");
+    assert!(
+        stdout.contains("simulator") && stdout.contains("not hardware"),
+        "{stdout}"
+    );
     assert_consecutive(&journal_runs(&journal));
 
     // The patch applies to a copy of the source, and puts the fence right after the update.
