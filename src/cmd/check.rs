@@ -176,21 +176,38 @@ pub fn open_check(spec: &CheckSpec, executors: &mut Executors) -> Result<OpenChe
     })
 }
 
+/// A journal to resume must record the app and environment asked for: `recorded` and `asked`
+/// are (app, environment); `what` names the journal's kind (`check`, `hardening`).
+pub fn refuse_another_journal(
+    path: &Path,
+    what: &str,
+    recorded: (&str, Environment),
+    asked: (&str, Environment),
+) -> Result<(), Failure> {
+    if recorded == asked {
+        return Ok(());
+    }
+    Err(Failure::bad_input(anyhow::anyhow!(
+        "{} is a {what} of {} under {}, not {} under {}",
+        path.display(),
+        recorded.0,
+        recorded.1,
+        asked.0,
+        asked.1
+    )))
+}
+
 /// Reopens a journal; the app and environment given must be the ones it records.
 fn resume(spec: &CheckSpec) -> Result<OpenCheck, Failure> {
     let path = spec.journal;
     let (journal, mut meta, done): (_, CheckMeta, _) =
         Journal::resume(path).map_err(Failure::bad_input)?;
-    if meta.target.app != spec.app || meta.env != spec.env {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{} is a check of {} under {}, not {} under {}",
-            path.display(),
-            meta.target.app,
-            meta.env,
-            spec.app,
-            spec.env
-        )));
-    }
+    refuse_another_journal(
+        path,
+        "check",
+        (&meta.target.app, meta.env),
+        (spec.app, spec.env),
+    )?;
     // A new stop given with --resume extends (or shortens) the check.
     if let Some(stop) = spec.stop {
         meta.stop = stop;

@@ -1,7 +1,7 @@
 //! `gpuwmm harden`: run the paper's empirical fence insertion on an app, journaling every run,
 //! and show the fences it keeps as source lines and a patch.
 
-use super::check::{default_journal, now};
+use super::check::{default_journal, now, refuse_another_journal};
 use super::target::{executor, resolve};
 use super::{Failure, Outcome};
 use crate::cli::{HardenArgs, StableArgs};
@@ -63,16 +63,12 @@ fn open(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
     }
     let (journal, meta, done): (_, HardenMeta, _) =
         Journal::resume(path).map_err(Failure::bad_input)?;
-    if meta.target.app != args.app || meta.env != args.env {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "{} is a hardening of {} under {}, not {} under {}",
-            path.display(),
-            meta.target.app,
-            meta.env,
-            args.app,
-            args.env
-        )));
-    }
+    refuse_another_journal(
+        path,
+        "hardening",
+        (&meta.target.app, meta.env),
+        (&args.app, args.env),
+    )?;
     warn_about_ignored_settings(args, &meta);
     let executor = executor(&meta.target, args.target.in_process)?;
     Ok((journal, meta, done, executor))
