@@ -139,48 +139,45 @@ fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
     assert_eq!(lines[update].trim(), "__threadfence();");
 }
 
-#[test]
-fn harden_sdk_red_nf_ends_stable_with_a_writer_side_fence() {
+/// `harden <app>-nf` with the 10,000-run stability check ends stable, with at most two
+/// fences, one of them after a line of `<app>/kernel.cu` containing one of `writer_side`.
+fn assert_hardened_on_the_writer_side(app: &str, writer_side: &[&str]) {
     if gpuwmm::toolchain::tools_for_tests().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let stdout = harden(
-        "sdk-red-nf",
-        &dir.path().join("j.csv"),
-        &["--stable-runs", "10000"],
-    );
+    let nf = format!("{app}-nf");
+    let stdout = harden(&nf, &dir.path().join("j.csv"), &["--stable-runs", "10000"]);
     assert_stable(&stdout);
-    let lines = final_fence_lines(&stdout, "sdk-red");
-    // Writer side: after the partial-sum store, or after the ticket that publishes it.
-    let store = kernel_line("sdk-red", "partial[blockIdx.x] = cache[0];");
-    let ticket = kernel_line("sdk-red", "unsigned ticket = atomicInc(");
-    assert!(
-        lines.contains(&store) || lines.contains(&ticket),
-        "{stdout}"
-    );
+    let lines = final_fence_lines(&stdout, app);
+    let accepted: Vec<usize> = writer_side.iter().map(|t| kernel_line(app, t)).collect();
+    assert!(accepted.iter().any(|l| lines.contains(l)), "{stdout}");
     assert!(lines.len() <= 2, "{stdout}");
 }
 
 #[test]
-fn harden_cub_scan_nf_ends_stable_with_a_writer_side_fence() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let stdout = harden(
-        "cub-scan-nf",
-        &dir.path().join("j.csv"),
-        &["--stable-runs", "10000"],
+fn harden_sdk_red_nf_ends_stable_with_a_writer_side_fence() {
+    // After the partial-sum store, or after the ticket that publishes it.
+    assert_hardened_on_the_writer_side(
+        "sdk-red",
+        &[
+            "partial[blockIdx.x] = cache[0];",
+            "unsigned ticket = atomicInc(",
+        ],
     );
-    assert_stable(&stdout);
-    let lines = final_fence_lines(&stdout, "cub-scan");
-    // Writer side: fence (2) of the original, after the value store, or after the flag store
-    // that publishes it.
-    let value = kernel_line("cub-scan", "tile_prefix[tile] = prefix + totals[");
-    let flag = kernel_line("cub-scan", "((volatile unsigned *)tile_flag)[tile] = 1;");
-    assert!(lines.contains(&value) || lines.contains(&flag), "{stdout}");
-    assert!(lines.len() <= 2, "{stdout}");
+}
+
+#[test]
+fn harden_cub_scan_nf_ends_stable_with_a_writer_side_fence() {
+    // Fence (2) of the original, after the value store, or after the flag store that
+    // publishes it.
+    assert_hardened_on_the_writer_side(
+        "cub-scan",
+        &[
+            "tile_prefix[tile] = prefix + totals[",
+            "((volatile unsigned *)tile_flag)[tile] = 1;",
+        ],
+    );
 }
 
 #[test]

@@ -236,13 +236,7 @@ mod tests {
         CheckMeta {
             tool_version: "test".into(),
             started: "now".into(),
-            target: serde_json::from_value(serde_json::json!({
-                "app": "cbe-dot", "size": "sim", "backend": "sim", "sim_model": "weak",
-                "fence_kind": "fence.sc.gpu", "granularity": "source-line",
-                "profile": {"chip": "sim", "patch_words": 32, "sequence": "ld", "spread": 2},
-                "deadline_ms": 1000, "stress_factor": 10.0
-            }))
-            .unwrap(),
+            target: crate::check::spec::test_target(),
             env: "sys-str+".parse().unwrap(),
             fences: Fences::AsIs,
             seed: 5,

@@ -233,6 +233,17 @@ mod tests {
         }
     }
 
+    /// A new journal in a temporary folder holding `row(0)`; keep the folder while using it.
+    fn journal_of_one_row() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.csv");
+        Journal::<Row>::create(&path, &1)
+            .unwrap()
+            .append(&row(0))
+            .unwrap();
+        (dir, path)
+    }
+
     #[test]
     fn rows_survive_a_reopen_with_header_and_quoting() {
         let dir = tempfile::tempdir().unwrap();
@@ -252,12 +263,7 @@ mod tests {
 
     #[test]
     fn an_existing_journal_is_never_overwritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1)
-            .unwrap()
-            .append(&row(0))
-            .unwrap();
+        let (_dir, path) = journal_of_one_row();
         let error = Journal::<Row>::create(&path, &1).err().unwrap();
         assert!(error.to_string().contains("--resume"), "{error}");
         assert_eq!(read_rows::<Row>(&path).unwrap(), [row(0)]);
@@ -265,12 +271,7 @@ mod tests {
 
     #[test]
     fn a_row_cut_short_by_a_kill_is_dropped_on_resume() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1)
-            .unwrap()
-            .append(&row(0))
-            .unwrap();
+        let (_dir, path) = journal_of_one_row();
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(b"1,fa").unwrap();
         let (_, _, rows) = Journal::<Row>::resume::<u32>(&path).unwrap();
@@ -280,12 +281,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_row_names_its_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.csv");
-        Journal::<Row>::create(&path, &1)
-            .unwrap()
-            .append(&row(0))
-            .unwrap();
+        let (_dir, path) = journal_of_one_row();
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(b"x,pass,\n").unwrap();
         let error = Journal::<Row>::resume::<u32>(&path)

@@ -122,6 +122,19 @@ pub fn run_seed(master: u64, run: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A simulator target for unit tests of the drivers (their executors are mocks: nothing is
+/// compiled or run).
+#[cfg(test)]
+pub(crate) fn test_target() -> Target {
+    serde_json::from_value(serde_json::json!({
+        "app": "cbe-dot", "size": "sim", "backend": "sim", "sim_model": "weak",
+        "fence_kind": "fence.sc.gpu", "granularity": "source-line",
+        "profile": {"chip": "sim", "patch_words": 32, "sequence": "ld", "spread": 2},
+        "deadline_ms": 1000, "stress_factor": 10.0
+    }))
+    .expect("a valid target")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
