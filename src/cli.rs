@@ -320,8 +320,10 @@ pub enum PtxCommand {
 pub struct InputArgs {
     /// A CUDA source (`.cu`, compiled with NVRTC and line info) or PTX (`.ptx`) file.
     pub input: PathBuf,
-    /// Target architecture for NVRTC (`sm_70` runs on every GPU since Volta).
-    #[arg(long, default_value = "sm_70")]
+    /// Target architecture for NVRTC, e.g. `sm_90`. The default, `portable`, is the oldest one
+    /// the NVRTC found accepts (`sm_70` with CUDA 12, `sm_75` with CUDA 13); its PTX runs on every
+    /// newer GPU.
+    #[arg(long, default_value = "portable")]
     pub arch: String,
     /// One site per source line, or one per PTX access instruction.
     #[arg(long, value_enum, default_value_t = GranularityArg::Line)]

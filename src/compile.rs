@@ -1,15 +1,25 @@
 //! CUDA source to PTX: NVRTC found by the toolchain locator, results cached by content.
+//!
+//! Kernels are compiled for a *portable* architecture unless one is named: the oldest that the
+//! NVRTC at hand accepts. Its PTX JIT-compiles for every newer chip and is what the simulator
+//! runs. CUDA 12 accepts `sm_70`; CUDA 13 dropped Volta, so there it is `sm_75`. Resolving it
+//! here, from the NVRTC actually loaded, lets the same binary use pinned CUDA 12 wheels in CI and
+//! a machine's CUDA 13 toolkit next to its GPU.
 
 use crate::toolchain::{CompileOptions, CudaTools, Nvrtc, PtxCache, ToolchainError};
 use std::path::Path;
 
-/// Compiles a CUDA source to PTX for `arch` with line info. The `.file` directive of the PTX
-/// records `path` as given, so fence sites can show the source line.
+/// The architecture name that stands for the oldest one the NVRTC found accepts.
+pub const PORTABLE_ARCH: &str = "portable";
+
+/// Compiles a CUDA source to PTX for `arch` (an `sm_XY`, or [`PORTABLE_ARCH`]) with line info.
+/// The `.file` directive of the PTX records `path` as given, so fence sites can show the source
+/// line.
 pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, ToolchainError> {
     let tools = CudaTools::locate();
     let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
     let options = CompileOptions {
-        arch: arch.to_string(),
+        arch: resolve_arch(arch, nvrtc.version()).to_string(),
         ..CompileOptions::default()
     };
     let compiled = PtxCache::with_default_dir().get_or_compile(
@@ -19,4 +29,41 @@ pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, Too
         &options,
     )?;
     Ok(compiled.ptx)
+}
+
+/// `arch` as NVRTC `version` should be asked for it: [`PORTABLE_ARCH`] becomes that NVRTC's
+/// oldest architecture; any other name is kept, so an explicit `sm_70` on CUDA 13 is NVRTC's
+/// error to report.
+pub fn resolve_arch(arch: &str, version: (i32, i32)) -> &str {
+    match arch {
+        PORTABLE_ARCH => oldest_arch(version),
+        named => named,
+    }
+}
+
+/// The oldest architecture NVRTC `version` compiles for (CUDA 13 removed Maxwell to Volta).
+pub fn oldest_arch(version: (i32, i32)) -> &'static str {
+    if version.0 >= 13 {
+        "sm_75"
+    } else {
+        "sm_70"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn portable_is_volta_before_cuda_13_and_turing_from_it() {
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (12, 9)), "sm_70");
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (13, 0)), "sm_75");
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (14, 1)), "sm_75");
+    }
+
+    #[test]
+    fn named_architectures_are_passed_through() {
+        assert_eq!(resolve_arch("sm_90", (13, 0)), "sm_90");
+        assert_eq!(resolve_arch("sm_70", (13, 0)), "sm_70");
+    }
 }

@@ -43,9 +43,9 @@ use std::str::FromStr;
 use std::time::Duration;
 use thiserror::Error;
 
-/// The architecture app kernels are compiled for by default (the oldest the tools support; its
-/// PTX JIT-compiles for every newer chip and is what the simulator runs).
-pub const DEFAULT_ARCH: &str = "sm_70";
+/// The architecture app kernels are compiled for: the oldest the NVRTC at hand supports (see
+/// [`crate::compile`]); its PTX JIT-compiles for every newer chip and is what the simulator runs.
+pub const DEFAULT_ARCH: &str = crate::compile::PORTABLE_ARCH;
 
 /// Which input size to run an app at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
