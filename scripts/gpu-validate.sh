@@ -1,49 +1,153 @@
 #!/usr/bin/env bash
-# Validation on a real GPU (run it on a machine with an NVIDIA driver; about 30 minutes):
-# the GPU tests, MP/SB litmus weak rates, `check` of every app under no-str- and sys-str+, and
-# `harden cbe-dot`. Everything it measures goes to results/gpu/<device>-<date>/ with the device,
-# driver and date in README.md there; commit that folder.
+# Validation on a real GPU: the GPU tests, MP/SB/LB litmus weak rates, `check` of every app under
+# no-str- and sys-str+, and `harden cbe-dot`. What it measures goes to
+# results/gpu/<device>-<date>/ (README.md there names the device, driver, date and commit), and,
+# where $OUT is set (a lent device machine), also into one tarball under $OUT per call, to unpack
+# into results/gpu/ on the machine the repository lives on. Commit that folder.
 #
-#   CHECK_DURATION=2m scripts/gpu-validate.sh        # the issue's bar: 2 minutes per app and env
-#   PART=tests|litmus|check|harden scripts/gpu-validate.sh   # one part only
+#   scripts/gpu-validate.sh                                  # everything (about 35 minutes)
+#   PART="tests litmus harden" scripts/gpu-validate.sh       # some parts (space-separated)
+#   PART=check CHECK_APPS="cbe-dot cbe-ht" CHECK_ENVS=no-str- CHECK_DURATION=2m scripts/gpu-validate.sh
+#
+# Where cargo is missing (the lent machines have a CUDA toolkit and a driver, no Rust), it runs
+# the binaries that scripts/gpu-bundle.sh built into .gpu-bundle/; GPUWMM_USE_BUNDLE=1 forces that.
+# Settings: PART (tests litmus check harden; default all four), CHECK_APPS (default: every
+# built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 2m per app and
+# environment), LITMUS_ITERATIONS (default 100000), STABLE_DURATION (harden's stability check,
+# default 3m).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-gpuwmm=target/release/gpuwmm
+repo="$PWD"
+parts="${PART:-tests litmus check harden}"
+check_apps="${CHECK_APPS:-cbe-dot cbe-ht sdk-red sdk-red-nf cub-scan cub-scan-nf}"
+check_envs="${CHECK_ENVS:-no-str- sys-str+}"
 duration="${CHECK_DURATION:-2m}"
-part="${PART:-all}"
-cargo build --release --locked
+litmus_iterations="${LITMUS_ITERATIONS:-100000}"
+stable="${STABLE_DURATION:-3m}"
+readonly GPU_TESTS=(cuda_backend apps_gpu check_gpu)
+export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
 
+wants() { [[ " $parts " == *" $1 "* ]]; }
+
+# --- binaries: cargo where there is one, else the bundle ------------------------------------
+use_bundle() {
+    [[ "${GPUWMM_USE_BUNDLE:-}" == 1 ]] || ! command -v cargo >/dev/null
+}
+if use_bundle; then
+    [[ -f .gpu-bundle/BUILD ]] || { echo "no cargo and no .gpu-bundle/: run scripts/gpu-bundle.sh where Rust is, and carry .gpu-bundle" >&2; exit 2; }
+    commit="$(sed -n 's/^commit=//p' .gpu-bundle/BUILD)"
+    build_dir="$(sed -n 's/^build_dir=//p' .gpu-bundle/BUILD)"
+    # The test binaries read the repository (apps, fixtures) and run target/release/gpuwmm at
+    # the path they were built in: make that path this repository.
+    if [[ ! -e "$build_dir" ]]; then
+        mkdir -p "$(dirname "$build_dir")"
+        ln -s "$repo" "$build_dir"
+    elif [[ "$(cd "$build_dir" && pwd -P)" != "$(pwd -P)" ]]; then
+        echo "the bundle was built in $build_dir, which exists here and is not this repository" >&2
+        exit 2
+    fi
+    mkdir -p target/release
+    cp .gpu-bundle/bin/gpuwmm target/release/gpuwmm
+    run_test() { ".gpu-bundle/bin/$1" --nocapture; }
+else
+    cargo build --release --locked
+    commit="$(git rev-parse --short HEAD)"
+    run_test() { cargo test --release --locked --test "$1" -- --nocapture; }
+fi
+gpuwmm="$repo/target/release/gpuwmm"
+
+# --- NVRTC: a toolkit's, else the one Python's nvidia-cuda-nvrtc wheel brought ---------------
+if ! "$gpuwmm" ptx sites apps/cbe-dot/kernel.cu >/dev/null 2>&1; then
+    tools="$repo/.cache/gpu-tools"
+    mkdir -p "$tools/lib" "$tools/bin"
+    nvrtc="$(python3 - <<'EOF' || true
+import glob, site
+for d in site.getsitepackages():
+    for p in sorted(glob.glob(d + "/nvidia/cu1*/lib/libnvrtc.so.*")) + sorted(glob.glob(d + "/nvidia/cuda_nvrtc/lib/libnvrtc.so.*")):
+        if ".alt." not in p and "builtins" not in p:
+            print(p)
+            raise SystemExit
+EOF
+)"
+    [[ -n "$nvrtc" ]] || { echo "no NVRTC found; gpuwmm says:" >&2; "$gpuwmm" ptx sites apps/cbe-dot/kernel.cu >&2; exit 2; }
+    ln -sf "$(dirname "$nvrtc")"/libnvrtc*.so* "$tools/lib/"
+    for t in ptxas cuobjdump nvdisasm; do
+        if command -v "$t" >/dev/null; then ln -sf "$(command -v "$t")" "$tools/bin/$t"; fi
+    done
+    export GPUWMM_CUDA_TOOLS="$tools"
+    "$gpuwmm" ptx sites apps/cbe-dot/kernel.cu >/dev/null
+fi
+
+# --- where results go ---------------------------------------------------------------------
 device="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
 slug="$(echo "$device" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/-$//')"
 day="$(date -u +%Y-%m-%d)"
-out="results/gpu/$slug-$day"
-mkdir -p "$out"
-{
-    echo "# $device, driver $driver, $day"
-    echo
-    echo "Measured by scripts/gpu-validate.sh at commit $(git rev-parse --short HEAD)."
-} > "$out/README.md"
-
-if [[ "$part" == all || "$part" == tests ]]; then
-    GPUWMM_REQUIRE_GPU=1 cargo test --release --locked \
-        --test cuda_backend --test apps_gpu --test check_gpu -- --nocapture 2>&1 | tee "$out/tests.txt"
+name="$slug-$day"
+out="results/gpu/$name"
+mkdir -p "$out/check" "$out/harden"
+if [[ ! -f "$out/README.md" ]]; then
+    {
+        echo "# $device, driver $driver, $day"
+        echo
+        echo "Measured on real hardware by scripts/gpu-validate.sh, gpuwmm at commit $commit."
+        echo "Each file is one part's output; check/ and harden/ hold the journals."
+        echo
+        echo '```'
+        nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+        "$gpuwmm" devices
+        echo '```'
+    } > "$out/README.md"
 fi
-if [[ "$part" == all || "$part" == litmus ]]; then
-    for test in mp sb lb; do
-        "$gpuwmm" litmus "$test" --backend cuda --iterations 100000 --instances 64 | tee "$out/litmus-$test.txt"
+
+pack() {
+    [[ -n "${OUT:-}" ]] || return 0
+    tar czf "$OUT/$name-$(date -u +%H%M%S).tar.gz" -C results/gpu "$name"
+}
+trap pack EXIT
+
+# Journals are resumed where they exist, so running a part again continues it.
+journal_args() { if [[ -f "$1" ]]; then echo "--journal $1 --resume"; else echo "--journal $1"; fi; }
+
+# step LOG COMMAND...: runs COMMAND with its output shown and kept in $out/LOG; a failure is
+# recorded and the next step runs.
+failed=()
+step() {
+    local log="$out/$1"
+    shift
+    echo "== $* ($(date -u +%H:%M:%S))"
+    if ! "$@" 2>&1 | tee "$log"; then
+        failed+=("$log")
+    fi
+}
+
+if wants tests; then
+    for t in "${GPU_TESTS[@]}"; do
+        step "tests-$t.txt" run_test "$t"
     done
 fi
-if [[ "$part" == all || "$part" == check ]]; then
-    for app in cbe-dot cbe-ht sdk-red sdk-red-nf cub-scan cub-scan-nf; do
-        for env in no-str- sys-str+; do
-            "$gpuwmm" check "$app" --env "$env" --duration "$duration" --backend cuda \
-                --journal "$out/check/$app-$env.csv" | tee "$out/check-$app-$env.txt"
+if wants litmus; then
+    for test in mp sb lb; do
+        step "litmus-$test.txt" "$gpuwmm" litmus "$test" --backend cuda \
+            --iterations "$litmus_iterations" --instances 64
+    done
+fi
+if wants check; then
+    for app in $check_apps; do
+        for env in $check_envs; do
+            # shellcheck disable=SC2046  # journal_args is two or three words on purpose
+            step "check-$app-$env.txt" "$gpuwmm" check "$app" --env "$env" --backend cuda \
+                --duration "$duration" $(journal_args "$out/check/$app-$env.csv")
         done
     done
 fi
-if [[ "$part" == all || "$part" == harden ]]; then
-    "$gpuwmm" harden cbe-dot --backend cuda --stable-duration "${STABLE_DURATION:-5m}" \
-        --journal "$out/harden/cbe-dot.csv" | tee "$out/harden-cbe-dot.txt"
+if wants harden; then
+    # shellcheck disable=SC2046
+    step harden-cbe-dot.txt "$gpuwmm" harden cbe-dot --backend cuda \
+        --stable-duration "$stable" $(journal_args "$out/harden/cbe-dot.csv")
 fi
 echo "results in $out"
+if (( ${#failed[@]} )); then
+    echo "FAILED: ${failed[*]}" | tee -a "$out/failures.txt"
+    exit 1
+fi
