@@ -14,7 +14,8 @@
 # Settings: PART (tests litmus check harden; default all four), CHECK_APPS (default: every
 # built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 2m per app and
 # environment), LITMUS_ITERATIONS (default 100000), STABLE_DURATION (harden's stability check,
-# default 3m).
+# default 3m), BACKEND (default cuda; BACKEND=sim dry-runs the litmus, check and harden parts on a
+# machine without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -24,6 +25,7 @@ check_envs="${CHECK_ENVS:-no-str- sys-str+}"
 duration="${CHECK_DURATION:-2m}"
 litmus_iterations="${LITMUS_ITERATIONS:-100000}"
 stable="${STABLE_DURATION:-3m}"
+backend="${BACKEND:-cuda}"
 readonly GPU_TESTS=(cuda_backend apps_gpu check_gpu)
 export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
 
@@ -128,7 +130,7 @@ if wants tests; then
 fi
 if wants litmus; then
     for test in mp sb lb; do
-        step "litmus-$test.txt" "$gpuwmm" litmus "$test" --backend cuda \
+        step "litmus-$test.txt" "$gpuwmm" litmus "$test" --backend "$backend" \
             --iterations "$litmus_iterations" --instances 64
     done
 fi
@@ -136,14 +138,14 @@ if wants check; then
     for app in $check_apps; do
         for env in $check_envs; do
             # shellcheck disable=SC2046  # journal_args is two or three words on purpose
-            step "check-$app-$env.txt" "$gpuwmm" check "$app" --env "$env" --backend cuda \
+            step "check-$app-$env.txt" "$gpuwmm" check "$app" --env "$env" --backend "$backend" \
                 --duration "$duration" $(journal_args "$out/check/$app-$env.csv")
         done
     done
 fi
 if wants harden; then
     # shellcheck disable=SC2046
-    step harden-cbe-dot.txt "$gpuwmm" harden cbe-dot --backend cuda \
+    step harden-cbe-dot.txt "$gpuwmm" harden cbe-dot --backend "$backend" \
         --stable-duration "$stable" $(journal_args "$out/harden/cbe-dot.csv")
 fi
 echo "results in $out"

@@ -14,7 +14,7 @@ use gpuwmm::harden::report::{fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
 use gpuwmm::ptx::passes::fences::strip_fences;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The stability check on the simulator when none is given: runs are cheap there.
@@ -258,7 +258,7 @@ fn first_error(p: &QueryProgress) -> String {
 
 fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Failure> {
     let app = target_app(&meta.target)?;
-    let cwd = std::env::current_dir()?;
+    let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
     let report = fence_report(
         &hardened.insertion.fences,
         &meta.sites,
@@ -267,6 +267,22 @@ fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Fa
         &cwd,
     )?;
     Ok(report)
+}
+
+/// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
+/// app's path is the build directory, which may be a link to this checkout), so the patch names
+/// the file relative to here; otherwise `cwd` itself.
+fn cwd_as_spelled_in(path: &Path, cwd: &Path) -> PathBuf {
+    let (Ok(real_path), Ok(real_cwd)) = (path.canonicalize(), cwd.canonicalize()) else {
+        return cwd.to_path_buf();
+    };
+    let Ok(below) = real_path.strip_prefix(&real_cwd) else {
+        return cwd.to_path_buf();
+    };
+    match path.ancestors().nth(below.components().count()) {
+        Some(prefix) if prefix.canonicalize().is_ok_and(|p| p == real_cwd) => prefix.to_path_buf(),
+        _ => cwd.to_path_buf(),
+    }
 }
 
 fn print_fences(meta: &HardenMeta, report: &FenceReport) {
@@ -337,4 +353,28 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
     // The provenance line says when the results are the simulator's.
     println!("  {}", meta.provenance);
     println!("  journal: {}", path.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_reached_through_a_link_to_the_working_directory_gets_a_relative_patch() {
+        let dir = tempfile::tempdir().unwrap();
+        let checkout = dir.path().join("checkout");
+        std::fs::create_dir_all(checkout.join("apps/x")).unwrap();
+        std::fs::write(checkout.join("apps/x/kernel.cu"), "k\n").unwrap();
+        let link = dir.path().join("build-dir");
+        std::os::unix::fs::symlink(&checkout, &link).unwrap();
+
+        let source = link.join("apps/x/kernel.cu");
+        assert_eq!(cwd_as_spelled_in(&source, &checkout), link);
+        assert_eq!(cwd_as_spelled_in(&source, dir.path()), dir.path());
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(
+            cwd_as_spelled_in(&source, elsewhere.path()),
+            elsewhere.path()
+        );
+    }
 }
