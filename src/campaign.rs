@@ -8,6 +8,7 @@
 
 use crate::check::{Outcome, Tally};
 use crate::env::Environment;
+use crate::plot::{rate_chart, PlotError, RateRow};
 use crate::stats::Rate;
 use thiserror::Error;
 
@@ -258,6 +259,33 @@ impl CampaignTable {
     }
 }
 
+impl CampaignTable {
+    /// The matrix as a chart: one row per cell (app by app, environments in their order), the
+    /// error rate with its interval, coloured by environment, the provenance under it.
+    pub fn to_svg(&self) -> Result<String, PlotError> {
+        let title = "error rate per app and environment";
+        rate_chart(title, &self.provenance.join("; "), &self.rate_rows())
+    }
+
+    /// The chart's rows: app by app, environments in their order, coloured by environment.
+    pub fn rate_rows(&self) -> Vec<RateRow> {
+        let envs = self.envs();
+        let mut rows = Vec::new();
+        for app in self.apps() {
+            for (series, &env) in envs.iter().enumerate() {
+                if let Some(cell) = self.cell(app, env) {
+                    rows.push(RateRow {
+                        label: format!("{app} {env}"),
+                        series,
+                        rate: cell.counts.error_rate(),
+                    });
+                }
+            }
+        }
+        rows
+    }
+}
+
 /// `57.7% (173/300)*`: the rate, the counts, and `*` when effective.
 pub fn cell_text(counts: &Counts) -> String {
     let rate = counts.error_rate();
@@ -331,6 +359,40 @@ mod tests {
         let md = t.to_markdown();
         assert!(md.contains("| my\\|app | 0.0% (0/10) | — |"), "{md}");
         assert_eq!(t.provenance.len(), 2);
+    }
+
+    #[test]
+    fn the_chart_has_a_row_per_cell_in_table_order_and_the_provenance() {
+        let rows = table().rate_rows();
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        let order = [
+            "cbe-dot no-str-",
+            "cbe-dot sys-str+",
+            "sdk-red no-str-",
+            "sdk-red sys-str+",
+        ];
+        assert_eq!(labels, order);
+        assert_eq!(
+            rows.iter().map(|r| r.series).collect::<Vec<_>>(),
+            [0, 1, 0, 1]
+        );
+        assert_eq!(rows[1].rate, Rate::new(173, 300));
+        let svg = table().to_svg().unwrap();
+        for label in order {
+            assert!(
+                svg.contains(&format!("\n{label}\n")),
+                "{label} is not drawn"
+            );
+        }
+        assert!(svg.contains("backend: simulator (sim)"));
+    }
+
+    #[test]
+    fn app_names_are_escaped_in_the_chart() {
+        let mut t = table();
+        t.add("a<b&c", env("no-str-"), counts(10, 0, 0, 0), "gpu");
+        let svg = t.to_svg().unwrap();
+        assert!(svg.contains("a&lt;b&amp;c no-str-"), "{svg}");
     }
 
     #[test]

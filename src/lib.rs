@@ -12,6 +12,7 @@
 //!   a resumable journal;
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
 //! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables (pure);
+//! - [`plot`]: rate charts as SVG (pure);
 //! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
 //!   the chosen fences as inserted source lines and a unified diff (pure);
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
@@ -26,6 +27,7 @@ pub mod env;
 pub mod harden;
 pub mod input;
 pub mod litmus;
+pub mod plot;
 pub mod profile;
 pub mod ptx;
 pub mod stats;

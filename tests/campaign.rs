@@ -94,6 +94,16 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
 
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.starts_with("backend: simulator"), "{md}");
+    let chart = std::fs::read_to_string(out.join("summary.svg")).unwrap();
+    for label in [
+        "cbe-dot no-str-",
+        "cbe-dot sys-str+",
+        "sdk-red no-str-",
+        "sdk-red sys-str+",
+    ] {
+        assert!(chart.contains(label), "{label} missing from the chart");
+    }
+    assert!(chart.contains("backend: simulator"));
     assert!(md.contains("| app | no-str- | sys-str+ |"), "{md}");
     assert!(
         md.contains("| sdk-red | 0.0% (0/50) | 0.0% (0/50) |"),

@@ -68,6 +68,13 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
         text.contains("simulator"),
         "results must say they come from the simulator: {text}"
     );
+    let chart = std::fs::read_to_string(journal.with_extension("svg")).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("<polyline"));
+    assert!(chart.contains("cbe-dot under sys-str+") && chart.contains("simulator"));
+    assert!(
+        text.contains("chart: results/check/cbe-dot-sys-str+-sim-seed1.svg"),
+        "{text}"
+    );
     let meta: CheckMeta = read_meta(&journal).unwrap();
     assert!(meta.stress_iterations > 0 && meta.calibration.is_some());
     assert!(rows

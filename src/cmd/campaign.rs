@@ -52,7 +52,10 @@ pub fn run(args: &CampaignArgs) -> Outcome {
     let table = campaign.run_cells(&cells)?;
     write_summaries(&table, &out)?;
     print!("{}", table.to_markdown());
-    println!("\nsummary: {0}/summary.md, {0}/summary.csv", out.display());
+    println!(
+        "\nsummary: {0}/summary.md, {0}/summary.csv, chart {0}/summary.svg",
+        out.display()
+    );
     Ok(())
 }
 
@@ -229,9 +232,11 @@ fn matrix_bar(cells: usize) -> ProgressBar {
 
 fn write_summaries(table: &CampaignTable, out: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(out)?;
+    let chart = table.to_svg().map_err(anyhow::Error::from)?;
     for (name, text) in [
         ("summary.csv", table.to_csv()),
         ("summary.md", table.to_markdown()),
+        ("summary.svg", chart),
     ] {
         let path = out.join(name);
         std::fs::write(&path, text)

@@ -4,10 +4,12 @@ use super::target::{executor, resolve};
 use super::{Failure, Outcome};
 use crate::cli::{BackendArgs, BackendChoice, CheckArgs, JournalArgs, StopArgs, TargetArgs};
 use gpuwmm::check::driver::calibrate_stress;
+use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{
     run_check, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
 };
 use gpuwmm::env::Environment;
+use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use gpuwmm::ptx::passes::fences::select_sites;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -31,7 +33,30 @@ pub fn run(args: &CheckArgs) -> Outcome {
     let tally = check.run(&mut executors, &mut |tally| update(&bar, &stop, tally))?;
     bar.finish_and_clear();
     print_summary(&check.meta, &tally, &path);
+    write_chart(&check.meta, &path);
     Ok(())
+}
+
+/// Draws the running error rate of the whole journal next to it (`<journal>.svg`). The journal
+/// holds the results, so a chart that cannot be made is a warning, not a failed check.
+fn write_chart(meta: &CheckMeta, journal: &Path) {
+    let chart_path = journal.with_extension("svg");
+    let drawn = read_rows(journal)
+        .map_err(anyhow::Error::from)
+        .and_then(|rows| {
+            let errors: Vec<bool> = rows
+                .iter()
+                .map(|r: &RunRecord| r.outcome.is_error())
+                .collect();
+            let title = format!("{} under {}: running error rate", meta.target.app, meta.env);
+            let points = running_rate(&errors, MAX_POINTS);
+            Ok(running_rate_chart(&title, &meta.provenance, &points)?)
+        })
+        .and_then(|svg| Ok(std::fs::write(&chart_path, svg)?));
+    match drawn {
+        Ok(()) => println!("chart: {}", chart_path.display()),
+        Err(e) => eprintln!("warning: no chart at {}: {e:#}", chart_path.display()),
+    }
 }
 
 /// `--journal`, or `results/<command>/<app>-<env>-<backend>-seed<seed>.csv`.
