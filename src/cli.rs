@@ -69,13 +69,16 @@ pub enum Command {
   gpuwmm campaign --apps cbe-dot,sdk-red --envs no-str-,sys-str+ --duration 1m --backend sim
   gpuwmm campaign --apps all --envs all --runs 1000 --resume   # continue an interrupted campaign")]
     Campaign(CampaignArgs),
-    /// Re-run one run of a check or campaign journal in this process and compare its outcome.
+    /// Re-run one run of a check, campaign or harden journal in this process and compare its
+    /// outcome.
     ///
-    /// The run gets the same seed, and so the same inputs, stressing blocks, permutations and
-    /// stress locations. The simulator replays a run exactly; on a GPU the interleaving is not
-    /// deterministic, so a replay may differ.
-    #[command(after_help = "Example:
-  gpuwmm replay results/check/cbe-dot-sys-str+-sim-seed1.csv 17")]
+    /// The run gets the same seed, fences and stress, and so the same inputs, stressing blocks,
+    /// permutations and stress locations. The simulator replays a run exactly; on a GPU the
+    /// interleaving is not deterministic, so a replay may differ. A harden journal holds many
+    /// queries (fence sets), each with runs numbered from 0: name the query with --query.
+    #[command(after_help = "Examples:
+  gpuwmm replay results/check/cbe-dot-sys-str+-sim-seed1.csv 17
+  gpuwmm replay results/harden/cbe-dot-sys-str+-sim-seed1.csv 0 --query 3")]
     Replay(ReplayArgs),
     /// Find a minimal set of fences that makes an application stable under stress.
     ///
@@ -241,10 +244,14 @@ pub struct HardenArgs {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// A check or campaign journal (`.csv`, with its `.json` beside it).
+    /// A check, campaign or harden journal (`.csv`, with its `.json` beside it).
     pub journal: PathBuf,
     /// The run number to replay (the journal's `run` column).
     pub run: u64,
+    /// For a harden journal: the query the run belongs to (the journal's `query` column; harden
+    /// prints it as `#Q` on each line of its search).
+    #[arg(long)]
+    pub query: Option<usize>,
 }
 
 fn parse_env(s: &str) -> Result<Environment, String> {

@@ -1,9 +1,11 @@
 //! `gpuwmm campaign` and `gpuwmm replay` as a user runs them, on the simulator in a temporary
 //! folder: the summaries agree with the journals, a killed campaign resumes without losing a
-//! row, and a journaled run replays to the same outcome.
+//! row, and a journaled run (of a check, a campaign cell or a hardening's query) replays to the
+//! same outcome.
 
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{Outcome, RunRecord};
+use gpuwmm::harden::run::HardenRow;
 use gpuwmm::toolchain::tools_for_tests;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -267,18 +269,81 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
 #[test]
 fn replay_says_which_journals_it_supports() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("harden.csv");
+    let path = dir.path().join("other.csv");
     std::fs::write(&path, "round,sites,outcome\n0,1 2,stable\n").unwrap();
     std::fs::write(
-        dir.path().join("harden.json"),
-        r#"{"kind": "harden", "app": "cbe-dot"}"#,
+        dir.path().join("other.json"),
+        r#"{"kind": "tune", "app": "cbe-dot"}"#,
     )
     .unwrap();
-    let out = gpuwmm(dir.path(), &["replay", "harden.csv", "0"]);
+    let out = gpuwmm(dir.path(), &["replay", "other.csv", "0"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("replay supports check and campaign journals"),
+        stderr.contains("not a check, campaign or harden journal"),
         "{stderr}"
     );
+}
+
+#[test]
+fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let harden = gpuwmm(
+        dir.path(),
+        &[
+            "harden",
+            "cbe-dot",
+            "--backend",
+            "sim",
+            "--stable-runs",
+            "100",
+            "--journal",
+            "h.csv",
+        ],
+    );
+    assert!(harden.status.success(), "{}", text(&harden.stderr));
+    // The summary names the first failing run and how to replay it.
+    let summary = text(&harden.stdout);
+    let hint = summary
+        .lines()
+        .find_map(|l| l.split_once("replay it with: gpuwmm "))
+        .map(|(_, command)| command.to_string())
+        .unwrap_or_else(|| panic!("no replay hint in:\n{summary}"));
+    let args: Vec<&str> = hint.split_whitespace().collect();
+    let rows: Vec<HardenRow> = read_rows(&dir.path().join("h.csv")).unwrap();
+    let first = rows.iter().find(|r| r.outcome.is_error()).unwrap();
+    let expected = [
+        "replay",
+        "h.csv",
+        &first.run.to_string(),
+        "--query",
+        &first.query.to_string(),
+    ];
+    assert_eq!(args, expected);
+
+    let replay = gpuwmm(dir.path(), &args);
+    let out = text(&replay.stdout);
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert!(
+        out.contains(&format!("fences        {}", first.fences)),
+        "{out}"
+    );
+    assert!(out.contains("reproduced: fail"), "{out}");
+
+    // A passing run of the stability check (the last query) replays as a pass.
+    let last = rows.last().unwrap();
+    let (run, query) = (last.run.to_string(), last.query.to_string());
+    let replay = gpuwmm(dir.path(), &["replay", "h.csv", &run, "--query", &query]);
+    assert!(text(&replay.stdout).contains("reproduced: pass"));
+
+    // Without --query, or with a query that has no such run, it says what is wrong.
+    let no_query = gpuwmm(dir.path(), &["replay", "h.csv", "0"]);
+    assert_eq!(no_query.status.code(), Some(2));
+    assert!(text(&no_query.stderr).contains("--query"));
+    let absent = gpuwmm(dir.path(), &["replay", "h.csv", "0", "--query", "999"]);
+    assert_eq!(absent.status.code(), Some(2));
+    assert!(text(&absent.stderr).contains("query 999"));
 }

@@ -94,6 +94,26 @@ impl Fences {
     }
 }
 
+/// Reads what [`Fences::label`] writes.
+impl std::str::FromStr for Fences {
+    type Err = String;
+
+    fn from_str(label: &str) -> Result<Fences, String> {
+        match label.trim() {
+            "as-is" => Ok(Fences::AsIs),
+            "none" => Ok(Fences::Sites(Vec::new())),
+            ids => ids
+                .split_whitespace()
+                .map(|id| {
+                    id.parse()
+                        .map_err(|_| format!("'{id}' is not a fence site id"))
+                })
+                .collect::<Result<Vec<usize>, String>>()
+                .map(Fences::Sites),
+        }
+    }
+}
+
 /// One run of the target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRequest {
@@ -138,6 +158,18 @@ pub(crate) fn test_target() -> Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fence_labels_read_back() {
+        for fences in [
+            Fences::AsIs,
+            Fences::Sites(vec![]),
+            Fences::Sites(vec![0, 2, 5]),
+        ] {
+            assert_eq!(fences.label().parse::<Fences>(), Ok(fences));
+        }
+        assert!("0 x".parse::<Fences>().unwrap_err().contains("'x'"));
+    }
 
     #[test]
     fn run_seeds_are_distinct_and_reproducible() {

@@ -7,6 +7,7 @@ use super::{Failure, Outcome};
 use crate::cli::{HardenArgs, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::driver::calibrate_stress;
+use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::local::target_app;
 use gpuwmm::check::{BackendName, Executor, Fences, Journal, Stop, Target};
 use gpuwmm::harden::algorithm::Phase;
@@ -353,6 +354,22 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
     // The provenance line says when the results are the simulator's.
     println!("  {}", meta.provenance);
     println!("  journal: {}", path.display());
+    if let Some(row) = first_failure(path) {
+        println!(
+            "  first failure: query #{} run {}; replay it with: gpuwmm replay {} {} --query {}",
+            row.query,
+            row.run,
+            path.display(),
+            row.run,
+            row.query
+        );
+    }
+}
+
+/// The journal's first run that did not pass, if it can be read.
+fn first_failure(journal: &Path) -> Option<HardenRow> {
+    let rows: Vec<HardenRow> = read_rows(journal).ok()?;
+    rows.into_iter().find(|r| r.outcome.is_error())
 }
 
 #[cfg(test)]

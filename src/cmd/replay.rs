@@ -1,38 +1,129 @@
 //! `gpuwmm replay`: re-run one journaled run in this process and say whether it came out the
-//! same, so that a failure found by `check` or `campaign` can be looked at again.
+//! same, so that a failure found by `check`, `campaign` or `harden` can be looked at again.
 //!
 //! Everything random in a run derives from its seed (see [`RunPlan`]), and the journal's sidecar
-//! records the target, environment, fences and stress iterations, so the run is rebuilt from
-//! the journal alone.
+//! records the target, environment and stress iterations, and its rows the fences (a hardening
+//! tries a fence set per query), so the run is rebuilt from the journal alone.
 
 use super::target::setup_failure;
 use super::{Failure, Outcome};
 use crate::cli::ReplayArgs;
 use gpuwmm::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use gpuwmm::check::local::RunPlan;
-use gpuwmm::check::{BackendName, CheckMeta, Executor, LocalExecutor, RunRecord, RunRequest};
+use gpuwmm::check::{
+    BackendName, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
+};
+use gpuwmm::env::Environment;
+use gpuwmm::harden::run::{HardenMeta, HardenRow};
+use serde::de::DeserializeOwned;
 use std::path::Path;
 
 pub fn run(args: &ReplayArgs) -> Outcome {
-    let meta = read_check_meta(&args.journal)?;
-    let recorded = find_run(&args.journal, args.run)?;
-    let mut executor = LocalExecutor::open(&meta.target).map_err(setup_failure)?;
+    let subject = open_subject(&args.journal, args.run, args.query)?;
+    let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
     println!("{}", executor.provenance());
-    print_run(&args.journal, &meta, &recorded);
+    print_run(&args.journal, &subject);
+    let r = &subject.recorded;
     let request = RunRequest {
-        run: recorded.run,
-        seed: recorded.seed,
-        env: recorded.env,
-        fences: meta.fences.clone(),
-        stress_iterations: recorded.stress_iterations,
+        run: r.run,
+        seed: r.seed,
+        env: r.env,
+        fences: subject.fences.clone(),
+        stress_iterations: r.stress_iterations,
     };
     let replayed = executor.execute(&request)?;
-    print_comparison(&meta, &recorded, &replayed);
+    print_comparison(&subject, &replayed);
     Ok(())
 }
 
-/// The sidecar of a check or campaign journal; anything else is bad input that says so.
-fn read_check_meta(journal: &Path) -> Result<CheckMeta, Failure> {
+/// A journaled run and what it ran: the journal's target and the run's fences.
+struct Subject {
+    target: Target,
+    env: Environment,
+    /// The check's (or hardening's) seed, from which the run's was drawn.
+    seed: u64,
+    provenance: String,
+    /// `harden query 3 (linear, round 0)`, or empty for a check.
+    query: String,
+    fences: Fences,
+    recorded: RunRecord,
+}
+
+/// The run `run` (of query `query`, for a harden journal) and what it ran.
+fn open_subject(journal: &Path, run: u64, query: Option<usize>) -> Result<Subject, Failure> {
+    let meta = read_sidecar(journal)?;
+    if let Ok(check) = serde_json::from_value::<CheckMeta>(meta.clone()) {
+        if query.is_some() {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "{} is a check journal: its runs need no --query",
+                journal.display()
+            )));
+        }
+        return check_subject(journal, check, run);
+    }
+    match serde_json::from_value::<HardenMeta>(meta) {
+        Ok(harden) => harden_subject(journal, harden, run, query),
+        Err(e) => Err(unsupported(journal, &e.to_string())),
+    }
+}
+
+fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<Subject, Failure> {
+    let rows: Vec<RunRecord> = journal_rows(journal)?;
+    let span = span(rows.iter().map(|r| r.run));
+    let recorded = rows
+        .into_iter()
+        .find(|r| r.run == run)
+        .ok_or_else(|| not_there(journal, &format!("run {run}"), &span))?;
+    Ok(Subject {
+        target: meta.target,
+        env: meta.env,
+        seed: meta.seed,
+        provenance: meta.provenance,
+        query: String::new(),
+        fences: meta.fences,
+        recorded,
+    })
+}
+
+fn harden_subject(
+    journal: &Path,
+    meta: HardenMeta,
+    run: u64,
+    query: Option<usize>,
+) -> Result<Subject, Failure> {
+    let Some(query) = query else {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "{} is a harden journal: name the run's query with --query (the `query` column; \
+             harden shows it as #Q)",
+            journal.display()
+        )));
+    };
+    let rows: Vec<HardenRow> = journal_rows(journal)?;
+    let in_query: Vec<HardenRow> = rows.into_iter().filter(|r| r.query == query).collect();
+    let span = span(in_query.iter().map(|r| r.run));
+    let row = in_query
+        .into_iter()
+        .find(|r| r.run == run)
+        .ok_or_else(|| not_there(journal, &format!("run {run} of query {query}"), &span))?;
+    let fences = row.fences.parse().map_err(|e: String| {
+        Failure::bad_input(anyhow::anyhow!("{}: query {query}: {e}", journal.display()))
+    })?;
+    Ok(Subject {
+        target: meta.target,
+        env: meta.env,
+        seed: meta.seed,
+        provenance: meta.provenance,
+        query: format!(
+            "harden query {query} ({}, round {}), ",
+            row.phase, row.round
+        ),
+        fences,
+        recorded: row.record(),
+    })
+}
+
+/// The journal's sidecar, as JSON; a missing journal or sidecar is bad input that says so.
+fn read_sidecar(journal: &Path) -> Result<serde_json::Value, Failure> {
     if !journal.is_file() {
         return Err(Failure::bad_input(anyhow::anyhow!(
             "no journal at {}",
@@ -40,59 +131,66 @@ fn read_check_meta(journal: &Path) -> Result<CheckMeta, Failure> {
         )));
     }
     if !meta_path(journal).is_file() {
-        return Err(not_a_check(journal, "no such file"));
+        return Err(unsupported(journal, "no such file"));
     }
-    let value: serde_json::Value = read_meta(journal).map_err(Failure::bad_input)?;
-    serde_json::from_value(value).map_err(|e| not_a_check(journal, &e.to_string()))
+    read_meta(journal).map_err(Failure::bad_input)
 }
 
-fn not_a_check(journal: &Path, why: &str) -> Failure {
+fn unsupported(journal: &Path, why: &str) -> Failure {
     Failure::bad_input(anyhow::anyhow!(
-        "{} is not a check or campaign journal ({}: {why}); replay supports check and campaign \
-         journals",
+        "{} is not a check, campaign or harden journal ({}: {why}); replay supports those",
         journal.display(),
         meta_path(journal).display()
     ))
 }
 
-/// The journal's row of run `run`.
-fn find_run(journal: &Path, run: u64) -> Result<RunRecord, Failure> {
-    let rows: Vec<RunRecord> = read_rows(journal).map_err(|e| match e {
-        JournalError::BadRow { message, .. } => not_a_check(journal, &message),
+fn journal_rows<R: DeserializeOwned>(journal: &Path) -> Result<Vec<R>, Failure> {
+    read_rows(journal).map_err(|e| match e {
+        JournalError::BadRow { message, .. } => unsupported(journal, &message),
         other => Failure::bad_input(other),
-    })?;
-    let span = match (rows.first(), rows.last()) {
-        (Some(first), Some(last)) => format!("runs {} to {}", first.run, last.run),
-        _ => "no runs".to_string(),
-    };
-    rows.into_iter().find(|r| r.run == run).ok_or_else(|| {
-        Failure::bad_input(anyhow::anyhow!(
-            "run {run} is not in {}: it records {span}",
-            journal.display()
-        ))
     })
 }
 
-/// What the run was: the check it belongs to, its seed and everything drawn from it.
-fn print_run(journal: &Path, meta: &CheckMeta, r: &RunRecord) {
+/// `runs 0 to 199`, or `no runs`.
+fn span(mut runs: impl Iterator<Item = u64>) -> String {
+    match runs.next() {
+        Some(first) => format!("runs {first} to {}", runs.last().unwrap_or(first)),
+        None => "no runs".to_string(),
+    }
+}
+
+fn not_there(journal: &Path, what: &str, span: &str) -> Failure {
+    Failure::bad_input(anyhow::anyhow!(
+        "{what} is not in {}: it records {span}",
+        journal.display()
+    ))
+}
+
+/// What the run was: the check or query it belongs to, its seed and everything drawn from it.
+fn print_run(journal: &Path, subject: &Subject) {
+    let r = &subject.recorded;
     let plan = RunPlan::from_seed(r.seed);
     println!(
-        "journal {}: {} under {}, check seed {}, recorded by: {}",
+        "journal {}: {} under {}, {}seed {}, recorded by: {}",
         journal.display(),
-        meta.target.app,
-        meta.env,
-        meta.seed,
-        meta.provenance
+        subject.target.app,
+        subject.env,
+        subject.query,
+        subject.seed,
+        subject.provenance
     );
     println!("run {}", r.run);
     println!("  seed          {}", r.seed);
     println!("  environment   {}", r.env);
-    println!("  fences        {}", meta.fences.label());
+    println!("  fences        {}", subject.fences.label());
     if r.env.stresses() {
         println!(
             "  stress        {} iterations of '{}', {}% of each launch's blocks added as \
              stressing blocks (per launch: {})",
-            r.stress_iterations, meta.target.profile.sequence, plan.stress_percent, r.stress_blocks
+            r.stress_iterations,
+            subject.target.profile.sequence,
+            plan.stress_percent,
+            r.stress_blocks
         );
     } else {
         println!("  stress        none");
@@ -104,7 +202,8 @@ fn print_run(journal: &Path, meta: &CheckMeta, r: &RunRecord) {
 }
 
 /// The recorded and replayed outcomes side by side, and whether they agree.
-fn print_comparison(meta: &CheckMeta, recorded: &RunRecord, replayed: &RunRecord) {
+fn print_comparison(subject: &Subject, replayed: &RunRecord) {
+    let recorded = &subject.recorded;
     println!("recorded      {}", outcome_text(recorded));
     println!("replayed      {}", outcome_text(replayed));
     if recorded.stress_blocks != replayed.stress_blocks {
@@ -126,7 +225,7 @@ fn print_comparison(meta: &CheckMeta, recorded: &RunRecord, replayed: &RunRecord
             recorded.outcome, replayed.outcome
         );
     }
-    println!("note: {}", determinism_note(meta.target.backend));
+    println!("note: {}", determinism_note(subject.target.backend));
 }
 
 fn outcome_text(r: &RunRecord) -> String {
