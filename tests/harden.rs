@@ -153,6 +153,27 @@ fn assert_hardened_on_the_writer_side(app: &str, writer_side: &[&str]) {
     let accepted: Vec<usize> = writer_side.iter().map(|t| kernel_line(app, t)).collect();
     assert!(accepted.iter().any(|l| lines.contains(l)), "{stdout}");
     assert!(lines.len() <= 2, "{stdout}");
+    // The report names the original idiom's own fences, by their `__threadfence();` lines.
+    let own: Vec<String> = kernel_lines_calling_threadfence(app)
+        .iter()
+        .map(|l| format!("apps/{app}/kernel.cu:{l} (membar.gl)"))
+        .collect();
+    let original = format!(
+        "original idiom: {app} has {} fence(s) of its own: {}.",
+        own.len(),
+        own.join(", ")
+    );
+    assert!(stdout.contains(&original), "{original}\n{stdout}");
+}
+
+/// The 1-based lines of `app`'s kernel.cu whose code (not a comment) calls `__threadfence()`.
+fn kernel_lines_calling_threadfence(app: &str) -> Vec<usize> {
+    let text = std::fs::read_to_string(kernel(app)).unwrap();
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("__threadfence();"))
+        .map(|(i, _)| i + 1)
+        .collect()
 }
 
 #[test]

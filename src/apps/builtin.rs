@@ -160,6 +160,10 @@ impl App for StrippedVariant {
         self.base.check_module(arch)
     }
 
+    fn unstripped(&self) -> Option<&dyn App> {
+        Some(self.base.as_ref())
+    }
+
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
         self.base.run(ctx)
     }

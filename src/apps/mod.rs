@@ -191,6 +191,11 @@ pub trait App: Send + Sync {
         Ok(None)
     }
 
+    /// For a `-nf` variant, the app whose fences it strips (reports compare fence sets with it).
+    fn unstripped(&self) -> Option<&dyn App> {
+        None
+    }
+
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
 }

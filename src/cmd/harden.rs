@@ -13,7 +13,7 @@ use gpuwmm::check::{BackendName, Executor, Fences, Journal, Stop, Target};
 use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::{fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
-use gpuwmm::ptx::passes::fences::strip_fences;
+use gpuwmm::ptx::passes::fences::{own_fences, OwnFence};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,6 +45,7 @@ pub fn run(args: &HardenArgs) -> Outcome {
     let patch_path = path.with_extension("patch");
     std::fs::write(&patch_path, &report.patch)?;
     print_fences(&meta, &report);
+    print_original_fences(&meta)?;
     print_patch(&report, &patch_path);
     print_summary(&meta, &hardened, clock, &path);
     Ok(())
@@ -135,16 +136,56 @@ fn stable_stop(args: &StableArgs, target: &Target) -> Stop {
 
 /// Fences the app has of its own stay in every run: the search only decides about the others.
 fn warn_about_own_fences(target: &Target) -> Result<(), Failure> {
-    let module = target_app(target)?.module(DEFAULT_ARCH)?;
-    let (_, own) = strip_fences(&module);
-    if own > 0 {
+    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH)?);
+    if !own.is_empty() {
         eprintln!(
-            "warning: {} already has {own} fence(s); they are kept in every run, and the search \
-             only decides about the candidate sites (for a search without them, harden the `-nf` \
-             variant, e.g. `gpuwmm harden sdk-red-nf`)",
-            target.app
+            "warning: {} already has {} fence(s) ({}); they are kept in every run, and the \
+             search only decides about the candidate sites (for a search without them, harden \
+             the `-nf` variant, e.g. `gpuwmm harden sdk-red-nf`)",
+            target.app,
+            own.len(),
+            fence_places(&own)
         );
     }
+    Ok(())
+}
+
+/// `apps/sdk-red/kernel.cu:46 (membar.gl), …`: where fences are, by source line where the PTX
+/// has one (relative to the working directory when the file lies under it).
+fn fence_places(fences: &[OwnFence]) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let place = |f: &OwnFence| match &f.source {
+        Some(line) => format!("{}:{} ({})", shown_path(&line.file, &cwd), line.line, f.ptx),
+        None => format!("{} in {}", f.ptx, f.function),
+    };
+    fences.iter().map(place).collect::<Vec<_>>().join(", ")
+}
+
+/// `file` relative to `cwd` when it lies under it, else as it is.
+fn shown_path(file: &str, cwd: &Path) -> String {
+    let path = Path::new(file);
+    match path.strip_prefix(cwd_as_spelled_in(path, cwd)) {
+        Ok(relative) if path.is_absolute() => relative.display().to_string(),
+        _ => file.to_string(),
+    }
+}
+
+/// For a `-nf` variant: the fences of the original idiom, to compare with the ones kept, and
+/// why the patch goes into a source that still has them.
+fn print_original_fences(meta: &HardenMeta) -> Result<(), Failure> {
+    let app = target_app(&meta.target)?;
+    let Some(original) = app.unstripped() else {
+        return Ok(());
+    };
+    let own = own_fences(&original.module(DEFAULT_ARCH)?);
+    println!(
+        "\noriginal idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
+         so the patch below is made against a source that still has them.",
+        original.name(),
+        own.len(),
+        fence_places(&own),
+        meta.target.app
+    );
     Ok(())
 }
 
@@ -392,6 +433,14 @@ mod tests {
         assert_eq!(
             cwd_as_spelled_in(&source, elsewhere.path()),
             elsewhere.path()
+        );
+
+        let file = source.to_str().unwrap();
+        assert_eq!(shown_path(file, &checkout), "apps/x/kernel.cu");
+        assert_eq!(shown_path(file, elsewhere.path()), file);
+        assert_eq!(
+            shown_path("apps/x/kernel.cu", &checkout),
+            "apps/x/kernel.cu"
         );
     }
 }

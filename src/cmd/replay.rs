@@ -43,7 +43,7 @@ struct Subject {
     /// The check's (or hardening's) seed, from which the run's was drawn.
     seed: u64,
     provenance: String,
-    /// `harden query 3 (linear, round 0)`, or empty for a check.
+    /// `harden query 3 (linear, round 0), ` (a prefix for the journal line), or empty for a check.
     query: String,
     fences: Fences,
     recorded: RunRecord,

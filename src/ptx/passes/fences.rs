@@ -181,6 +181,36 @@ fn function_accesses(
     groups
 }
 
+/// A fence the module already has: where it is, for reports that compare fence sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnFence {
+    pub function: String,
+    /// The source line of the outer frame, when the PTX has line info.
+    pub source: Option<SourceLine>,
+    /// The fence instruction, as printed.
+    pub ptx: String,
+}
+
+/// Every ordering fence of the module (what [`strip_fences`] removes), in module order.
+pub fn own_fences(module: &Module) -> Vec<OwnFence> {
+    let mut fences = Vec::new();
+    for function in module.functions() {
+        let mut tracker = LocTracker::default();
+        for statement in function.body.iter().flatten() {
+            match statement {
+                Statement::Loc(loc) => tracker.see(loc),
+                Statement::Instruction(i) if i.fence().is_some() => fences.push(OwnFence {
+                    function: function.name.clone(),
+                    source: tracker.outer.and_then(|p| source_line(module, p)),
+                    ptx: crate::ptx::print::instruction_text(i),
+                }),
+                _ => {}
+            }
+        }
+    }
+    fences
+}
+
 /// Follows `.loc` directives through a body: the innermost position, and the outer frame (the
 /// most recent position that is not inside inlined code, else the `inlined_at` call site).
 #[derive(Default)]
@@ -304,6 +334,23 @@ mod tests {
     use crate::ptx::{parse, print};
 
     const DOT: &str = include_str!("../../../tests/fixtures/ptx/dot_inlined.ptx");
+    const SDK_RED: &str = include_str!("../../../tests/fixtures/ptx/sdk_red.ptx");
+
+    #[test]
+    fn own_fences_are_found_with_their_source_line_and_are_what_strip_removes() {
+        let module = parse(SDK_RED).unwrap();
+        let fences = own_fences(&module);
+        assert_eq!(fences.len(), 1);
+        let fence = &fences[0];
+        assert_eq!(fence.ptx, "membar.gl");
+        let source = fence.source.as_ref().unwrap();
+        assert_eq!(
+            (source.file.as_str(), source.line),
+            ("apps/sdk-red/kernel.cu", 41)
+        );
+        assert_eq!(strip_fences(&module).1, fences.len());
+        assert!(own_fences(&strip_fences(&module).0).is_empty());
+    }
 
     fn module() -> Module {
         parse(DOT).unwrap()
