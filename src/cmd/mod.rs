@@ -71,8 +71,9 @@ fn not_yet(name: &str, issue: &str) -> Outcome {
     })
 }
 
-/// Opens the backend the user chose, saying so when `auto` fell back to the simulator.
-fn open(args: &BackendArgs) -> Result<Opened, Failure> {
+/// The backend the user chose, and the simulator settings should it be (or fall back to) the
+/// simulator.
+fn backend_request(args: &BackendArgs) -> (Choice, SimConfig) {
     let choice = match args.backend {
         BackendChoice::Auto => Choice::Auto,
         BackendChoice::Cuda => Choice::Cuda,
@@ -82,7 +83,13 @@ fn open(args: &BackendArgs) -> Result<Opened, Failure> {
         SimModelArg::Weak => MemoryModel::Weak,
         SimModelArg::Sc => MemoryModel::Sc,
     };
-    let opened = open_backend(choice, &SimConfig::new(model, args.seed))?;
+    (choice, SimConfig::new(model, args.seed))
+}
+
+/// Opens the backend the user chose, saying so when `auto` fell back to the simulator.
+fn open(args: &BackendArgs) -> Result<Opened, Failure> {
+    let (choice, sim) = backend_request(args);
+    let opened = open_backend(choice, &sim)?;
     if let Some(reason) = &opened.fallback_reason {
         eprintln!("note: running on the simulator: {reason}");
     }

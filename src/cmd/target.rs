@@ -1,11 +1,10 @@
 //! Turning the shared target options into a [`Target`] and an executor, for `check`, `harden`,
 //! `campaign` and `replay`.
 
-use super::Failure;
-use crate::cli::{BackendArgs, BackendChoice, SimModelArg, TargetArgs};
+use super::{backend_request, Failure};
+use crate::cli::{BackendArgs, SimModelArg, TargetArgs};
 use gpuwmm::apps::Size;
-use gpuwmm::backend::select::{probe_backend, Choice, Probed};
-use gpuwmm::backend::sim::{MemoryModel, SimConfig};
+use gpuwmm::backend::select::{probe_backend, Probed};
 use gpuwmm::backend::BackendKind;
 use gpuwmm::check::{
     BackendName, Executor, LocalExecutor, SimModel, Supervisor, Target, WorkerCommand,
@@ -60,16 +59,8 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
 }
 
 fn probe(args: &BackendArgs) -> Result<Probed, Failure> {
-    let choice = match args.backend {
-        BackendChoice::Auto => Choice::Auto,
-        BackendChoice::Cuda => Choice::Cuda,
-        BackendChoice::Sim => Choice::Sim,
-    };
-    let model = match args.sim_model {
-        SimModelArg::Weak => MemoryModel::Weak,
-        SimModelArg::Sc => MemoryModel::Sc,
-    };
-    Ok(probe_backend(choice, &SimConfig::new(model, args.seed))?)
+    let (choice, sim) = backend_request(args);
+    Ok(probe_backend(choice, &sim)?)
 }
 
 /// The executor for `target`: a supervised worker process (this binary's hidden `worker`
