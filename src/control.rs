@@ -68,6 +68,8 @@ pub enum ControlError {
         scratch_words: u32,
         patches: u32,
     },
+    #[error("stress location {location} is outside the scratchpad of {scratch_words} words")]
+    LocationOutside { location: u32, scratch_words: u32 },
 }
 
 /// One run's control block.
@@ -121,6 +123,23 @@ impl ControlBlock {
             }
         }
         Ok(block)
+    }
+
+    /// The block with `sys` stress at exactly `locations` (scratchpad word indices) instead of
+    /// random patches: tuning chooses where stress lands. Stressing thread `t` takes
+    /// `locations[t % locations.len()]`, so the threads are split evenly over them.
+    pub fn at_locations(mut self, locations: Vec<u32>) -> Result<ControlBlock, ControlError> {
+        let scratch_words = self.params.scratch_words;
+        if let Some(&location) = locations.iter().find(|&&l| l >= scratch_words) {
+            return Err(ControlError::LocationOutside {
+                location,
+                scratch_words,
+            });
+        }
+        self.params.spread = locations.len() as u32;
+        check(&self.params)?;
+        self.locations = locations;
+        Ok(self)
     }
 
     /// Number of application blocks, `nctaid.x * nctaid.y * nctaid.z`.
@@ -291,6 +310,24 @@ mod tests {
             patch_words: 32,
             scratch_address: 0x7f00_1234_5678_9a00,
         }
+    }
+
+    #[test]
+    fn stress_can_be_placed_at_chosen_locations() {
+        let block = ControlBlock::new(&params()).unwrap();
+        let placed = block.clone().at_locations(vec![5, 7, 2047]).unwrap();
+        assert_eq!(placed.locations, [5, 7, 2047]);
+        let words = placed.words();
+        assert_eq!(words[layout::SPREAD as usize], 3);
+        let at = words[layout::LOCATIONS_OFFSET as usize] as usize;
+        assert_eq!(&words[at..], [5, 7, 2047]);
+        assert_eq!(
+            block.at_locations(vec![1, 2048]).unwrap_err(),
+            ControlError::LocationOutside {
+                location: 2048,
+                scratch_words: 2048
+            }
+        );
     }
 
     fn is_permutation(values: &[u32]) -> bool {

@@ -15,6 +15,8 @@
 //! - [`plot`]: rate charts as SVG (pure);
 //! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
 //!   the chosen fences as inserted source lines and a unified diff (pure);
+//! - [`tune`]: the paper's three tuning stages (patch size, access sequence, spread) over any
+//!   litmus runner, journaled, with the decisions as pure functions;
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
@@ -33,3 +35,4 @@ pub mod ptx;
 pub mod stats;
 pub mod stressed;
 pub mod toolchain;
+pub mod tune;

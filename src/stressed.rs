@@ -55,6 +55,40 @@ impl StressedLauncher {
         settings: &StressSettings,
     ) -> Result<ControlBlock> {
         let control = ControlBlock::new(&self.params(app, settings)).map_err(bad_launch)?;
+        self.launch_control(backend, module, kernel, app, args, control)
+    }
+
+    /// [`Self::launch`] with `sys` stress at exactly `locations` (scratchpad word indices), as
+    /// tuning needs; `settings.spread` and `settings.patch_words` are not used.
+    pub fn launch_at(
+        &mut self,
+        backend: &mut dyn Backend,
+        module: ModuleId,
+        kernel: &str,
+        app: &LaunchConfig,
+        args: &[KernelArg],
+        settings: &StressSettings,
+        locations: &[u32],
+    ) -> Result<ControlBlock> {
+        let params = ControlParams {
+            spread: 0,
+            ..self.params(app, settings)
+        };
+        let control = ControlBlock::new(&params)
+            .and_then(|c| c.at_locations(locations.to_vec()))
+            .map_err(bad_launch)?;
+        self.launch_control(backend, module, kernel, app, args, control)
+    }
+
+    fn launch_control(
+        &mut self,
+        backend: &mut dyn Backend,
+        module: ModuleId,
+        kernel: &str,
+        app: &LaunchConfig,
+        args: &[KernelArg],
+        control: ControlBlock,
+    ) -> Result<ControlBlock> {
         let bytes = control.to_bytes();
         let buffer = self.control_buffer(backend, bytes.len())?;
         backend.copy_in(buffer, 0, &bytes)?;

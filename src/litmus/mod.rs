@@ -9,12 +9,12 @@
 pub mod run;
 
 use crate::ptx::passes::fences::FenceKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
 /// The shape of a litmus test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LitmusShape {
     Mp,
@@ -154,6 +154,10 @@ pub struct LitmusTest {
     /// Fence between the two accesses of thread 0 and of thread 1.
     pub fences: [Option<FenceKind>; 2],
     pub access: AccessFlavour,
+    /// Read the distance from a third kernel parameter (`u32`, in words, at most `distance`)
+    /// instead of writing it into the PTX, so that one module serves every distance (tuning
+    /// sweeps hundreds). The optcheck of the SASS wants the immediate form.
+    pub distance_from_param: bool,
 }
 
 /// Name of the generated kernel.
@@ -166,6 +170,7 @@ impl LitmusTest {
             distance: distance.max(1),
             fences: [None, None],
             access: AccessFlavour::default(),
+            distance_from_param: false,
         }
     }
 
@@ -174,17 +179,27 @@ impl LitmusTest {
         (self.distance + 1).div_ceil(32) * 32
     }
 
-    /// The kernel `litmus(u64 mem, u64 out)`: launch `2 * instances` blocks of any size; thread 0
-    /// of each block plays its role. Instance `i` uses words `[i * stride, (i + 1) * stride)` of
-    /// `mem` and writes its two results to `out[2i]` and `out[2i + 1]`.
+    /// The kernel `litmus(u64 mem, u64 out)` (with [`Self::distance_from_param`],
+    /// `litmus(u64 mem, u64 out, u32 distance)`): launch `2 * instances` blocks of any size;
+    /// thread 0 of each block plays its role. Instance `i` uses words
+    /// `[i * stride, (i + 1) * stride)` of `mem` and writes its two results to `out[2i]` and
+    /// `out[2i + 1]`.
     pub fn ptx(&self) -> String {
         let mut p = String::new();
+        let (what, distance_param, registers) = match self.distance_from_param {
+            true => (
+                "maximum distance",
+                format!(",\n\t.param .u32 {KERNEL}_param_distance"),
+                9,
+            ),
+            false => ("distance", String::new(), 8),
+        };
         let _ = write!(
             p,
-            "// gpuwmm litmus test {} distance {} fences {:?}\n\
+            "// gpuwmm litmus test {} {what} {} fences {:?}\n\
              .version 7.0\n.target sm_70\n.address_size 64\n\n\
-             .visible .entry {KERNEL}(\n\t.param .u64 {KERNEL}_param_mem,\n\t.param .u64 {KERNEL}_param_out\n)\n{{\n\
-             \t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<8>;\n\t.reg .b64 \t%rd<8>;\n",
+             .visible .entry {KERNEL}(\n\t.param .u64 {KERNEL}_param_mem,\n\t.param .u64 {KERNEL}_param_out{distance_param}\n)\n{{\n\
+             \t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<{registers}>;\n\t.reg .b64 \t%rd<{registers}>;\n",
             self.shape, self.distance, self.fences
         );
         p.push_str(&self.prologue());
@@ -223,16 +238,27 @@ impl LitmusTest {
              \tmul.wide.u32 \t%rd5, %r3, 8;\n\
              \tadd.s64 \t%rd6, %rd2, %rd5;\n\
              \tmov.u32 \t%r5, 1;\n\
+             {y}\
              \tsetp.eq.u32 \t%p2, %r4, 1;\n\
              \t@%p2 bra \t$T1;\n\
              \tbra.uni \t$T0;\n",
-            stride = self.stride_words() * 4
+            stride = self.stride_words() * 4,
+            y = if self.distance_from_param {
+                format!(
+                    "\tld.param.u32 \t%r8, [{KERNEL}_param_distance];\n\
+                     \tmul.wide.u32 \t%rd7, %r8, 4;\n\
+                     \tadd.s64 \t%rd8, %rd4, %rd7;\n"
+                )
+            } else {
+                String::new()
+            }
         )
     }
 
     fn address(&self, loc: Loc) -> String {
         match loc {
             Loc::X => "[%rd4]".to_string(),
+            Loc::Y if self.distance_from_param => "[%rd8]".to_string(),
             Loc::Y => format!("[%rd4+{}]", self.distance * 4),
         }
     }
