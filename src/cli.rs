@@ -42,7 +42,27 @@ pub enum Command {
     )]
     Litmus(LitmusArgs),
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
-    Tune(NotYet),
+    ///
+    /// Runs the paper's three micro-benchmark stages with MP, LB and SB between two blocks while
+    /// stressing blocks (a random 50–100% of the device's resident threads) hammer a scratchpad:
+    /// 1) every stressing thread stores to and loads from one word l < L, at every distance
+    /// d < D: runs of locations with more than ε weak behaviours are ε-patches, and the size most
+    /// of them share is the critical patch size P; 2) every access sequence σ of up to N loads and
+    /// stores at the first word of each P-word region; 3) σ at m random regions among M. Each
+    /// (test, distance, location or σ or m) runs C times and is one row of a CSV journal, so an
+    /// interrupted tuning resumes with --resume. Writes tuning/<chip>.toml (what check and harden
+    /// read) and, in the out folder, the journal, summary.md and charts.
+    #[command(
+        after_help = "The paper's budgets (the defaults) take days on a GPU; a first look:
+  gpuwmm tune --backend cuda --distances 256 --distance-step 32 --executions 200
+On the simulator (which has no caches: expect no patch structure), small budgets:
+  gpuwmm tune --backend sim --distances 64 --distance-step 16 --locations 64 --executions 50 \\
+      --max-sequence 3 --max-spread 4 --profile-out /tmp/sim.toml
+Skip stages with values you trust:
+  gpuwmm tune --patch-words 32 --sequence 'ld st2 ld'      # stage 3 only
+  gpuwmm tune --resume --out results/tune/<chip>-<date>     # continue an interrupted tuning"
+    )]
+    Tune(TuneArgs),
     /// Run an application under stress and check its post-condition, for a run count or a duration.
     ///
     /// Each run adds a random 15–50% of the app's blocks as stressing blocks (for `sys-str`,
@@ -178,6 +198,68 @@ pub struct CheckArgs {
     pub journal: JournalArgs,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// D: distances 0 ≤ d < D, in words between x and y (0 = adjacent).
+    #[arg(long, default_value_t = 256)]
+    pub distances: u32,
+    /// Test every this many-th distance only (1 = all, as in the paper).
+    #[arg(long, default_value_t = 1)]
+    pub distance_step: u32,
+    /// L: stage 1 stresses each scratchpad word 0 ≤ l < L.
+    #[arg(long, default_value_t = 256)]
+    pub locations: u32,
+    /// C: executions of each test configuration.
+    #[arg(long, default_value_t = 1000)]
+    pub executions: u64,
+    /// N: stage 2 tries every access sequence of 1 to N loads and stores.
+    #[arg(long, default_value_t = 5)]
+    pub max_sequence: u32,
+    /// M: stage 3 tries spreads 1 to M.
+    #[arg(long, default_value_t = 64)]
+    pub max_spread: u32,
+    /// ε: a location belongs to an ε-patch when it gave more than ε weak behaviours.
+    #[arg(long, default_value_t = 3)]
+    pub epsilon: u64,
+    /// The litmus tests every stage scores, separated by commas.
+    #[arg(long, default_value = "mp,lb,sb", value_delimiter = ',', value_parser = parse_shape)]
+    pub tests: Vec<LitmusShape>,
+    /// Skip stage 1 with this critical patch size (words).
+    #[arg(long)]
+    pub patch_words: Option<u32>,
+    /// Skip stage 2 with this access sequence (e.g. 'ld st2 ld'); needs --patch-words.
+    #[arg(long, requires = "patch_words")]
+    pub sequence: Option<String>,
+    /// Test instances per launch: 1 is the paper's one test per launch; more run side by side,
+    /// each in its own pair of blocks and memory (faster, and counted as that many executions).
+    #[arg(long, default_value_t = 1)]
+    pub instances: u32,
+    /// Threads per block, test and stressing blocks alike.
+    #[arg(long, default_value_t = 256)]
+    pub block_threads: u32,
+    /// Resident threads each launch fills 50–100% of (default: the device's; 1024 on the
+    /// simulator, which would otherwise interpret 32,768 threads per launch).
+    #[arg(long)]
+    pub max_threads: Option<u32>,
+    /// Iterations of σ by every stressing thread (default 1000 on a GPU, 16 on the simulator).
+    #[arg(long)]
+    pub stress_iterations: Option<u32>,
+    /// Where the journal, summary and charts go (default results/tune/<chip>-<date>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the tuning in --out: recorded configurations are not run again.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
+    /// Where the profile goes (default tuning/<chip>.toml).
+    #[arg(long)]
+    pub profile_out: Option<PathBuf>,
+    /// Replace an existing profile file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

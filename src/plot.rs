@@ -23,7 +23,7 @@ pub const MAX_POINTS: usize = 400;
 #[error("cannot draw the chart: {0}")]
 pub struct PlotError(String);
 
-fn plot_error(e: impl std::fmt::Display) -> PlotError {
+pub(crate) fn plot_error(e: impl std::fmt::Display) -> PlotError {
     PlotError(e.to_string())
 }
 

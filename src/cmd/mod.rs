@@ -9,6 +9,7 @@ mod litmus;
 mod ptx;
 mod replay;
 mod target;
+mod tune;
 mod worker;
 
 use crate::cli::{BackendArgs, BackendChoice, Command, SimModelArg};
@@ -53,7 +54,7 @@ pub fn run(command: Command) -> Outcome {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
         Command::Litmus(args) => litmus::run(&args),
-        Command::Tune(_) => not_yet("tune", "the tuning issue"),
+        Command::Tune(args) => tune::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Campaign(args) => campaign::run(&args),
         Command::Replay(args) => replay::run(&args),

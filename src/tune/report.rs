@@ -1,0 +1,227 @@
+//! What a tuning run found, as the stress profile `check` reads and as a Markdown summary in the
+//! shape of the paper's tables 2 and 3 (pure: outcome in, text out).
+
+use super::{Budgets, ChoiceStage, Decision, Source, TuneOutcome};
+use crate::litmus::LitmusShape;
+use crate::profile::{Provenance, StressProfile};
+use crate::ptx::passes::stress::{sequence_to_string, StressOp};
+use std::fmt::Write;
+
+/// The profile for `chip`; the provenance note says which values fell back to defaults.
+pub fn profile(outcome: &TuneOutcome, chip: &str, provenance: Provenance) -> StressProfile {
+    let fallbacks: Vec<String> = [
+        ("patch size", &outcome.patch_words.source),
+        ("access sequence", &outcome.sequence.source),
+        ("spread", &outcome.spread.source),
+    ]
+    .into_iter()
+    .filter_map(|(what, source)| match source {
+        Source::Fallback(why) => Some(format!("{what} is the default ({why})")),
+        _ => None,
+    })
+    .collect();
+    let note = match (fallbacks.is_empty(), provenance.note) {
+        (true, note) => note,
+        (false, None) => Some(fallbacks.join("; ")),
+        (false, Some(note)) => Some(format!("{note}; {}", fallbacks.join("; "))),
+    };
+    StressProfile {
+        chip: chip.to_string(),
+        patch_words: outcome.patch_words.value,
+        sequence: sequence_to_string(&outcome.sequence.value),
+        spread: outcome.spread.value,
+        provenance: Provenance {
+            source: "tune".into(),
+            note,
+            ..provenance
+        },
+    }
+}
+
+/// How many best and worst candidates the sequence table shows per test (the paper's table 3
+/// shows three of each).
+const TOP: usize = 3;
+
+/// The summary: the three values and how each was found, ε-patch counts per test, the best and
+/// worst access sequences per test, and the spread scores.
+pub fn markdown(outcome: &TuneOutcome, budgets: &Budgets, provenance: &str) -> String {
+    let mut md = String::from("# Stress tuning\n\n");
+    let _ = writeln!(md, "{provenance}\n");
+    let _ = writeln!(
+        md,
+        "Budgets: D = {} (every {}), L = {}, C = {}, N = {}, M = {}, ε = {}; tests {}.\n",
+        budgets.distances,
+        budgets.distance_step,
+        budgets.locations,
+        budgets.executions,
+        budgets.max_sequence,
+        budgets.max_spread,
+        budgets.epsilon,
+        names(&budgets.tests)
+    );
+    md.push_str("| parameter | value | how |\n| --- | --- | --- |\n");
+    row(
+        &mut md,
+        "critical patch size (words)",
+        &outcome.patch_words,
+        |p| p.to_string(),
+    );
+    row(&mut md, "access sequence σ", &outcome.sequence, |s| {
+        sequence_to_string(s)
+    });
+    row(&mut md, "spread", &outcome.spread, |m| m.to_string());
+    if let Some(stage) = &outcome.patch_stage {
+        md.push_str(
+            "\n## Stage 1: ε-patches by size\n\n| test | sizes (size × count) |\n| --- | --- |\n",
+        );
+        for (test, counts) in &stage.counts {
+            let sizes: Vec<String> = counts.iter().map(|(s, n)| format!("{s} × {n}")).collect();
+            let text = if sizes.is_empty() {
+                "none".to_string()
+            } else {
+                sizes.join(", ")
+            };
+            let _ = writeln!(md, "| {test} | {text} |");
+        }
+    }
+    if let Some(stage) = &outcome.sequence_stage {
+        md.push_str("\n## Stage 2: access sequences\n\n");
+        md.push_str(&ranking(stage, &budgets.tests, |s| sequence_to_string(s)));
+    }
+    if let Some(stage) = &outcome.spread_stage {
+        md.push_str("\n## Stage 3: spread scores\n\n");
+        let _ = writeln!(
+            md,
+            "| spread | {} |",
+            names(&budgets.tests).replace(", ", " | ")
+        );
+        let _ = writeln!(md, "| --- |{}", " --- |".repeat(budgets.tests.len()));
+        for (spread, scores) in stage.candidates.iter().zip(&stage.scores) {
+            let cells: Vec<String> = scores.iter().map(u64::to_string).collect();
+            let _ = writeln!(md, "| {spread} | {} |", cells.join(" | "));
+        }
+    }
+    md
+}
+
+fn row<T>(md: &mut String, what: &str, decision: &Decision<T>, show: impl Fn(&T) -> String) {
+    let how = match &decision.source {
+        Source::Measured(how) => format!("measured: {how}"),
+        Source::Given => "given on the command line".to_string(),
+        Source::Fallback(why) => format!("**default** ({why})"),
+    };
+    let _ = writeln!(md, "| {what} | {} | {how} |", show(&decision.value));
+}
+
+fn names(tests: &[LitmusShape]) -> String {
+    let names: Vec<&str> = tests.iter().map(|t| t.name()).collect();
+    names.join(", ")
+}
+
+/// The paper's table 3: per test, the best and worst candidates by score, with the chosen one's
+/// rank.
+fn ranking<T>(
+    stage: &ChoiceStage<T>,
+    tests: &[LitmusShape],
+    show: impl Fn(&T) -> String,
+) -> String {
+    let mut md = String::new();
+    for (t, test) in tests.iter().enumerate() {
+        let mut order: Vec<usize> = (0..stage.candidates.len()).collect();
+        order.sort_by_key(|&c| std::cmp::Reverse(stage.scores[c][t]));
+        let _ = writeln!(md, "{test}: | rank | σ | score |\n| --- | --- | --- |");
+        let chosen = stage.best.map(|(c, _)| c);
+        for (rank, &c) in order.iter().enumerate() {
+            let shown = rank < TOP || rank + TOP >= order.len() || Some(c) == chosen;
+            if shown {
+                let mark = if Some(c) == chosen { " (chosen)" } else { "" };
+                let _ = writeln!(
+                    md,
+                    "| {} | {}{mark} | {} |",
+                    rank + 1,
+                    show(&stage.candidates[c]),
+                    stage.scores[c][t]
+                );
+            }
+        }
+        md.push('\n');
+    }
+    md
+}
+
+/// The spelling of each access-sequence candidate, for chart labels.
+pub fn sequence_labels(candidates: &[Vec<StressOp>]) -> Vec<String> {
+    candidates.iter().map(|s| sequence_to_string(s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::passes::stress::parse_sequence;
+
+    fn outcome() -> TuneOutcome {
+        TuneOutcome {
+            patch_words: Decision {
+                value: 32,
+                source: Source::Measured("every test agrees".into()),
+            },
+            sequence: Decision {
+                value: parse_sequence("ld st2 ld").unwrap(),
+                source: Source::Given,
+            },
+            spread: Decision {
+                value: 2,
+                source: Source::Fallback("no weak behaviour with any candidate".into()),
+            },
+            patch_stage: None,
+            sequence_stage: None,
+            spread_stage: Some(ChoiceStage {
+                candidates: vec![1, 2],
+                scores: vec![vec![0, 0, 0], vec![0, 0, 0]],
+                best: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_profile_says_which_values_are_defaults() {
+        let p = profile(&outcome(), "nvidia-h100", Provenance::default());
+        assert_eq!(
+            (p.patch_words, p.sequence.as_str(), p.spread),
+            (32, "ld st st ld", 2)
+        );
+        assert!(p.is_tuned());
+        let note = p.provenance.note.unwrap();
+        assert!(note.contains("spread is the default"), "{note}");
+        assert!(!note.contains("patch"), "{note}");
+        // It round-trips through the file format check reads.
+        let text = toml::to_string(&profile(&outcome(), "x", Provenance::default())).unwrap();
+        assert!(StressProfile::parse(&text, std::path::Path::new("x.toml")).is_ok());
+    }
+
+    #[test]
+    fn the_summary_gives_each_value_and_how_it_was_found() {
+        let md = markdown(&outcome(), &Budgets::paper(), "simulator");
+        assert!(md.contains("| critical patch size (words) | 32 | measured: every test agrees |"));
+        assert!(md.contains("| access sequence σ | ld st st ld | given on the command line |"));
+        assert!(
+            md.contains("| spread | 2 | **default** (no weak behaviour"),
+            "{md}"
+        );
+        assert!(md.contains("| spread | mp | lb | sb |"), "{md}");
+    }
+
+    #[test]
+    fn the_ranking_shows_top_bottom_and_chosen() {
+        let stage = ChoiceStage {
+            candidates: (0..10).collect::<Vec<u32>>(),
+            scores: (0..10).map(|c| vec![c as u64 * 10]).collect(),
+            best: Some((4, crate::tune::analysis::Choice::Unique)),
+        };
+        let md = ranking(&stage, &[LitmusShape::Mp], |c| c.to_string());
+        assert!(md.contains("| 1 | 9 | 90 |"));
+        assert!(md.contains("| 6 | 4 (chosen) | 40 |"));
+        assert!(md.contains("| 10 | 0 | 0 |"));
+        assert!(!md.contains("| 5 | 5 |"), "{md}");
+    }
+}
