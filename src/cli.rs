@@ -44,14 +44,18 @@ pub enum Command {
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
     ///
     /// Runs the paper's three micro-benchmark stages with MP, LB and SB between two blocks while
-    /// stressing blocks (a random 50–100% of the device's resident threads) hammer a scratchpad:
-    /// 1) every stressing thread stores to and loads from one word l < L, at every distance
-    /// d < D: runs of locations with more than ε weak behaviours are ε-patches, and the size most
-    /// of them share is the critical patch size P; 2) every access sequence σ of up to N loads and
-    /// stores at the first word of each P-word region; 3) σ at m random regions among M. Each
-    /// (test, distance, location or σ or m) runs C times and is one row of a CSV journal, so an
-    /// interrupted tuning resumes with --resume. Writes tuning/<chip>.toml (what check and harden
-    /// read) and, in the out folder, the journal, summary.md and charts.
+    /// stressing blocks (a random 50–100% of the device's resident threads) hammer a scratchpad.
+    ///
+    /// Stage 1: every stressing thread stores to and loads from one word l < L, at every distance
+    /// d < D; runs of locations with more than ε weak behaviours are ε-patches, and the size most
+    /// of them share is the critical patch size P. Stage 2: every access sequence σ of up to N
+    /// loads and stores, at the first word of each P-word region. Stage 3: σ at m random regions
+    /// among M. A stage whose candidates do not differ beyond chance (chi-square, p ≥ 0.01)
+    /// chooses nothing: the default profile's value is kept, and the output says so.
+    ///
+    /// Each (test, distance, location or σ or m) runs C times and is one row of a CSV journal,
+    /// so an interrupted tuning resumes with --resume. Writes tuning/<chip>.toml (what check and
+    /// harden read) and, in the out folder, the journal, summary.md and charts.
     #[command(
         after_help = "The paper's budgets (the defaults) take days on a GPU; a first look:
   gpuwmm tune --backend cuda --distances 256 --distance-step 32 --executions 200

@@ -109,6 +109,143 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     }
 }
 
+/// A chi-square statistic and its degrees of freedom; independent ones add up.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ChiSquare {
+    pub statistic: f64,
+    pub df: u64,
+}
+
+impl ChiSquare {
+    /// The sum of two independent statistics.
+    pub fn plus(self, other: ChiSquare) -> ChiSquare {
+        ChiSquare {
+            statistic: self.statistic + other.statistic,
+            df: self.df + other.df,
+        }
+    }
+
+    /// The probability of a statistic at least this large if the null hypothesis holds; 1 with
+    /// no degrees of freedom (nothing was tested).
+    pub fn p_value(&self) -> f64 {
+        chi_square_survival(self.statistic, self.df)
+    }
+}
+
+/// Pearson's chi-square test that groups of trials share one success rate: `groups` are
+/// `(successes, trials)`. Groups without trials are left out; when no group or every group
+/// succeeded never (or always), nothing can differ and the statistic has no degrees of freedom.
+pub fn homogeneity(groups: &[(u64, u64)]) -> ChiSquare {
+    let used: Vec<(f64, f64)> = groups
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|&(k, n)| (k.min(n) as f64, n as f64))
+        .collect();
+    let (k, n) = used
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (k, n)| (a + k, b + n));
+    if used.len() < 2 || k == 0.0 || k == n {
+        return ChiSquare::default();
+    }
+    let p = k / n;
+    let statistic = used
+        .iter()
+        .map(|(k, n)| {
+            let expected = n * p;
+            (k - expected).powi(2) / (expected * (1.0 - p))
+        })
+        .sum();
+    ChiSquare {
+        statistic,
+        df: used.len() as u64 - 1,
+    }
+}
+
+/// `P(X ≥ x)` for a chi-square variable with `df` degrees of freedom: the regularised upper
+/// incomplete gamma function `Q(df / 2, x / 2)`.
+pub fn chi_square_survival(x: f64, df: u64) -> f64 {
+    if df == 0 {
+        return 1.0;
+    }
+    if x <= 0.0 {
+        return 1.0;
+    }
+    upper_gamma_regularised(df as f64 / 2.0, x / 2.0)
+}
+
+/// `Q(a, x)`: a power series below `x = a + 1`, a continued fraction (modified Lentz) above.
+fn upper_gamma_regularised(a: f64, x: f64) -> f64 {
+    const EPS: f64 = 1e-14;
+    const MAX_TERMS: usize = 10_000;
+    let log_prefactor = a * x.ln() - x - ln_gamma(a);
+    if x < a + 1.0 {
+        let (mut term, mut sum, mut denom) = (1.0 / a, 1.0 / a, a);
+        for _ in 0..MAX_TERMS {
+            denom += 1.0;
+            term *= x / denom;
+            sum += term;
+            if term.abs() < sum.abs() * EPS {
+                break;
+            }
+        }
+        return (1.0 - sum * log_prefactor.exp()).clamp(0.0, 1.0);
+    }
+    let tiny = 1e-300;
+    let mut b = x + 1.0 - a;
+    let mut c = 1.0 / tiny;
+    let mut d = 1.0 / b;
+    let mut h = d;
+    for i in 1..MAX_TERMS {
+        let an = -(i as f64) * (i as f64 - a);
+        b += 2.0;
+        d = an * d + b;
+        if d.abs() < tiny {
+            d = tiny;
+        }
+        c = b + an / c;
+        if c.abs() < tiny {
+            c = tiny;
+        }
+        d = 1.0 / d;
+        let delta = d * c;
+        h *= delta;
+        if (delta - 1.0).abs() < EPS {
+            break;
+        }
+    }
+    (h * log_prefactor.exp()).clamp(0.0, 1.0)
+}
+
+/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, nine coefficients; about 15 significant digits).
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    // The published coefficients, digits as given.
+    #[allow(clippy::excessive_precision)]
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_93,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_13,
+        -176.615_029_162_140_59,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_571_6e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x) Γ(1 - x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + G + 0.5;
+    let series = C[1..]
+        .iter()
+        .enumerate()
+        .fold(C[0], |acc, (i, c)| acc + c / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + series.ln()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +345,51 @@ mod tests {
         assert_eq!(median(&mut values), Some(2.0));
         assert_eq!(values[0], 1.0);
         assert!(values[2].is_nan());
+    }
+
+    #[test]
+    fn ln_gamma_matches_factorials() {
+        for (n, factorial) in [(1u32, 1.0f64), (2, 1.0), (5, 24.0), (11, 3_628_800.0)] {
+            assert!((ln_gamma(n as f64) - factorial.ln()).abs() < 1e-10, "{n}");
+        }
+        let half = std::f64::consts::PI.sqrt().ln();
+        assert!((ln_gamma(0.5) - half).abs() < 1e-10);
+    }
+
+    #[test]
+    fn chi_square_tail_matches_tables() {
+        // The 5% and 1% critical values of common tables.
+        for (x, df, p) in [
+            (3.841_459, 1, 0.05),
+            (6.634_897, 1, 0.01),
+            (18.307_038, 10, 0.05),
+            (124.342_113, 100, 0.05),
+        ] {
+            let got = chi_square_survival(x, df);
+            assert!((got - p).abs() < 1e-6, "x {x} df {df}: {got}");
+        }
+        // Two degrees of freedom: exactly exp(-x / 2).
+        assert!((chi_square_survival(5.0, 2) - (-2.5f64).exp()).abs() < 1e-12);
+        assert_eq!(chi_square_survival(0.0, 3), 1.0);
+        assert_eq!(chi_square_survival(4.0, 0), 1.0);
+        assert!(chi_square_survival(500.0, 3) < 1e-100);
+    }
+
+    #[test]
+    fn homogeneity_tells_equal_rates_from_different_ones() {
+        let same = homogeneity(&[(50, 1000), (52, 1000), (48, 1000), (50, 1000)]);
+        assert_eq!(same.df, 3);
+        assert!(same.p_value() > 0.5, "{same:?}");
+        let different = homogeneity(&[(50, 1000), (150, 1000)]);
+        assert!(different.p_value() < 1e-9, "{different:?}");
+        // Hand-computed: pooled p = 0.1, (10 - 5)^2 / 4.5 + (0 - 5)^2 / 4.5.
+        let hand = homogeneity(&[(10, 50), (0, 50)]);
+        assert!((hand.statistic - 50.0 / 4.5).abs() < 1e-9);
+        // Nothing to compare: no weak outcome anywhere, or a single group.
+        assert_eq!(homogeneity(&[(0, 10), (0, 10)]).df, 0);
+        assert_eq!(homogeneity(&[(3, 10)]).p_value(), 1.0);
+        assert_eq!(homogeneity(&[(3, 10), (7, 0)]).df, 0);
+        let sum = same.plus(different);
+        assert_eq!(sum.df, 4);
     }
 }

@@ -60,6 +60,7 @@ impl StressedLauncher {
 
     /// [`Self::launch`] with `sys` stress at exactly `locations` (scratchpad word indices), as
     /// tuning needs; `settings.spread` and `settings.patch_words` are not used.
+    #[allow(clippy::too_many_arguments)] // `launch`'s seven, and where the stress goes
     pub fn launch_at(
         &mut self,
         backend: &mut dyn Backend,

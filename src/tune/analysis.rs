@@ -7,7 +7,23 @@
 
 use crate::litmus::LitmusShape;
 use crate::ptx::passes::stress::StressOp;
+use crate::stats::{homogeneity, ChiSquare};
 use std::collections::BTreeMap;
+
+/// A difference in weak rates counts as real (not noise) below this chi-square p-value. The paper
+/// read its rankings by eye; with budgets far below its billions of executions, or on a chip (or
+/// a simulator) where stress location makes no difference, a winner picked from noise would be
+/// written into the profile as if it had been measured.
+pub const SIGNIFICANCE: f64 = 0.01;
+
+/// Whether `groups` of `(weak, executions)` differ in rate, stratum by stratum: the chi-square
+/// statistics of each stratum's groups, summed (strata are independent).
+pub fn stratified_homogeneity<'a>(strata: impl IntoIterator<Item = &'a [(u64, u64)]>) -> ChiSquare {
+    strata
+        .into_iter()
+        .map(homogeneity)
+        .fold(ChiSquare::default(), ChiSquare::plus)
+}
 
 /// Every access sequence σ in `(ld|st)+` of length 1 to `max_len`, shortest first, each length
 /// in the order of its binary spelling with `ld` as 0 (`ld`, `st`, `ld ld`, `ld st`, …): the
@@ -81,6 +97,9 @@ pub enum PatchVerdict {
     Uniform,
     /// No location gave more than ε weak behaviours in any test.
     NoPatches,
+    /// No test's weak rate differed between stressed locations beyond chance
+    /// (p ≥ [`SIGNIFICANCE`]): there is no patch structure to read.
+    NoLocationEffect,
 }
 
 impl PatchVerdict {
@@ -88,7 +107,9 @@ impl PatchVerdict {
     pub fn size(&self) -> Option<u32> {
         match self {
             PatchVerdict::Agreed(size) | PatchVerdict::Disagreed { size } => Some(*size),
-            PatchVerdict::Uniform | PatchVerdict::NoPatches => None,
+            PatchVerdict::Uniform | PatchVerdict::NoPatches | PatchVerdict::NoLocationEffect => {
+                None
+            }
         }
     }
 }
@@ -283,6 +304,15 @@ mod tests {
     fn the_most_common_size_prefers_the_smaller_on_a_tie() {
         let counts = PatchSizeCounts::from([(32, 3), (64, 3), (1, 2)]);
         assert_eq!(most_common_size(&counts), Some(32));
+    }
+
+    #[test]
+    fn strata_add_up() {
+        let a: &[(u64, u64)] = &[(10, 50), (0, 50)];
+        let b: &[(u64, u64)] = &[(0, 50), (0, 50)];
+        let sum = stratified_homogeneity([a, b, a]);
+        assert_eq!(sum.df, 2);
+        assert!((sum.statistic - 2.0 * 50.0 / 4.5).abs() < 1e-9);
     }
 
     #[test]

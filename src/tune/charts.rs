@@ -215,6 +215,7 @@ mod tests {
                 ((LitmusShape::Sb, 0), vec![0; 4]),
                 ((LitmusShape::Sb, 8), vec![0; 4]),
             ],
+            location_effect: vec![],
             counts: vec![
                 (LitmusShape::Mp, Default::default()),
                 (LitmusShape::Sb, Default::default()),

@@ -21,6 +21,7 @@ pub mod runner;
 use crate::check::journal::{Journal, JournalError};
 use crate::litmus::LitmusShape;
 use crate::ptx::passes::stress::{parse_sequence, sequence_to_string, StressOp};
+use crate::stats::ChiSquare;
 use analysis::{PatchSizeCounts, PatchVerdict};
 use runner::{Cell, CellResult, LitmusRunner, StressTarget};
 use serde::{Deserialize, Serialize};
@@ -122,11 +123,21 @@ pub struct Progress {
     pub weak: u64,
 }
 
+/// Values per stressed location of one test at one distance.
+pub type DistanceRow<T> = ((LitmusShape, u32), Vec<T>);
+
+/// Counts per candidate (outer) and test (inner).
+pub type PerCandidate = Vec<Vec<u64>>;
+
 /// Stage 1's result: weak counts by test, distance and location, and the verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PatchStage {
     /// `(test, distance) → weak count per location 0..L`.
-    pub weak: Vec<((LitmusShape, u32), Vec<u64>)>,
+    pub weak: Vec<DistanceRow<u64>>,
+    /// Per test: whether its weak rate depends on the stressed location (chi-square over the
+    /// locations, stratified by distance).
+    pub location_effect: Vec<(LitmusShape, ChiSquare)>,
+    /// ε-patch sizes of the tests with a location effect.
     pub counts: Vec<(LitmusShape, PatchSizeCounts)>,
     pub verdict: PatchVerdict,
 }
@@ -137,8 +148,29 @@ pub struct ChoiceStage<T> {
     pub candidates: Vec<T>,
     /// `scores[candidate][test]`, tests in [`Budgets::tests`] order.
     pub scores: Vec<Vec<u64>>,
-    /// The winner and how it was chosen; `None` when no candidate showed any weak behaviour.
+    /// `executions[candidate][test]`, the executions behind each score.
+    pub executions: Vec<Vec<u64>>,
+    /// Per test: whether the candidates' weak rates differ (chi-square over the candidates).
+    pub effect: Vec<ChiSquare>,
+    /// The winner, chosen over the tests whose candidates differ significantly, and how; `None`
+    /// when no test's candidates differ ([`ChoiceStage::no_choice`] says why).
     pub best: Option<(usize, analysis::Choice)>,
+}
+
+impl<T> ChoiceStage<T> {
+    /// Why no candidate was chosen, if none was.
+    pub fn no_choice(&self) -> Option<String> {
+        if self.best.is_some() {
+            return None;
+        }
+        if self.scores.iter().flatten().all(|&s| s == 0) {
+            return Some("no weak behaviour with any candidate".into());
+        }
+        Some(format!(
+            "no significant difference between candidates in any test (chi-square p ≥ {})",
+            analysis::SIGNIFICANCE
+        ))
+    }
 }
 
 /// Runs the stages over a runner, skipping every cell its journal already holds.
@@ -190,18 +222,34 @@ impl<'r> Tuner<'r> {
             }
         }
         let results = self.run_cells(1, &cells, progress)?;
-        let mut weak: Vec<((LitmusShape, u32), Vec<u64>)> = Vec::new();
+        let mut rows: Vec<DistanceRow<(u64, u64)>> = Vec::new();
         for (cell, result) in cells.iter().zip(&results) {
             let key = (cell.test, cell.distance);
-            match weak.last_mut() {
-                Some((k, row)) if *k == key => row.push(result.weak),
-                _ => weak.push((key, vec![result.weak])),
+            let counts = (result.weak, result.executions);
+            match rows.last_mut() {
+                Some((k, row)) if *k == key => row.push(counts),
+                _ => rows.push((key, vec![counts])),
             }
         }
-        let counts: Vec<(LitmusShape, PatchSizeCounts)> = b
+        let location_effect: Vec<(LitmusShape, ChiSquare)> = b
             .tests
             .iter()
             .map(|&test| {
+                let strata = rows
+                    .iter()
+                    .filter(|((t, _), _)| *t == test)
+                    .map(|(_, row)| row.as_slice());
+                (test, analysis::stratified_homogeneity(strata))
+            })
+            .collect();
+        let weak: Vec<DistanceRow<u64>> = rows
+            .into_iter()
+            .map(|(key, row)| (key, row.into_iter().map(|(w, _)| w).collect()))
+            .collect();
+        let counts: Vec<(LitmusShape, PatchSizeCounts)> = location_effect
+            .iter()
+            .filter(|(_, chi)| chi.p_value() < analysis::SIGNIFICANCE)
+            .map(|&(test, _)| {
                 let mut counts = PatchSizeCounts::new();
                 for (_, row) in weak.iter().filter(|((t, _), _)| *t == test) {
                     analysis::count_patches(&mut counts, row, b.epsilon);
@@ -209,9 +257,13 @@ impl<'r> Tuner<'r> {
                 (test, counts)
             })
             .collect();
-        let verdict = analysis::critical_patch_size(&counts, b.locations);
+        let verdict = match counts.is_empty() {
+            true => PatchVerdict::NoLocationEffect,
+            false => analysis::critical_patch_size(&counts, b.locations),
+        };
         Ok(PatchStage {
             weak,
+            location_effect,
             counts,
             verdict,
         })
@@ -231,8 +283,8 @@ impl<'r> Tuner<'r> {
             .iter()
             .map(|&l| StressTarget::Location(l))
             .collect();
-        let scores = self.score(2, &candidates, |_| targets.clone(), progress)?;
-        Ok(choose(candidates, scores))
+        let (scores, executions) = self.score(2, &candidates, |_| targets.clone(), progress)?;
+        Ok(choose(candidates, scores, executions))
     }
 
     /// Stage 3: the most effective spread, `sequence` at `m` random regions of `patch_words`
@@ -246,7 +298,7 @@ impl<'r> Tuner<'r> {
         let b = self.budgets.clone();
         let spreads: Vec<u32> = (1..=b.max_spread).collect();
         let sequences = vec![sequence.to_vec(); spreads.len()];
-        let scores = self.score(
+        let (scores, executions) = self.score(
             3,
             &sequences,
             |i| {
@@ -258,18 +310,18 @@ impl<'r> Tuner<'r> {
             },
             progress,
         )?;
-        Ok(choose(spreads, scores))
+        Ok(choose(spreads, scores, executions))
     }
 
     /// Scores of candidate `i` (stress `sequences[i]` at each of `targets(i)`) per test, summed
-    /// over distances and targets.
+    /// over distances and targets, and the executions behind them.
     fn score(
         &mut self,
         stage: u8,
         sequences: &[Vec<StressOp>],
         targets: impl Fn(usize) -> Vec<StressTarget>,
         progress: &mut dyn FnMut(Progress),
-    ) -> Result<Vec<Vec<u64>>, TuneError> {
+    ) -> Result<(PerCandidate, PerCandidate), TuneError> {
         let b = self.budgets.clone();
         let mut cells = Vec::new();
         let mut owner = Vec::new();
@@ -285,10 +337,12 @@ impl<'r> Tuner<'r> {
         }
         let results = self.run_cells(stage, &cells, progress)?;
         let mut scores = vec![vec![0u64; b.tests.len()]; sequences.len()];
+        let mut executions = scores.clone();
         for ((i, t), result) in owner.into_iter().zip(results) {
             scores[i][t] += result.weak;
+            executions[i][t] += result.executions;
         }
-        Ok(scores)
+        Ok((scores, executions))
     }
 
     /// Runs every cell not yet in the journal, appending each as it ends.
@@ -456,6 +510,13 @@ fn patch_decision(verdict: &PatchVerdict, fallback: u32) -> Decision<u32> {
             fallback,
             Source::Fallback("no location gave more than ε weak behaviours".into()),
         ),
+        PatchVerdict::NoLocationEffect => (
+            fallback,
+            Source::Fallback(format!(
+                "no test's weak rate depends on the stressed location (chi-square p ≥ {})",
+                analysis::SIGNIFICANCE
+            )),
+        ),
     };
     Decision { value, source }
 }
@@ -476,7 +537,7 @@ fn decide<T: Clone>(stage: &ChoiceStage<T>, fallback: T) -> Decision<T> {
         },
         None => Decision {
             value: fallback,
-            source: Source::Fallback("no weak behaviour with any candidate".into()),
+            source: Source::Fallback(stage.no_choice().unwrap_or_default()),
         },
     }
 }
@@ -490,14 +551,41 @@ fn cell(test: LitmusShape, distance: u32, sequence: &[StressOp], target: StressT
     }
 }
 
-fn choose<T>(candidates: Vec<T>, scores: Vec<Vec<u64>>) -> ChoiceStage<T> {
-    let any_weak = scores.iter().flatten().any(|&s| s > 0);
-    let best = any_weak
-        .then(|| analysis::most_effective(&scores))
-        .flatten();
+/// The winner over the tests whose candidates differ significantly (the others are noise).
+fn choose<T>(
+    candidates: Vec<T>,
+    scores: Vec<Vec<u64>>,
+    executions: Vec<Vec<u64>>,
+) -> ChoiceStage<T> {
+    let tests = scores.first().map_or(0, Vec::len);
+    let effect: Vec<ChiSquare> = (0..tests)
+        .map(|t| {
+            let groups: Vec<(u64, u64)> = scores
+                .iter()
+                .zip(&executions)
+                .map(|(s, e)| (s[t], e[t]))
+                .collect();
+            crate::stats::homogeneity(&groups)
+        })
+        .collect();
+    let significant: Vec<usize> = (0..tests)
+        .filter(|&t| effect[t].p_value() < analysis::SIGNIFICANCE)
+        .collect();
+    let best = match significant.is_empty() {
+        true => None,
+        false => {
+            let kept: Vec<Vec<u64>> = scores
+                .iter()
+                .map(|s| significant.iter().map(|&t| s[t]).collect())
+                .collect();
+            analysis::most_effective(&kept)
+        }
+    };
     ChoiceStage {
         candidates,
         scores,
+        executions,
+        effect,
         best,
     }
 }

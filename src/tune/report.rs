@@ -72,24 +72,36 @@ pub fn markdown(outcome: &TuneOutcome, budgets: &Budgets, provenance: &str) -> S
     row(&mut md, "spread", &outcome.spread, |m| m.to_string());
     if let Some(stage) = &outcome.patch_stage {
         md.push_str(
-            "\n## Stage 1: ε-patches by size\n\n| test | sizes (size × count) |\n| --- | --- |\n",
+            "\n## Stage 1: does the stressed location matter?\n\n\
+             | test | χ² over locations (by distance) | p | ε-patches (size × count) |\n\
+             | --- | --- | --- | --- |\n",
         );
-        for (test, counts) in &stage.counts {
-            let sizes: Vec<String> = counts.iter().map(|(s, n)| format!("{s} × {n}")).collect();
-            let text = if sizes.is_empty() {
-                "none".to_string()
-            } else {
-                sizes.join(", ")
+        for (test, chi) in &stage.location_effect {
+            let patches = match stage.counts.iter().find(|(t, _)| t == test) {
+                None => "not counted (no location effect)".to_string(),
+                Some((_, c)) if c.is_empty() => "none".to_string(),
+                Some((_, c)) => {
+                    let sizes: Vec<String> = c.iter().map(|(s, n)| format!("{s} × {n}")).collect();
+                    sizes.join(", ")
+                }
             };
-            let _ = writeln!(md, "| {test} | {text} |");
+            let _ = writeln!(
+                md,
+                "| {test} | {:.1} (df {}) | {} | {patches} |",
+                chi.statistic,
+                chi.df,
+                p_text(chi.p_value())
+            );
         }
     }
     if let Some(stage) = &outcome.sequence_stage {
         md.push_str("\n## Stage 2: access sequences\n\n");
+        md.push_str(&effects(&stage.effect, &budgets.tests));
         md.push_str(&ranking(stage, &budgets.tests, |s| sequence_to_string(s)));
     }
     if let Some(stage) = &outcome.spread_stage {
         md.push_str("\n## Stage 3: spread scores\n\n");
+        md.push_str(&effects(&stage.effect, &budgets.tests));
         let _ = writeln!(
             md,
             "| spread | {} |",
@@ -113,6 +125,29 @@ fn row<T>(md: &mut String, what: &str, decision: &Decision<T>, show: impl Fn(&T)
     let _ = writeln!(md, "| {what} | {} | {how} |", show(&decision.value));
 }
 
+/// A p-value for a table: small ones in scientific notation.
+fn p_text(p: f64) -> String {
+    if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// Whether the candidates differ, per test; only tests where they do decide the winner.
+fn effects(effect: &[crate::stats::ChiSquare], tests: &[LitmusShape]) -> String {
+    let parts: Vec<String> = tests
+        .iter()
+        .zip(effect)
+        .map(|(t, chi)| format!("{t} p = {}", p_text(chi.p_value())))
+        .collect();
+    format!(
+        "Do the candidates differ (χ² over candidates)? {}. Only tests with p < {} decide.\n\n",
+        parts.join(", "),
+        super::analysis::SIGNIFICANCE
+    )
+}
+
 fn names(tests: &[LitmusShape]) -> String {
     let names: Vec<&str> = tests.iter().map(|t| t.name()).collect();
     names.join(", ")
@@ -129,7 +164,10 @@ fn ranking<T>(
     for (t, test) in tests.iter().enumerate() {
         let mut order: Vec<usize> = (0..stage.candidates.len()).collect();
         order.sort_by_key(|&c| std::cmp::Reverse(stage.scores[c][t]));
-        let _ = writeln!(md, "{test}: | rank | σ | score |\n| --- | --- | --- |");
+        let _ = writeln!(
+            md,
+            "**{test}**\n\n| rank | σ | score |\n| --- | --- | --- |"
+        );
         let chosen = stage.best.map(|(c, _)| c);
         for (rank, &c) in order.iter().enumerate() {
             let shown = rank < TOP || rank + TOP >= order.len() || Some(c) == chosen;
@@ -178,6 +216,8 @@ mod tests {
             spread_stage: Some(ChoiceStage {
                 candidates: vec![1, 2],
                 scores: vec![vec![0, 0, 0], vec![0, 0, 0]],
+                executions: vec![vec![10, 10, 10], vec![10, 10, 10]],
+                effect: vec![Default::default(); 3],
                 best: None,
             }),
         }
@@ -216,6 +256,8 @@ mod tests {
         let stage = ChoiceStage {
             candidates: (0..10).collect::<Vec<u32>>(),
             scores: (0..10).map(|c| vec![c as u64 * 10]).collect(),
+            executions: vec![vec![1000]; 10],
+            effect: vec![Default::default()],
             best: Some((4, crate::tune::analysis::Choice::Unique)),
         };
         let md = ranking(&stage, &[LitmusShape::Mp], |c| c.to_string());

@@ -159,9 +159,56 @@ fn a_chip_without_weak_behaviour_gives_no_choice() {
     let mut tuner = Tuner::new(&mut strong, budgets(), 1, journal(dir.path()), vec![]).unwrap();
     assert_eq!(
         tuner.patch_stage(&mut ignore).unwrap().verdict,
-        PatchVerdict::NoPatches
+        PatchVerdict::NoLocationEffect
     );
-    assert_eq!(tuner.sequence_stage(32, &mut ignore).unwrap().best, None);
+    let stage = tuner.sequence_stage(32, &mut ignore).unwrap();
+    assert_eq!(stage.best, None);
+    assert_eq!(
+        stage.no_choice().unwrap(),
+        "no weak behaviour with any candidate"
+    );
+}
+
+/// Weak behaviour at one rate whatever the stress: a chip (like the simulator) where tuning
+/// has nothing to find. Counts are binomial draws from the cell's seed.
+struct Indifferent;
+
+impl LitmusRunner for Indifferent {
+    fn run(&mut self, _: &Cell, n: u64, seed: u64) -> Result<CellResult, BackendError> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let weak = (0..n).filter(|_| rng.random_bool(0.3)).count() as u64;
+        Ok(CellResult {
+            executions: n,
+            weak,
+        })
+    }
+}
+
+#[test]
+fn noise_is_not_taken_for_a_patch_size_a_sequence_or_a_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut chip = Indifferent;
+    let mut tuner = Tuner::new(&mut chip, budgets(), 1, journal(dir.path()), vec![]).unwrap();
+    let fallback =
+        crate::profile::StressProfile::parse(crate::profile::DEFAULT_SIM, Path::new("sim.toml"))
+            .unwrap();
+    let outcome = tune(&mut tuner, &Given::default(), &fallback, &mut ignore).unwrap();
+    let stage = outcome.patch_stage.as_ref().unwrap();
+    // ε-patches alone would have found something in this noise.
+    assert!(stage.weak.iter().any(|(_, row)| row.iter().any(|&w| w > 3)));
+    assert_eq!(stage.verdict, PatchVerdict::NoLocationEffect);
+    for (test, chi) in &stage.location_effect {
+        assert!(chi.p_value() >= analysis::SIGNIFICANCE, "{test}: {chi:?}");
+    }
+    assert_eq!(outcome.patch_words.value, fallback.patch_words);
+    assert!(matches!(outcome.patch_words.source, Source::Fallback(_)));
+    let why = match &outcome.sequence.source {
+        Source::Fallback(why) => why.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(why.contains("no significant difference"), "{why}");
+    assert!(matches!(outcome.spread.source, Source::Fallback(_)));
 }
 
 #[test]

@@ -1,0 +1,195 @@
+//! `gpuwmm tune` end to end on the simulator, with budgets small enough for CI: the files it
+//! writes, honest fallbacks where the simulator shows no structure, resume, and refusals.
+
+use gpuwmm::profile::StressProfile;
+use gpuwmm::tune::TuneRow;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gpuwmm(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// 3 tests x 2 distances x 4 locations, 2 sequences, spreads 1-2; 6 executions each.
+const SMALL: [&str; 16] = [
+    "tune",
+    "--backend",
+    "sim",
+    "--distances",
+    "2",
+    "--locations",
+    "4",
+    "--executions",
+    "6",
+    "--max-sequence",
+    "1",
+    "--max-spread",
+    "2",
+    "--block-threads",
+    "32",
+    "--seed=7",
+];
+
+fn small(extra: &[&str]) -> Vec<String> {
+    SMALL.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn run(args: &[String], dir: &Path) -> Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    gpuwmm(&args, dir)
+}
+
+#[test]
+fn tune_on_the_simulator_writes_a_labelled_profile_journal_summary_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = small(&[
+        "--out",
+        "t",
+        "--profile-out",
+        "sim.toml",
+        "--max-threads",
+        "128",
+    ]);
+    let out = run(&args, dir.path());
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("simulator"), "{report}");
+
+    let profile = StressProfile::load(&dir.path().join("sim.toml")).unwrap();
+    assert!(profile.is_tuned());
+    assert_eq!(profile.chip, "sim");
+    let device = profile.provenance.device.clone().unwrap();
+    assert!(device.contains("not hardware"), "{device}");
+    assert!(profile.provenance.note.unwrap().contains("seed 7"));
+
+    let rows: Vec<TuneRow> =
+        gpuwmm::check::journal::read_rows(&dir.path().join("t/tune.csv")).unwrap();
+    let stage = |s: u8| rows.iter().filter(|r| r.stage == s).count();
+    assert_eq!(stage(1), 3 * 2 * 4);
+    assert_eq!(stage(3), 3 * 2 * 2);
+    assert!(rows.iter().all(|r| r.executions == 6 && r.weak <= 6));
+    // MP and SB show weak behaviour on the simulator; LB never does (README).
+    let weak = |t: &str| {
+        rows.iter()
+            .filter(|r| r.test.name() == t)
+            .map(|r| r.weak)
+            .sum::<u64>()
+    };
+    assert!(weak("sb") > 0);
+    assert_eq!(weak("lb"), 0);
+
+    let summary = std::fs::read_to_string(dir.path().join("t/summary.md")).unwrap();
+    assert!(
+        summary.contains("| critical patch size (words) |"),
+        "{summary}"
+    );
+    assert!(summary.contains("simulator"));
+    for chart in ["patches.svg", "sequences.svg", "spread.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join("t").join(chart)).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("not hardware"),
+            "{chart}"
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = run(
+        &small(&["--out", "t", "--profile-out", "p.toml"]),
+        dir.path(),
+    );
+    assert!(first.status.success(), "{}", text(&first));
+    let journal = dir.path().join("t/tune.csv");
+    // Cut the journal back to its first five cells, as a kill would leave it.
+    let full = std::fs::read_to_string(&journal).unwrap();
+    let kept: Vec<&str> = full.lines().take(6).collect();
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+
+    let again = run(
+        &small(&["--out", "t", "--profile-out", "p.toml"]),
+        dir.path(),
+    );
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("p.toml exists"), "{}", text(&again));
+
+    let resumed = run(
+        &small(&[
+            "--out",
+            "t",
+            "--profile-out",
+            "p.toml",
+            "--resume",
+            "--force",
+        ]),
+        dir.path(),
+    );
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert!(text(&resumed).contains("5 configurations recorded"));
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        full,
+        "same cells, same seeds, same counts"
+    );
+
+    let mut other_budgets = small(&["--out", "t", "--profile-out", "q.toml", "--resume"]);
+    let at = other_budgets
+        .iter()
+        .position(|a| a == "--executions")
+        .unwrap();
+    other_budgets[at + 1] = "7".into();
+    let other = run(&other_budgets, dir.path());
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other));
+    assert!(text(&other).contains("records another tuning"));
+}
+
+#[test]
+fn given_values_skip_their_stages_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = small(&[
+        "--out",
+        "t",
+        "--profile-out",
+        "p.toml",
+        "--patch-words",
+        "2",
+        "--sequence",
+        "ld st2",
+    ]);
+    let out = run(&args, dir.path());
+    assert!(out.status.success(), "{}", text(&out));
+    let profile = StressProfile::load(&dir.path().join("p.toml")).unwrap();
+    assert_eq!(
+        (profile.patch_words, profile.sequence.as_str()),
+        (2, "ld st st")
+    );
+    let rows: Vec<TuneRow> =
+        gpuwmm::check::journal::read_rows(&dir.path().join("t/tune.csv")).unwrap();
+    assert!(rows.iter().all(|r| r.stage == 3 && r.patch_words == 2));
+
+    let bad = run(
+        &small(&["--patch-words", "2", "--sequence", "ld xx"]),
+        dir.path(),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad).contains("--sequence 'ld xx'"), "{}", text(&bad));
+    let alone = run(&small(&["--sequence", "ld"]), dir.path());
+    assert_eq!(
+        alone.status.code(),
+        Some(2),
+        "--sequence needs --patch-words"
+    );
+}
