@@ -8,6 +8,7 @@
 #   scripts/gpu-validate.sh                                  # everything (about 35 minutes)
 #   PART="tests litmus harden" scripts/gpu-validate.sh       # some parts (space-separated)
 #   PART=check CHECK_APPS="cbe-dot cbe-ht" CHECK_ENVS=no-str- CHECK_DURATION=2m scripts/gpu-validate.sh
+#   PART=tune TUNE_TIME=8m scripts/gpu-validate.sh           # stress tuning, resumed call after call
 #
 # Where cargo is missing (the lent machines have a CUDA toolkit and a driver, no Rust), it runs
 # the binaries that scripts/gpu-bundle.sh built into .gpu-bundle/; GPUWMM_USE_BUNDLE=1 forces that.
@@ -15,7 +16,9 @@
 # built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 2m per app and
 # environment), LITMUS_ITERATIONS (default 100000), STABLE_DURATION (harden's stability check,
 # default 3m), BACKEND (default cuda; BACKEND=sim dry-runs the litmus, check and harden parts on a
-# machine without a GPU).
+# machine without a GPU). PART=tune (not in the default) runs `gpuwmm tune` with TUNE_ARGS (default
+# a first look far below the paper's budgets) for at most TUNE_TIME (default 8m); its journal is
+# resumed by the next call, so a tuning longer than one call goes on where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -25,6 +28,8 @@ check_envs="${CHECK_ENVS:-no-str- sys-str+}"
 duration="${CHECK_DURATION:-2m}"
 litmus_iterations="${LITMUS_ITERATIONS:-100000}"
 stable="${STABLE_DURATION:-3m}"
+tune_args="${TUNE_ARGS:---distances 256 --distance-step 64 --locations 128 --executions 50 --max-sequence 3 --max-spread 8}"
+tune_time="${TUNE_TIME:-8m}"
 backend="${BACKEND:-cuda}"
 readonly GPU_TESTS=(cuda_backend apps_gpu check_gpu)
 export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
@@ -147,6 +152,13 @@ if wants harden; then
     # shellcheck disable=SC2046
     step harden-cbe-dot.txt "$gpuwmm" harden cbe-dot --backend "$backend" \
         --stable-duration "$stable" $(journal_args "$out/harden/cbe-dot.csv")
+fi
+if wants tune; then
+    resume=()
+    [[ -f "$out/tune/tune.csv" ]] && resume=(--resume)
+    # shellcheck disable=SC2086  # tune_args is several words on purpose
+    step tune.txt timeout "$tune_time" "$gpuwmm" tune --backend "$backend" $tune_args \
+        --out "$out/tune" --profile-out "$out/tune/profile.toml" --force "${resume[@]}"
 fi
 echo "results in $out"
 if (( ${#failed[@]} )); then

@@ -252,6 +252,32 @@ mod tests {
     }
 
     #[test]
+    fn stage_1_reports_the_location_test_and_which_tests_counted_patches() {
+        use crate::stats::ChiSquare;
+        use crate::tune::analysis::PatchVerdict;
+        let mut outcome = outcome();
+        let effect = |statistic: f64| ChiSquare { statistic, df: 10 };
+        outcome.patch_stage = Some(crate::tune::PatchStage {
+            weak: vec![],
+            location_effect: vec![
+                (LitmusShape::Mp, effect(80.0)),
+                (LitmusShape::Lb, effect(9.0)),
+            ],
+            counts: vec![(LitmusShape::Mp, [(32, 4)].into())],
+            verdict: PatchVerdict::Agreed(32),
+        });
+        let md = markdown(&outcome, &Budgets::paper(), "sim");
+        assert!(
+            md.contains("| mp | 80.0 (df 10) | 5.0e-13 | 32 × 4 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| lb | 9.0 (df 10) | 0.532 | not counted (no location effect) |"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn the_ranking_shows_top_bottom_and_chosen() {
         let stage = ChoiceStage {
             candidates: (0..10).collect::<Vec<u32>>(),
