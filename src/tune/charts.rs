@@ -13,7 +13,12 @@ const PANEL_HEIGHT: u32 = 220;
 /// Stage 1: for each test a panel, x the stressed location, y the distance, darker for more
 /// weak behaviours (scaled per panel; the panel title gives its maximum).
 pub fn patch_heatmap(title: &str, note: &str, stage: &PatchStage) -> Result<String, PlotError> {
-    let tests: Vec<LitmusShape> = stage.counts.iter().map(|(t, _)| *t).collect();
+    let mut tests: Vec<LitmusShape> = Vec::new();
+    for ((test, _), _) in &stage.weak {
+        if !tests.contains(test) {
+            tests.push(*test);
+        }
+    }
     let height = 60 + PANEL_HEIGHT * tests.len().max(1) as u32;
     let mut svg = String::new();
     {
@@ -140,14 +145,15 @@ pub fn score_chart(
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .label_style(("sans-serif", 12))
             .x_labels(n.min(64))
             .x_label_formatter(&label)
+            // After label_style, which would reset it: candidates' names read upwards.
             .x_label_style(
                 ("sans-serif", 10)
                     .into_font()
-                    .transform(FontTransform::Rotate90),
+                    .transform(FontTransform::Rotate270),
             )
-            .label_style(("sans-serif", 12))
             .axis_desc_style(("sans-serif", 13))
             .x_desc(x_desc)
             .y_desc("score (weak behaviours)")
@@ -216,10 +222,8 @@ mod tests {
                 ((LitmusShape::Sb, 8), vec![0; 4]),
             ],
             location_effect: vec![],
-            counts: vec![
-                (LitmusShape::Mp, Default::default()),
-                (LitmusShape::Sb, Default::default()),
-            ],
+            // No test had a location effect: the panels are drawn all the same.
+            counts: vec![],
             verdict: PatchVerdict::NoPatches,
         };
         let svg = patch_heatmap("stage 1", "simulator", &stage).unwrap();
