@@ -130,13 +130,14 @@ pub enum AppError {
     Manifest(#[from] ManifestError),
     #[error("{}: {message}", .path.display())]
     Compile { path: PathBuf, message: String },
-    #[error("{app}: {step}: {source}")]
+    /// The backend error is part of the message and deliberately not a `#[source]`: error
+    /// reports that print the cause chain would otherwise print it twice.
+    #[error("{app}: {step}: {error}")]
     Backend {
         app: String,
         /// What the app was doing: `launch 1 (kernel scan)`, `allocating buffer 'in'`.
         step: String,
-        #[source]
-        source: BackendError,
+        error: BackendError,
     },
     #[error("{app}: {message}")]
     Invalid { app: String, message: String },
@@ -146,7 +147,7 @@ impl AppError {
     /// The backend error behind this one, if any (a driver maps timeouts and faults to outcomes).
     pub fn backend_error(&self) -> Option<&BackendError> {
         match self {
-            AppError::Backend { source, .. } => Some(source),
+            AppError::Backend { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -298,10 +299,10 @@ impl<'a> LoadedApp<'a> {
         module: &Module,
         arch: &str,
     ) -> Result<LoadedApp<'a>, AppError> {
-        let backend_error = |step: &str, source| AppError::Backend {
+        let backend_error = |step: &str, error| AppError::Backend {
             app: app.name().to_string(),
             step: step.to_string(),
-            source,
+            error,
         };
         let module = backend
             .load_module(&ptx::print(module))
@@ -413,11 +414,11 @@ impl RunContext<'_> {
         &mut *self.backend
     }
 
-    fn error(&self, step: impl Into<String>, source: BackendError) -> AppError {
+    fn error(&self, step: impl Into<String>, error: BackendError) -> AppError {
         AppError::Backend {
             app: self.app.to_string(),
             step: step.into(),
-            source,
+            error,
         }
     }
 
@@ -543,4 +544,25 @@ pub fn linear(grid: u32, block: u32) -> LaunchConfig {
 /// are compiled into the binary).
 pub fn builtin_apps_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/apps"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_error_is_reported_once_not_again_as_its_cause() {
+        let e = AppError::Backend {
+            app: "cbe-dot".into(),
+            step: "launch 1 (kernel dot)".into(),
+            error: BackendError::Fault("out of bounds".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cbe-dot: launch 1 (kernel dot): kernel fault: out of bounds"
+        );
+        // Reports that print the cause chain (anyhow's `{:#}`) would repeat a source.
+        assert!(std::error::Error::source(&e).is_none());
+        assert!(matches!(e.backend_error(), Some(BackendError::Fault(_))));
+    }
 }

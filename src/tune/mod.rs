@@ -15,8 +15,11 @@
 
 pub mod analysis;
 pub mod charts;
+mod outcome;
 pub mod report;
 pub mod runner;
+
+pub use outcome::{tune, Decision, Given, Source, TuneOutcome};
 
 use crate::check::journal::{Journal, JournalError};
 use crate::litmus::LitmusShape;
@@ -202,10 +205,6 @@ impl<'r> Tuner<'r> {
         })
     }
 
-    pub fn budgets(&self) -> &Budgets {
-        &self.budgets
-    }
-
     /// Stage 1: the critical patch size.
     pub fn patch_stage(
         &mut self,
@@ -222,41 +221,13 @@ impl<'r> Tuner<'r> {
             }
         }
         let results = self.run_cells(1, &cells, progress)?;
-        let mut rows: Vec<DistanceRow<(u64, u64)>> = Vec::new();
-        for (cell, result) in cells.iter().zip(&results) {
-            let key = (cell.test, cell.distance);
-            let counts = (result.weak, result.executions);
-            match rows.last_mut() {
-                Some((k, row)) if *k == key => row.push(counts),
-                _ => rows.push((key, vec![counts])),
-            }
-        }
-        let location_effect: Vec<(LitmusShape, ChiSquare)> = b
-            .tests
-            .iter()
-            .map(|&test| {
-                let strata = rows
-                    .iter()
-                    .filter(|((t, _), _)| *t == test)
-                    .map(|(_, row)| row.as_slice());
-                (test, analysis::stratified_homogeneity(strata))
-            })
-            .collect();
+        let rows = by_distance(&cells, &results);
+        let location_effect = location_effects(&b.tests, &rows);
         let weak: Vec<DistanceRow<u64>> = rows
             .into_iter()
             .map(|(key, row)| (key, row.into_iter().map(|(w, _)| w).collect()))
             .collect();
-        let counts: Vec<(LitmusShape, PatchSizeCounts)> = location_effect
-            .iter()
-            .filter(|(_, chi)| chi.p_value() < analysis::SIGNIFICANCE)
-            .map(|&(test, _)| {
-                let mut counts = PatchSizeCounts::new();
-                for (_, row) in weak.iter().filter(|((t, _), _)| *t == test) {
-                    analysis::count_patches(&mut counts, row, b.epsilon);
-                }
-                (test, counts)
-            })
-            .collect();
+        let counts = patch_counts(&location_effect, &weak, b.epsilon);
         let verdict = match counts.is_empty() {
             true => PatchVerdict::NoLocationEffect,
             false => analysis::critical_patch_size(&counts, b.locations),
@@ -411,137 +382,6 @@ impl<'r> Tuner<'r> {
     }
 }
 
-/// How a tuned value was arrived at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// Measured by its stage; the text says how the winner was chosen.
-    Measured(String),
-    /// Given on the command line: the stage did not run.
-    Given,
-    /// The stage ran but gave no answer (the text says why): the fallback profile's value.
-    Fallback(String),
-}
-
-/// A tuned value and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision<T> {
-    pub value: T,
-    pub source: Source,
-}
-
-/// Values that skip their stage.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Given {
-    pub patch_words: Option<u32>,
-    pub sequence: Option<Vec<StressOp>>,
-}
-
-/// Everything a tuning run found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TuneOutcome {
-    pub patch_words: Decision<u32>,
-    pub sequence: Decision<Vec<StressOp>>,
-    pub spread: Decision<u32>,
-    pub patch_stage: Option<PatchStage>,
-    pub sequence_stage: Option<ChoiceStage<Vec<StressOp>>>,
-    pub spread_stage: Option<ChoiceStage<u32>>,
-}
-
-/// The three stages in order, each feeding the next; a stage without an answer falls back to
-/// `fallback`'s value (a default profile) and says so.
-pub fn tune(
-    tuner: &mut Tuner<'_>,
-    given: &Given,
-    fallback: &crate::profile::StressProfile,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<TuneOutcome, TuneError> {
-    let fallback_sequence = parse_sequence(&fallback.sequence).unwrap_or_default();
-    let (patch_words, patch_stage) = match given.patch_words {
-        Some(p) => (given_value(p), None),
-        None => {
-            let stage = tuner.patch_stage(progress)?;
-            (
-                patch_decision(&stage.verdict, fallback.patch_words),
-                Some(stage),
-            )
-        }
-    };
-    let p = patch_words.value;
-    let (sequence, sequence_stage) = match &given.sequence {
-        Some(s) => (given_value(s.clone()), None),
-        None => {
-            let stage = tuner.sequence_stage(p, progress)?;
-            (decide(&stage, fallback_sequence), Some(stage))
-        }
-    };
-    let spread_stage = tuner.spread_stage(p, &sequence.value, progress)?;
-    let spread = decide(&spread_stage, fallback.spread);
-    Ok(TuneOutcome {
-        patch_words,
-        sequence,
-        spread,
-        patch_stage,
-        sequence_stage,
-        spread_stage: Some(spread_stage),
-    })
-}
-
-fn given_value<T>(value: T) -> Decision<T> {
-    Decision {
-        value,
-        source: Source::Given,
-    }
-}
-
-fn patch_decision(verdict: &PatchVerdict, fallback: u32) -> Decision<u32> {
-    let (value, source) = match verdict {
-        PatchVerdict::Agreed(p) => (*p, Source::Measured("every test agrees".into())),
-        PatchVerdict::Disagreed { size } => (
-            *size,
-            Source::Measured("the tests disagree: most ε-patches over all tests".into()),
-        ),
-        PatchVerdict::Uniform => (
-            fallback,
-            Source::Fallback(
-                "weak behaviour at every stressed location alike: no patch structure".into(),
-            ),
-        ),
-        PatchVerdict::NoPatches => (
-            fallback,
-            Source::Fallback("no location gave more than ε weak behaviours".into()),
-        ),
-        PatchVerdict::NoLocationEffect => (
-            fallback,
-            Source::Fallback(format!(
-                "no test's weak rate depends on the stressed location (chi-square p ≥ {})",
-                analysis::SIGNIFICANCE
-            )),
-        ),
-    };
-    Decision { value, source }
-}
-
-fn decide<T: Clone>(stage: &ChoiceStage<T>, fallback: T) -> Decision<T> {
-    match stage.best {
-        Some((i, choice)) => Decision {
-            value: stage.candidates[i].clone(),
-            source: Source::Measured(match choice {
-                analysis::Choice::Unique => "the only Pareto-optimal candidate".to_string(),
-                analysis::Choice::Majority { front } => {
-                    format!("{front} Pareto-optimal; it beats each other in most tests")
-                }
-                analysis::Choice::MostWins { front } => {
-                    format!("{front} Pareto-optimal, no majority winner: most wins, then total")
-                }
-            }),
-        },
-        None => Decision {
-            value: fallback,
-            source: Source::Fallback(stage.no_choice().unwrap_or_default()),
-        },
-    }
-}
-
 fn cell(test: LitmusShape, distance: u32, sequence: &[StressOp], target: StressTarget) -> Cell {
     Cell {
         test,
@@ -549,6 +389,56 @@ fn cell(test: LitmusShape, distance: u32, sequence: &[StressOp], target: StressT
         sequence: sequence.to_vec(),
         target,
     }
+}
+
+/// Stage 1's `(weak, executions)` per location, one row per test and distance, in cell order.
+fn by_distance(cells: &[Cell], results: &[CellResult]) -> Vec<DistanceRow<(u64, u64)>> {
+    let mut rows: Vec<DistanceRow<(u64, u64)>> = Vec::new();
+    for (cell, result) in cells.iter().zip(results) {
+        let key = (cell.test, cell.distance);
+        let counts = (result.weak, result.executions);
+        match rows.last_mut() {
+            Some((k, row)) if *k == key => row.push(counts),
+            _ => rows.push((key, vec![counts])),
+        }
+    }
+    rows
+}
+
+/// Per test: chi-square over the locations, stratified by distance.
+fn location_effects(
+    tests: &[LitmusShape],
+    rows: &[DistanceRow<(u64, u64)>],
+) -> Vec<(LitmusShape, ChiSquare)> {
+    tests
+        .iter()
+        .map(|&test| {
+            let strata = rows
+                .iter()
+                .filter(|((t, _), _)| *t == test)
+                .map(|(_, row)| row.as_slice());
+            (test, analysis::stratified_homogeneity(strata))
+        })
+        .collect()
+}
+
+/// ε-patch sizes of the tests whose location effect is significant.
+fn patch_counts(
+    effects: &[(LitmusShape, ChiSquare)],
+    weak: &[DistanceRow<u64>],
+    epsilon: u64,
+) -> Vec<(LitmusShape, PatchSizeCounts)> {
+    effects
+        .iter()
+        .filter(|(_, chi)| chi.p_value() < analysis::SIGNIFICANCE)
+        .map(|&(test, _)| {
+            let mut counts = PatchSizeCounts::new();
+            for (_, row) in weak.iter().filter(|((t, _), _)| *t == test) {
+                analysis::count_patches(&mut counts, row, epsilon);
+            }
+            (test, counts)
+        })
+        .collect()
 }
 
 /// The winner over the tests whose candidates differ significantly (the others are noise).
