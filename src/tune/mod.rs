@@ -10,6 +10,10 @@
 //!    and locations; the winner is Pareto-optimal over the tests, ties broken by majority.
 //! 3. **Spread**: σ at `m` random distinct regions among `M` (`1 ≤ m ≤ M`), scored the same way.
 //!
+//! A stage decides only from tests whose weak rates differ between its candidates beyond chance
+//! (chi-square, [`analysis::SIGNIFICANCE`]); where none do, it chooses nothing and the default
+//! profile's value is kept, labelled as such ([`Source::Fallback`]).
+//!
 //! The stages talk to a [`runner::LitmusRunner`]; the decisions are pure functions in
 //! [`analysis`]; every cell's result is one row of a CSV journal ([`TuneRow`]).
 
