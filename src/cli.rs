@@ -479,7 +479,8 @@ pub struct BackendArgs {
     /// present, else sim.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// The simulator's memory model: `weak` (store buffers, see README) or `sc`.
+    /// The simulator's memory model: `weak` (store buffers, see README), `weak-stale` (also
+    /// stale per-block values for plain loads, so reader-side fences matter) or `sc`.
     #[arg(long, value_enum, default_value_t = SimModelArg::Weak)]
     pub sim_model: SimModelArg,
     /// Seed of everything random (recorded with results, so a run can be replayed).
@@ -497,6 +498,7 @@ pub enum BackendChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimModelArg {
     Weak,
+    WeakStale,
     Sc,
 }
 

@@ -141,6 +141,26 @@ fn litmus_on_the_simulator_is_labelled_and_replayable() {
 }
 
 #[test]
+fn the_weak_stale_model_reaches_the_simulator() {
+    let out = gpuwmm(&[
+        "litmus",
+        "mp",
+        "--backend",
+        "sim",
+        "--sim-model",
+        "weak-stale",
+        "--iterations",
+        "10",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("weak model (store buffers, stale loads)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn litmus_rejects_unknown_tests_and_fences() {
     assert_eq!(
         gpuwmm(&["litmus", "iriw", "--backend", "sim"])

@@ -104,10 +104,11 @@ pub fn open_target_backend(target: &Target) -> Result<Box<dyn Backend>, BackendE
         BackendName::Sim => Choice::Sim,
     };
     let model = match target.sim_model {
-        SimModel::Weak => MemoryModel::Weak,
+        SimModel::Weak | SimModel::WeakStale => MemoryModel::Weak,
         SimModel::Sc => MemoryModel::Sc,
     };
     let mut config = SimConfig::new(model, 0);
+    config.stale_loads = target.sim_model == SimModel::WeakStale;
     if let Some(budget) = target.sim_budget {
         config.instruction_budget = budget;
     }

@@ -24,9 +24,11 @@ pub enum BackendName {
 
 /// The simulator's memory model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum SimModel {
     Weak,
+    /// The weak model with stale per-block values for plain loads (`stale_loads`).
+    WeakStale,
     Sc,
 }
 

@@ -81,10 +81,12 @@ fn backend_request(args: &BackendArgs) -> (Choice, SimConfig) {
         BackendChoice::Sim => Choice::Sim,
     };
     let model = match args.sim_model {
-        SimModelArg::Weak => MemoryModel::Weak,
+        SimModelArg::Weak | SimModelArg::WeakStale => MemoryModel::Weak,
         SimModelArg::Sc => MemoryModel::Sc,
     };
-    (choice, SimConfig::new(model, args.seed))
+    let mut config = SimConfig::new(model, args.seed);
+    config.stale_loads = args.sim_model == SimModelArg::WeakStale;
+    (choice, config)
 }
 
 /// Opens the backend the user chose, saying so when `auto` fell back to the simulator.

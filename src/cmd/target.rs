@@ -43,6 +43,7 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
         backend,
         sim_model: match args.backend.sim_model {
             SimModelArg::Weak => SimModel::Weak,
+            SimModelArg::WeakStale => SimModel::WeakStale,
             SimModelArg::Sc => SimModel::Sc,
         },
         fence_kind: args.fence_kind,
