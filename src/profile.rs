@@ -117,21 +117,42 @@ pub fn default_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tuning"))
 }
 
+/// The chip name a device's profile is filed under: `sim`, or the slug of the GPU's name.
+pub fn chip_of(device: &DeviceInfo) -> String {
+    match device.backend {
+        BackendKind::Sim => "sim".to_string(),
+        BackendKind::Cuda => chip_slug(&device.name),
+    }
+}
+
+/// The file name and text of the backend's built-in default profile.
+fn builtin_default(device: &DeviceInfo) -> (&'static str, &'static str) {
+    match device.backend {
+        BackendKind::Sim => ("sim.toml", DEFAULT_SIM),
+        BackendKind::Cuda => ("default-cuda.toml", DEFAULT_CUDA),
+    }
+}
+
+/// The built-in default profile of the device's backend (what a chip without a profile uses).
+pub fn default_for(device: &DeviceInfo) -> StressProfile {
+    let (name, text) = builtin_default(device);
+    StressProfile::parse(text, Path::new(name)).expect("the built-in profiles are valid (tested)")
+}
+
 /// The profile for `device`: `<dir>/<chip>.toml` if it exists, else the backend's default (the
 /// file in `dir` if present, else the built-in copy). Returns the profile and where it came from.
 pub fn resolve(dir: &Path, device: &DeviceInfo) -> Result<(StressProfile, String), ProfileError> {
-    let (chip, default_name, builtin) = match device.backend {
-        BackendKind::Sim => ("sim".to_string(), "sim.toml", DEFAULT_SIM),
-        BackendKind::Cuda => (chip_slug(&device.name), "default-cuda.toml", DEFAULT_CUDA),
-    };
-    for name in [format!("{chip}.toml"), default_name.to_string()] {
+    let (default_name, _) = builtin_default(device);
+    for name in [
+        format!("{}.toml", chip_of(device)),
+        default_name.to_string(),
+    ] {
         let path = dir.join(&name);
         if path.is_file() {
             return Ok((StressProfile::load(&path)?, path.display().to_string()));
         }
     }
-    let profile = StressProfile::parse(builtin, Path::new(default_name))?;
-    Ok((profile, format!("built-in {default_name}")))
+    Ok((default_for(device), format!("built-in {default_name}")))
 }
 
 #[cfg(test)]

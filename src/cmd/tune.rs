@@ -47,7 +47,7 @@ pub fn run(args: &TuneArgs) -> Outcome {
     let given = given(args)?;
     let mut opened = open(&args.backend)?;
     let info = opened.backend.info().clone();
-    let chip = chip_name(&info);
+    let chip = profile::chip_of(&info);
     let meta = meta(args, &info, &chip, provenance(opened.backend.as_ref()));
     let out = args
         .out
@@ -59,7 +59,7 @@ pub fn run(args: &TuneArgs) -> Outcome {
         .unwrap_or_else(|| profile::default_dir().join(format!("{chip}.toml")));
     refuse_to_overwrite(&profile_path, args.force)?;
     let (journal, recorded, meta) = open_journal(&out.join("tune.csv"), meta, args.resume)?;
-    let fallback = fallback_profile(&info)?;
+    let fallback = profile::default_for(&info);
     report_start(&meta, &out, recorded.len());
     let settings = runner_settings(&meta, &given, &fallback);
     let mut runner = BackendRunner::new(opened.backend.as_mut(), settings)?;
@@ -100,14 +100,6 @@ fn given(args: &TuneArgs) -> Result<Given, Failure> {
         patch_words: args.patch_words,
         sequence,
     })
-}
-
-/// `sim` for the simulator, else the device name as a file name.
-fn chip_name(info: &DeviceInfo) -> String {
-    match info.backend {
-        BackendKind::Sim => "sim".to_string(),
-        BackendKind::Cuda => profile::chip_slug(&info.name),
-    }
 }
 
 fn meta(args: &TuneArgs, info: &DeviceInfo, chip: &str, provenance: String) -> TuneMeta {
@@ -191,15 +183,6 @@ fn open_journal(
         )));
     }
     Ok((journal, rows, recorded))
-}
-
-/// The profile whose values stand in where a stage gives no answer.
-fn fallback_profile(info: &DeviceInfo) -> Result<StressProfile, Failure> {
-    let builtin = match info.backend {
-        BackendKind::Sim => (profile::DEFAULT_SIM, "sim.toml"),
-        BackendKind::Cuda => (profile::DEFAULT_CUDA, "default-cuda.toml"),
-    };
-    Ok(StressProfile::parse(builtin.0, Path::new(builtin.1))?)
 }
 
 fn runner_settings(meta: &TuneMeta, given: &Given, fallback: &StressProfile) -> RunnerSettings {
