@@ -64,7 +64,8 @@ pub fn run_litmus(
     Ok(histogram)
 }
 
-fn words_of(bytes: &[u8]) -> Vec<u32> {
+/// Little-endian bytes read back from the device as 32-bit words.
+pub fn words_of(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))

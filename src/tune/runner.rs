@@ -7,7 +7,8 @@
 //! every distance and location of a stage.
 
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, ModuleId};
-use crate::litmus::{LitmusShape, LitmusTest, KERNEL};
+use crate::litmus::run::words_of;
+use crate::litmus::{Histogram, LitmusShape, LitmusTest, KERNEL};
 use crate::ptx::passes::harness::{harness, HarnessOptions};
 use crate::ptx::passes::stress::{StressOp, StressStrategy};
 use crate::ptx::{parse, print};
@@ -183,14 +184,9 @@ impl<'b> BackendRunner<'b> {
         self.backend.synchronize(s.deadline)?;
         let mut bytes = vec![0u8; s.instances as usize * 8];
         self.backend.copy_out(self.out, 0, &mut bytes)?;
-        let words: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok(words
-            .chunks_exact(2)
-            .filter(|pair| cell.test.is_weak(pair[0], pair[1]))
-            .count() as u64)
+        let mut histogram = Histogram::default();
+        histogram.add(&words_of(&bytes));
+        Ok(histogram.weak(cell.test))
     }
 }
 
