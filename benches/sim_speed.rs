@@ -1,46 +1,84 @@
-//! Simulator speed: thread-instructions per second of a compute-heavy kernel on one core.
+//! Simulator speed: thread-instructions per second on one core, per memory model, measured in
+//! one run so that the ratios between models are comparable.
 //!
-//! Runs the `busy` kernel of `tests/fixtures/ptx/sim_kernels.ptx` (an integer/float recurrence)
-//! under both memory models and prints the interpretation rate. `cargo bench --bench sim_speed`.
+//! Two workloads: `busy` (an integer/float recurrence, almost no memory traffic) and `dot`
+//! (NVRTC's dot product: global loads of every element, shared-memory reduction, a global
+//! result), both from `tests/fixtures/ptx/`. `cargo bench --bench sim_speed`.
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
 use std::time::{Duration, Instant};
 
 const KERNELS: &str = include_str!("../tests/fixtures/ptx/sim_kernels.ptx");
+const DOT: &str = include_str!("../tests/fixtures/ptx/dot_inlined.ptx");
+
+/// Runs `launches` launches of one workload; returns thread-instructions per second.
+fn rate(model: MemoryModel, workload: &str, launches: u32) -> f64 {
+    let mut cfg = SimConfig::new(model, 1);
+    if let Ok(q) = std::env::var("SIM_MAX_QUANTUM") {
+        cfg.max_quantum = q.parse().expect("SIM_MAX_QUANTUM");
+    }
+    let mut b = SimBackend::new(cfg);
+    let (module, kernel, config, args) = match workload {
+        "busy" => {
+            let m = b.load_module(KERNELS).expect("load");
+            let out = b.alloc(32 * 128 * 4).expect("alloc");
+            let args = vec![KernelArg::ptr(out), KernelArg::I32(400)];
+            (m, "busy", launch(32, 128, 0), args)
+        }
+        _ => {
+            let m = b.load_module(DOT).expect("load");
+            let n = 1 << 16;
+            let (x, y, out) = (
+                b.alloc(n * 4).expect("alloc"),
+                b.alloc(n * 4).expect("alloc"),
+                b.alloc(4096).expect("alloc"),
+            );
+            let ones: Vec<u8> = (0..n).flat_map(|_| 1f32.to_le_bytes()).collect();
+            b.copy_in(x, 0, &ones).expect("copy");
+            b.copy_in(y, 0, &ones).expect("copy");
+            let args = vec![
+                KernelArg::ptr(x),
+                KernelArg::ptr(y),
+                KernelArg::ptr(out),
+                KernelArg::U32(n as u32),
+            ];
+            (m, "dot", launch(1, 16, 64), args)
+        }
+    };
+    let mut total = 0u64;
+    let start = Instant::now();
+    for _ in 0..launches {
+        b.launch(module, kernel, &config, &args).expect("launch");
+        b.synchronize(Duration::from_secs(600)).expect("run");
+        total += b.last_kernel_stats().instructions.unwrap_or(0);
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn launch(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (blocks, 1, 1),
+        block: (threads, 1, 1),
+        shared_bytes,
+    }
+}
 
 fn main() {
-    for model in [MemoryModel::Sc, MemoryModel::Weak] {
-        let mut cfg = SimConfig::new(model, 1);
-        if let Ok(q) = std::env::var("SIM_MAX_QUANTUM") {
-            cfg.max_quantum = q.parse().expect("SIM_MAX_QUANTUM");
+    for workload in ["busy", "dot"] {
+        let launches = if workload == "busy" { 3 } else { 20 };
+        let sc = rate(MemoryModel::Sc, workload, launches);
+        for model in [MemoryModel::Ptx, MemoryModel::Sc, MemoryModel::Weak] {
+            let r = if model == MemoryModel::Sc {
+                sc
+            } else {
+                rate(model, workload, launches)
+            };
+            println!(
+                "sim_speed {workload} {model:?}: {:.1} M thread-instructions/s ({:.2} x sc)",
+                r / 1e6,
+                r / sc
+            );
         }
-        let mut b = SimBackend::new(cfg);
-        let m = b.load_module(KERNELS).expect("load");
-        let (blocks, threads, iters) = (32u32, 128u32, 400i32);
-        let out = b.alloc((blocks * threads) as usize * 4).expect("alloc");
-        let config = LaunchConfig {
-            grid: (blocks, 1, 1),
-            block: (threads, 1, 1),
-            shared_bytes: 0,
-        };
-        let mut total = 0u64;
-        let start = Instant::now();
-        for _ in 0..3 {
-            b.launch(
-                m,
-                "busy",
-                &config,
-                &[KernelArg::ptr(out), KernelArg::I32(iters)],
-            )
-            .expect("launch");
-            b.synchronize(Duration::from_secs(600)).expect("run");
-            total += b.last_kernel_stats().instructions.unwrap_or(0);
-        }
-        let secs = start.elapsed().as_secs_f64();
-        println!(
-            "sim_speed {model:?}: {total} thread-instructions in {secs:.3} s = {:.1} M thread-instructions/s",
-            total as f64 / secs / 1e6
-        );
     }
 }

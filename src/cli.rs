@@ -32,14 +32,15 @@ pub enum Command {
     Ptx(PtxCommand),
     /// List the GPUs this machine has (with NVML energy support), and the simulator.
     Devices,
-    /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram.
+    /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram,
+    /// or (`litmus run`) litmus files.
     ///
     /// Thread 0 and thread 1 of each instance run in different blocks. The weak outcome is the one
     /// sequential consistency forbids: MP r0=1,r1=0 (flag seen, data not); SB r0=0,r1=0; LB
-    /// r0=1,r1=1; CoRR r0=1,r1=0.
-    #[command(
-        after_help = "Example: gpuwmm litmus mp --backend sim --iterations 10000 --fence-t0 fence.sc.gpu"
-    )]
+    /// r0=1,r1=1; CoRR r0=1,r1=0. `gpuwmm litmus run --help` runs tests written as files.
+    #[command(after_help = "Examples:
+  gpuwmm litmus mp --backend sim --iterations 10000 --fence-t0 fence.sc.gpu
+  gpuwmm litmus run tests/litmus --backend sim --expect tests/litmus/expected.csv")]
     Litmus(LitmusArgs),
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
     ///
@@ -479,9 +480,10 @@ pub struct BackendArgs {
     /// present, else sim.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// The simulator's memory model: `weak` (store buffers, see README), `weak-stale` (also
-    /// stale per-block values for plain loads, so reader-side fences matter) or `sc`.
-    #[arg(long, value_enum, default_value_t = SimModelArg::Weak)]
+    /// The simulator's memory model: `ptx` (the PTX memory consistency model, see README),
+    /// `sc` (sequential consistency), or the store-buffer model of gpuwmm 0.1, `weak` /
+    /// `weak-stale` (not PTX; kept to replay journals recorded with it).
+    #[arg(long, value_enum, default_value_t = SimModelArg::Ptx)]
     pub sim_model: SimModelArg,
     /// Seed of everything random (recorded with results, so a run can be replayed).
     #[arg(long, default_value_t = 1)]
@@ -497,16 +499,20 @@ pub enum BackendChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimModelArg {
+    Ptx,
     Weak,
     WeakStale,
     Sc,
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct LitmusArgs {
+    #[command(subcommand)]
+    pub command: Option<LitmusCommand>,
     /// The test: mp, sb, lb or corr.
-    #[arg(value_parser = parse_shape)]
-    pub test: LitmusShape,
+    #[arg(value_parser = parse_shape, required = true)]
+    pub test: Option<LitmusShape>,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Distance between the two locations x and y, in 32-bit words.
@@ -531,6 +537,77 @@ pub struct LitmusArgs {
     /// How the accesses are spelled: volatile, relaxed (relaxed.gpu) or cg.
     #[arg(long, default_value = "volatile", value_parser = parse_access)]
     pub access: AccessFlavour,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LitmusCommand {
+    /// Run litmus files (the PTX dialect of Dat3M's suite) and, with --expect, compare them
+    /// with known verdicts.
+    ///
+    /// Each file is translated into one PTX kernel: every thread runs in the CTA the file names
+    /// (one block per CTA; a launch holds --instances copies of the test side by side), locations
+    /// are global words --distance words apart, registers are 32-bit. Each test prints a
+    /// herd-style report: its final states with counts (`*>` marks states satisfying the
+    /// condition), Ok/No, the positive/negative witnesses and the observation (Never, Sometimes,
+    /// Always). Only executions in which every thread finished have a final state; launches
+    /// that hang are counted as not finished.
+    ///
+    /// Supported: ld/st (weak, volatile, relaxed, acquire/release, at cta/gpu/sys scope), fence.sc,
+    /// fence.acq_rel, membar.{cta,gl,sys}, atom/red (add, sub, exch, cas, inc, dec, and, or, xor,
+    /// min, max), bar.cta.sync with one constant id, branches, goto, labels, add/sub/mul/div, and
+    /// `ld r, 5`. A test using anything else (proxy operations, threads on more than one GPU,
+    /// bar.cta.arrive, barriers with a thread count or a register id, unknown instructions) is
+    /// refused with its file, line and construct, and the other tests still run.
+    ///
+    /// With --expect (an expected.csv: test, tier, expected, sc_reachable columns) each test gets
+    /// a verdict, for the state its condition is about (satisfying it for exists/~exists,
+    /// violating it for forall):
+    ///   ok              forbidden and never reached, or allowed and reached;
+    ///   ok (sc, ...)    allowed and reachable under sequential consistency (says if reached);
+    ///   UNSOUND         forbidden by the PTX model, yet reached;
+    ///   not seen        allowed only through a weak behaviour, and never reached;
+    ///   not comparable  no final state to compare: cannot finish (e.g. a barrier test that
+    ///                   deadlocks under rendezvous semantics), refused or malformed.
+    /// Exit code 1 when a test is UNSOUND, 2 when a file or the CSV is malformed.
+    #[command(verbatim_doc_comment)]
+    #[command(after_help = "Examples:
+  gpuwmm litmus run ../shared/litmus/ptx/tests --backend sim --executions 2000 \\
+      --expect ../shared/litmus/ptx/expected.csv --csv conformance.csv
+  gpuwmm litmus run tests/litmus/MP+membar.gl.litmus --backend sim --sim-model sc
+  gpuwmm litmus run tests/litmus --backend cuda --instances 1024 --expect tests/litmus/expected.csv")]
+    Run(LitmusRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LitmusRunArgs {
+    /// Litmus files, or folders searched recursively for *.litmus files (run in sorted order).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Executions of each test (instances in all, over all launches).
+    #[arg(long, default_value_t = 1000)]
+    pub executions: u64,
+    /// Test instances per launch, side by side in their own blocks and memory (default 1 on the
+    /// simulator, whose model is coarser when unrelated instances share a launch, 256 on a GPU).
+    #[arg(long)]
+    pub instances: Option<u32>,
+    /// Distance between two locations of a test, in 32-bit words.
+    #[arg(long, default_value_t = 64)]
+    pub distance: u32,
+    /// An expected.csv with the verdicts of the tests: prints the conformance table.
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+    /// Write the conformance table to this CSV file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// A launch still running after this long does not finish (GPU; e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Simulator only: thread-instructions per launch before it does not finish (default
+    /// 100000 per instance).
+    #[arg(long)]
+    pub sim_budget: Option<u64>,
 }
 
 impl LitmusArgs {

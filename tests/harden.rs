@@ -95,17 +95,21 @@ fn assert_consecutive(runs: &[(usize, u64)]) {
 }
 
 #[test]
-fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
+fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_section() {
+    // Under the PTX model the relaxed `atomicCAS` that takes the lock is no acquire: without a
+    // fence after it the critical section may read a stale `*result` (the store-buffer model
+    // of gpuwmm 0.1 found only the release-side fence).
     if gpuwmm::toolchain::tools_for_tests().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("cbe-dot.csv");
     let stdout = harden("cbe-dot", &journal, &[]);
+    let take = kernel_line("cbe-dot", "while (atomicCAS(lock, 0, 1) != 0) {");
     let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
     assert_eq!(
         final_fence_lines(&stdout, "cbe-dot"),
-        vec![update],
+        vec![take, update],
         "{stdout}"
     );
     assert_stable(&stdout);
@@ -115,7 +119,8 @@ fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
     );
     assert_consecutive(&journal_runs(&journal));
 
-    // The patch applies to a copy of the source, and puts the fence right after the update.
+    // The patch applies to a copy of the source: one fence after the spin loop (not inside its
+    // body, where it would not run once the lock is taken), one right after the update.
     let copy = dir.path().join("copy");
     std::fs::create_dir_all(copy.join("apps/cbe-dot")).unwrap();
     std::fs::copy(kernel("cbe-dot"), copy.join("apps/cbe-dot/kernel.cu")).unwrap();
@@ -135,8 +140,10 @@ fn harden_cbe_dot_keeps_one_fence_after_the_critical_section_update() {
     }
     let patched = std::fs::read_to_string(copy.join("apps/cbe-dot/kernel.cu")).unwrap();
     let lines: Vec<&str> = patched.lines().collect();
-    assert!(lines[update - 1].contains("*result = *result + cache[0];"));
-    assert_eq!(lines[update].trim(), "__threadfence();");
+    assert_eq!(lines[update - 2].trim(), "}");
+    assert_eq!(lines[update - 1].trim(), "__threadfence();");
+    assert!(lines[update].contains("*result = *result + cache[0];"));
+    assert_eq!(lines[update + 1].trim(), "__threadfence();");
 }
 
 /// `harden <app>-nf` with the 10,000-run stability check ends stable, with at most two

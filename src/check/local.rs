@@ -104,6 +104,7 @@ pub fn open_target_backend(target: &Target) -> Result<Box<dyn Backend>, BackendE
         BackendName::Sim => Choice::Sim,
     };
     let model = match target.sim_model {
+        SimModel::Ptx => MemoryModel::Ptx,
         SimModel::Weak | SimModel::WeakStale => MemoryModel::Weak,
         SimModel::Sc => MemoryModel::Sc,
     };

@@ -26,6 +26,9 @@ pub enum BackendName {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SimModel {
+    /// The PTX memory model (the default).
+    Ptx,
+    /// The store-buffer model of gpuwmm 0.1 (journals recorded with it replay with it).
     Weak,
     /// The weak model with stale per-block values for plain loads (`stale_loads`).
     WeakStale,

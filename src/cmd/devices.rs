@@ -14,9 +14,10 @@ pub fn run() -> Outcome {
         }
         Err(e) => println!("cuda: none ({e})"),
     }
-    for model in [MemoryModel::Weak, MemoryModel::Sc] {
+    for model in [MemoryModel::Ptx, MemoryModel::Sc, MemoryModel::Weak] {
         let sim = SimBackend::new(SimConfig::new(model, 0));
         let name = match model {
+            MemoryModel::Ptx => "sim (--sim-model ptx, the default)",
             MemoryModel::Weak => "sim (--sim-model weak)",
             MemoryModel::Sc => "sim (--sim-model sc)",
         };

@@ -1,6 +1,6 @@
 //! `gpuwmm litmus`: one litmus test on either backend, reported herd-style.
 
-use super::{open, Outcome};
+use super::{open, Failure, Outcome};
 use crate::cli::LitmusArgs;
 use gpuwmm::backend::select::provenance;
 use gpuwmm::litmus::run::{run_litmus, LitmusRun};
@@ -8,8 +8,11 @@ use gpuwmm::litmus::LitmusTest;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub fn run(args: &LitmusArgs) -> Outcome {
+    let shape = args
+        .test
+        .ok_or_else(|| Failure::bad_input(anyhow::anyhow!("name a test: mp, sb, lb or corr")))?;
     let mut opened = open(&args.backend)?;
-    let mut test = LitmusTest::new(args.test, args.distance);
+    let mut test = LitmusTest::new(shape, args.distance);
     test.fences = [args.fence_t0, args.fence_t1];
     test.access = args.access;
     let run = LitmusRun {

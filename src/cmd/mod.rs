@@ -6,13 +6,14 @@ mod check;
 mod devices;
 mod harden;
 mod litmus;
+mod litmus_file;
 mod ptx;
 mod replay;
 mod target;
 mod tune;
 mod worker;
 
-use crate::cli::{BackendArgs, BackendChoice, Command, SimModelArg};
+use crate::cli::{BackendArgs, BackendChoice, Command, LitmusCommand, SimModelArg};
 use gpuwmm::backend::select::{open_backend, Choice, Opened};
 use gpuwmm::backend::sim::{MemoryModel, SimConfig};
 
@@ -53,7 +54,10 @@ pub fn run(command: Command) -> Outcome {
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
-        Command::Litmus(args) => litmus::run(&args),
+        Command::Litmus(args) => match &args.command {
+            Some(LitmusCommand::Run(run)) => litmus_file::run(run),
+            None => litmus::run(&args),
+        },
         Command::Tune(args) => tune::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Campaign(args) => campaign::run(&args),
@@ -81,6 +85,7 @@ fn backend_request(args: &BackendArgs) -> (Choice, SimConfig) {
         BackendChoice::Sim => Choice::Sim,
     };
     let model = match args.sim_model {
+        SimModelArg::Ptx => MemoryModel::Ptx,
         SimModelArg::Weak | SimModelArg::WeakStale => MemoryModel::Weak,
         SimModelArg::Sc => MemoryModel::Sc,
     };

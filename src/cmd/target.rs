@@ -44,6 +44,7 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
         sim_model: match args.backend.sim_model {
             SimModelArg::Weak => SimModel::Weak,
             SimModelArg::WeakStale => SimModel::WeakStale,
+            SimModelArg::Ptx => SimModel::Ptx,
             SimModelArg::Sc => SimModel::Sc,
         },
         fence_kind: args.fence_kind,

@@ -11,6 +11,11 @@
 //! no longest-common-subsequence search and no risk of an ambiguous alignment. Both functions
 //! share one plan of the change, so the diff applies to exactly the text the other returns.
 //!
+//! A site on the header line of a loop (`while (atomicCAS(lock, 0, 1) != 0) {`) means "after the
+//! condition's accesses"; the statement then goes after the loop's closing brace, where it runs
+//! once the loop is left, rather than into the loop body, where it would not run after the last
+//! evaluation of the condition (see [`statement_position`]).
+//!
 //! Line endings are kept: an inserted line ends like the line it follows, so CRLF files stay
 //! CRLF. A file without a final newline keeps lacking one: inserting after its last line gives
 //! that line a line ending and leaves the new last line (the statement) without one.
@@ -115,6 +120,27 @@ fn indentation(content: &str) -> &str {
     &content[..content.len() - rest.len()]
 }
 
+/// Where a statement for a site on line `number` (1-based) goes: after that line, or, when the
+/// line is a `while`/`for` header that opens its body with `{`, after the line that closes the
+/// body (found by counting braces, which ignores braces in strings and comments; without a match
+/// the line itself).
+fn statement_position(lines: &[Line<'_>], number: usize) -> usize {
+    let header = lines[number - 1].content.trim();
+    let is_loop = header.starts_with("while") || header.starts_with("for");
+    if !is_loop || !header.ends_with('{') {
+        return number;
+    }
+    let mut depth = 0i64;
+    for (index, line) in lines.iter().enumerate().skip(number - 1) {
+        depth += line.content.matches('{').count() as i64;
+        depth -= line.content.matches('}').count() as i64;
+        if depth <= 0 {
+            return index + 1;
+        }
+    }
+    number
+}
+
 /// Old lines `first..=last` (1-based) shown in one hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Hunk {
@@ -138,13 +164,16 @@ impl<'a> Plan<'a> {
             return Err(PatchError::StatementNotOneLine);
         }
         let lines = split_lines(text);
-        let mut after = after.to_vec();
-        after.sort_unstable();
-        after.dedup();
         if let Some(&line) = after.iter().find(|&&l| l == 0 || l > lines.len()) {
             let lines = lines.len();
             return Err(PatchError::LineOutOfRange { line, lines });
         }
+        let mut after: Vec<usize> = after
+            .iter()
+            .map(|&l| statement_position(&lines, l))
+            .collect();
+        after.sort_unstable();
+        after.dedup();
         let default_ending = lines
             .iter()
             .map(|line| line.ending)
@@ -261,6 +290,21 @@ mod tests {
         let expected =
             "a {\n    x = 1;\n    __threadfence();\n\tflag = 1;\n\t__threadfence();\n}\n";
         assert_eq!(new, expected);
+    }
+
+    #[test]
+    fn a_site_on_a_loop_header_goes_after_the_loop() {
+        let text = "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        // spin\n    }\n    x = 1;\n}\n";
+        let out = insert_after_lines(text, &[2], "F;").unwrap();
+        assert_eq!(
+            out,
+            "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        // spin\n    }\n    F;\n    x = 1;\n}\n"
+        );
+        let one_line = "while (atomicCAS(l, 0, 1) != 0) { }\nx = 1;\n";
+        assert_eq!(
+            insert_after_lines(one_line, &[1], "F;").unwrap(),
+            "while (atomicCAS(l, 0, 1) != 0) { }\nF;\nx = 1;\n"
+        );
     }
 
     #[test]

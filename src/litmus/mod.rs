@@ -5,7 +5,9 @@
 //! locations is an immediate offset (the optcheck can then see in SASS that the accesses stayed in
 //! program order) and so that any fence kind can be placed between the two accesses of a thread.
 //! Instances run in parallel: block `2i` plays thread 0 of instance `i`, block `2i + 1` thread 1.
+//! Tests written as files (any shape, scopes, atomics, barriers) are in [`file`].
 
+pub mod file;
 pub mod run;
 
 use crate::ptx::passes::fences::FenceKind;
@@ -213,6 +215,13 @@ impl LitmusTest {
                     }
                 }
             }
+            // Results are stored after both accesses, so that a store of a loaded value does not
+            // sit between the test's own accesses (it would order them on an in-order machine).
+            for op in ops {
+                if let Op::Load(_, slot) = op {
+                    let _ = writeln!(p, "\tst.global.u32 \t[%rd6+{}], %r{};", slot * 4, 6 + slot);
+                }
+            }
             p.push_str("\tbra.uni \t$DONE;\n");
         }
         p.push_str("$DONE:\n\tret;\n}\n");
@@ -267,11 +276,10 @@ impl LitmusTest {
         match op {
             Op::Store(loc) => format!("\t{} \t{}, %r5;\n", self.access.store(), self.address(loc)),
             Op::Load(loc, slot) => format!(
-                "\t{} \t%r{reg}, {};\n\tst.global.u32 \t[%rd6+{}], %r{reg};\n",
+                "\t{} \t%r{}, {};\n",
                 self.access.load(),
+                6 + slot,
                 self.address(loc),
-                slot * 4,
-                reg = 6 + slot
             ),
             Op::Nop => String::new(),
         }

@@ -11,7 +11,9 @@ use super::isa::*;
 use super::vars::{literal_bits, parse_var, VarDecl, VarSpace};
 use super::{LOCAL_WINDOW, SHARED_WINDOW};
 use crate::backend::BackendError;
-use crate::ptx::{self, Function, Instruction, Operand, Scope, Semantics, Statement};
+use crate::ptx::{
+    self, FenceStrength, Function, Instruction, Operand, Scope, Semantics, Statement,
+};
 use std::collections::HashMap;
 
 /// A kernel ready to run.
@@ -912,8 +914,14 @@ impl Decoder<'_, '_> {
                 }
             }
             "membar" | "fence" => match i.fence() {
-                Some(f) if f.scope >= Scope::Gpu => Ok(Op::Fence),
-                Some(_) => Ok(Op::CtaFence),
+                Some(f) => Ok(Op::Fence {
+                    reach: if f.scope >= Scope::Cluster {
+                        Reach::Gpu
+                    } else {
+                        Reach::Cta
+                    },
+                    sc: f.strength == FenceStrength::SequentiallyConsistent,
+                }),
                 None if m.first() == Some(&"proxy") => Ok(Op::Nop),
                 None => Err(Why::Unsupported),
             },
@@ -1372,15 +1380,17 @@ impl Decoder<'_, '_> {
             ptx::StateSpace::Const => Space::Const,
             ptx::StateSpace::Generic => Space::Generic,
         };
-        let strong_scope = access.scope.is_none_or(|s| s >= Scope::Gpu);
-        let release =
-            matches!(access.semantics, Semantics::Release | Semantics::AcqRel) && strong_scope;
-        let acquire =
-            matches!(access.semantics, Semantics::Acquire | Semantics::AcqRel) && strong_scope;
+        // `volatile` is relaxed at sys scope, and sys or cluster count as gpu here.
+        let reach = match (access.semantics, access.scope) {
+            (Semantics::Weak, _) => Reach::Weak,
+            (_, Some(Scope::Cta)) => Reach::Cta,
+            _ => Reach::Gpu,
+        };
         let order = Order {
-            release,
-            acquire,
-            may_be_stale: access.semantics == Semantics::Weak,
+            reach,
+            releases: matches!(access.semantics, Semantics::Release | Semantics::AcqRel),
+            acquires: matches!(access.semantics, Semantics::Acquire | Semantics::AcqRel),
+            reduction: base == "red",
         };
         let mut ty = None;
         let mut atom_op = None;

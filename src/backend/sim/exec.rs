@@ -11,7 +11,8 @@ use super::alu;
 use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
-use super::sched::{Machine, Stop};
+use super::ptx_model::Access as ModelAccess;
+use super::sched::{Deferred, Machine, Stop};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::backend::BackendError;
@@ -126,6 +127,10 @@ impl Machine<'_> {
                 break Ok(Stop::Quantum);
             }
             let inst = &k.code[pc];
+            if self.threads[t].deferred != 0 && self.hazard(t, base, inst) {
+                self.threads[t].pc = pc as u32;
+                self.resolve_deferred(t)?;
+            }
             pc += 1;
             n += 1;
             if inst.guard != NO_GUARD {
@@ -453,20 +458,7 @@ impl Machine<'_> {
             Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(Stop::Exit)),
             Op::Bar => return Ok(Flow::Stop(Stop::Barrier)),
-            Op::Fence => {
-                if self.weak {
-                    self.drain_all(t);
-                    if self.stale {
-                        let b = self.threads[t].block as usize;
-                        self.blocks[b].cache.clear();
-                    }
-                }
-            }
-            Op::CtaFence => {
-                if self.weak && self.cfg.cta_drains {
-                    self.drain_all(t);
-                }
-            }
+            Op::Fence { reach, sc } => self.fence(t, reach, sc),
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
             Op::Shfl { a, b, c, mask, .. } => {
@@ -572,6 +564,21 @@ impl Machine<'_> {
         let at = self.address(base, addr);
         let size = u64::from(ty.bytes());
         self.check_vector_alignment(line, Access::Load, at, size, n)?;
+        if n == 1 && self.ptx && self.may_defer(t, space, at, order) {
+            self.mem
+                .check(at, size)
+                .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
+            let th = &mut self.threads[t];
+            th.pending[th.deferred as usize] = Deferred {
+                d: d[0],
+                addr: at,
+                ty,
+                line,
+                order,
+            };
+            th.deferred += 1;
+            return Ok(());
+        }
         for (k, r) in d.iter().take(n as usize).enumerate() {
             let v = self.load(
                 t,
@@ -729,6 +736,11 @@ impl Machine<'_> {
             .mem
             .read(addr, size)
             .map_err(|why| self.mem_fault(line, Access::Load, "global", addr, size, why))?;
+        if self.ptx {
+            let pick = self.rng.random::<u32>();
+            let a = self.model_access(t, order);
+            return Ok(self.model.load(a, addr, size, in_memory, pick, self.older));
+        }
         if !self.weak {
             return Ok(in_memory);
         }
@@ -740,9 +752,9 @@ impl Machine<'_> {
             return Ok(in_memory);
         }
         let b = th.block as usize;
-        if order.acquire {
+        if order.acquire() {
             self.blocks[b].cache.clear();
-        } else if order.may_be_stale {
+        } else if order.may_be_stale() {
             if let Some(old) = self.blocks[b].cache.lookup(addr, size) {
                 if old != in_memory && self.rng.random_bool(self.cfg.stale_probability) {
                     return Ok(old);
@@ -770,11 +782,18 @@ impl Machine<'_> {
         self.mem
             .check(addr, size)
             .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
+        if self.ptx {
+            let old = self.mem.read(addr, size).unwrap_or(0);
+            let _ = self.mem.write(addr, size, value);
+            let a = self.model_access(t, order);
+            self.model.store(a, addr, size, old, value);
+            return Ok(());
+        }
         if !self.weak {
             let _ = self.mem.write(addr, size, value);
             return Ok(());
         }
-        if order.release {
+        if order.release() {
             self.drain_all(t);
             let _ = self.mem.write(addr, size, value);
             self.evict(t, addr, size);
@@ -831,7 +850,7 @@ impl Machine<'_> {
             .check(a, size)
             .map_err(|why| self.mem_fault(line, Access::Atomic, "global", a, size, why))?;
         if self.weak {
-            if order.release {
+            if order.release() {
                 self.drain_all(t);
             } else {
                 let th = &mut self.threads[t];
@@ -843,15 +862,156 @@ impl Machine<'_> {
                     }
                 });
             }
-            if order.acquire && self.stale {
+            if order.acquire() && self.stale {
                 let blk = self.threads[t].block as usize;
                 self.blocks[blk].cache.clear();
             }
         }
         let old = self.mem.read(a, size).unwrap_or(0);
-        let _ = self.mem.write(a, size, alu::atom(op, ty, old, b, c));
+        let new = alu::atom(op, ty, old, b, c);
+        let _ = self.mem.write(a, size, new);
         self.evict(t, a, size);
+        if self.ptx {
+            let access = self.model_access(t, order);
+            self.model
+                .atomic(access, a, size, old, new, op == AtomOp::Cas);
+        }
         Ok(old)
+    }
+
+    /// How an access of thread `t` with `order` takes part in the PTX model.
+    fn model_access(&self, t: usize, order: Order) -> ModelAccess {
+        ModelAccess {
+            thread: t as u32,
+            block: self.threads[t].block,
+            reach: order.reach,
+            acquires: order.acquires,
+            releases: order.releases,
+            reduction: order.reduction,
+        }
+    }
+
+    /// A fence under the model in force.
+    fn fence(&mut self, t: usize, reach: Reach, sc: bool) {
+        if self.ptx {
+            let block = self.threads[t].block;
+            if sc {
+                self.model.fence_sc(t as u32, block, reach);
+            } else {
+                self.model.fence_acq_rel(t as u32, reach);
+            }
+        } else if self.weak && (reach == Reach::Gpu || self.cfg.cta_drains) {
+            self.drain_all(t);
+            if self.stale && reach == Reach::Gpu {
+                let b = self.threads[t].block as usize;
+                self.blocks[b].cache.clear();
+            }
+        }
+    }
+
+    /// Whether a load may be deferred: a plain or relaxed global load, with room left, on the
+    /// dice. A deferred load is performed later (see [`Machine::hazard`]), so later independent
+    /// accesses of the thread overtake it (load-load and load-store reordering).
+    fn may_defer(&mut self, t: usize, space: Space, at: u64, order: Order) -> bool {
+        self.threads[t].deferred < super::sched::MAX_DEFERRED
+            && !order.acquires
+            && resolve(space, at).0 == Target::Global
+            && self.rng.random_bool(self.cfg.defer_probability)
+    }
+
+    /// Performs the thread's deferred loads, oldest first.
+    pub fn resolve_deferred(&mut self, t: usize) -> Result<(), BackendError> {
+        let n = std::mem::take(&mut self.threads[t].deferred) as usize;
+        let base = t * self.nregs;
+        for i in 0..n {
+            let p = self.threads[t].pending[i];
+            let size = u64::from(p.ty.bytes());
+            let v = self.load_global(t, p.line, p.addr, size, p.order)?;
+            let v = if p.ty.signed() {
+                alu::sext(v, p.ty.bits) as u64
+            } else {
+                v
+            };
+            self.set(base, p.d, v);
+        }
+        Ok(())
+    }
+
+    /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
+    /// registers, touches their addresses, or is anything but plain arithmetic, a branch, or a
+    /// load or store without release or acquire semantics.
+    fn hazard(&self, t: usize, base: usize, inst: &Inst) -> bool {
+        let th = &self.threads[t];
+        let pending = &th.pending[..th.deferred as usize];
+        let reg = |r: Reg| pending.iter().any(|p| p.d == r);
+        let src = |s: Src| matches!(s, Src::Reg(r) if reg(r));
+        if inst.guard != NO_GUARD && reg(inst.guard & !GUARD_NEGATED) {
+            return true;
+        }
+        let touches = |space: Space, addr: Addr, ty: Ty, n: u8| {
+            if addr.base.is_some_and(reg) {
+                return true;
+            }
+            let at = self.address(base, addr);
+            let (target, at) = resolve(space, at);
+            let bytes = u64::from(ty.bytes()) * u64::from(n);
+            target == Target::Global
+                && pending
+                    .iter()
+                    .any(|p| p.addr < at + bytes && at < p.addr + u64::from(p.ty.bytes()))
+        };
+        match inst.op {
+            Op::Mov { d, a, .. } | Op::Unary { d, a, .. } | Op::Cvt { d, a, .. } => {
+                reg(d) || src(a)
+            }
+            Op::Cvta { d, a, .. } => reg(d) || src(a),
+            Op::Int { d, a, b, .. } | Op::Float { d, a, b, .. } | Op::MulWide { d, a, b, .. } => {
+                reg(d) || src(a) || src(b)
+            }
+            Op::Mad { d, a, b, c, .. }
+            | Op::Fma { d, a, b, c, .. }
+            | Op::Selp { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            } => {
+                reg(p)
+                    || q.is_some_and(reg)
+                    || src(a)
+                    || src(b)
+                    || combine.is_some_and(|c| src(c.c))
+            }
+            Op::Ld {
+                space,
+                ty,
+                n,
+                d,
+                addr,
+                order,
+            } => {
+                order.acquires
+                    || d[..n as usize].iter().any(|r| reg(*r))
+                    || touches(space, addr, ty, n)
+            }
+            Op::St {
+                space,
+                ty,
+                n,
+                s,
+                addr,
+                order,
+            } => {
+                order.releases
+                    || s[..n as usize].iter().any(|s| src(*s))
+                    || touches(space, addr, ty, n)
+            }
+            Op::Bra { .. } | Op::Nop => false,
+            _ => true,
+        }
     }
 }
 

@@ -237,15 +237,46 @@ pub enum AtomOp {
     Xor,
 }
 
-/// What a global access means for the weak model (decoded from semantics and scope).
+/// How far a strong operation reaches (PTX scopes; `.cluster` counts as `.gpu`, and `.sys` as
+/// `.gpu` too, since the simulator is one device and the host only touches memory between
+/// launches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Reach {
+    /// A weak access: not strong at any scope.
+    #[default]
+    Weak,
+    Cta,
+    Gpu,
+}
+
+/// What a global access means for the memory models (decoded from semantics and scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Order {
-    /// Release or acq_rel at gpu/sys scope: drain the own store buffer before taking effect.
-    pub release: bool,
-    /// Acquire or acq_rel at gpu/sys scope: invalidate the block's stale cache, never read it.
-    pub acquire: bool,
-    /// A weak (unqualified) load that may be served from the block's stale cache.
-    pub may_be_stale: bool,
+    /// The scope of a strong access (`volatile` is relaxed at sys scope), or `Weak`.
+    pub reach: Reach,
+    /// Release or acq_rel at any scope.
+    pub releases: bool,
+    /// Acquire or acq_rel at any scope.
+    pub acquires: bool,
+    /// A reduction (`red`), whose read never forms an acquire pattern.
+    pub reduction: bool,
+}
+
+impl Order {
+    /// Store-buffer model: a release at gpu/sys scope (drain the own buffer first).
+    pub fn release(self) -> bool {
+        self.releases && self.reach == Reach::Gpu
+    }
+
+    /// Store-buffer model: an acquire at gpu/sys scope (never read the stale cache).
+    pub fn acquire(self) -> bool {
+        self.acquires && self.reach == Reach::Gpu
+    }
+
+    /// Store-buffer model: a weak load, which may be served from the block's stale cache.
+    pub fn may_be_stale(self) -> bool {
+        self.reach == Reach::Weak
+    }
 }
 
 /// Extended-precision operations that read and/or write the carry flag `CC.CF`.
@@ -486,10 +517,12 @@ pub enum Op {
     Exit,
     /// `bar.sync`/`barrier.sync` on the whole block.
     Bar,
-    /// A gpu/sys-scope fence (`fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys`).
-    Fence,
-    /// A cta-scope fence (`membar.cta`, `fence.sc.cta`, ...).
-    CtaFence,
+    /// A memory fence: `fence.sc`/`membar` (`sc`) or `fence.acq_rel`, at a scope (`Cta` or
+    /// `Gpu`; sys and cluster count as gpu).
+    Fence {
+        reach: Reach,
+        sc: bool,
+    },
     /// Does nothing in the simulator (cta-scope fences, `prefetch`, `nanosleep`, ...).
     Nop,
     Trap,

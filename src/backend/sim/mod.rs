@@ -88,6 +88,7 @@ mod decode;
 mod exec;
 mod isa;
 mod memory;
+mod ptx_model;
 mod sched;
 mod vars;
 mod weak;
@@ -115,9 +116,13 @@ pub const SM_COUNT: u32 = 16;
 /// Which memory model the simulator implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryModel {
+    /// The PTX memory consistency model (the default): write histories and per-thread views,
+    /// see `ptx_model.rs`.
+    Ptx,
     /// Sequential consistency.
     Sc,
-    /// Store buffers (and optionally stale loads) for global memory; see the module docs.
+    /// The store-buffer model of gpuwmm 0.1 (kept to replay journals recorded with it): FIFO
+    /// store buffers and optionally stale loads; see the module docs. Not PTX.
     Weak,
 }
 
@@ -141,6 +146,12 @@ pub struct SimConfig {
     pub store_buffer_capacity: usize,
     /// Most instructions a thread runs per scheduling pick. Default 8.
     pub max_quantum: u32,
+    /// PTX model: chance that a load which may read an older write than the newest does so
+    /// (then uniformly among those it may read). Default 0.5.
+    pub older_value_probability: f64,
+    /// PTX model: chance that a plain or relaxed global load is deferred, so that later
+    /// independent loads and stores of its thread overtake it. Default 0.25.
+    pub defer_probability: f64,
     /// Weak model: make `bar.sync` and cta-scope fences drain the store buffers of the threads
     /// involved, like gpu-scope fences. Default false (they order no global memory, see the
     /// module docs); true trades weak behaviours across blocks that PTX allows for the absence
@@ -151,7 +162,7 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            model: MemoryModel::Weak,
+            model: MemoryModel::Ptx,
             seed: 0,
             instruction_budget: 100_000_000,
             stale_loads: false,
@@ -159,6 +170,8 @@ impl Default for SimConfig {
             stale_probability: 0.5,
             store_buffer_capacity: 16,
             max_quantum: 8,
+            older_value_probability: 0.5,
+            defer_probability: 0.25,
             cta_drains: false,
         }
     }
@@ -201,11 +214,12 @@ pub struct SimBackend {
 impl SimBackend {
     pub fn new(config: SimConfig) -> SimBackend {
         let driver = match config.model {
+            MemoryModel::Ptx => "sim: PTX memory model".to_string(),
             MemoryModel::Sc => "sim: sequentially consistent model".to_string(),
             MemoryModel::Weak if config.stale_loads => {
-                "sim: weak model (store buffers, stale loads)".to_string()
+                "sim: store-buffer model of gpuwmm 0.1 (stale loads), not PTX".to_string()
             }
-            MemoryModel::Weak => "sim: weak model (store buffers)".to_string(),
+            MemoryModel::Weak => "sim: store-buffer model of gpuwmm 0.1, not PTX".to_string(),
         };
         let info = DeviceInfo {
             backend: BackendKind::Sim,

@@ -15,6 +15,7 @@
 use super::decode::Kernel;
 use super::isa::*;
 use super::memory::GlobalMemory;
+use super::ptx_model::PtxMemory;
 use super::weak::{StaleCache, StoreBuffer};
 use super::{MemoryModel, SimConfig};
 use crate::backend::{BackendError, LaunchConfig};
@@ -34,6 +35,31 @@ pub enum State {
     Exited,
 }
 
+/// Loads a thread may have deferred at once (PTX model).
+pub const MAX_DEFERRED: u8 = 2;
+
+/// A load issued but not yet performed (PTX model): where its value goes and where it reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Deferred {
+    pub d: Reg,
+    pub addr: u64,
+    pub ty: Ty,
+    pub line: u32,
+    pub order: Order,
+}
+
+impl Default for Deferred {
+    fn default() -> Self {
+        Deferred {
+            d: 0,
+            addr: 0,
+            ty: Ty::PRED,
+            line: 0,
+            order: Order::default(),
+        }
+    }
+}
+
 /// Per-thread state besides registers and local memory.
 #[derive(Debug, Clone)]
 pub struct Thread {
@@ -44,6 +70,9 @@ pub struct Thread {
     pub lin: u32,
     pub tid: [u32; 3],
     pub buffer: StoreBuffer,
+    /// PTX model: deferred loads, oldest first (`deferred` of them are in use).
+    pub pending: [Deferred; MAX_DEFERRED as usize],
+    pub deferred: u8,
     /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask.
     pub warp_args: [u64; 4],
     /// Device-function calls in progress: (return pc, call site).
@@ -94,6 +123,11 @@ pub struct Machine<'a> {
     pub grid_dim: [u32; 3],
     pub weak: bool,
     pub stale: bool,
+    pub ptx: bool,
+    /// PTX model: the launch's write histories and the threads' views.
+    pub model: PtxMemory,
+    /// PTX model: chance (out of `u32::MAX`) that a load reads an older message it may read.
+    pub older: u32,
 }
 
 fn dims(d: (u32, u32, u32)) -> [u32; 3] {
@@ -141,6 +175,8 @@ impl<'a> Machine<'a> {
                     lin,
                     tid,
                     buffer: StoreBuffer::default(),
+                    pending: [Deferred::default(); MAX_DEFERRED as usize],
+                    deferred: 0,
                     warp_args: [0; 4],
                     stack: Vec::new(),
                     executed: 0,
@@ -171,6 +207,16 @@ impl<'a> Machine<'a> {
             grid_dim,
             weak: cfg.model == MemoryModel::Weak,
             stale: cfg.model == MemoryModel::Weak && cfg.stale_loads,
+            ptx: cfg.model == MemoryModel::Ptx,
+            model: PtxMemory::new(
+                if cfg.model == MemoryModel::Ptx {
+                    nthreads
+                } else {
+                    0
+                },
+                nblocks as usize,
+            ),
+            older: (cfg.older_value_probability.clamp(0.0, 1.0) * f64::from(u32::MAX)) as u32,
         }
     }
 
@@ -205,6 +251,9 @@ impl<'a> Machine<'a> {
             }
             if self.weak {
                 self.maybe_drain(t);
+            }
+            if self.threads[t].deferred != 0 && self.rng.random_bool(0.5) {
+                self.resolve_deferred(t)?;
             }
             let quantum = self.rng.random_range(1..=max_quantum);
             match self.run_quantum(t, quantum)? {
@@ -305,6 +354,14 @@ impl<'a> Machine<'a> {
                 waiting += 1;
                 count += self.threads[t].warp_args[0] & 1;
             }
+        }
+        if self.ptx {
+            let arrived: Vec<u32> = threads
+                .clone()
+                .filter(|&t| self.threads[t].state == State::Barrier)
+                .map(|t| t as u32)
+                .collect();
+            self.model.barrier(&arrived);
         }
         for t in threads {
             if self.threads[t].state == State::Barrier {

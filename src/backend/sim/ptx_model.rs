@@ -1,0 +1,759 @@
+//! The PTX memory model of the simulator ([`MemoryModel::Ptx`](super::MemoryModel::Ptx)), the
+//! default: per-location histories of writes, and per-thread views of them as vector clocks over
+//! the launch's blocks.
+//!
+//! It exists so that what gpuwmm reports without a GPU (weak outcomes, failing runs, the fences
+//! `harden` keeps) is what the PTX memory consistency model (PTX ISA, "Memory Consistency
+//! Model") allows, rather than what one store-buffer machine happens to do. It is operational,
+//! so whole applications run on it, and it only produces executions the PTX model allows
+//! (measured on the litmus suite of `../shared/litmus/ptx/`, see the README).
+//!
+//! # State
+//!
+//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, and
+//!   the writer's block with a per-block sequence number. A [`Location`] (a 4- or 8-byte word
+//!   written in this launch) keeps its newest messages in coherence order (the order in which
+//!   writes happen). Global memory always holds the newest value, so the first write of a launch
+//!   also records the value it replaced, as a message everybody may read.
+//! - Every thread has a *causal past*: a vector clock with one sequence number per block
+//!   ("every write of block `b` up to number `n` happened before me"). It grows with the
+//!   thread's own writes, with writes it observes through morally strong reads, and with
+//!   synchronisation (acquire, fences, `bar.sync`).
+//! - Every thread also has what it may acquire (the views released by the writers of messages
+//!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
+//!   last release fence or release operation), per scope.
+//! - A location remembers, per thread, the newest message the thread wrote or read strongly
+//!   there (coherence). A thread that no longer fits moves the location's floor up instead
+//!   (everybody must read at least that), which is stronger, never weaker.
+//!
+//! # Rules
+//!
+//! - A load returns a kept message of its location no older than the newest message in its
+//!   causal past and its coherence position; with `older_value_probability` an older one of
+//!   those it may read. So a write becomes visible to each reader by itself, not to all at once
+//!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
+//!   (PTX keeps coherence only between morally strong accesses).
+//! - A morally strong read (same thread, or both strong with scopes that include each other)
+//!   puts the write it reads into the reader's causal past and collects the writer's released
+//!   view; an acquire read or a later acquire fence of a matching scope takes what was collected.
+//! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
+//!   release writes release the causal past; weak writes release nothing. A read-modify-write
+//!   carries the view of the message it read forward (release sequences); a `cas` that does not
+//!   change the value is a read. Atomics read the newest message (atomicity).
+//! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
+//!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
+//!   the other. `bar.sync` joins the causal pasts of the block's threads. A cta-scope release
+//!   reaches only readers in the same block.
+//!
+//! Where it is stronger than PTX (it can miss a weak behaviour): causality is tracked per block,
+//! so seeing one write of a block means seeing every earlier write of that block; coherence
+//! order is the order in which writes happen (total, also for racing weak writes); only the
+//! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that
+//! overlap a word written with another size, see the newest value; shared memory is sequentially
+//! consistent. Nothing it does is weaker than PTX.
+
+use super::isa::Reach;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+/// Messages kept per location, the newest included.
+pub const KEPT: usize = 4;
+/// Threads whose coherence position a location remembers one by one.
+const READERS: usize = 8;
+
+/// A released view: a vector clock over blocks, shared by the messages that carry it.
+type Released = Option<Rc<[u32]>>;
+
+/// One write to a location.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Message {
+    /// Launch clock; 0 for the value a location held before its first write of the launch.
+    pub ts: u32,
+    pub value: u64,
+    pub writer: u32,
+    pub block: u32,
+    /// The write's number among its block's writes.
+    pub seq: u32,
+    /// The write's scope if it was strong.
+    pub reach: Reach,
+    /// What it releases to readers in the writer's block (includes `view_gpu`).
+    pub view_cta: Released,
+    /// What it releases to readers anywhere on the GPU.
+    pub view_gpu: Released,
+}
+
+/// A word written during the launch: its newest messages and who has seen how far.
+#[derive(Debug, Clone)]
+pub struct Location {
+    addr: u64,
+    size: u8,
+    /// Oldest first.
+    msgs: Vec<Message>,
+    readers: [(u32, u32); READERS],
+    nreaders: u8,
+    floor: u32,
+}
+
+impl Location {
+    fn new(addr: u64, size: u8, value: u64) -> Location {
+        let mut msgs = Vec::with_capacity(KEPT);
+        msgs.push(Message {
+            value,
+            ..Message::default()
+        });
+        Location {
+            addr,
+            size,
+            msgs,
+            readers: [(0, 0); READERS],
+            nreaders: 0,
+            floor: 0,
+        }
+    }
+
+    fn newest(&self) -> &Message {
+        &self.msgs[self.msgs.len() - 1]
+    }
+
+    fn push(&mut self, m: Message) {
+        if self.msgs.len() == KEPT {
+            self.msgs.remove(0);
+        }
+        self.msgs.push(m);
+    }
+
+    /// The newest message thread `t` has written or strongly read here.
+    fn position(&self, t: u32) -> u32 {
+        self.readers[..self.nreaders as usize]
+            .iter()
+            .find(|r| r.0 == t)
+            .map_or(0, |r| r.1)
+            .max(self.floor)
+    }
+
+    /// Records that thread `t` has seen the message with timestamp `ts`.
+    fn advance(&mut self, t: u32, ts: u32) {
+        let n = self.nreaders as usize;
+        if let Some(r) = self.readers[..n].iter_mut().find(|r| r.0 == t) {
+            r.1 = r.1.max(ts);
+        } else if n < READERS {
+            self.readers[n] = (t, ts);
+            self.nreaders += 1;
+        } else {
+            // No room: everybody must now read at least the smallest position remembered.
+            let (i, smallest) = (0..READERS)
+                .map(|i| (i, self.readers[i].1))
+                .min_by_key(|r| r.1)
+                .unwrap_or((0, 0));
+            self.floor = self.floor.max(smallest);
+            self.readers[i] = (t, ts);
+        }
+    }
+
+    /// Index of the oldest message thread `t`, with causal past `past`, may read.
+    fn lower_bound(&self, t: u32, past: Option<&[u32]>) -> usize {
+        let seen = |m: &Message| past.is_some_and(|p| p[m.block as usize] >= m.seq);
+        let by_causality = self
+            .msgs
+            .iter()
+            .rposition(|m| m.ts == 0 || seen(m))
+            .unwrap_or(0);
+        let position = self.position(t);
+        let by_coherence = self
+            .msgs
+            .iter()
+            .position(|m| m.ts >= position)
+            .unwrap_or(self.msgs.len() - 1);
+        by_causality.max(by_coherence)
+    }
+}
+
+/// Whether a strong access at `reach` by thread `t` of `block` and message `m` are morally
+/// strong.
+fn morally_strong(m: &Message, t: u32, block: u32, reach: Reach) -> bool {
+    if m.ts == 0 {
+        return false;
+    }
+    let includes = |r: Reach| r == Reach::Gpu || (r == Reach::Cta && m.block == block);
+    m.writer == t || (includes(reach) && includes(m.reach))
+}
+
+/// `into = max(into, from)`, element-wise.
+fn join(into: &mut [u32], from: &[u32]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = (*a).max(*b);
+    }
+}
+
+/// `acc` joined with `more`, sharing where one contains the other.
+fn join_released(acc: &Released, more: &Released) -> Released {
+    match (acc, more) {
+        (None, x) | (x, None) => x.clone(),
+        (Some(a), Some(b)) if Rc::ptr_eq(a, b) => Some(a.clone()),
+        (Some(a), Some(b)) => {
+            let mut v = a.to_vec();
+            join(&mut v, b);
+            Some(v.into())
+        }
+    }
+}
+
+/// What a thread may acquire and what it releases.
+#[derive(Debug, Clone, Default)]
+struct Sync {
+    /// Views released by writers in the thread's block, of messages it read strongly.
+    acq_cta: Released,
+    /// Views released to the GPU by writers in other blocks.
+    acq_gpu: Released,
+    /// What its strong writes release to its block (includes `rel_gpu`).
+    rel_cta: Released,
+    rel_gpu: Released,
+}
+
+/// How a global access takes part in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub thread: u32,
+    pub block: u32,
+    pub reach: Reach,
+    pub acquires: bool,
+    pub releases: bool,
+    /// A `red`: its read forms no acquire pattern.
+    pub reduction: bool,
+}
+
+/// A multiplicative hash for word addresses (SipHash costs more than the lookup).
+#[derive(Default)]
+pub struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The model's state for one launch.
+#[derive(Debug)]
+pub struct PtxMemory {
+    blocks: usize,
+    clock: u32,
+    /// Writes so far per block.
+    seq: Vec<u32>,
+    locations: HashMap<u64, Location, BuildHasherDefault<WordHasher>>,
+    /// Causal past per thread, made when the thread first needs one.
+    past: Vec<Option<Box<[u32]>>>,
+    /// Writes each thread has observed with morally strong reads: in the causal past of what
+    /// the thread does next, but not of their writers' earlier writes, so they join what the
+    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself.
+    observed: Vec<Option<Box<[u32]>>>,
+    sync: Vec<Sync>,
+    /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
+    sc_gpu: Vec<u32>,
+    sc_cta: HashMap<u32, Vec<u32>>,
+}
+
+/// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
+fn tracked(size: u64) -> bool {
+    size == 4 || size == 8
+}
+
+impl PtxMemory {
+    pub fn new(threads: usize, blocks: usize) -> PtxMemory {
+        PtxMemory {
+            blocks,
+            clock: 0,
+            seq: vec![0; blocks],
+            locations: HashMap::default(),
+            past: vec![None; threads],
+            observed: vec![None; threads],
+            sync: vec![Sync::default(); threads],
+            sc_gpu: vec![0; blocks],
+            sc_cta: HashMap::new(),
+        }
+    }
+
+    fn past_mut(&mut self, t: u32) -> &mut [u32] {
+        let blocks = self.blocks;
+        self.past[t as usize].get_or_insert_with(|| vec![0; blocks].into_boxed_slice())
+    }
+
+    /// What thread `t` passes on: its causal past and the writes it has observed.
+    fn passed_on(&mut self, t: u32) -> Vec<u32> {
+        let mut v = self.past_mut(t).to_vec();
+        if let Some(o) = &self.observed[t as usize] {
+            join(&mut v, o);
+        }
+        v
+    }
+
+    /// Which value a load of `[addr, addr + size)` returns; `newest` is the value in memory,
+    /// `pick` a random number, `older` the chance (out of `u32::MAX`) to read an older message
+    /// than the newest when the thread may.
+    #[allow(clippy::too_many_arguments)]
+    pub fn load(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+        older: u32,
+    ) -> u64 {
+        if !tracked(size) {
+            return newest;
+        }
+        let Some(loc) = self.locations.get_mut(&(addr >> 2)) else {
+            return newest;
+        };
+        if loc.addr != addr || u64::from(loc.size) != size {
+            return newest;
+        }
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_deref());
+        let last = loc.msgs.len() - 1;
+        let i = if lower < last && pick < older {
+            lower + (pick as usize) % (last - lower)
+        } else {
+            last
+        };
+        let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
+        let strong =
+            a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
+        if strong || own {
+            loc.advance(a.thread, loc.msgs[i].ts);
+        }
+        let m = loc.msgs[i].clone();
+        if strong {
+            self.observe(a, &m, !a.reduction, a.acquires);
+        }
+        m.value
+    }
+
+    /// A morally strong read of `m`: its write joins the causal past, its released view is
+    /// collected for an acquire (unless the read cannot form an acquire pattern), and taken at
+    /// once by an acquire read.
+    fn observe(&mut self, a: Access, m: &Message, collect: bool, acquire_now: bool) {
+        let blocks = self.blocks;
+        let seen = self.observed[a.thread as usize]
+            .get_or_insert_with(|| vec![0; blocks].into_boxed_slice());
+        seen[m.block as usize] = seen[m.block as usize].max(m.seq);
+        if collect {
+            let s = &mut self.sync[a.thread as usize];
+            if m.block == a.block {
+                s.acq_cta = join_released(&s.acq_cta, &m.view_cta);
+            } else {
+                s.acq_gpu = join_released(&s.acq_gpu, &m.view_gpu);
+            }
+            if acquire_now {
+                self.acquire(a.thread, a.reach);
+            }
+        }
+    }
+
+    /// The acquire half of a fence or acquire operation at `reach`.
+    fn acquire(&mut self, t: u32, reach: Reach) {
+        let s = &self.sync[t as usize];
+        let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
+        let past = self.past_mut(t);
+        if let Some(v) = &cta {
+            join(past, v);
+        }
+        if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
+            join(past, v);
+        }
+    }
+
+    /// The release half: later strong writes pass on the thread's causal past.
+    fn release(&mut self, t: u32, reach: Reach) {
+        let now: Rc<[u32]> = Rc::from(self.passed_on(t));
+        let s = &mut self.sync[t as usize];
+        s.rel_cta = Some(now.clone());
+        if reach == Reach::Gpu {
+            s.rel_gpu = Some(now);
+        }
+    }
+
+    /// `fence.acq_rel` at `reach`.
+    pub fn fence_acq_rel(&mut self, t: u32, reach: Reach) {
+        self.acquire(t, reach);
+        self.release(t, reach);
+    }
+
+    /// `fence.sc` at `reach`: an acq_rel fence that also joins the fence-SC frontier of its
+    /// block and, at gpu scope, the GPU's, both ways.
+    pub fn fence_sc(&mut self, t: u32, block: u32, reach: Reach) {
+        self.acquire(t, reach);
+        let blocks = self.blocks;
+        let passed = self.passed_on(t);
+        let cta = self.sc_cta.entry(block).or_insert_with(|| vec![0; blocks]);
+        let mut before = cta.clone();
+        join(cta, &passed);
+        if reach == Reach::Gpu {
+            join(&mut before, &self.sc_gpu);
+            join(&mut self.sc_gpu, &passed);
+        }
+        join(self.past_mut(t), &before);
+        self.release(t, reach);
+    }
+
+    /// `bar.sync`: every thread in `threads` gets the joined causal past of them all.
+    pub fn barrier(&mut self, threads: &[u32]) {
+        let mut all = vec![0; self.blocks];
+        for &t in threads {
+            for v in [&self.past[t as usize], &self.observed[t as usize]] {
+                if let Some(v) = v {
+                    join(&mut all, v);
+                }
+            }
+        }
+        if all.iter().all(|&v| v == 0) {
+            return;
+        }
+        for &t in threads {
+            self.past_mut(t).copy_from_slice(&all);
+        }
+    }
+
+    /// Records a store of `value` (already in memory, which held `old` before).
+    pub fn store(&mut self, a: Access, addr: u64, size: u64, old: u64, value: u64) {
+        if a.releases {
+            self.release(a.thread, a.reach);
+        }
+        let (view_cta, view_gpu) = match a.reach {
+            Reach::Weak => (None, None),
+            _ => {
+                let s = &self.sync[a.thread as usize];
+                (s.rel_cta.clone(), s.rel_gpu.clone())
+            }
+        };
+        self.append(a, addr, size, old, value, view_cta, view_gpu);
+    }
+
+    /// A read-modify-write that read `old` (the newest value) and wrote `new`: it observes the
+    /// newest message and, unless it is a `cas` that changed nothing (a read), appends `new`
+    /// carrying the read message's views forward.
+    pub fn atomic(&mut self, a: Access, addr: u64, size: u64, old: u64, new: u64, cas: bool) {
+        let read = self.newest(addr, size);
+        if let Some(m) = &read {
+            if morally_strong(m, a.thread, a.block, a.reach) {
+                self.observe(a, m, !a.reduction, a.acquires);
+            }
+        }
+        if cas && old == new {
+            return;
+        }
+        if a.releases {
+            self.release(a.thread, a.reach);
+        }
+        let carried = read.unwrap_or_default();
+        let s = &self.sync[a.thread as usize];
+        let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
+        let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
+        self.append(a, addr, size, old, new, view_cta, view_gpu);
+    }
+
+    fn newest(&self, addr: u64, size: u64) -> Option<Message> {
+        let loc = self.locations.get(&(addr >> 2))?;
+        (loc.addr == addr && u64::from(loc.size) == size).then(|| loc.newest().clone())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        old: u64,
+        value: u64,
+        view_cta: Released,
+        view_gpu: Released,
+    ) {
+        self.forget_overlapping(addr, size);
+        if !tracked(size) {
+            return;
+        }
+        self.clock += 1;
+        let ts = self.clock;
+        let b = a.block as usize;
+        self.seq[b] += 1;
+        let seq = self.seq[b];
+        let past = self.past_mut(a.thread);
+        past[b] = past[b].max(seq);
+        let loc = self
+            .locations
+            .entry(addr >> 2)
+            .or_insert_with(|| Location::new(addr, size as u8, old));
+        loc.push(Message {
+            ts,
+            value,
+            writer: a.thread,
+            block: a.block,
+            seq,
+            reach: a.reach,
+            view_cta,
+            view_gpu,
+        });
+        loc.advance(a.thread, ts);
+    }
+
+    /// Drops the histories of words that `[addr, addr + size)` overlaps with another extent:
+    /// afterwards everybody reads the newest value there.
+    fn forget_overlapping(&mut self, addr: u64, size: u64) {
+        let key = addr >> 2;
+        let same = |l: &Location| l.addr == addr && u64::from(l.size) == size;
+        if self.locations.get(&key).is_some_and(|l| !same(l)) {
+            self.locations.remove(&key);
+        }
+        if size == 8 {
+            self.locations.remove(&(key + 1));
+        }
+        if key > 0 && self.locations.get(&(key - 1)).is_some_and(|l| l.size == 8) {
+            self.locations.remove(&(key - 1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const X: u64 = 0x1000;
+    const Y: u64 = 0x2000;
+
+    fn access(thread: u32, block: u32, reach: Reach) -> Access {
+        Access {
+            thread,
+            block,
+            reach,
+            acquires: false,
+            releases: false,
+            reduction: false,
+        }
+    }
+
+    fn acquiring(a: Access) -> Access {
+        Access {
+            acquires: true,
+            ..a
+        }
+    }
+
+    fn releasing(a: Access) -> Access {
+        Access {
+            releases: true,
+            ..a
+        }
+    }
+
+    fn clone(m: &PtxMemory) -> PtxMemory {
+        PtxMemory {
+            blocks: m.blocks,
+            clock: m.clock,
+            seq: m.seq.clone(),
+            locations: m.locations.clone(),
+            past: m.past.clone(),
+            observed: m.observed.clone(),
+            sync: m.sync.clone(),
+            sc_gpu: m.sc_gpu.clone(),
+            sc_cta: m.sc_cta.clone(),
+        }
+    }
+
+    /// Every value `a` may read at `addr` (trying every pick, and the newest).
+    fn readable(m: &PtxMemory, a: Access, addr: u64, newest: u64) -> Vec<u64> {
+        let mut out: Vec<u64> = (0..=KEPT as u32)
+            .map(|p| {
+                let (pick, older) = if p == KEPT as u32 {
+                    (0, 0)
+                } else {
+                    (p, u32::MAX)
+                };
+                clone(m).load(a, addr, 4, newest, pick, older)
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn newest_load(m: &mut PtxMemory, a: Access, addr: u64, newest: u64) -> u64 {
+        m.load(a, addr, 4, newest, u32::MAX, 0)
+    }
+
+    #[test]
+    fn a_fence_after_the_flag_store_does_not_publish_the_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        assert_eq!(
+            newest_load(&mut m, acquiring(access(1, 1, Reach::Gpu)), Y, 1),
+            1
+        );
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn release_pattern_and_acquire_pattern_publish_the_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        // Before the acquire fence the payload may still be old; after it, never.
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn a_weak_flag_forms_no_release_pattern() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Weak), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_cta_scope_release_does_not_reach_another_block() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Cta);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        newest_load(&mut m, access(2, 0, Reach::Cta), Y, 1);
+        m.fence_acq_rel(2, Reach::Cta);
+        assert_eq!(readable(&m, access(2, 0, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn strong_reads_are_coherent_and_weak_reads_need_not_be() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
+        let strong = access(1, 1, Reach::Gpu);
+        assert_eq!(newest_load(&mut m, strong, X, 1), 1);
+        assert_eq!(readable(&m, strong, X, 1), vec![1]);
+        let weak = access(2, 1, Reach::Weak);
+        assert_eq!(newest_load(&mut m, weak, X, 1), 1);
+        assert_eq!(readable(&m, weak, X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_thread_reads_its_own_writes_or_newer() {
+        let mut m = PtxMemory::new(2, 2);
+        let a = access(0, 0, Reach::Weak);
+        m.store(a, X, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        assert_eq!(readable(&m, a, X, 2), vec![1, 2]);
+    }
+
+    #[test]
+    fn fence_sc_orders_store_buffering() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.fence_sc(1, 1, Reach::Gpu);
+        // The later fence sees the earlier one's store.
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn fence_acq_rel_does_not_order_store_buffering() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn atomics_carry_a_release_forward() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
+        assert_eq!(
+            newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
+            2
+        );
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn a_relaxed_ticket_does_not_publish_other_blocks_writes() {
+        // sdk-red's idiom without fences: blocks store a partial, then take a ticket.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 5);
+        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 1, false);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
+        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 2, 3, false);
+        m.barrier(&[2]);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
+    }
+
+    #[test]
+    fn bar_sync_passes_a_causal_past_to_the_block() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        m.barrier(&[1, 2]);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn a_failed_cas_writes_nothing() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 1, 1, true);
+        assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
+    }
+
+    #[test]
+    fn a_location_remembers_at_most_kept_messages_and_readers() {
+        let mut m = PtxMemory::new(30, 2);
+        for k in 1..=10 {
+            m.store(access(0, 0, Reach::Gpu), X, 4, k - 1, k);
+        }
+        assert_eq!(
+            readable(&m, access(29, 1, Reach::Weak), X, 10),
+            vec![7, 8, 9, 10]
+        );
+        for t in 1..=20 {
+            newest_load(&mut m, access(t, 1, Reach::Gpu), X, 10);
+        }
+        // Forgotten readers raised the floor: nobody reads below what they had read.
+        assert_eq!(readable(&m, access(29, 1, Reach::Gpu), X, 10), vec![10]);
+    }
+
+    #[test]
+    fn a_wider_store_forgets_the_words_it_covers() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 8, 0, 5);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X + 4, 0), vec![0]);
+        assert!(m.newest(X, 8).is_some());
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2);
+        assert!(m.newest(X, 8).is_none());
+    }
+}

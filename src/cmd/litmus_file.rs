@@ -1,0 +1,177 @@
+//! `gpuwmm litmus run`: litmus files on either backend, each reported herd-style, and with
+//! `--expect` a conformance table against known verdicts.
+
+use super::{backend_request, Failure, Outcome, EXIT_BAD_INPUT};
+use crate::cli::LitmusRunArgs;
+use gpuwmm::backend::select::{open_backend, probe_backend, provenance, Opened};
+use gpuwmm::backend::BackendKind;
+use gpuwmm::litmus::file::expect::{Expectations, Finding, Row, Table};
+use gpuwmm::litmus::file::parse::parse_file;
+use gpuwmm::litmus::file::run::{run_litmus_file, FileRunError, FileSettings};
+use gpuwmm::litmus::file::{collect_files, LitmusFileError};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Instances per launch on a GPU unless --instances says otherwise.
+const GPU_INSTANCES: u32 = 256;
+/// Simulator instruction budget per instance of a launch, unless --sim-budget says otherwise.
+const SIM_BUDGET_PER_INSTANCE: u64 = 100_000;
+
+pub fn run(args: &LitmusRunArgs) -> Outcome {
+    let files = collect_files(&args.paths).map_err(Failure::bad_input)?;
+    if files.is_empty() {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "no .litmus files in {}",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let expectations = args
+        .expect
+        .as_deref()
+        .map(Expectations::load)
+        .transpose()
+        .map_err(Failure::bad_input)?;
+    let (choice, sim) = backend_request(&args.backend);
+    let kind = probe_backend(choice, &sim)?.kind;
+    let settings = FileSettings {
+        executions: args.executions,
+        instances: instances(args, kind),
+        distance: args.distance.max(1),
+        deadline: args.deadline,
+    };
+    let mut opened = open(args, settings.instances, true)?;
+    println!("{}", provenance(opened.backend.as_ref()));
+    println!(
+        "{} test(s), {} executions each, {} instance(s) per launch, distance {} words, seed {}",
+        files.len(),
+        settings.executions,
+        settings.instances,
+        settings.distance,
+        args.backend.seed
+    );
+    let bar = progress_bar(files.len() as u64 * settings.executions);
+    let mut table = Table::default();
+    let mut malformed = 0;
+    for (i, file) in files.iter().enumerate() {
+        bar.set_message(file.display().to_string());
+        let finding = match parse_file(file) {
+            Err(e @ LitmusFileError::Syntax { .. }) => {
+                malformed += 1;
+                bar.suspend(|| println!("error: {e}\n"));
+                Finding::NotRun(format!("malformed: {e}"))
+            }
+            Err(e) => return Err(Failure::bad_input(e)),
+            Ok(test) => {
+                let result = run_litmus_file(
+                    opened.backend.as_mut(),
+                    &test,
+                    &settings,
+                    args.backend.seed,
+                    |n| bar.inc(n),
+                );
+                match result {
+                    Ok(outcome) => {
+                        bar.suspend(|| println!("{}", outcome.report()));
+                        if outcome.backend_lost {
+                            opened = open(args, settings.instances, false)?;
+                        }
+                        Finding::Ran {
+                            executions: outcome.finished(),
+                            not_finished: outcome.not_finished,
+                            reached: outcome.reached(),
+                        }
+                    }
+                    Err(FileRunError::Refused(r)) => {
+                        bar.suspend(|| println!("Test {} refused: {r}\n", test.name));
+                        Finding::NotRun(format!(
+                            "refused (line {}): `{}`: {}",
+                            r.line, r.construct, r.reason
+                        ))
+                    }
+                    Err(FileRunError::Backend(e)) => {
+                        bar.suspend(|| println!("Test {} failed on the backend: {e}\n", test.name));
+                        Finding::NotRun(format!("backend: {}", first_line(&e.to_string())))
+                    }
+                }
+            }
+        };
+        bar.set_position((i as u64 + 1) * settings.executions);
+        let expectation = expectations.as_ref().and_then(|e| e.find(file));
+        table
+            .rows
+            .push(Row::new(&file.display().to_string(), expectation, &finding));
+    }
+    bar.finish_and_clear();
+    finish(args, &table, expectations.is_some(), malformed)
+}
+
+/// Prints the table and summary, writes the CSV, and picks the exit code.
+fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> Outcome {
+    let summary = table.summary();
+    if expect {
+        print!("\n{}", table.render());
+        println!("{summary}");
+    }
+    if let Some(path) = &args.csv {
+        table
+            .write_csv(path)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("conformance table written to {}", path.display());
+    }
+    if malformed > 0 {
+        return Err(Failure {
+            error: anyhow::anyhow!("{malformed} malformed litmus file(s) (see the errors above)"),
+            exit_code: EXIT_BAD_INPUT,
+        });
+    }
+    if summary.unsound > 0 {
+        return Err(anyhow::anyhow!(
+            "{} test(s) UNSOUND: the backend reached a state the PTX memory model forbids",
+            summary.unsound
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn instances(args: &LitmusRunArgs, kind: BackendKind) -> u32 {
+    args.instances
+        .unwrap_or(match kind {
+            BackendKind::Sim => 1,
+            BackendKind::Cuda => GPU_INSTANCES,
+        })
+        .max(1)
+}
+
+/// Opens the backend, with the simulator's instruction budget sized for `instances` per launch;
+/// `say_fallback` notes when `auto` fell back to the simulator.
+fn open(args: &LitmusRunArgs, instances: u32, say_fallback: bool) -> Result<Opened, Failure> {
+    let (choice, mut sim) = backend_request(&args.backend);
+    sim.instruction_budget = args
+        .sim_budget
+        .unwrap_or(SIM_BUDGET_PER_INSTANCE * instances as u64);
+    let opened = open_backend(choice, &sim)?;
+    if let (Some(reason), true) = (&opened.fallback_reason, say_fallback) {
+        eprintln!("note: running on the simulator: {reason}");
+    }
+    Ok(opened)
+}
+
+/// The first line of a message, tabs as spaces (PTX text in backend errors has tabs).
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or(text).replace('\t', " ")
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} executions, {msg} [{elapsed_precise}<{eta_precise}]",
+        )
+        .expect("valid template"),
+    );
+    bar
+}

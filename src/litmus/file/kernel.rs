@@ -1,0 +1,635 @@
+//! A litmus file as one PTX kernel that runs many instances of the test side by side, or a
+//! [`Refusal`] naming the line and construct this translation cannot express.
+//!
+//! Layout of a launch of `n` instances: instance `k` uses blocks `k * ctas .. (k + 1) * ctas`,
+//! one per CTA of the test (CTA numbers are taken in increasing order); each block has as many
+//! threads as the test's busiest CTA, and thread `Pi` is the thread whose index is its rank
+//! among the test's threads of its CTA; the other threads exit at once. Location `j` of instance
+//! `k` is the 32-bit word `k * locations * distance + j * distance` of the memory buffer. At the
+//! end each thread stores the registers the condition names into the instance's output words
+//! ([`Layout::out_regs`] order). Litmus registers become `.u32` PTX registers `%P<i>_<name>`,
+//! set to their initial values first (PTX registers start undefined).
+//!
+//! Spellings are the ones `ptxas` and the simulator's decoder both accept: qualifiers in PTX
+//! order (`ld.relaxed.gpu.global.u32`), immediates moved into registers before stores and
+//! atomics, `barrier.sync` (not `.aligned`, since the litmus threads of a block run different
+//! code) with ids renumbered densely per CTA (a renaming, so the test means the same), `red`
+//! with acquire semantics (which PTX lacks) as an `atom` whose result is dropped, `atom.sub` as
+//! an add of the negated value.
+
+use super::ast::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write};
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// The entry point of every generated kernel.
+pub const KERNEL: &str = "litmus_file";
+
+/// A construct the runner does not support, where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}:{line}: `{construct}` is not supported: {reason}", file.display())]
+pub struct Refusal {
+    pub file: PathBuf,
+    pub line: usize,
+    pub construct: String,
+    pub reason: String,
+}
+
+/// Where everything of one instance is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// Blocks per instance: the test's CTAs.
+    pub ctas: u32,
+    /// Threads per block: the most threads any CTA of the test has.
+    pub block_threads: u32,
+    /// Words between two locations.
+    pub distance: u32,
+    /// The locations, in memory order.
+    pub locations: Vec<String>,
+    /// The initial value of each location.
+    pub initial: Vec<u32>,
+    /// The registers written to the output words, in order: `(thread, register)`.
+    pub out_regs: Vec<(usize, String)>,
+}
+
+impl Layout {
+    /// Words of memory one instance occupies.
+    pub fn instance_words(&self) -> usize {
+        self.locations.len() * self.distance as usize
+    }
+
+    /// Output words one instance writes.
+    pub fn out_words(&self) -> usize {
+        self.out_regs.len()
+    }
+
+    /// The word of `location` in instance `instance`.
+    pub fn location_word(&self, instance: usize, location: usize) -> usize {
+        instance * self.instance_words() + location * self.distance as usize
+    }
+
+    /// The memory of `instances` instances before a launch: initial values at the locations,
+    /// zeros elsewhere.
+    pub fn initial_memory(&self, instances: usize) -> Vec<u32> {
+        let mut words = vec![0; instances * self.instance_words()];
+        for k in 0..instances {
+            for (j, v) in self.initial.iter().enumerate() {
+                words[self.location_word(k, j)] = *v;
+            }
+        }
+        words
+    }
+}
+
+/// A translated test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    pub ptx: String,
+    pub layout: Layout,
+}
+
+/// Translates `test` with its locations `distance` words apart (at least 1).
+pub fn translate(test: &LitmusFile, distance: u32) -> Result<Kernel, Refusal> {
+    let placement = Placement::of(test)?;
+    let initial = location_values(test)?;
+    let observed = test.observed();
+    let out_regs: Vec<(usize, String)> = observed
+        .iter()
+        .filter_map(|o| match o {
+            Observed::Reg { thread, reg } => Some((*thread, reg.clone())),
+            Observed::Loc(_) => None,
+        })
+        .collect();
+    let layout = Layout {
+        ctas: placement.ctas,
+        block_threads: placement.block_threads,
+        distance: distance.max(1),
+        locations: initial.iter().map(|(l, _)| l.clone()).collect(),
+        initial: initial.iter().map(|(_, v)| *v).collect(),
+        out_regs,
+    };
+    let mut w = Writer {
+        test,
+        layout: &layout,
+        text: String::new(),
+    };
+    w.module(&placement)?;
+    Ok(Kernel {
+        ptx: w.text,
+        layout,
+    })
+}
+
+fn refuse(
+    test: &LitmusFile,
+    line: usize,
+    construct: impl Into<String>,
+    reason: impl Into<String>,
+) -> Refusal {
+    Refusal {
+        file: test.path.clone(),
+        line,
+        construct: construct.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Which block-local CTA index and thread index each litmus thread gets.
+struct Placement {
+    ctas: u32,
+    block_threads: u32,
+    /// Per thread: (CTA index within the instance, thread index within the block).
+    slots: Vec<(u32, u32)>,
+}
+
+impl Placement {
+    fn of(test: &LitmusFile) -> Result<Placement, Refusal> {
+        let gpus: BTreeSet<u32> = test.threads.iter().map(|t| t.gpu).collect();
+        if gpus.len() > 1 {
+            let t = test.threads.iter().find(|t| t.gpu != test.threads[0].gpu);
+            let construct = t.map_or_else(String::new, |t| format!("P{}@gpu {}", t.id, t.gpu));
+            return Err(refuse(
+                test,
+                test.header_line,
+                construct,
+                "threads on more than one GPU",
+            ));
+        }
+        let mut ctas: BTreeMap<u32, u32> = BTreeMap::new();
+        for t in &test.threads {
+            let cta = t.cta.ok_or_else(|| {
+                refuse(
+                    test,
+                    test.header_line,
+                    format!("P{}", t.id),
+                    "a thread without placement (`P0@cta 0,gpu 0`)",
+                )
+            })?;
+            *ctas.entry(cta).or_default() += 1;
+        }
+        let index: BTreeMap<u32, u32> = ctas
+            .keys()
+            .enumerate()
+            .map(|(i, c)| (*c, i as u32))
+            .collect();
+        let mut rank: BTreeMap<u32, u32> = BTreeMap::new();
+        let slots = test
+            .threads
+            .iter()
+            .map(|t| {
+                let cta = t.cta.unwrap_or_default();
+                let r = rank.entry(cta).or_default();
+                *r += 1;
+                (index[&cta], *r - 1)
+            })
+            .collect();
+        Ok(Placement {
+            ctas: ctas.len() as u32,
+            block_threads: ctas.values().copied().max().unwrap_or(1),
+            slots,
+        })
+    }
+}
+
+/// Every location with its initial value.
+fn location_values(test: &LitmusFile) -> Result<Vec<(String, u32)>, Refusal> {
+    test.locations()
+        .into_iter()
+        .map(|loc| match test.initial(&loc) {
+            None => Ok((loc, 0)),
+            Some(InitValue::Int(v)) => Ok((loc, *v as u32)),
+            Some(InitValue::Address(a)) => {
+                let line = test
+                    .init
+                    .iter()
+                    .find(|i| i.name == loc)
+                    .map_or(1, |i| i.line);
+                Err(refuse(
+                    test,
+                    line,
+                    format!("{loc}={a}"),
+                    "initial values that are addresses",
+                ))
+            }
+        })
+        .collect()
+}
+
+/// The initial value of each register of `thread` (every register it uses or the condition or
+/// init block names).
+fn register_values(test: &LitmusFile, thread: &Thread) -> Result<BTreeMap<String, u32>, Refusal> {
+    let mut regs = BTreeMap::new();
+    for step in &thread.code {
+        for r in step.instr.registers() {
+            regs.insert(r.to_string(), 0);
+        }
+    }
+    for o in test.observed() {
+        if let Observed::Reg { thread: t, reg } = o {
+            if t == thread.id {
+                regs.insert(reg, 0);
+            }
+        }
+    }
+    for init in test.init.iter().filter(|i| i.thread == Some(thread.id)) {
+        let value = match &init.value {
+            InitValue::Int(v) => *v as u32,
+            InitValue::Address(a) => {
+                return Err(refuse(
+                    test,
+                    init.line,
+                    format!("P{}:{}={a}", thread.id, init.name),
+                    "initial values that are addresses",
+                ))
+            }
+        };
+        regs.insert(init.name.clone(), value);
+    }
+    Ok(regs)
+}
+
+/// Barrier ids used by the threads of each CTA, renumbered 0, 1, ... in increasing order.
+fn barrier_ids(test: &LitmusFile) -> Result<BTreeMap<(u32, i64), u32>, Refusal> {
+    let mut used: BTreeMap<u32, BTreeSet<i64>> = BTreeMap::new();
+    for t in &test.threads {
+        for step in &t.code {
+            let Instr::Barrier { arrive, operands } = &step.instr else {
+                continue;
+            };
+            let construct = || step.text.clone();
+            if *arrive {
+                return Err(refuse(
+                    test,
+                    step.line,
+                    construct(),
+                    "`bar.cta.arrive` (arriving without waiting)",
+                ));
+            }
+            match operands.as_slice() {
+                [Value::Imm(id)] if (0..16).contains(id) => {
+                    used.entry(t.cta.unwrap_or_default())
+                        .or_default()
+                        .insert(*id);
+                }
+                [Value::Imm(_)] => {
+                    return Err(refuse(
+                        test,
+                        step.line,
+                        construct(),
+                        "barrier ids go from 0 to 15",
+                    ))
+                }
+                [Value::Reg(_)] => {
+                    return Err(refuse(
+                        test,
+                        step.line,
+                        construct(),
+                        "a barrier id in a register",
+                    ))
+                }
+                _ => {
+                    return Err(refuse(
+                        test,
+                        step.line,
+                        construct(),
+                        "named barriers with a thread count (or Dat3M's extra barrier operands)",
+                    ))
+                }
+            }
+        }
+    }
+    Ok(used
+        .into_iter()
+        .flat_map(|(cta, ids)| {
+            ids.into_iter()
+                .enumerate()
+                .map(move |(i, id)| ((cta, id), i as u32))
+        })
+        .collect())
+}
+
+struct Writer<'a> {
+    test: &'a LitmusFile,
+    layout: &'a Layout,
+    text: String,
+}
+
+/// Scratch registers for immediates and dropped results.
+const SCRATCH: [&str; 3] = ["%s0", "%s1", "%s2"];
+
+impl Writer<'_> {
+    fn line(&mut self, args: fmt::Arguments) {
+        let _ = self.text.write_fmt(args);
+        self.text.push('\n');
+    }
+
+    fn module(&mut self, placement: &Placement) -> Result<(), Refusal> {
+        let barriers = barrier_ids(self.test)?;
+        let mut regs = Vec::new();
+        for t in &self.test.threads {
+            for step in &t.code {
+                if let Instr::Unknown(text) = &step.instr {
+                    let reason = if text.contains("proxy") {
+                        "proxy operations"
+                    } else {
+                        "an instruction this runner does not know"
+                    };
+                    return Err(refuse(self.test, step.line, step.text.clone(), reason));
+                }
+            }
+            regs.push(register_values(self.test, t)?);
+        }
+        self.preamble(&regs);
+        self.prologue(placement);
+        for (t, values) in self.test.threads.iter().zip(&regs) {
+            let cta = t.cta.unwrap_or_default();
+            self.thread(t, values, |id| barriers[&(cta, id)]);
+        }
+        self.text.push_str("$DONE:\n\tret;\n}\n");
+        Ok(())
+    }
+
+    fn preamble(&mut self, regs: &[BTreeMap<String, u32>]) {
+        let l = self.layout;
+        self.line(format_args!(
+            "// gpuwmm litmus file {}: {} CTA(s) of {} thread(s) per instance, {} location(s) {} words apart",
+            self.test.name,
+            l.ctas,
+            l.block_threads,
+            l.locations.len(),
+            l.distance
+        ));
+        for (j, loc) in l.locations.iter().enumerate() {
+            self.line(format_args!("// {loc}: word {}", j * l.distance as usize));
+        }
+        for (k, (t, r)) in l.out_regs.iter().enumerate() {
+            self.line(format_args!("// out {k}: P{t}:{r}"));
+        }
+        self.line(format_args!(
+            ".version 7.8\n.target sm_70\n.address_size 64\n\n\
+             .visible .entry {KERNEL}(\n\t.param .u64 {KERNEL}_param_mem,\n\t.param .u64 {KERNEL}_param_out,\n\t.param .u32 {KERNEL}_param_instances\n)\n{{"
+        ));
+        self.line(format_args!("\t.reg .pred \t%pr, %pb;"));
+        self.line(format_args!(
+            "\t.reg .u32 \t%h_tid, %h_cta, %h_inst, %h_local, %h_role, %h_n;"
+        ));
+        self.line(format_args!("\t.reg .u64 \t%h_mem, %h_out, %h_off;"));
+        self.line(format_args!("\t.reg .u32 \t{};", SCRATCH.join(", ")));
+        for (t, values) in self.test.threads.iter().zip(regs) {
+            if !values.is_empty() {
+                let names: Vec<String> = values.keys().map(|r| reg_name(t.id, r)).collect();
+                self.line(format_args!("\t.reg .u32 \t{};", names.join(", ")));
+            }
+        }
+    }
+
+    /// Finds the instance and the role of this thread, and jumps to the role's code.
+    fn prologue(&mut self, placement: &Placement) {
+        let l = self.layout;
+        let instance_bytes = l.instance_words() * 4;
+        let out_bytes = l.out_words() * 4;
+        self.line(format_args!(
+            "\tmov.u32 \t%h_tid, %tid.x;\n\
+             \tmov.u32 \t%h_cta, %ctaid.x;\n\
+             \tdiv.u32 \t%h_inst, %h_cta, {ctas};\n\
+             \trem.u32 \t%h_local, %h_cta, {ctas};\n\
+             \tld.param.u32 \t%h_n, [{KERNEL}_param_instances];\n\
+             \tsetp.ge.u32 \t%pr, %h_inst, %h_n;\n\
+             \t@%pr bra \t$DONE;\n\
+             \tld.param.u64 \t%h_mem, [{KERNEL}_param_mem];\n\
+             \tcvta.to.global.u64 \t%h_mem, %h_mem;\n\
+             \tmul.wide.u32 \t%h_off, %h_inst, {instance_bytes};\n\
+             \tadd.s64 \t%h_mem, %h_mem, %h_off;\n\
+             \tld.param.u64 \t%h_out, [{KERNEL}_param_out];\n\
+             \tcvta.to.global.u64 \t%h_out, %h_out;\n\
+             \tmul.wide.u32 \t%h_off, %h_inst, {out_bytes};\n\
+             \tadd.s64 \t%h_out, %h_out, %h_off;\n\
+             \tmul.lo.u32 \t%h_role, %h_local, {threads};\n\
+             \tadd.u32 \t%h_role, %h_role, %h_tid;",
+            ctas = l.ctas,
+            threads = l.block_threads,
+        ));
+        for (i, (cta, rank)) in placement.slots.iter().enumerate() {
+            let role = cta * l.block_threads + rank;
+            self.line(format_args!(
+                "\tsetp.eq.u32 \t%pr, %h_role, {role};\n\t@%pr bra \t$P{i};"
+            ));
+        }
+        self.line(format_args!("\tbra.uni \t$DONE;"));
+    }
+
+    fn thread(&mut self, t: &Thread, values: &BTreeMap<String, u32>, barrier: impl Fn(i64) -> u32) {
+        self.line(format_args!("$P{}:", t.id));
+        for (r, v) in values {
+            self.line(format_args!("\tmov.u32 \t{}, {v};", reg_name(t.id, r)));
+        }
+        for step in &t.code {
+            self.line(format_args!("\t// line {}", step.line));
+            self.instr(t.id, &step.instr, &barrier);
+        }
+        for (k, (thread, r)) in self.layout.out_regs.iter().enumerate() {
+            if *thread == t.id {
+                self.line(format_args!(
+                    "\tst.global.u32 \t[%h_out+{}], {};",
+                    k * 4,
+                    reg_name(t.id, r)
+                ));
+            }
+        }
+        self.line(format_args!("\tret;"));
+    }
+
+    fn address(&self, loc: &str) -> String {
+        let j = self
+            .layout
+            .locations
+            .iter()
+            .position(|l| l == loc)
+            .unwrap_or_default();
+        format!("[%h_mem+{}]", j * self.layout.distance as usize * 4)
+    }
+
+    /// A register holding `v`: its own, or `scratch` after moving the immediate there.
+    fn in_register(&mut self, thread: usize, v: &Value, scratch: &str) -> String {
+        match v {
+            Value::Reg(r) => reg_name(thread, r),
+            Value::Imm(i) => {
+                self.line(format_args!("\tmov.u32 \t{scratch}, {};", *i as u32));
+                scratch.to_string()
+            }
+        }
+    }
+
+    fn operand(&self, thread: usize, v: &Value) -> String {
+        match v {
+            Value::Reg(r) => reg_name(thread, r),
+            Value::Imm(i) => (*i as u32).to_string(),
+        }
+    }
+
+    fn instr(&mut self, t: usize, instr: &Instr, barrier: &impl Fn(i64) -> u32) {
+        match instr {
+            Instr::Load { sem, dst, loc } => {
+                let q = match sem {
+                    LoadSem::Weak => String::new(),
+                    LoadSem::Volatile => ".volatile".into(),
+                    LoadSem::Relaxed(s) => format!(".relaxed.{}", s.name()),
+                    LoadSem::Acquire(s) => format!(".acquire.{}", s.name()),
+                };
+                let addr = self.address(loc);
+                self.line(format_args!(
+                    "\tld{q}.global.u32 \t{}, {addr};",
+                    reg_name(t, dst)
+                ));
+            }
+            Instr::Move { dst, value } => self.line(format_args!(
+                "\tmov.u32 \t{}, {};",
+                reg_name(t, dst),
+                *value as u32
+            )),
+            Instr::Store { sem, loc, value } => {
+                let q = match sem {
+                    StoreSem::Weak => String::new(),
+                    StoreSem::Volatile => ".volatile".into(),
+                    StoreSem::Relaxed(s) => format!(".relaxed.{}", s.name()),
+                    StoreSem::Release(s) => format!(".release.{}", s.name()),
+                };
+                let v = self.in_register(t, value, SCRATCH[0]);
+                let addr = self.address(loc);
+                self.line(format_args!("\tst{q}.global.u32 \t{addr}, {v};"));
+            }
+            Instr::Fence(f) => {
+                let text = match f {
+                    Fence::Sc(s) => format!("fence.sc.{}", s.name()),
+                    Fence::AcqRel(s) => format!("fence.acq_rel.{}", s.name()),
+                    Fence::Membar(Scope::Gpu) => "membar.gl".into(),
+                    Fence::Membar(s) => format!("membar.{}", s.name()),
+                };
+                self.line(format_args!("\t{text};"));
+            }
+            Instr::Atom {
+                sem,
+                scope,
+                op,
+                dst,
+                loc,
+                operands,
+            } => {
+                let d = reg_name(t, dst);
+                self.rmw(t, "atom", *sem, *scope, *op, Some(&d), loc, operands);
+            }
+            Instr::Red {
+                sem,
+                scope,
+                op,
+                loc,
+                value,
+            } => {
+                let operands = std::slice::from_ref(value);
+                match sem {
+                    RmwSem::Relaxed | RmwSem::Release => {
+                        self.rmw(t, "red", *sem, *scope, *op, None, loc, operands)
+                    }
+                    RmwSem::Acquire | RmwSem::AcqRel => self.rmw(
+                        t,
+                        "atom",
+                        *sem,
+                        *scope,
+                        *op,
+                        Some(SCRATCH[2]),
+                        loc,
+                        operands,
+                    ),
+                }
+            }
+            Instr::Barrier { operands, .. } => {
+                let id = match operands.first() {
+                    Some(Value::Imm(id)) => barrier(*id),
+                    _ => 0,
+                };
+                self.line(format_args!("\tbarrier.sync \t{id};"));
+            }
+            Instr::Branch { cmp, a, b, target } => {
+                let a = self.in_register(t, a, SCRATCH[0]);
+                let b = self.operand(t, b);
+                self.line(format_args!(
+                    "\tsetp.{}.s32 \t%pb, {a}, {b};\n\t@%pb bra \t$P{t}_{target};",
+                    cmp.name()
+                ));
+            }
+            Instr::Goto(target) => self.line(format_args!("\tbra \t$P{t}_{target};")),
+            Instr::Label(label) => self.line(format_args!("$P{t}_{label}:")),
+            Instr::Arith { op, dst, a, b } => {
+                let opcode = match op {
+                    Arith::Add => "add.s32",
+                    Arith::Sub => "sub.s32",
+                    Arith::Mul => "mul.lo.s32",
+                    Arith::Div => "div.s32",
+                };
+                let a = self.in_register(t, a, SCRATCH[0]);
+                let b = self.operand(t, b);
+                self.line(format_args!("\t{opcode} \t{}, {a}, {b};", reg_name(t, dst)));
+            }
+            Instr::Unknown(_) => {}
+        }
+    }
+
+    /// `atom` (with a destination) or `red` (without).
+    #[allow(clippy::too_many_arguments)]
+    fn rmw(
+        &mut self,
+        t: usize,
+        base: &str,
+        sem: RmwSem,
+        scope: Scope,
+        op: RmwOp,
+        dst: Option<&str>,
+        loc: &str,
+        operands: &[Value],
+    ) {
+        let (name, ty) = match op {
+            RmwOp::Add | RmwOp::Sub => ("add", "u32"),
+            RmwOp::Exch => ("exch", "b32"),
+            RmwOp::Cas => ("cas", "b32"),
+            RmwOp::Inc => ("inc", "u32"),
+            RmwOp::Dec => ("dec", "u32"),
+            RmwOp::And => ("and", "b32"),
+            RmwOp::Or => ("or", "b32"),
+            RmwOp::Xor => ("xor", "b32"),
+            RmwOp::Min => ("min", "s32"),
+            RmwOp::Max => ("max", "s32"),
+        };
+        let mut args = Vec::new();
+        for (k, v) in operands.iter().enumerate() {
+            let negated = match (op, v) {
+                (RmwOp::Sub, Value::Imm(i)) => Some(Value::Imm(i.wrapping_neg())),
+                (RmwOp::Sub, Value::Reg(r)) => {
+                    self.line(format_args!(
+                        "\tneg.s32 \t{}, {};",
+                        SCRATCH[k],
+                        reg_name(t, r)
+                    ));
+                    args.push(SCRATCH[k].to_string());
+                    continue;
+                }
+                _ => None,
+            };
+            let reg = self.in_register(t, negated.as_ref().unwrap_or(v), SCRATCH[k]);
+            args.push(reg);
+        }
+        let addr = self.address(loc);
+        let dst = dst.map_or_else(String::new, |d| format!("{d}, "));
+        self.line(format_args!(
+            "\t{base}.{}.{}.global.{name}.{ty} \t{dst}{addr}, {};",
+            sem.name(),
+            scope.name(),
+            args.join(", ")
+        ));
+    }
+}
+
+/// The PTX register of litmus register `reg` of thread `thread`.
+pub fn reg_name(thread: usize, reg: &str) -> String {
+    format!("%P{thread}_{reg}")
+}

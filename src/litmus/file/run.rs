@@ -1,0 +1,352 @@
+//! Running a litmus file on a backend: translate once, launch until the executions are done,
+//! and count the final states, herd-style.
+//!
+//! A launch that does not finish (the simulator's [`BackendError::Hang`], a GPU's
+//! [`BackendError::Timeout`]) counts its instances as not finished and the run goes on; only
+//! executions in which every thread finished have a final state. A test whose first launches all
+//! hang gives up early: it cannot finish (a barrier test that deadlocks under rendezvous
+//! semantics, say), and running it further would only burn the instruction budget. After a GPU
+//! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so.
+
+use super::ast::{LitmusFile, Observed, Quantifier};
+use super::kernel::{translate, Kernel, Refusal, KERNEL};
+use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
+use crate::check::spec::run_seed;
+use crate::litmus::run::words_of;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Launches that all hang, from the first, before a test is declared unable to finish.
+pub const HANG_PROBE: u64 = 8;
+
+/// How much to run, and how.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileSettings {
+    /// Executions (test instances) in all.
+    pub executions: u64,
+    /// Instances per launch.
+    pub instances: u32,
+    /// Words between two locations of an instance.
+    pub distance: u32,
+    /// Deadline of each launch.
+    pub deadline: Duration,
+}
+
+impl Default for FileSettings {
+    fn default() -> FileSettings {
+        FileSettings {
+            executions: 1000,
+            instances: 1,
+            distance: 64,
+            deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a test did not run.
+#[derive(Debug, Error)]
+pub enum FileRunError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// The final states of a test and how they relate to its condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOutcome {
+    pub name: String,
+    pub condition: super::ast::Condition,
+    /// What each state holds, in order.
+    pub observed: Vec<Observed>,
+    /// Final state -> executions that ended in it.
+    pub states: BTreeMap<Vec<u32>, u64>,
+    /// Executions whose state satisfies the condition's proposition.
+    pub positive: u64,
+    /// Executions whose state does not.
+    pub negative: u64,
+    /// Executions of launches that did not finish.
+    pub not_finished: u64,
+    pub launches: u64,
+    pub hung_launches: u64,
+    pub seed: u64,
+    /// Set when the run stopped before all executions ran, with the reason.
+    pub stopped: Option<String>,
+    /// The backend cannot be used any more (a GPU kernel that never finished).
+    pub backend_lost: bool,
+}
+
+impl FileOutcome {
+    /// Executions with a final state.
+    pub fn finished(&self) -> u64 {
+        self.positive + self.negative
+    }
+
+    /// Executions ending in the state `expected.csv` rules on: satisfying the proposition for
+    /// `exists`/`~exists`, violating it for `forall`.
+    pub fn reached(&self) -> u64 {
+        match self.condition.quantifier {
+            Quantifier::Exists | Quantifier::NotExists => self.positive,
+            Quantifier::Forall => self.negative,
+        }
+    }
+
+    /// No execution finished although some were run.
+    pub fn cannot_finish(&self) -> bool {
+        self.finished() == 0 && self.not_finished > 0
+    }
+
+    /// herd's verdict word on the observation: `Never`, `Sometimes` or `Always` (of executions
+    /// satisfying the proposition).
+    pub fn observation(&self) -> &'static str {
+        match (self.positive, self.negative) {
+            (0, _) => "Never",
+            (_, 0) => "Always",
+            _ => "Sometimes",
+        }
+    }
+
+    /// One state as `P1:r0=1; x=2;` (values as signed 32-bit integers).
+    pub fn state_text(&self, state: &[u32]) -> String {
+        self.observed
+            .iter()
+            .zip(state)
+            .map(|(o, v)| format!("{o}={}; ", *v as i32))
+            .collect::<String>()
+            .trim_end()
+            .to_string()
+    }
+
+    /// The herd-style report: test, states with counts (`*>` marks states satisfying the
+    /// proposition), `Ok`/`No`, witnesses, condition, observation; then executions, and the
+    /// executions that did not finish when there are any.
+    pub fn report(&self) -> String {
+        let kind = match self.condition.quantifier {
+            Quantifier::Forall => "Required",
+            _ => "Allowed",
+        };
+        let mut t = format!("Test {} {kind}\nStates {}\n", self.name, self.states.len());
+        for (state, n) in &self.states {
+            let mark = if self.condition.holds(&self.observed, state) {
+                "*>"
+            } else {
+                ":>"
+            };
+            let _ = writeln!(t, "{n:<10}{mark}{}", self.state_text(state));
+        }
+        let ok = self.condition.validated(self.positive, self.negative) && self.finished() > 0;
+        let _ = writeln!(
+            t,
+            "{}\nWitnesses\nPositive: {} Negative: {}\nCondition {}\nObservation {} {} {} {}",
+            if ok { "Ok" } else { "No" },
+            self.positive,
+            self.negative,
+            self.condition,
+            self.name,
+            self.observation(),
+            self.positive,
+            self.negative
+        );
+        let _ = write!(
+            t,
+            "Executions {} in {} launches, seed {}",
+            self.finished(),
+            self.launches,
+            self.seed
+        );
+        if self.not_finished > 0 {
+            let _ = write!(
+                t,
+                "; not finished {} ({} of {} launches hung)",
+                self.not_finished, self.hung_launches, self.launches
+            );
+        }
+        t.push('\n');
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(t, "Stopped early: {why}");
+        }
+        t
+    }
+}
+
+/// Runs `settings.executions` executions of `test`, `settings.instances` per launch; launch `n`
+/// reseeds the backend with a SplitMix64 step of `seed` and `n`. `progress` gets the executions
+/// of each launch as it ends.
+pub fn run_litmus_file(
+    backend: &mut dyn Backend,
+    test: &LitmusFile,
+    settings: &FileSettings,
+    seed: u64,
+    mut progress: impl FnMut(u64),
+) -> Result<FileOutcome, FileRunError> {
+    let kernel = translate(test, settings.distance)?;
+    let instances = settings.instances.max(1) as usize;
+    let mut buffers = Buffers::alloc(backend, &kernel, instances)?;
+    let result = launches(
+        backend,
+        test,
+        &kernel,
+        &buffers,
+        settings,
+        seed,
+        &mut progress,
+    );
+    if !result.as_ref().is_ok_and(|o| o.backend_lost) {
+        let freed = buffers.free(backend);
+        if result.is_ok() {
+            freed?;
+        }
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launches(
+    backend: &mut dyn Backend,
+    test: &LitmusFile,
+    kernel: &Kernel,
+    buffers: &Buffers,
+    settings: &FileSettings,
+    seed: u64,
+    progress: &mut impl FnMut(u64),
+) -> Result<FileOutcome, FileRunError> {
+    let module = backend.load_module(&kernel.ptx)?;
+    let layout = &kernel.layout;
+    let per_launch = settings.instances.max(1) as u64;
+    let mut outcome = FileOutcome {
+        name: test.name.clone(),
+        condition: test.condition.clone(),
+        observed: test.observed(),
+        states: BTreeMap::new(),
+        positive: 0,
+        negative: 0,
+        not_finished: 0,
+        launches: 0,
+        hung_launches: 0,
+        seed,
+        stopped: None,
+        backend_lost: false,
+    };
+    let mut done = 0;
+    while done < settings.executions {
+        let n = per_launch.min(settings.executions - done);
+        let memory = layout.initial_memory(n as usize);
+        backend.copy_in(buffers.mem, 0, &bytes_of(&memory))?;
+        backend.memset(buffers.out, 0)?;
+        backend.reseed(run_seed(seed, outcome.launches));
+        let config = LaunchConfig {
+            grid: (n as u32 * layout.ctas, 1, 1),
+            block: (layout.block_threads, 1, 1),
+            shared_bytes: 0,
+        };
+        let args = [
+            KernelArg::ptr(buffers.mem),
+            KernelArg::ptr(buffers.out),
+            KernelArg::U32(n as u32),
+        ];
+        backend.launch(module, KERNEL, &config, &args)?;
+        outcome.launches += 1;
+        done += n;
+        match backend.synchronize(settings.deadline) {
+            Ok(()) => tally(backend, test, kernel, buffers, n as usize, &mut outcome)?,
+            Err(e) if e.is_timeout() => {
+                outcome.not_finished += n;
+                outcome.hung_launches += 1;
+                if matches!(e, BackendError::Timeout(_)) {
+                    outcome.backend_lost = true;
+                    outcome.stopped = Some(format!("{e}; the GPU context cannot be used after it"));
+                    progress(n);
+                    break;
+                }
+                if outcome.finished() == 0 && outcome.hung_launches >= HANG_PROBE {
+                    outcome.stopped =
+                        Some(format!("the first {HANG_PROBE} launches all hung ({e})"));
+                    progress(n);
+                    break;
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        progress(n);
+    }
+    Ok(outcome)
+}
+
+/// Reads the output words and the locations of `n` instances and counts their final states.
+fn tally(
+    backend: &mut dyn Backend,
+    test: &LitmusFile,
+    kernel: &Kernel,
+    buffers: &Buffers,
+    n: usize,
+    outcome: &mut FileOutcome,
+) -> Result<(), BackendError> {
+    let layout = &kernel.layout;
+    let mut out = vec![0u8; n * layout.out_words() * 4];
+    backend.copy_out(buffers.out, 0, &mut out)?;
+    let out = words_of(&out);
+    let mut mem = vec![0u8; n * layout.instance_words() * 4];
+    backend.copy_out(buffers.mem, 0, &mut mem)?;
+    let mem = words_of(&mem);
+    for k in 0..n {
+        let state: Vec<u32> = outcome
+            .observed
+            .iter()
+            .map(|o| match o {
+                Observed::Reg { thread, reg } => {
+                    let slot = layout
+                        .out_regs
+                        .iter()
+                        .position(|(t, r)| t == thread && r == reg)
+                        .unwrap_or_default();
+                    out[k * layout.out_words() + slot]
+                }
+                Observed::Loc(l) => {
+                    let j = layout
+                        .locations
+                        .iter()
+                        .position(|x| x == l)
+                        .unwrap_or_default();
+                    mem[layout.location_word(k, j)]
+                }
+            })
+            .collect();
+        if test.condition.holds(&outcome.observed, &state) {
+            outcome.positive += 1;
+        } else {
+            outcome.negative += 1;
+        }
+        *outcome.states.entry(state).or_default() += 1;
+    }
+    Ok(())
+}
+
+/// The location and output buffers of a test, sized for a full launch.
+struct Buffers {
+    mem: Buffer,
+    out: Buffer,
+}
+
+impl Buffers {
+    fn alloc(
+        backend: &mut dyn Backend,
+        kernel: &Kernel,
+        instances: usize,
+    ) -> Result<Buffers, BackendError> {
+        let words = |w: usize| (instances * w).max(1) * 4;
+        let mem = backend.alloc(words(kernel.layout.instance_words()))?;
+        let out = backend.alloc(words(kernel.layout.out_words()))?;
+        Ok(Buffers { mem, out })
+    }
+
+    fn free(&mut self, backend: &mut dyn Backend) -> Result<(), BackendError> {
+        backend.free(self.mem)?;
+        backend.free(self.out)
+    }
+}
+
+fn bytes_of(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}

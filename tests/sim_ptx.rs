@@ -1,0 +1,205 @@
+//! The simulator's PTX memory model on whole kernels: regressions of the store-buffer model,
+//! named after the bugs, and the idioms the model must keep correct.
+//!
+//! The kernels are hand-written PTX in the shapes a user's kernel compiles to (NVRTC spells
+//! `volatile` as `.volatile`, `__threadfence()` as `fence.sc.gpu`, `atomicCAS` as
+//! `atom.global.cas.b32`). Each test runs many seeded launches.
+
+use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(600);
+
+/// Message passing between thread 0 of block 0 (writer) and of block 1 (reader). `{W1}` is
+/// placed between the payload and the flag store, `{W2}` after the flag store, `{R}` between
+/// the reader's flag loop and its payload load.
+const MP: &str = r#"
+.version 7.8
+.target sm_70
+.address_size 64
+
+.visible .entry mp(.param .u64 mp_data, .param .u64 mp_flag, .param .u64 mp_out)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [mp_data];
+	ld.param.u64 %rd2, [mp_flag];
+	ld.param.u64 %rd3, [mp_out];
+	mov.u32 %r1, %tid.x;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra $DONE;
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, 1;
+	setp.eq.u32 %p2, %r2, 1;
+	@%p2 bra $READER;
+	st.global.u32 [%rd1], %r3;
+	{W1}
+	st.volatile.global.u32 [%rd2], %r3;
+	{W2}
+	bra.uni $DONE;
+$READER:
+	ld.volatile.global.u32 %r4, [%rd2];
+	setp.eq.u32 %p1, %r4, 0;
+	@%p1 bra $READER;
+	{R}
+	ld.global.u32 %r5, [%rd1];
+	st.global.u32 [%rd3], %r5;
+$DONE:
+	ret;
+}
+"#;
+
+/// A spin-lock around `*counter += 1`, taken `iters` times by thread 0 of every block:
+/// `atomicCAS(lock, 0, 1)` to take it, `{ACQ}` after taking it, `{REL}` before releasing,
+/// `{UNLOCK}` to release, `{AFTER}` after releasing.
+const LOCK: &str = r#"
+.version 7.8
+.target sm_70
+.address_size 64
+
+.visible .entry lock(.param .u64 lock_lock, .param .u64 lock_counter, .param .u32 lock_iters)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [lock_lock];
+	ld.param.u64 %rd2, [lock_counter];
+	ld.param.u32 %r1, [lock_iters];
+	mov.u32 %r2, %tid.x;
+	setp.ne.u32 %p1, %r2, 0;
+	@%p1 bra $DONE;
+	mov.u32 %r3, 0;
+$TAKE:
+	atom.global.cas.b32 %r4, [%rd1], 0, 1;
+	setp.ne.u32 %p1, %r4, 0;
+	@%p1 bra $TAKE;
+	{ACQ}
+	ld.global.u32 %r5, [%rd2];
+	add.u32 %r5, %r5, 1;
+	st.global.u32 [%rd2], %r5;
+	{REL}
+	{UNLOCK}
+	{AFTER}
+	add.u32 %r3, %r3, 1;
+	setp.lt.u32 %p2, %r3, %r1;
+	@%p2 bra $TAKE;
+$DONE:
+	ret;
+}
+"#;
+
+const FENCE: &str = "fence.sc.gpu;";
+const PLAIN_UNLOCK: &str = "st.global.u32 [%rd1], 0;";
+const RELAXED_UNLOCK: &str = "atom.global.exch.b32 %r6, [%rd1], 0;";
+
+fn launch(grid: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (grid, 1, 1),
+        block: (32, 1, 1),
+        shared_bytes: 0,
+    }
+}
+
+fn read_u32(b: &mut SimBackend, buf: gpuwmm::backend::Buffer) -> u32 {
+    let mut bytes = [0u8; 4];
+    b.copy_out(buf, 0, &mut bytes).unwrap();
+    u32::from_le_bytes(bytes)
+}
+
+/// How many of `runs` message-passing launches read the flag but not the payload.
+fn mp_stale_payloads(w1: &str, w2: &str, r: &str, runs: u64) -> u64 {
+    let ptx = MP.replace("{W1}", w1).replace("{W2}", w2).replace("{R}", r);
+    let mut stale = 0;
+    for seed in 0..runs {
+        let mut b = SimBackend::new(SimConfig::new(MemoryModel::Ptx, seed));
+        let m = b.load_module(&ptx).unwrap();
+        let bufs = [
+            b.alloc(4).unwrap(),
+            b.alloc(4).unwrap(),
+            b.alloc(4).unwrap(),
+        ];
+        let args = bufs.map(KernelArg::ptr);
+        b.launch(m, "mp", &launch(2), &args).unwrap();
+        b.synchronize(LONG).unwrap();
+        if read_u32(&mut b, bufs[2]) != 1 {
+            stale += 1;
+        }
+    }
+    stale
+}
+
+/// How many of `runs` lock launches (4 blocks, 3 critical sections each) lost an update.
+fn lock_lost_updates(acq: &str, rel: &str, unlock: &str, after: &str, runs: u64) -> u64 {
+    let ptx = LOCK
+        .replace("{ACQ}", acq)
+        .replace("{REL}", rel)
+        .replace("{UNLOCK}", unlock)
+        .replace("{AFTER}", after);
+    let mut lost = 0;
+    for seed in 0..runs {
+        let mut b = SimBackend::new(SimConfig::new(MemoryModel::Ptx, seed));
+        let m = b.load_module(&ptx).unwrap();
+        let (lock, counter) = (b.alloc(4).unwrap(), b.alloc(4).unwrap());
+        let args = [
+            KernelArg::ptr(lock),
+            KernelArg::ptr(counter),
+            KernelArg::U32(3),
+        ];
+        b.launch(m, "lock", &launch(4), &args).unwrap();
+        b.synchronize(LONG).unwrap();
+        if read_u32(&mut b, counter) != 12 {
+            lost += 1;
+        }
+    }
+    lost
+}
+
+#[test]
+fn fence_after_the_flag_store_does_not_stop_a_reader_seeing_the_flag_before_the_payload() {
+    let stale = mp_stale_payloads("", FENCE, "", 400);
+    eprintln!("fence after the flag store: stale payload in {stale} of 400 runs");
+    assert!(stale > 0);
+}
+
+#[test]
+fn fence_after_a_plain_unlock_store_does_not_protect_the_critical_section() {
+    let lost = lock_lost_updates("", "", PLAIN_UNLOCK, FENCE, 300);
+    eprintln!("fence after the unlock store: lost updates in {lost} of 300 runs");
+    assert!(lost > 0);
+}
+
+#[test]
+fn a_writer_fence_alone_does_not_make_message_passing_safe() {
+    let stale = mp_stale_payloads(FENCE, "", "", 400);
+    eprintln!("writer-side fence only: stale payload in {stale} of 400 runs");
+    assert!(stale > 0);
+}
+
+#[test]
+fn fences_on_both_sides_make_message_passing_safe() {
+    assert_eq!(mp_stale_payloads(FENCE, "", FENCE, 1000), 0);
+    assert_eq!(
+        mp_stale_payloads("fence.acq_rel.gpu;", "", "fence.acq_rel.gpu;", 1000),
+        0
+    );
+}
+
+#[test]
+fn cta_scope_fences_do_not_order_message_passing_between_blocks() {
+    let stale = mp_stale_payloads("fence.sc.cta;", "", "fence.sc.cta;", 400);
+    assert!(stale > 0);
+}
+
+#[test]
+fn a_lock_with_acquire_and_release_fences_loses_no_update() {
+    assert_eq!(lock_lost_updates(FENCE, FENCE, RELAXED_UNLOCK, "", 300), 0);
+}
+
+#[test]
+fn a_lock_without_the_acquire_fence_can_lose_an_update() {
+    let lost = lock_lost_updates("", FENCE, RELAXED_UNLOCK, "", 300);
+    eprintln!("lock without the acquire fence: lost updates in {lost} of 300 runs");
+    assert!(lost > 0);
+}
