@@ -50,7 +50,7 @@ fn write_u32s(b: &mut SimBackend, buf: Buffer, values: &[u32]) {
 
 #[test]
 fn arithmetic_conversions_and_branches() {
-    for model in [MemoryModel::Sc, MemoryModel::Weak] {
+    for model in [MemoryModel::Sc, MemoryModel::Weak, MemoryModel::Ptx] {
         let mut b = sim(model, 1);
         let m = b.load_module(ALU).unwrap();
         let out = b.alloc(14 * 8).unwrap();
@@ -163,11 +163,12 @@ fn reduce_once(model: MemoryModel, seed: u64) -> u32 {
 }
 
 #[test]
-fn reduction_is_correct_under_both_models() {
+fn reduction_is_correct_under_every_model() {
     let want: u32 = (0..1000u32).map(|i| i * 3 + 1).sum();
     for seed in 0..4 {
         assert_eq!(reduce_once(MemoryModel::Sc, seed), want);
         assert_eq!(reduce_once(MemoryModel::Weak, seed), want);
+        assert_eq!(reduce_once(MemoryModel::Ptx, seed), want);
     }
 }
 

@@ -5,14 +5,16 @@
 //! Files: `decode.rs` turns PTX into compact instructions (`isa.rs`) once per module;
 //! `vars.rs` lays out variables and parameters; `sched.rs` runs a launch (scheduler, barriers,
 //! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
-//! semantics; `memory.rs` global memory; `weak.rs` store buffers and stale caches.
+//! semantics; `memory.rs` global memory; `ptx_model.rs` the PTX memory model; `weak.rs` the store
+//! buffers and stale caches of the older store-buffer model.
 //!
 //! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or
 //! `free`, which synchronise like CUDA's default stream). Device functions (`.func`) are called
 //! with their `.param` frames in the thread's local memory; recursion is rejected at load time, as
 //! is every instruction the interpreter does not implement ([`BackendError::Unsupported`]).
-//! Speed (`benches/sim_speed.rs`, release, one core): about 40 to 46 million thread-instructions
-//! per second.
+//! Speed (`cargo bench --bench sim_speed`, release, one core): 49 to 59 million
+//! thread-instructions per second; the PTX model runs a memory-bound kernel at 0.82 times the
+//! speed of `sc` (README, "Simulator speed").
 //!
 //! # Scheduling
 //!
@@ -24,64 +26,66 @@
 //!
 //! # Memory models
 //!
+//! [`MemoryModel::Ptx`] (the default, `--sim-model ptx`): the PTX memory consistency model, as
+//! an operational model that runs whole applications; `ptx_model.rs` says how it works and
+//! where it is deliberately stronger than PTX. Global memory is weak; shared, local, param and
+//! const memory are sequentially consistent. In short:
+//!
+//! - Each write is a message in its location's history; a load may return any message not older
+//!   than what the thread's causal past and coherence require, so writes become visible to each
+//!   reader on their own (no multi-copy atomicity), and weak loads may read older values than
+//!   earlier loads did.
+//! - Scopes and morally strong pairs decide what synchronises: release/acquire patterns (a
+//!   release or acquire access, or `fence` + a strong access), `fence.sc` (a total order of SC
+//!   fences of a scope) apart from `fence.acq_rel` (no such order, so store buffering stays
+//!   possible), `bar.sync` (the block's threads join their causal pasts), atomics and `red`
+//!   (atomic, reading the newest value; `red` forms no acquire pattern). `membar.{cta,gl,sys}`
+//!   is `fence.sc` at that scope, `volatile` is `relaxed.sys`, and sys scope is gpu scope (one
+//!   device; the host touches memory only between launches).
+//! - A plain or relaxed global load may be deferred (`defer_probability`): the thread goes on,
+//!   and later loads and stores to other addresses overtake it, until an instruction needs its
+//!   register or its address, or a fence, atomic, barrier, release or acquire comes. So load
+//!   buffering (LB) is observable, and dependencies keep values from appearing out of thin air.
+//!
+//! Litmus tests between threads of *different blocks* (`tests/sim.rs`, `tests/sim_ptx.rs`, and
+//! the conformance table of the README, measured on `../shared/litmus/ptx/`):
+//!
+//! | shape | weak outcome | `Ptx` | `Ptx`, `fence.sc.gpu` in both | `Ptx`, `fence.acq_rel.gpu` in both | `Ptx`, `fence.sc.cta` in both |
+//! |---|---|---|---|---|---|
+//! | MP | `r_y == 1 && r_x == 0` | yes | - | - | yes |
+//! | MP, fence in the writer only | as MP | yes | | | |
+//! | SB | `r0 == 0 && r1 == 0` | yes | - | yes | yes |
+//! | LB | `r0 == 1 && r1 == 1` | yes (rare) | - | - | |
+//! | CoRR (volatile) | `1` then `0` | - | | | |
+//!
 //! [`MemoryModel::Sc`]: every access takes effect in memory when it executes (sequential
 //! consistency over the scheduler's interleaving).
 //!
-//! [`MemoryModel::Weak`] (only *global* memory is weak; shared, local, param and const accesses
-//! are always sequentially consistent):
+//! [`MemoryModel::Weak`] (`--sim-model weak`/`weak-stale`): the store-buffer model of gpuwmm
+//! 0.1, kept so that journals recorded with it replay. It is *not* PTX: a fence drains the whole
+//! buffer at once, so a fence after a publishing store is rewarded; loads are never reordered;
+//! scopes and `fence.acq_rel` are not told apart. Its rules:
 //!
 //! 1. Each thread has a FIFO store buffer. A global store that is not a gpu/sys-scope release is
 //!    appended to it (after its address is checked, so faults are reported at the store).
 //! 2. Buffered stores drain to memory at random times: when a thread is picked by the scheduler,
 //!    with probability `drain_probability` one random entry of its buffer drains; when a buffer
 //!    exceeds `store_buffer_capacity`, a random entry drains at once. An entry may only drain
-//!    after every older entry of the same buffer that overlaps it (FIFO per address); stores to
-//!    different addresses drain in any order. An exited thread stays schedulable until its buffer
-//!    is empty (each pick drains one entry).
+//!    after every older entry of the same buffer that overlaps it (FIFO per address). An exited
+//!    thread stays schedulable until its buffer is empty.
 //! 3. A global load of a thread first sees its own buffer (byte-wise newest pending store), then
 //!    memory.
 //! 4. With `stale_loads`, each block has a cache of the newest value its threads have read from
-//!    global memory per location (every memory read refreshes it; every write to memory by a
-//!    thread of the block, drained store or atomic, evicts it). A *weak* load (plain `ld`, no
-//!    `.relaxed`/`.volatile`/`.acquire`) that finds a cached value different from memory returns
-//!    the cached one with probability `stale_probability`. Reading only values at least as new as
-//!    what the block has seen keeps coherence.
-//! 5. Fences: `fence.sc`, `fence.acq_rel`, `membar.gl`, `membar.sys` (gpu or sys scope) drain the
-//!    thread's whole buffer and clear its block's stale cache. Cta-scope fences (`membar.cta`,
-//!    `fence.*.cta`) do nothing: they give no ordering towards other blocks (and, a documented
-//!    over-approximation, none towards other threads of the same block for global memory).
-//! 6. Release stores (`st.release`, gpu/sys scope) drain the buffer, then write memory directly.
-//!    Acquire loads clear the block's stale cache and never read it. Release/acq_rel atomics drain
-//!    the whole buffer first; acquire/acq_rel atomics clear the stale cache.
-//! 7. Atomics (`atom`, `red`) act on memory directly, after draining the thread's pending stores
-//!    to the same location (per-location coherence); they order nothing else unless their
-//!    semantics say so. Volatile and relaxed accesses use the buffer like weak ones (PTX
-//!    `volatile` is relaxed.sys, not a fence); they only differ by never reading the stale cache.
-//! 8. `bar.sync` orders shared memory only: it does not drain store buffers (it is a cta-level
-//!    fence in PTX). With `cta_drains`, `bar.sync` (when the barrier completes) and cta-scope
-//!    fences drain the buffers of the threads involved, like gpu-scope fences.
+//!    global memory per location; a *weak* load that finds a cached value different from memory
+//!    returns the cached one with probability `stale_probability`.
+//! 5. Gpu/sys-scope fences drain the thread's whole buffer and clear its block's stale cache;
+//!    cta-scope fences do nothing (with `cta_drains`, they and `bar.sync` drain too).
+//! 6. Release stores and release atomics drain the buffer first; acquire loads and atomics clear
+//!    the block's stale cache. Atomics act on memory after draining the thread's pending stores
+//!    to the same location.
 //!
-//! Litmus shapes between threads of *different blocks* (`-` = never observed, `yes` = allowed and
-//! observed with the default tuning):
-//!
-//! | shape | weak outcome | `Sc` | `Weak` | `Weak`, gpu/sys fence in both threads | `Weak`, cta fence in both |
-//! |---|---|---|---|---|---|
-//! | MP | `r_y == 1 && r_x == 0` | - | yes | - | yes |
-//! | SB | `r0 == 0 && r1 == 0` | - | yes | - | yes |
-//! | LB | `r0 == 1 && r1 == 1` | - | - (loads never wait) | - | - |
-//! | CoRR, CoWR, CoRW, CoWW | coherence violation | - | - | - | - |
-//! | MP, fence in writer only | as MP | - | - without `stale_loads`; yes with it when the reader has read `x` before | - | - |
-//! | MP, `st.release` / `ld.acquire` | as MP | - | - | - | - |
-//!
-//! Measured with the default settings (seed 42, 10,000 instances, `tests/sim.rs`): MP 405 weak
-//! outcomes (one instance per launch) / 380 (50 per launch), MP with `membar.cta` 313 / 343, SB
-//! 3908 / 3891, SB with `membar.cta` 3582 / 3582; with `fence.sc.gpu` 0 of 100,000 for both.
-//!
-//! Where the model is stronger than PTX (it can miss a weak behaviour): `fence.acq_rel` drains
-//! like `fence.sc`, so SB with `fence.acq_rel` is forbidden here though PTX allows it; loads are
-//! never reordered with each other or with later stores (no LB, no load-load reordering except
-//! through stale values). Where it is weaker than PTX (it can report a behaviour PTX forbids):
-//! cta-scope fences and `bar.sync` do not order global memory between threads of one block.
+//! Measured for the store-buffer model (seed 42, 10,000 instances, `tests/sim.rs`): MP 405 weak
+//! outcomes (one instance per launch), SB 3908; with `fence.sc.gpu` 0 of 100,000 for both.
 
 mod alu;
 mod decode;

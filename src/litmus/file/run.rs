@@ -8,7 +8,7 @@
 //! semantics, say), and running it further would only burn the instruction budget. After a GPU
 //! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so.
 
-use super::ast::{LitmusFile, Observed, Quantifier};
+use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
 use crate::check::spec::run_seed;
@@ -58,7 +58,7 @@ pub enum FileRunError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileOutcome {
     pub name: String,
-    pub condition: super::ast::Condition,
+    pub condition: Condition,
     /// What each state holds, in order.
     pub observed: Vec<Observed>,
     /// Final state -> executions that ended in it.
@@ -250,7 +250,7 @@ fn launches(
         outcome.launches += 1;
         done += n;
         match backend.synchronize(settings.deadline) {
-            Ok(()) => tally(backend, test, kernel, buffers, n as usize, &mut outcome)?,
+            Ok(()) => tally(backend, kernel, buffers, n as usize, &mut outcome)?,
             Err(e) if e.is_timeout() => {
                 outcome.not_finished += n;
                 outcome.hung_launches += 1;
@@ -277,7 +277,6 @@ fn launches(
 /// Reads the output words and the locations of `n` instances and counts their final states.
 fn tally(
     backend: &mut dyn Backend,
-    test: &LitmusFile,
     kernel: &Kernel,
     buffers: &Buffers,
     n: usize,
@@ -313,7 +312,7 @@ fn tally(
                 }
             })
             .collect();
-        if test.condition.holds(&outcome.observed, &state) {
+        if outcome.condition.holds(&outcome.observed, &state) {
             outcome.positive += 1;
         } else {
             outcome.negative += 1;
