@@ -154,7 +154,7 @@ fn the_weak_stale_model_reaches_the_simulator() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("weak model (store buffers, stale loads)"),
+        stdout(&out).contains("store-buffer model of gpuwmm 0.1 (stale loads)"),
         "{}",
         stdout(&out)
     );

@@ -410,10 +410,11 @@ impl PtxMemory {
     pub fn barrier(&mut self, threads: &[u32]) {
         let mut all = vec![0; self.blocks];
         for &t in threads {
-            for v in [&self.past[t as usize], &self.observed[t as usize]] {
-                if let Some(v) = v {
-                    join(&mut all, v);
-                }
+            for v in [&self.past[t as usize], &self.observed[t as usize]]
+                .into_iter()
+                .flatten()
+            {
+                join(&mut all, v);
             }
         }
         if all.iter().all(|&v| v == 0) {
