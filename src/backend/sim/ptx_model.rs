@@ -29,7 +29,8 @@
 //! # Rules
 //!
 //! - A load returns a kept message of its location no older than the newest message in its
-//!   causal past and its coherence position; with `older_value_probability` an older one of
+//!   causal past (or the one before that, when the two are racing weak writes, which PTX leaves
+//!   unordered in coherence) and its coherence position; with `older_value_probability` an older one of
 //!   those it may read. So a write becomes visible to each reader by itself, not to all at once
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
@@ -47,7 +48,8 @@
 //!
 //! Where it is stronger than PTX (it can miss a weak behaviour): causality is tracked per block,
 //! so seeing one write of a block means seeing every earlier write of that block; coherence
-//! order is the order in which writes happen (total, also for racing weak writes); only the
+//! order is the order in which writes happen, except that a reader may take one step back over
+//! a racing weak write; stores are never reordered with each other; only the
 //! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that
 //! overlap a word written with another size, see the newest value; shared memory is sequentially
 //! consistent. Nothing it does is weaker than PTX.
@@ -81,6 +83,9 @@ pub struct Message {
     pub view_cta: Released,
     /// What it releases to readers anywhere on the GPU.
     pub view_gpu: Released,
+    /// Not ordered after the message before it in coherence: a weak write racing with it (not
+    /// morally strong, not causally after it), which PTX leaves unordered.
+    pub racing: bool,
 }
 
 /// A word written during the launch: its newest messages and who has seen how far.
@@ -154,11 +159,16 @@ impl Location {
     /// Index of the oldest message thread `t`, with causal past `past`, may read.
     fn lower_bound(&self, t: u32, past: Option<&[u32]>) -> usize {
         let seen = |m: &Message| past.is_some_and(|p| p[m.block as usize] >= m.seq);
-        let by_causality = self
+        let mut by_causality = self
             .msgs
             .iter()
             .rposition(|m| m.ts == 0 || seen(m))
             .unwrap_or(0);
+        // A write racing with the one before it does not hide that one: coherence leaves the
+        // two unordered, so a reader that must see the newer may still read the older.
+        if by_causality > 0 && self.msgs[by_causality].racing {
+            by_causality -= 1;
+        }
         let position = self.position(t);
         let by_coherence = self
             .msgs
@@ -488,13 +498,25 @@ impl PtxMemory {
         let b = a.block as usize;
         self.seq[b] += 1;
         let seq = self.seq[b];
-        let past = self.past_mut(a.thread);
-        past[b] = past[b].max(seq);
         let loc = self
             .locations
             .entry(addr >> 2)
             .or_insert_with(|| Location::new(addr, size as u8, old));
+        let prev = loc.newest();
+        let known = |v: &Option<Box<[u32]>>| {
+            v.as_ref()
+                .is_some_and(|v| v[prev.block as usize] >= prev.seq)
+        };
+        let ordered = prev.ts == 0
+            || prev.writer == a.thread
+            || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
+            || known(&self.past[a.thread as usize])
+            || known(&self.observed[a.thread as usize]);
+        let past = self.past[a.thread as usize]
+            .get_or_insert_with(|| vec![0; self.blocks].into_boxed_slice());
+        past[b] = past[b].max(seq);
         loc.push(Message {
+            racing: !ordered,
             ts,
             value,
             writer: a.thread,
@@ -720,6 +742,37 @@ mod tests {
         assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
         m.barrier(&[1, 2]);
         assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn racing_weak_writes_stay_unordered_for_a_reader_that_saw_both() {
+        // Co-Total: two weak writes to x, each published by a release; a reader that acquired
+        // both may read either, since coherence does not order racing weak writes.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![1, 2]);
+    }
+
+    #[test]
+    fn writes_ordered_by_causality_hide_the_older_one() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![2]);
     }
 
     #[test]
