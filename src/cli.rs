@@ -65,7 +65,8 @@ On the simulator (which has no caches: expect no patch structure), small budgets
       --max-sequence 3 --max-spread 4 --profile-out /tmp/sim.toml
 Skip stages with values you trust:
   gpuwmm tune --patch-words 32 --sequence 'ld st2 ld'      # stage 3 only
-  gpuwmm tune --resume --out results/tune/<chip>-<date>     # continue an interrupted tuning"
+  gpuwmm tune --resume --out results/tune/<chip>-<date>     # continue an interrupted tuning
+  gpuwmm tune --resume        # the newest unfinished one with the same chip, seed and budgets"
     )]
     Tune(TuneArgs),
     /// Run an application under stress and check its post-condition, for a run count or a duration.
@@ -79,7 +80,8 @@ Skip stages with values you trust:
     #[command(after_help = "Examples:
   gpuwmm check cbe-dot --env sys-str+ --runs 1000
   gpuwmm check sdk-red-nf --env no-str- --duration 2m --backend cuda
-  gpuwmm check cbe-dot --env sys-str+ --runs 1000 --resume     # continue an interrupted check
+  gpuwmm check cbe-dot --env sys-str+ --runs 1000 --resume     # continue the newest unfinished check
+  gpuwmm check cbe-dot --fences all --runs 10000 --json | jq .confidence
   gpuwmm check cbe-dot --fences 2 --runs 500                    # with a fence at site 2 (`gpuwmm ptx sites`)")]
     Check(CheckArgs),
     /// Check every app under every environment: the paper's apps × environments matrix.
@@ -176,11 +178,14 @@ pub struct StopArgs {
 /// Where the journal goes.
 #[derive(Debug, Args)]
 pub struct JournalArgs {
-    /// The CSV journal (default: results/<command>/<app>-<env>-<backend>-seed<seed>.csv).
+    /// The CSV journal (default: results/<command>/<app>-<env>-<backend>-seed<seed>.csv, or
+    /// with -2, -3, … before .csv when that exists: a new journal for every run). An existing
+    /// file given here is continued with --resume and otherwise refused.
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Continue the check or hardening recorded in the journal, from the run after the last one
-    /// recorded (with the journal's settings).
+    /// recorded (with the journal's settings). Without --journal: the newest unfinished default
+    /// journal of the same app, environment, backend and seed.
     #[arg(long)]
     pub resume: bool,
 }
@@ -201,6 +206,10 @@ pub struct CheckArgs {
     pub stop: StopArgs,
     #[command(flatten)]
     pub journal: JournalArgs,
+    /// Print the results as one JSON document on stdout instead of the summary (progress and
+    /// warnings stay on stderr).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub target: TargetArgs,
 }
@@ -253,11 +262,14 @@ pub struct TuneArgs {
     /// Iterations of σ by every stressing thread (default 1000 on a GPU, 16 on the simulator).
     #[arg(long)]
     pub stress_iterations: Option<u32>,
-    /// Where the journal, summary and charts go (default results/tune/<chip>-<date>).
+    /// Where the journal, summary and charts go (default results/tune/<chip>-<date>, or with
+    /// -2, -3, … when that exists: a new folder for every run).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Continue the tuning in --out: recorded configurations are not run again.
-    #[arg(long, requires = "out")]
+    /// Continue the tuning in --out (without --out: the newest unfinished one under
+    /// results/tune/ with the same chip, seed and budgets): recorded configurations are not run
+    /// again.
+    #[arg(long)]
     pub resume: bool,
     /// Where the profile goes (default tuning/<chip>.toml).
     #[arg(long)]
@@ -284,10 +296,12 @@ pub struct CampaignArgs {
     /// unless given).
     #[command(flatten)]
     pub stop: StopArgs,
-    /// The folder of the journals and summaries (default: results/campaign/<backend>-seed<seed>).
+    /// The folder of the journals and summaries (default: results/campaign/<backend>-seed<seed>,
+    /// or with -2, -3, … when that exists: a new folder for every run).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Continue the campaign in the out folder: unfinished cells go on, finished ones are kept.
+    /// Continue the campaign in the out folder (without --out: the newest unfinished default
+    /// folder of the same backend and seed): unfinished cells go on, finished ones are kept.
     #[arg(long)]
     pub resume: bool,
     #[command(flatten)]
@@ -323,10 +337,28 @@ pub struct HardenArgs {
     /// Rounds at most: after this many, the last result is reported as not stable.
     #[arg(long, default_value_t = 8)]
     pub max_rounds: u32,
+    /// After Algorithm 1, try weaker fences in place of each kept one (fence.acq_rel.gpu, then
+    /// membar.cta, then fence.acq_rel.cta), keeping the weakest that passes `I` runs and the
+    /// stability check. `auto`: on where the backend tells fence kinds apart (a GPU, or the
+    /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
+    #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
+    pub minimise_kind: MinimiseKind,
     #[command(flatten)]
     pub journal: JournalArgs,
+    /// Print the results as one JSON document on stdout instead of the fences, patch and
+    /// summary (the search's lines go to stderr, with progress and warnings).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+/// Whether `harden` weakens the fences it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MinimiseKind {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,9 @@
 //! - [`env`], [`profile`]: testing environments and per-chip stress profiles;
 //! - [`check`]: running an app under stress run after run, in a supervised worker process, with
 //!   a resumable journal;
-//! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, and medians (pure);
+//! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, bounds after runs
+//!   without an error, and medians (pure);
+//! - [`naming`]: numbered default names for journals and output folders, so none collides;
 //! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables (pure);
 //! - [`plot`]: rate charts as SVG (pure);
 //! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
@@ -29,6 +31,7 @@ pub mod env;
 pub mod harden;
 pub mod input;
 pub mod litmus;
+pub mod naming;
 pub mod plot;
 pub mod profile;
 pub mod ptx;

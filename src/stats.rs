@@ -6,8 +6,12 @@
 //! well at rates near 0 and 1 and at small run counts, where the normal approximation does not).
 //! The paper calls an environment *effective* for an application when it exposes the bug in more
 //! than 5% of runs; [`Rate::is_effective`] applies that threshold.
+//!
+//! A check or a stability check that sees no error at all says nothing by its rate (0%), but its
+//! run count does: [`ZeroErrorBound`] states the per-run error rate the runs rule out, by the rule
+//! of three and by the exact (Clopper–Pearson) one-sided bound.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The two-sided standard normal quantile for 95% confidence.
@@ -89,6 +93,69 @@ impl fmt::Display for Rate {
             self.rate * 100.0,
             self.low * 100.0,
             self.high * 100.0
+        )
+    }
+}
+
+/// The confidence level of [`ZeroErrorBound`]: one-sided 95%.
+pub const ZERO_ERROR_ALPHA: f64 = 0.05;
+
+/// The exact (Clopper–Pearson) one-sided upper confidence bound on the per-trial rate of an
+/// event that did not happen in `trials` independent trials: the rate `p` at which `trials`
+/// trials without it have probability `alpha`, `1 − alpha^(1/trials)`. It is 1 (nothing is ruled
+/// out) without trials.
+pub fn zero_event_upper_bound(trials: u64, alpha: f64) -> f64 {
+    if trials == 0 {
+        return 1.0;
+    }
+    // 1 − exp(ln(alpha) / n), without the cancellation of `1 - alpha.powf(1 / n)` at large n.
+    -(alpha.ln() / trials as f64).exp_m1()
+}
+
+/// The rule of three: `3 / trials`, the usual approximation of the 95% bound above (−ln 0.05 ≈
+/// 3), capped at 1.
+pub fn rule_of_three(trials: u64) -> f64 {
+    if trials == 0 {
+        return 1.0;
+    }
+    (3.0 / trials as f64).min(1.0)
+}
+
+/// What a series of runs without an error supports: at 95% confidence, the error rate per run
+/// is below `rule_of_three` (3/N) and below `upper_95` (1 − 0.05^(1/N)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ZeroErrorBound {
+    pub runs: u64,
+    /// Always 0: the bounds are for runs without an error.
+    pub errors: u64,
+    /// The exact one-sided 95% upper bound, `1 − 0.05^(1/runs)`.
+    pub upper_95: f64,
+    /// `3 / runs`.
+    pub rule_of_three: f64,
+}
+
+impl ZeroErrorBound {
+    /// The bounds after `errors` errors in `runs` runs: `None` unless there were runs and none
+    /// of them erred.
+    pub fn of(runs: u64, errors: u64) -> Option<ZeroErrorBound> {
+        (runs > 0 && errors == 0).then(|| ZeroErrorBound {
+            runs,
+            errors,
+            upper_95: zero_event_upper_bound(runs, ZERO_ERROR_ALPHA),
+            rule_of_three: rule_of_three(runs),
+        })
+    }
+}
+
+/// `0 errors in 10000 runs: error rate < 3.000e-4 at 95% confidence (rule of three, 3/N; exact
+/// one-sided bound 1 - 0.05^(1/N) = 2.995e-4)`.
+impl fmt::Display for ZeroErrorBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "0 errors in {} runs: error rate < {:.3e} at 95% confidence (rule of three, 3/N; \
+             exact one-sided bound 1 - 0.05^(1/N) = {:.3e})",
+            self.runs, self.rule_of_three, self.upper_95
         )
     }
 }
@@ -329,6 +396,61 @@ mod tests {
         assert_eq!(json["trials"], 2);
         assert_eq!(json["rate"], 0.5);
         assert!(json["low"].is_f64() && json["high"].is_f64());
+    }
+
+    #[test]
+    fn zero_event_bound_matches_clopper_pearson_known_values() {
+        // 1 − 0.05^(1/n), computed independently to 12 digits.
+        for (n, bound) in [
+            (1, 0.95),
+            (10, 0.258_865_550_893),
+            (100, 0.029_513_049_607),
+            (1000, 0.002_991_249_545),
+            (10_000, 0.000_299_528_359_777),
+        ] {
+            let got = zero_event_upper_bound(n, ZERO_ERROR_ALPHA);
+            assert!((got - bound).abs() < 1e-12, "n {n}: {got}");
+        }
+        // Exactly: after n clean runs, a rate at the bound leaves them a 5% chance.
+        let p = zero_event_upper_bound(300, 0.05);
+        assert!(((1.0 - p).powi(300) - 0.05).abs() < 1e-12);
+        assert_eq!(zero_event_upper_bound(0, 0.05), 1.0);
+    }
+
+    #[test]
+    fn the_rule_of_three_is_a_little_above_the_exact_bound() {
+        assert_eq!(rule_of_three(10_000), 3e-4);
+        assert_eq!(rule_of_three(2), 1.0);
+        assert_eq!(rule_of_three(0), 1.0);
+        for n in [10, 100, 10_000, 1_000_000] {
+            let exact = zero_event_upper_bound(n, ZERO_ERROR_ALPHA);
+            assert!(exact < rule_of_three(n), "n {n}");
+            assert!(rule_of_three(n) / exact < 1.2, "n {n}");
+        }
+    }
+
+    #[test]
+    fn a_zero_error_bound_exists_only_for_runs_without_an_error() {
+        let bound = ZeroErrorBound::of(10_000, 0).unwrap();
+        assert_eq!((bound.runs, bound.errors), (10_000, 0));
+        assert_eq!(bound.rule_of_three, 3e-4);
+        assert!((bound.upper_95 - 2.995_28e-4).abs() < 1e-9);
+        assert_eq!(ZeroErrorBound::of(10_000, 1), None);
+        assert_eq!(ZeroErrorBound::of(0, 0), None);
+    }
+
+    #[test]
+    fn a_zero_error_bound_says_what_the_runs_support() {
+        assert_eq!(
+            ZeroErrorBound::of(10_000, 0).unwrap().to_string(),
+            "0 errors in 10000 runs: error rate < 3.000e-4 at 95% confidence (rule of three, \
+             3/N; exact one-sided bound 1 - 0.05^(1/N) = 2.995e-4)"
+        );
+        let json = serde_json::to_value(ZeroErrorBound::of(100, 0).unwrap()).unwrap();
+        assert_eq!(json["runs"], 100);
+        assert_eq!(json["errors"], 0);
+        assert_eq!(json["rule_of_three"], 0.03);
+        assert!((json["upper_95"].as_f64().unwrap() - 0.0295).abs() < 1e-4);
     }
 
     #[test]

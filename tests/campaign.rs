@@ -145,6 +145,56 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
     );
 }
 
+#[test]
+fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinished() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "campaign",
+        "--apps",
+        "cbe-dot",
+        "--envs",
+        "no-str-",
+        "--runs",
+        "5",
+        "--backend",
+        "sim",
+    ];
+    for _ in 0..2 {
+        let output = gpuwmm(dir.path(), &args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let first = dir.path().join("results/campaign/sim-seed1");
+    let second = dir.path().join("results/campaign/sim-seed1-2");
+    for out in [&first, &second] {
+        assert!(out.join("summary.csv").is_file(), "{}", out.display());
+        let runs: Vec<RunRecord> = read_rows(&journal(out, "cbe-dot", "no-str-")).unwrap();
+        assert_eq!(runs.len(), 5);
+    }
+    // The first is cut back to 2 runs before its summary, as a kill leaves it: --resume takes it
+    // rather than the newer, finished one.
+    let cell = journal(&first, "cbe-dot", "no-str-");
+    let lines: Vec<String> = complete_lines(&cell)
+        .lines()
+        .take(3)
+        .map(String::from)
+        .collect();
+    std::fs::write(&cell, lines.join("\n") + "\n").unwrap();
+    std::fs::remove_file(first.join("summary.csv")).unwrap();
+    let resumed = gpuwmm(dir.path(), &[&args[..], &["--resume"]].concat());
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert!(
+        text(&resumed.stderr).contains("continuing results/campaign/sim-seed1 "),
+        "{}",
+        text(&resumed.stderr)
+    );
+    assert_eq!(read_rows::<RunRecord>(&cell).unwrap().len(), 5);
+    assert!(first.join("summary.csv").is_file());
+    assert!(!dir.path().join("results/campaign/sim-seed1-3").exists());
+}
+
 /// Complete lines of a file (a row a kill cut short is not one).
 fn complete_lines(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -334,11 +384,27 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     );
     assert!(out.contains("reproduced: fail"), "{out}");
 
-    // A passing run of the stability check (the last query) replays as a pass.
-    let last = rows.last().unwrap();
+    // A passing run of the last query that passed replays as a pass.
+    let last = rows.iter().rev().find(|r| !r.outcome.is_error()).unwrap();
     let (run, query) = (last.run.to_string(), last.query.to_string());
     let replay = gpuwmm(dir.path(), &["replay", "h.csv", &run, "--query", &query]);
     assert!(text(&replay.stdout).contains("reproduced: pass"));
+
+    // A failing run of a fence-kind query runs with each site's kind and replays as a fail.
+    let kinded = rows
+        .iter()
+        .find(|r| r.fences.contains('@') && r.outcome.is_error())
+        .expect(
+            "a failing kind query (fence.acq_rel.cta cannot hand cbe-dot's lock across blocks)",
+        );
+    let (run, query) = (kinded.run.to_string(), kinded.query.to_string());
+    let replay = gpuwmm(dir.path(), &["replay", "h.csv", &run, "--query", &query]);
+    let out = text(&replay.stdout);
+    assert!(
+        out.contains(&format!("fences        {}", kinded.fences)),
+        "{out}"
+    );
+    assert!(out.contains("reproduced: fail"), "{out}");
 
     // Without --query, or with a query that has no such run, it says what is wrong.
     let no_query = gpuwmm(dir.path(), &["replay", "h.csv", "0"]);

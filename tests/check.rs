@@ -3,8 +3,9 @@
 //!
 //! Needs NVRTC (scripts/setup-cuda-tools.sh), no GPU. Figures are the simulator's.
 
-use gpuwmm::check::journal::{read_meta, read_rows};
+use gpuwmm::check::journal::{read_meta, read_meta_entry, read_rows};
 use gpuwmm::check::{CheckMeta, Outcome, RunRecord};
+use gpuwmm::stats::ZeroErrorBound;
 use gpuwmm::toolchain::tools_for_tests;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -239,31 +240,38 @@ fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
     assert!(stdout(&output).contains(&format!("runs {}", recorded + 50)));
 }
 
+/// `check cbe-dot --env no-str- --backend sim --runs <runs>`, in `dir`.
+fn short_check(dir: &Path, runs: &str) -> Command {
+    let mut command = gpuwmm(dir);
+    command.args(["check", "cbe-dot", "--env", "no-str-", "--backend", "sim"]);
+    command.args(["--runs", runs]);
+    command
+}
+
 #[test]
-fn an_existing_journal_is_not_overwritten_without_resume() {
+fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() {
     if tools_for_tests().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "check",
-        "cbe-dot",
-        "--env",
-        "no-str-",
-        "--runs",
-        "5",
-        "--backend",
-        "sim",
-    ];
-    assert!(run(gpuwmm(dir.path()).args(args)).status.success());
-    let journal = dir
+    assert!(run(&mut short_check(dir.path(), "5")).status.success());
+    let first = dir
         .path()
         .join("results/check/cbe-dot-no-str--sim-seed1.csv");
-    let before = std::fs::read(&journal).unwrap();
-    let again = run(gpuwmm(dir.path()).args(args));
-    assert_eq!(again.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
-    assert_eq!(std::fs::read(&journal).unwrap(), before);
+    let before = std::fs::read(&first).unwrap();
+    let again = run(&mut short_check(dir.path(), "5"));
+    assert!(again.status.success());
+    let second = dir
+        .path()
+        .join("results/check/cbe-dot-no-str--sim-seed1-2.csv");
+    assert_eq!(rows(&second).len(), 5);
+    assert!(stdout(&again).contains("journal: results/check/cbe-dot-no-str--sim-seed1-2.csv"));
+    assert_eq!(std::fs::read(&first).unwrap(), before);
+    // A journal named with --journal that exists is refused without --resume.
+    let named = run(short_check(dir.path(), "5").args(["--journal", first.to_str().unwrap()]));
+    assert_eq!(named.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&named.stderr).contains("--resume"));
+    assert_eq!(std::fs::read(&first).unwrap(), before);
     // Resuming with another app is refused too.
     let other = run(gpuwmm(dir.path())
         .args([
@@ -275,9 +283,75 @@ fn an_existing_journal_is_not_overwritten_without_resume() {
             "sim",
             "--resume",
         ])
-        .args(["--journal", journal.to_str().unwrap()]));
+        .args(["--journal", first.to_str().unwrap()]));
     assert_eq!(other.status.code(), Some(2));
-    assert_eq!(std::fs::read(&journal).unwrap(), before);
+    assert_eq!(std::fs::read(&first).unwrap(), before);
+}
+
+#[test]
+fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let nothing = run(short_check(dir.path(), "5").arg("--resume"));
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("nothing to resume"));
+    for _ in 0..3 {
+        assert!(run(&mut short_check(dir.path(), "5")).status.success());
+    }
+    let journal = |suffix: &str| {
+        dir.path().join(format!(
+            "results/check/cbe-dot-no-str--sim-seed1{suffix}.csv"
+        ))
+    };
+    // Journal 2 loses its last two runs, as a kill would leave it; 3 is the newest but finished.
+    let text = std::fs::read_to_string(journal("-2")).unwrap();
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(journal("-2"), kept.join("\n") + "\n").unwrap();
+    let third = std::fs::read(journal("-3")).unwrap();
+
+    let resumed = run(short_check(dir.path(), "5").arg("--resume"));
+    assert!(resumed.status.success());
+    let said = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        said.contains("continuing results/check/cbe-dot-no-str--sim-seed1-2.csv"),
+        "{said}"
+    );
+    assert_eq!(numbers(&rows(&journal("-2"))), (0..5).collect::<Vec<_>>());
+    assert_eq!(std::fs::read(journal("-3")).unwrap(), third);
+    assert!(!journal("-4").exists());
+    // With every one finished, the newest is taken (a longer stop extends it).
+    let longer = run(short_check(dir.path(), "7").arg("--resume"));
+    assert!(longer.status.success());
+    assert_eq!(rows(&journal("-3")).len(), 7);
+}
+
+#[test]
+fn a_check_without_errors_states_the_error_rate_its_runs_rule_out() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(short_check(dir.path(), "100").args(["--fences", "all"]));
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "confidence: 0 errors in 100 runs: error rate < 3.000e-2 at 95% confidence \
+             (rule of three, 3/N; exact one-sided bound 1 - 0.05^(1/N) = 2.951e-2)"
+        ),
+        "{text}"
+    );
+    let journal = dir
+        .path()
+        .join("results/check/cbe-dot-no-str--sim-seed1.csv");
+    let confidence: ZeroErrorBound = read_meta_entry(&journal, "confidence").unwrap().unwrap();
+    assert_eq!((confidence.runs, confidence.errors), (100, 0));
+    assert!((confidence.upper_95 - 0.0295).abs() < 1e-4);
+    // The sidecar still reads as the check's, for resume and replay.
+    let meta: CheckMeta = read_meta(&journal).unwrap();
+    assert_eq!(meta.target.app, "cbe-dot");
 }
 
 #[test]

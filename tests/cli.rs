@@ -1,5 +1,6 @@
-//! The command line as a user meets it: exit codes, error messages naming file and line, and the
-//! output of `ptx sites` / `ptx instrument` / `litmus` / `devices`.
+//! The command line as a user meets it: exit codes, error messages naming file and line, the
+//! output of `ptx sites` / `ptx instrument` / `litmus` / `devices`, and the JSON documents of
+//! `check --json` / `harden --json`.
 
 use std::process::{Command, Output};
 
@@ -213,4 +214,145 @@ fn a_missing_app_dir_reports_the_io_error_once() {
     let text = stderr(&out);
     assert!(text.contains("/nonexistent-gpuwmm-app/app.toml"), "{text}");
     assert_eq!(text.matches("No such file").count(), 1, "{text}");
+}
+
+/// `gpuwmm <args>` in `dir`; its stdout parsed as one JSON document (all of it).
+fn json_of(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+}
+
+#[test]
+fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = [
+        "check",
+        "cbe-dot",
+        "--runs",
+        "100",
+        "--backend",
+        "sim",
+        "--json",
+    ];
+    let failing = json_of(dir.path(), &check);
+    assert_eq!(failing["app"], "cbe-dot");
+    assert_eq!(failing["env"], "sys-str+");
+    assert_eq!(failing["backend"], "sim");
+    assert!(failing["provenance"]
+        .as_str()
+        .unwrap()
+        .contains("simulator"));
+    assert_eq!(failing["runs"], 100);
+    let outcomes = failing["outcomes"].as_object().unwrap();
+    let keys: Vec<&str> = outcomes.keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 4);
+    for key in ["pass", "fail", "timeout", "crash"] {
+        assert!(keys.contains(&key), "{keys:?}");
+    }
+    let total: u64 = outcomes.values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(total, 100);
+    let rate = &failing["error_rate"];
+    assert!(failing["errors"].as_u64().unwrap() > 0);
+    assert_eq!(rate["count"], failing["errors"]);
+    let (low, mid, high) = (
+        rate["low"].as_f64(),
+        rate["rate"].as_f64(),
+        rate["high"].as_f64(),
+    );
+    assert!(low <= mid && mid <= high, "{rate}");
+    assert!(failing["confidence"].is_null());
+    let journal = failing["journal"].as_str().unwrap();
+    assert_eq!(journal, "results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    assert!(dir.path().join(journal).is_file());
+    let replay = failing["first_error"]["replay"].as_str().unwrap();
+    assert!(
+        replay.starts_with(&format!("gpuwmm replay {journal} ")),
+        "{replay}"
+    );
+
+    let fenced = json_of(dir.path(), &[&check[..], &["--fences", "all"]].concat());
+    assert_eq!(
+        (&fenced["runs"], &fenced["errors"]),
+        (&100.into(), &0.into())
+    );
+    let confidence = &fenced["confidence"];
+    assert_eq!(
+        (&confidence["runs"], &confidence["errors"]),
+        (&100.into(), &0.into())
+    );
+    let upper = confidence["upper_95"].as_f64().unwrap();
+    assert!((upper - 0.0295).abs() < 1e-4, "{confidence}");
+    assert_eq!(confidence["rule_of_three"], 0.03);
+    assert_eq!(
+        fenced["journal"],
+        "results/check/cbe-dot-sys-str+-sim-seed1-2.csv"
+    );
+}
+
+#[test]
+fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "harden",
+        "cbe-dot",
+        "--backend",
+        "sim",
+        "--stable-runs",
+        "200",
+        "--json",
+    ];
+    let document = json_of(dir.path(), &args);
+    assert_eq!(document["app"], "cbe-dot");
+    assert_eq!(document["backend"], "sim");
+    assert_eq!(document["stable"], true);
+    assert_eq!(document["stability_check"]["runs"], 200);
+    assert_eq!(document["stability_runs"], 200);
+    let confidence = &document["confidence"];
+    assert_eq!(
+        (&confidence["runs"], &confidence["errors"]),
+        (&200.into(), &0.into())
+    );
+    assert!(
+        confidence["upper_95"].as_f64().unwrap() < confidence["rule_of_three"].as_f64().unwrap()
+    );
+    let fences = document["fences"].as_array().unwrap();
+    assert!(!fences.is_empty());
+    let kernel = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/cbe-dot/kernel.cu");
+    let source = std::fs::read_to_string(&kernel).unwrap();
+    for fence in fences {
+        assert!(fence["site"].is_u64(), "{fence}");
+        let file = std::fs::canonicalize(fence["file"].as_str().unwrap()).unwrap();
+        assert_eq!(file, kernel.canonicalize().unwrap(), "{fence}");
+        let line = fence["line"].as_u64().unwrap() as usize;
+        let text = source.lines().nth(line - 1).unwrap().trim();
+        assert_eq!(fence["source"], text);
+        let kind = fence["kind"].as_str().unwrap();
+        assert!(
+            kind.starts_with("fence.") || kind.starts_with("membar."),
+            "{kind}"
+        );
+    }
+    let journal = dir.path().join(document["journal"].as_str().unwrap());
+    assert!(journal.ends_with("results/harden/cbe-dot-sys-str+-sim-seed1.csv"));
+    assert!(dir
+        .path()
+        .join(document["patch"].as_str().unwrap())
+        .is_file());
+    // The sidecar records the same result and confidence, and a finished hardening.
+    let sidecar: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(journal.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(sidecar["confidence"], document["confidence"]);
+    assert_eq!(sidecar["result"]["fences"], document["fences"]);
 }

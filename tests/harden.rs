@@ -57,6 +57,7 @@ fn final_fence_lines(stdout: &str, app: &str) -> Vec<usize> {
     section
         .lines()
         .skip(1)
+        .filter(|line| line.trim_start().starts_with('#'))
         .map(|line| {
             let at = line.find(&prefix).unwrap_or_else(|| panic!("{line}"));
             let rest = &line[at + prefix.len()..];
@@ -104,7 +105,8 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     }
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("cbe-dot.csv");
-    let stdout = harden("cbe-dot", &journal, &[]);
+    // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
+    let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
     let take = kernel_line("cbe-dot", "while (atomicCAS(lock, 0, 1) != 0) {");
     let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
     assert_eq!(
@@ -155,7 +157,11 @@ fn assert_hardened_with(app: &str, sites: &[&str]) {
     }
     let dir = tempfile::tempdir().unwrap();
     let nf = format!("{app}-nf");
-    let stdout = harden(&nf, &dir.path().join("j.csv"), &["--stable-runs", "10000"]);
+    let stdout = harden(
+        &nf,
+        &dir.path().join("j.csv"),
+        &["--stable-runs", "10000", "--minimise-kind", "off"],
+    );
     assert_stable(&stdout);
     let expected: Vec<usize> = sites.iter().map(|t| kernel_line(app, t)).collect();
     assert_eq!(final_fence_lines(&stdout, app), expected, "{stdout}");
@@ -203,7 +209,7 @@ fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
     }
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("killed.csv");
-    let stable = ["--stable-runs", "3000"];
+    let stable = ["--stable-runs", "3000", "--minimise-kind", "off"];
     let mut child = harden_command("cbe-dot", &journal, &stable)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -252,4 +258,125 @@ fn complete_lines(journal: &Path) -> Vec<String> {
         .filter(|l| l.ends_with('\n'))
         .map(str::to_string)
         .collect()
+}
+
+/// `harden` of the handoff fixture `tests/fixtures/apps/handoff-<placement>` with kinds
+/// minimised; returns (site id, kind) of each final fence, from the "fence kinds" section.
+fn hardened_kinds(placement: &str) -> Vec<(String, String)> {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return Vec::new();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = format!("handoff-{placement}");
+    let app_dir = Path::new(REPO).join("tests/fixtures/apps").join(&app);
+    let extra = [
+        "--app-dir",
+        app_dir.to_str().unwrap(),
+        "--stable-runs",
+        "1000",
+        "--minimise-kind",
+        "on",
+    ];
+    let stdout = harden(&app, &dir.path().join("j.csv"), &extra);
+    assert_stable(&stdout);
+    let section = stdout
+        .split("fence kinds")
+        .nth(1)
+        .expect("a fence kinds section");
+    section
+        .lines()
+        .filter_map(|l| {
+            let (site, kind) = l.trim().split_once(" keeps ")?;
+            Some((site.to_string(), kind.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn harden_keeps_cta_scope_fences_for_a_handoff_inside_one_block() {
+    let kinds = hardened_kinds("block");
+    if kinds.is_empty() && gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    // The writer's fence (after the data) and the reader's (after the flag loop).
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    for (site, kind) in &kinds {
+        assert!(kind.ends_with(".cta"), "{site} keeps {kind}");
+    }
+}
+
+#[test]
+fn harden_keeps_gpu_scope_fences_for_a_handoff_across_blocks() {
+    let kinds = hardened_kinds("grid");
+    if kinds.is_empty() && gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    for (site, kind) in &kinds {
+        assert!(!kind.ends_with(".cta"), "{site} keeps {kind}");
+    }
+}
+
+#[test]
+fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let in_dir = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
+        command
+            .args([
+                "harden",
+                "cbe-dot",
+                "--backend",
+                "sim",
+                "--stable-runs",
+                "300",
+            ])
+            .args(extra)
+            .current_dir(dir.path());
+        command
+    };
+    let journal = |suffix: &str| {
+        dir.path().join(format!(
+            "results/harden/cbe-dot-sys-str+-sim-seed1{suffix}.csv"
+        ))
+    };
+    // The first is killed partway: unfinished.
+    let mut child = in_dir(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal_rows(&journal("")) < 40 {
+        assert!(Instant::now() < deadline, "no rows after 2 minutes");
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = complete_lines(&journal(""));
+    // The same command again starts a new journal, and finishes it.
+    let second = in_dir(&[]).output().unwrap();
+    assert!(second.status.success());
+    assert_stable(&String::from_utf8_lossy(&second.stdout));
+    assert!(journal("-2").is_file());
+    assert_eq!(complete_lines(&journal(""))[..], killed[..]);
+    // --resume without --journal continues the killed one, not the newer finished one.
+    let resumed = in_dir(&["--resume"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("continuing results/harden/cbe-dot-sys-str+-sim-seed1.csv "),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(stdout.contains("from the journal"), "{stdout}");
+    assert_stable(&stdout);
+    assert_eq!(complete_lines(&journal(""))[..killed.len()], killed[..]);
+    assert!(!journal("-3").exists());
+    let sidecar = std::fs::read_to_string(journal("").with_extension("json")).unwrap();
+    assert!(sidecar.contains("\"result\""), "finished: {sidecar}");
 }

@@ -193,3 +193,57 @@ fn given_values_skip_their_stages_and_bad_ones_are_refused() {
         "--sequence needs --patch-words"
     );
 }
+
+/// The folders under `dir/results/tune`, sorted by name.
+fn tune_folders(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("results/tune"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_repeated_tuning_writes_a_new_folder_and_resume_finds_the_unfinished_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let nothing = run(&small(&["--resume", "--profile-out", "p.toml"]), dir.path());
+    assert_eq!(nothing.status.code(), Some(2), "{}", text(&nothing));
+    assert!(
+        text(&nothing).contains("nothing to resume"),
+        "{}",
+        text(&nothing)
+    );
+    for _ in 0..2 {
+        let out = run(&small(&["--profile-out", "p.toml", "--force"]), dir.path());
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let names = tune_folders(dir.path());
+    assert_eq!(names.len(), 2, "{names:?}");
+    // `sim-<date>` and `sim-<date>-2` (unless the date changed in between).
+    assert!(names[0].starts_with("sim-") && names[0].len() == "sim-2025-01-01".len());
+    if names[1].starts_with(&names[0]) {
+        assert_eq!(names[1], format!("{}-2", names[0]));
+    }
+    // The older one is cut back as a kill would leave it (no summary, five cells): --resume
+    // without --out finds it, not the newer finished one, and completes it.
+    let older = dir.path().join("results/tune").join(&names[0]);
+    let journal = older.join("tune.csv");
+    let full = std::fs::read_to_string(&journal).unwrap();
+    let kept: Vec<&str> = full.lines().take(6).collect();
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+    std::fs::remove_file(older.join("summary.md")).unwrap();
+    let resumed = run(
+        &small(&["--resume", "--profile-out", "p.toml", "--force"]),
+        dir.path(),
+    );
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert!(
+        text(&resumed).contains(&format!("continuing results/tune/{} ", names[0])),
+        "{}",
+        text(&resumed)
+    );
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), full);
+    assert!(older.join("summary.md").is_file());
+    assert_eq!(tune_folders(dir.path()), names);
+}

@@ -4,9 +4,15 @@
 //! A check or a hardening killed at any moment (SIGKILL included) leaves every finished run in
 //! its journal: each row is written with one `write` and flushed, and a row cut short by the kill
 //! is the only thing lost — [`Journal::resume`] drops it and the run is simply done again.
+//!
+//! When a check or a hardening ends, what it came to is added to the sidecar as extra entries
+//! ([`set_meta_entry`]); the sidecar's own struct ignores entries it does not know, so sidecars
+//! with and without them read alike.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::marker::PhantomData;
@@ -67,14 +73,19 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
-        let meta_file = meta_path(path);
-        let text = serde_json::to_string_pretty(meta).expect("meta serialises");
-        std::fs::write(&meta_file, text + "\n").map_err(io(&meta_file))?;
+        // The journal first, created only if it does not exist: of two commands that chose the
+        // same name at once, the second stops here, before it could replace the first's sidecar.
         let file = OpenOptions::new()
             .create_new(true)
             .append(true)
             .open(path)
-            .map_err(io(path))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => JournalError::Exists(path.to_path_buf()),
+                _ => io(path)(e),
+            })?;
+        let meta_file = meta_path(path);
+        let text = serde_json::to_string_pretty(meta).expect("meta serialises");
+        std::fs::write(&meta_file, text + "\n").map_err(io(&meta_file))?;
         let mut journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -181,6 +192,95 @@ pub fn read_meta<M: DeserializeOwned>(journal: &Path) -> Result<M, JournalError>
     })
 }
 
+/// Sets the top-level entry `key` of a journal's sidecar to `value`, or removes it when `value`
+/// serialises to `null`; the other entries stay as they are, in their order and with their text.
+/// The sidecar is written to a temporary file and renamed over the old one, so a kill leaves one
+/// or the other, whole.
+pub fn set_meta_entry(
+    journal: &Path,
+    key: &str,
+    value: &impl Serialize,
+) -> Result<(), JournalError> {
+    let path = meta_path(journal);
+    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let bad = |message: String| JournalError::BadMeta {
+        path: path.clone(),
+        message,
+    };
+    let mut entries: Entries = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let at = entries.0.iter().position(|(k, _)| k == key);
+    let pretty = serde_json::to_string_pretty(value).expect("entry serialises");
+    match (pretty.as_str(), at) {
+        ("null", Some(at)) => {
+            entries.0.remove(at);
+        }
+        ("null", None) => return Ok(()),
+        (_, at) => {
+            // Indented one level, as the entry sits inside the sidecar's object (a JSON text has
+            // line breaks only between tokens: inside strings they are escaped).
+            let raw = RawValue::from_string(pretty.replace('\n', "\n  ")).expect("valid JSON");
+            match at {
+                Some(at) => entries.0[at].1 = raw,
+                None => entries.0.push((key.to_string(), raw)),
+            }
+        }
+    }
+    let text = serde_json::to_string_pretty(&entries).expect("meta serialises") + "\n";
+    let temporary = path.with_extension("json.new");
+    std::fs::write(&temporary, text).map_err(io(&temporary))?;
+    std::fs::rename(&temporary, &path).map_err(io(&path))
+}
+
+/// A sidecar's top-level entries in the file's order, each value kept as its JSON text.
+struct Entries(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Entries, D::Error> {
+        struct InOrder;
+        impl<'de> Visitor<'de> for InOrder {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(InOrder)
+    }
+}
+
+impl Serialize for Entries {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in &self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// The top-level entry `key` of a journal's sidecar; `None` when it has none (or `null`).
+pub fn read_meta_entry<T: DeserializeOwned>(
+    journal: &Path,
+    key: &str,
+) -> Result<Option<T>, JournalError> {
+    let mut meta: serde_json::Value = read_meta(journal)?;
+    match meta.get_mut(key).map(serde_json::Value::take) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(value) => serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| JournalError::BadMeta {
+                path: meta_path(journal),
+                message: format!("{key}: {e}"),
+            }),
+    }
+}
+
 /// Reads every complete row of a journal.
 pub fn read_rows<R: DeserializeOwned>(path: &Path) -> Result<Vec<R>, JournalError> {
     let mut reader = csv::Reader::from_path(path).map_err(|e| JournalError::BadRow {
@@ -267,6 +367,35 @@ mod tests {
         let error = Journal::<Row>::create(&path, &1).err().unwrap();
         assert!(error.to_string().contains("--resume"), "{error}");
         assert_eq!(read_rows::<Row>(&path).unwrap(), [row(0)]);
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Meta {
+        app: String,
+    }
+
+    #[test]
+    fn entries_added_to_a_sidecar_keep_its_text_and_meta_and_can_be_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.csv");
+        let meta = Meta { app: "dot".into() };
+        Journal::<Row>::create(&path, &meta).unwrap();
+        let original = std::fs::read_to_string(meta_path(&path)).unwrap();
+        assert_eq!(read_meta_entry::<u64>(&path, "confidence").unwrap(), None);
+        set_meta_entry(&path, "confidence", &Some(42u64)).unwrap();
+        assert_eq!(read_meta_entry(&path, "confidence").unwrap(), Some(42u64));
+        set_meta_entry(&path, "result", &Meta { app: "x".into() }).unwrap();
+        set_meta_entry(&path, "confidence", &7u64).unwrap();
+        let text = std::fs::read_to_string(meta_path(&path)).unwrap();
+        let expected = "{\n  \"app\": \"dot\",\n  \"confidence\": 7,\n  \"result\": {\n    \"app\": \"x\"\n  }\n}\n";
+        assert_eq!(text, expected, "entries keep their order and indentation");
+        let (_, resumed, _) = Journal::<Row>::resume::<Meta>(&path).unwrap();
+        assert_eq!(resumed, meta);
+        set_meta_entry(&path, "result", &None::<Meta>).unwrap();
+        set_meta_entry(&path, "confidence", &None::<u64>).unwrap();
+        assert_eq!(read_meta_entry::<u64>(&path, "confidence").unwrap(), None);
+        assert_eq!(std::fs::read_to_string(meta_path(&path)).unwrap(), original);
+        assert!(!meta_path(&path).with_extension("json.new").exists());
     }
 
     #[test]

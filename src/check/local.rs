@@ -17,7 +17,7 @@ use crate::backend::select::{open_backend, provenance, Choice};
 use crate::backend::sim::{MemoryModel, SimConfig};
 use crate::backend::{Backend, BackendError, ModuleId};
 use crate::env::{Environment, StressKind};
-use crate::ptx::passes::fences::{fence_sites, insert_fences, FenceSite};
+use crate::ptx::passes::fences::{fence_sites, insert_kinded_fences, FenceKind, FenceSite};
 use crate::ptx::passes::harness::{harness_kernels, HarnessOptions};
 use crate::ptx::{self, Module};
 use crate::stressed::{StressSettings, StressedLauncher};
@@ -144,19 +144,22 @@ impl LocalExecutor {
 
     /// The app's module with `fences` inserted.
     fn fenced_module(&self, fences: &Fences) -> Result<Module, ExecError> {
-        let Fences::Sites(ids) = fences else {
-            return Ok(self.base.clone());
+        let kinded: Vec<(usize, FenceKind)> = match fences {
+            Fences::AsIs => return Ok(self.base.clone()),
+            Fences::Sites(ids) => ids.iter().map(|&id| (id, self.target.fence_kind)).collect(),
+            Fences::Kinded(kinds) => kinds.iter().map(|(&id, &k)| (id, k)).collect(),
         };
-        let chosen = ids
+        let chosen = kinded
             .iter()
-            .map(|&id| {
-                self.sites.get(id).ok_or(ExecError::NoSuchSite {
+            .map(|&(id, kind)| {
+                let site = self.sites.get(id).ok_or(ExecError::NoSuchSite {
                     site: id,
                     sites: self.sites.len(),
-                })
+                })?;
+                Ok((site, kind))
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(insert_fences(&self.base, &chosen, self.target.fence_kind))
+            .collect::<Result<Vec<_>, ExecError>>()?;
+        Ok(insert_kinded_fences(&self.base, &chosen))
     }
 
     /// Loads the app with `fences` (once per fence set).

@@ -9,6 +9,7 @@ use crate::env::Environment;
 use crate::profile::StressProfile;
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,6 +83,9 @@ pub enum Fences {
     /// A fence after each of these fence sites (ids from `gpuwmm ptx sites`, in the target's
     /// granularity), in addition to the fences the app already has.
     Sites(Vec<usize>),
+    /// A fence after each of these sites, each of its own kind (the target's `fence_kind` does
+    /// not apply).
+    Kinded(BTreeMap<usize, FenceKind>),
 }
 
 impl Fences {
@@ -93,6 +97,12 @@ impl Fences {
             Fences::Sites(ids) => ids
                 .iter()
                 .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+            Fences::Kinded(kinds) if kinds.is_empty() => "none".to_string(),
+            Fences::Kinded(kinds) => kinds
+                .iter()
+                .map(|(id, kind)| format!("{id}@{kind}"))
                 .collect::<Vec<_>>()
                 .join(" "),
         }
@@ -107,6 +117,19 @@ impl std::str::FromStr for Fences {
         match label.trim() {
             "as-is" => Ok(Fences::AsIs),
             "none" => Ok(Fences::Sites(Vec::new())),
+            kinded if kinded.contains('@') => kinded
+                .split_whitespace()
+                .map(|token| {
+                    let (id, kind) = token
+                        .split_once('@')
+                        .ok_or_else(|| format!("'{token}' names no fence kind (`id@kind`)"))?;
+                    let id = id
+                        .parse()
+                        .map_err(|_| format!("'{id}' is not a fence site id"))?;
+                    Ok((id, kind.parse::<FenceKind>()?))
+                })
+                .collect::<Result<BTreeMap<usize, FenceKind>, String>>()
+                .map(Fences::Kinded),
             ids => ids
                 .split_whitespace()
                 .map(|id| {

@@ -5,7 +5,8 @@
 //! on a cell's journal as on any check's; the worker of an app is kept across its environments.
 
 use super::check::{
-    backend_name, given_stop, open_check, CheckSpec, Executors, OpenCheck, DEFAULT_STOP,
+    backend_name, given_stop, newest_to_resume, open_check, record_confidence, CheckSpec,
+    Executors, OpenCheck, DEFAULT_STOP,
 };
 use super::{Failure, Outcome};
 use crate::cli::{CampaignArgs, TargetArgs};
@@ -15,6 +16,7 @@ use gpuwmm::campaign::{parse_apps, parse_envs, CampaignTable, Counts};
 use gpuwmm::check::journal::read_meta;
 use gpuwmm::check::{CheckMeta, Stop, Tally};
 use gpuwmm::env::Environment;
+use gpuwmm::naming;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 
@@ -24,10 +26,7 @@ const CELL_UNITS: u64 = 1000;
 pub fn run(args: &CampaignArgs) -> Outcome {
     let (apps, dir_app) = app_list(args)?;
     let envs = parse_envs(&args.envs).map_err(Failure::bad_input)?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&args.target));
+    let out = campaign_out(args)?;
     if !args.resume {
         refuse_existing(&out)?;
     }
@@ -83,6 +82,26 @@ fn default_out(target: &TargetArgs) -> PathBuf {
         backend_name(target.backend.backend),
         target.backend.seed
     ))
+}
+
+/// `--out`; else a new folder of the default family ([`default_out`], then `-2`, `-3`, …), or
+/// with `--resume` the newest unfinished one (without `summary.csv`), else the newest; a resume
+/// that finds none starts the first.
+fn campaign_out(args: &CampaignArgs) -> Result<PathBuf, Failure> {
+    if let Some(out) = &args.out {
+        return Ok(out.clone());
+    }
+    let base = default_out(&args.target);
+    if !args.resume {
+        return Ok(naming::fresh(&base));
+    }
+    let what = format!(
+        "default campaign folders on {}, seed {}",
+        backend_name(args.target.backend.backend),
+        args.target.backend.seed
+    );
+    let unfinished = |dir: &Path| !dir.join("summary.csv").exists();
+    Ok(newest_to_resume(&base, &what, &unfinished)?.unwrap_or(base))
 }
 
 /// A new campaign never writes into a folder that holds journals.
@@ -181,6 +200,7 @@ impl Campaign<'_> {
         let mut check: OpenCheck = open_check(&spec, executors)?;
         let skipped = check.finished();
         let tally = check.run(executors, &mut |tally| progress(tally))?;
+        record_confidence(&journal, &tally);
         Ok((check.meta, tally, skipped))
     }
 

@@ -1,26 +1,39 @@
-//! `gpuwmm check`: run an app under a testing environment, journal every run, sum up.
+//! `gpuwmm check`: run an app under a testing environment, journal every run, sum up (in words,
+//! or as one JSON document with `--json`). The journal naming and `--resume` rules here (numbered
+//! default names, the newest unfinished journal) are shared by `harden` and `campaign`.
 
 use super::target::{executor, resolve};
 use super::{Failure, Outcome};
 use crate::cli::{BackendArgs, BackendChoice, CheckArgs, JournalArgs, StopArgs, TargetArgs};
 use gpuwmm::check::driver::calibrate_stress;
-use gpuwmm::check::journal::read_rows;
+use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
 use gpuwmm::check::{
-    run_check, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
+    run_check, BackendName, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
 };
 use gpuwmm::env::Environment;
+use gpuwmm::naming;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use gpuwmm::ptx::passes::fences::select_sites;
+use gpuwmm::stats::{Rate, ZeroErrorBound};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &CheckArgs) -> Outcome {
-    let path = journal_path("check", &args.app, &args.env.to_string(), args);
+    let stop = given_stop(&args.stop);
+    let path = choose_journal(
+        "check",
+        &args.app,
+        args.env,
+        &args.journal,
+        &args.target.backend,
+        &|journal| check_unfinished(journal, stop),
+    )?;
     let spec = CheckSpec {
         app: &args.app,
         env: args.env,
         fences: &args.fences,
-        stop: given_stop(&args.stop),
+        stop,
         journal: &path,
         resume: args.journal.resume,
         target: &args.target,
@@ -32,14 +45,138 @@ pub fn run(args: &CheckArgs) -> Outcome {
     let stop = check.meta.stop;
     let tally = check.run(&mut executors, &mut |tally| update(&bar, &stop, tally))?;
     bar.finish_and_clear();
-    print_summary(&check.meta, &tally, &path);
-    write_chart(&check.meta, &path);
+    let confidence = record_confidence(&path, &tally);
+    let chart = write_chart(&check.meta, &path);
+    if args.json {
+        return print_json(&CheckDocument::new(&check.meta, &tally, &path, chart));
+    }
+    print_summary(&check.meta, &tally, &path, confidence.as_ref());
+    if let Some(chart) = chart {
+        println!("chart: {}", chart.display());
+    }
     Ok(())
 }
 
-/// Draws the running error rate of the whole journal next to it (`<journal>.svg`). The journal
-/// holds the results, so a chart that cannot be made is a warning, not a failed check.
-fn write_chart(meta: &CheckMeta, journal: &Path) {
+/// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`
+/// (removed there when the runs had an error, e.g. after a resume). The journal holds the
+/// results, so a sidecar that cannot be updated is a warning.
+pub fn record_confidence(journal: &Path, tally: &Tally) -> Option<ZeroErrorBound> {
+    let confidence = ZeroErrorBound::of(tally.runs, tally.errors());
+    if let Err(e) = set_meta_entry(journal, "confidence", &confidence) {
+        eprintln!(
+            "warning: the sidecar of {} has no confidence entry: {e}",
+            journal.display()
+        );
+    }
+    confidence
+}
+
+/// Prints `document` as pretty JSON on stdout (`--json`).
+pub fn print_json(document: &impl Serialize) -> Outcome {
+    println!("{}", serde_json::to_string_pretty(document)?);
+    Ok(())
+}
+
+/// `check --json`: the check's results as one document.
+#[derive(Debug, Serialize)]
+struct CheckDocument<'a> {
+    app: &'a str,
+    env: Environment,
+    /// `as-is`, `all`, `none`, or the site ids.
+    fences: String,
+    /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
+    backend: BackendName,
+    provenance: &'a str,
+    seed: u64,
+    stop: Stop,
+    runs: u64,
+    /// The runs' wall time, seconds.
+    elapsed_s: f64,
+    outcomes: Outcomes,
+    errors: u64,
+    /// Errors out of runs, with the 95% Wilson interval (`low`, `high`).
+    error_rate: Rate,
+    /// Whether the error rate is above 5% (the paper's threshold).
+    effective: bool,
+    /// With 0 errors: what the runs support about the error rate; else `null`.
+    confidence: Option<ZeroErrorBound>,
+    first_error: Option<FirstError>,
+    journal: &'a Path,
+    chart: Option<PathBuf>,
+}
+
+/// Runs per outcome.
+#[derive(Debug, Serialize)]
+struct Outcomes {
+    pass: u64,
+    fail: u64,
+    timeout: u64,
+    crash: u64,
+}
+
+impl Outcomes {
+    fn of(tally: &Tally) -> Outcomes {
+        use gpuwmm::check::Outcome::{Crash, Fail, Pass, Timeout};
+        Outcomes {
+            pass: tally.count(Pass),
+            fail: tally.count(Fail),
+            timeout: tally.count(Timeout),
+            crash: tally.count(Crash),
+        }
+    }
+}
+
+/// The first run that did not pass, and the command that replays it.
+#[derive(Debug, Serialize)]
+struct FirstError {
+    run: u64,
+    outcome: gpuwmm::check::Outcome,
+    reason: String,
+    replay: String,
+}
+
+impl<'a> CheckDocument<'a> {
+    fn new(
+        meta: &'a CheckMeta,
+        tally: &Tally,
+        journal: &'a Path,
+        chart: Option<PathBuf>,
+    ) -> CheckDocument<'a> {
+        let rate = tally.error_rate();
+        CheckDocument {
+            app: &meta.target.app,
+            env: meta.env,
+            fences: meta.fences.label(),
+            backend: meta.target.backend,
+            provenance: &meta.provenance,
+            seed: meta.seed,
+            stop: meta.stop,
+            runs: tally.runs,
+            elapsed_s: tally.elapsed_ms / 1e3,
+            outcomes: Outcomes::of(tally),
+            errors: tally.errors(),
+            error_rate: rate,
+            effective: rate.is_effective(),
+            confidence: ZeroErrorBound::of(tally.runs, tally.errors()),
+            first_error: tally
+                .first_error
+                .as_ref()
+                .map(|(run, outcome, reason)| FirstError {
+                    run: *run,
+                    outcome: *outcome,
+                    reason: reason.clone(),
+                    replay: format!("gpuwmm replay {} {run}", journal.display()),
+                }),
+            journal,
+            chart,
+        }
+    }
+}
+
+/// Draws the running error rate of the whole journal next to it (`<journal>.svg`) and returns
+/// its path. The journal holds the results, so a chart that cannot be made is a warning, not a
+/// failed check.
+fn write_chart(meta: &CheckMeta, journal: &Path) -> Option<PathBuf> {
     let chart_path = journal.with_extension("svg");
     let drawn = read_rows(journal)
         .map_err(anyhow::Error::from)
@@ -54,30 +191,94 @@ fn write_chart(meta: &CheckMeta, journal: &Path) {
         })
         .and_then(|svg| Ok(std::fs::write(&chart_path, svg)?));
     match drawn {
-        Ok(()) => println!("chart: {}", chart_path.display()),
-        Err(e) => eprintln!("warning: no chart at {}: {e:#}", chart_path.display()),
+        Ok(()) => Some(chart_path),
+        Err(e) => {
+            eprintln!("warning: no chart at {}: {e:#}", chart_path.display());
+            None
+        }
     }
 }
 
-/// `--journal`, or `results/<command>/<app>-<env>-<backend>-seed<seed>.csv`.
-pub fn journal_path(command: &str, app: &str, env: &str, args: &CheckArgs) -> PathBuf {
-    default_journal(command, app, env, &args.journal, &args.target.backend)
+/// The journal a command writes, or with `--resume` continues: `--journal` as given; else a new
+/// member of the default family ([`default_journal`], then `-2`, `-3`, … before `.csv`), or
+/// with `--resume` the newest member that `unfinished` accepts (the newest of all when every
+/// one is finished).
+pub fn choose_journal(
+    command: &str,
+    app: &str,
+    env: Environment,
+    journal: &JournalArgs,
+    backend: &BackendArgs,
+    unfinished: &dyn Fn(&Path) -> bool,
+) -> Result<PathBuf, Failure> {
+    if let Some(path) = &journal.journal {
+        return Ok(path.clone());
+    }
+    let base = default_journal(command, app, env, backend);
+    if !journal.resume {
+        return Ok(naming::fresh(&base));
+    }
+    let what = format!(
+        "default journals of {app} under {env}, {}, seed {}",
+        backend_name(backend.backend),
+        backend.seed
+    );
+    newest_to_resume(&base, &what, unfinished)?.ok_or_else(|| {
+        Failure::bad_input(anyhow::anyhow!(
+            "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --journal to \
+             name one",
+            base.display()
+        ))
+    })
 }
 
-/// The journal named by `journal`, or the default one for these arguments.
+/// `results/<command>/<app>-<env>-<backend>-seed<seed>.csv`: the first of its family.
 pub fn default_journal(
     command: &str,
     app: &str,
-    env: &str,
-    journal: &JournalArgs,
+    env: Environment,
     backend: &BackendArgs,
 ) -> PathBuf {
-    journal.journal.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "results/{command}/{app}-{env}-{}-seed{}.csv",
-            backend_name(backend.backend),
-            backend.seed
-        ))
+    PathBuf::from(format!(
+        "results/{command}/{app}-{env}-{}-seed{}.csv",
+        backend_name(backend.backend),
+        backend.seed
+    ))
+}
+
+/// For `--resume` without a name: the newest member of `base`'s family (`what`, in words) that
+/// is unfinished, else the newest one, saying on stderr which it took; `None` when the family
+/// has no member.
+pub fn newest_to_resume(
+    base: &Path,
+    what: &str,
+    unfinished: &dyn Fn(&Path) -> bool,
+) -> Result<Option<PathBuf>, Failure> {
+    let members = naming::members(base);
+    let Some(newest) = members.last() else {
+        return Ok(None);
+    };
+    let (chosen, which) = match members.iter().rev().find(|m| unfinished(m)) {
+        Some(member) => (member, "the newest unfinished"),
+        None => (newest, "every one is finished; the newest"),
+    };
+    eprintln!(
+        "--resume: continuing {} ({which} of {} {what})",
+        chosen.display(),
+        members.len()
+    );
+    Ok(Some(chosen.clone()))
+}
+
+/// Whether the check journaled at `path` has not reached its stop (`stop`, or the one it
+/// records). A journal whose rows cannot be read (e.g. one cut short) counts as unfinished, so
+/// that resuming it repairs it or says what is wrong; one without a check's sidecar does not.
+fn check_unfinished(path: &Path, stop: Option<Stop>) -> bool {
+    let Ok(meta) = read_meta::<CheckMeta>(path) else {
+        return false;
+    };
+    read_rows::<RunRecord>(path).map_or(true, |rows| {
+        !stop.unwrap_or(meta.stop).reached(&Tally::of(&rows))
     })
 }
 
@@ -354,7 +555,12 @@ fn update(bar: &ProgressBar, stop: &Stop, tally: &Tally) {
     ));
 }
 
-fn print_summary(meta: &CheckMeta, tally: &Tally, path: &Path) {
+fn print_summary(
+    meta: &CheckMeta,
+    tally: &Tally,
+    path: &Path,
+    confidence: Option<&ZeroErrorBound>,
+) {
     println!("{}", meta.provenance);
     println!(
         "app {} | env {} | fences {}",
@@ -377,6 +583,9 @@ fn print_summary(meta: &CheckMeta, tally: &Tally, path: &Path) {
             ""
         }
     );
+    if let Some(confidence) = confidence {
+        println!("confidence: {confidence}");
+    }
     if let Some((run, outcome, reason)) = &tally.first_error {
         println!("first error: run {run}, {outcome}: {reason}");
         println!("replay it with: gpuwmm replay {} {run}", path.display());

@@ -1,20 +1,24 @@
 //! `gpuwmm harden`: run the paper's empirical fence insertion on an app, journaling every run,
-//! and show the fences it keeps as source lines and a patch.
+//! and show the fences it keeps as source lines and a patch (or, with `--json`, one JSON
+//! document); what it came to is also recorded in the journal's sidecar.
 
-use super::check::{default_journal, now, refuse_another_journal};
+use super::check::{choose_journal, now, print_json, refuse_another_journal};
 use super::target::{executor, resolve};
 use super::{Failure, Outcome};
-use crate::cli::{HardenArgs, StableArgs};
+use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::driver::calibrate_stress;
-use gpuwmm::check::journal::read_rows;
+use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
-use gpuwmm::check::{BackendName, Executor, Fences, Journal, Stop, Target};
-use gpuwmm::harden::algorithm::Phase;
-use gpuwmm::harden::report::{fence_report, FenceReport};
+use gpuwmm::check::{BackendName, Executor, Fences, Journal, SimModel, Stop, Target};
+use gpuwmm::env::Environment;
+use gpuwmm::harden::algorithm::{Phase, Query};
+use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
-use gpuwmm::ptx::passes::fences::{own_fences, OwnFence};
+use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, OwnFence};
+use gpuwmm::stats::ZeroErrorBound;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -25,18 +29,18 @@ const GPU_STABLE_SECONDS: f64 = 3600.0;
 
 pub fn run(args: &HardenArgs) -> Outcome {
     let clock = Instant::now();
-    let env = args.env.to_string();
-    let path = default_journal(
+    let path = choose_journal(
         "harden",
         &args.app,
-        &env,
+        args.env,
         &args.journal,
         &args.target.backend,
-    );
+        &hardening_unfinished,
+    )?;
     let (mut journal, meta, done, mut executor) = open(&path, args)?;
     warn_about_own_fences(&meta.target)?;
     report_start(&meta, &path, done.len());
-    let mut printer = Printer::new();
+    let mut printer = Printer::new(args.json);
     let hardened = harden(executor.as_mut(), &mut journal, &meta, done, &mut |p| {
         printer.update(p)
     })?;
@@ -44,11 +48,191 @@ pub fn run(args: &HardenArgs) -> Outcome {
     let report = make_report(&meta, &hardened)?;
     let patch_path = path.with_extension("patch");
     std::fs::write(&patch_path, &report.patch)?;
-    print_fences(&meta, &report);
+    let files = (path.as_path(), patch_path.as_path());
+    let document = HardenDocument::new(&meta, &hardened, &report, &printer, files, clock);
+    record_result(&path, &document);
+    if args.json {
+        return print_json(&document);
+    }
+    print_fences(&meta, &hardened, &report);
+    print_kind_choices(&meta, &hardened, &path);
     print_original_fences(&meta)?;
     print_patch(&report, &patch_path);
-    print_summary(&meta, &hardened, clock, &path);
+    print_summary(&meta, &hardened, clock, &path, document.confidence.as_ref());
     Ok(())
+}
+
+/// Whether the hardening journaled at `path` has not ended: its sidecar has no `result` yet (see
+/// [`record_result`]). One whose sidecar cannot be read is not a hardening to resume.
+fn hardening_unfinished(path: &Path) -> bool {
+    matches!(
+        read_meta_entry::<serde_json::Value>(path, "result"),
+        Ok(None)
+    )
+}
+
+/// Adds to the journal's sidecar what the hardening came to: `result` (the `--json` document)
+/// and `confidence` (what the passing stability check supports, or none). The journal holds
+/// the results, so a sidecar that cannot be updated is a warning.
+fn record_result(journal: &Path, document: &HardenDocument) {
+    let written = set_meta_entry(journal, "result", document)
+        .and_then(|()| set_meta_entry(journal, "confidence", &document.confidence));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: the sidecar of {} has no result entry: {e}",
+            journal.display()
+        );
+    }
+}
+
+/// `harden --json`: the hardening's results as one document (also the sidecar's `result`).
+#[derive(Debug, Serialize)]
+struct HardenDocument<'a> {
+    app: &'a str,
+    env: Environment,
+    /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
+    backend: BackendName,
+    provenance: &'a str,
+    seed: u64,
+    /// The kind the search inserts; each fence says its own.
+    fence_kind: FenceKind,
+    candidate_sites: usize,
+    /// The final fences, by site id.
+    fences: Vec<FenceEntry>,
+    stable: bool,
+    /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
+    stability_check: Stop,
+    /// Runs of the stability check that passed with the final fences, or (not stable) of the
+    /// last one, which failed; `null` when none ran.
+    stability_runs: Option<u64>,
+    /// When stable: what the passing stability check's runs without an error support.
+    confidence: Option<ZeroErrorBound>,
+    rounds: u32,
+    final_iterations: u64,
+    queries: usize,
+    /// Every run of the search, those read from the journal included.
+    runs: u64,
+    runs_from_journal: u64,
+    errors_seen: u64,
+    /// This invocation's wall time up to the report, seconds.
+    wall_s: f64,
+    first_failure: Option<FirstFailure>,
+    journal: &'a Path,
+    /// The patch file; `null` when no fence goes into the source.
+    patch: Option<&'a Path>,
+}
+
+/// One final fence.
+#[derive(Debug, Serialize)]
+struct FenceEntry {
+    site: usize,
+    function: String,
+    /// The source file, relative to the working directory when under it (for a fence without a
+    /// line in the app's source, the file the PTX names, if any).
+    file: Option<String>,
+    /// The source line the fence goes after.
+    line: Option<usize>,
+    /// That line's text, trimmed.
+    source: Option<String>,
+    kind: FenceKind,
+    /// Whether the patch inserts it (a fence without a line in the app's source is left out).
+    in_patch: bool,
+}
+
+/// The journal's first run that did not pass, and the command that replays it.
+#[derive(Debug, Serialize)]
+struct FirstFailure {
+    query: usize,
+    run: u64,
+    outcome: gpuwmm::check::Outcome,
+    reason: String,
+    replay: String,
+}
+
+impl<'a> HardenDocument<'a> {
+    fn new(
+        meta: &'a HardenMeta,
+        hardened: &Hardened,
+        report: &FenceReport,
+        printer: &Printer,
+        (journal, patch): (&'a Path, &'a Path),
+        clock: Instant,
+    ) -> HardenDocument<'a> {
+        let i = &hardened.insertion;
+        let t = &hardened.totals;
+        let stability_runs = match i.stable {
+            true => printer.passed_stability,
+            false => printer.last_stability,
+        };
+        HardenDocument {
+            app: &meta.target.app,
+            env: meta.env,
+            backend: meta.target.backend,
+            provenance: &meta.provenance,
+            seed: meta.seed,
+            fence_kind: meta.target.fence_kind,
+            candidate_sites: meta.sites.len(),
+            fences: fence_entries(meta, hardened, report),
+            stable: i.stable,
+            stability_check: meta.stable,
+            stability_runs,
+            confidence: stability_runs
+                .filter(|_| i.stable)
+                .and_then(|runs| ZeroErrorBound::of(runs, 0)),
+            rounds: i.rounds,
+            final_iterations: i.final_iterations,
+            queries: i.queries,
+            runs: t.runs,
+            runs_from_journal: hardened.replayed,
+            errors_seen: t.errors(),
+            wall_s: clock.elapsed().as_secs_f64(),
+            first_failure: first_failure(journal).map(|row| FirstFailure {
+                replay: format!(
+                    "gpuwmm replay {} {} --query {}",
+                    journal.display(),
+                    row.run,
+                    row.query
+                ),
+                query: row.query,
+                run: row.run,
+                outcome: row.outcome,
+                reason: row.reason,
+            }),
+            journal,
+            patch: (!report.patch.is_empty()).then_some(patch),
+        }
+    }
+}
+
+/// The final fences, placed in the source or not, by site id.
+fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -> Vec<FenceEntry> {
+    let kind_of = |id: usize| {
+        let choice = hardened.kinds.iter().find(|c| c.site == id);
+        choice.map_or(meta.target.fence_kind, |c| c.kind)
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let file = shown_path(&report.root.join(&report.path).to_string_lossy(), &cwd);
+    let placed = report.placed.iter().map(|f| FenceEntry {
+        site: f.site.id,
+        function: f.site.function.clone(),
+        file: Some(file.clone()),
+        line: Some(f.line),
+        source: Some(f.text.clone()),
+        kind: f.kind,
+        in_patch: true,
+    });
+    let unplaced = report.unplaced.iter().map(|s| FenceEntry {
+        site: s.id,
+        function: s.function.clone(),
+        file: s.file.clone(),
+        line: s.line.map(|l| l as usize),
+        source: None,
+        kind: kind_of(s.id),
+        in_patch: false,
+    });
+    let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
+    entries.sort_by_key(|e| e.site);
+    entries
 }
 
 type Opened = (
@@ -104,9 +288,11 @@ fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
     if let Some(e) = &calibration_error {
         eprintln!("warning: stress calibration failed ({e}); using {stress_iterations} iterations");
     }
+    let minimise_kinds = minimise_kinds(args.minimise_kind, &resolved.target);
     let meta = HardenMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
+        minimise_kinds,
         stable: stable_stop(&args.stable, &resolved.target),
         target: resolved.target,
         env: args.env,
@@ -122,6 +308,17 @@ fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
     };
     let journal = Journal::create(path, &meta).map_err(Failure::bad_input)?;
     Ok((journal, meta, Vec::new(), executor))
+}
+
+/// Whether to weaken kept fences: `auto` does where fence kinds can differ in effect.
+fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
+    match choice {
+        MinimiseKind::On => true,
+        MinimiseKind::Off => false,
+        MinimiseKind::Auto => {
+            target.backend != BackendName::Sim || target.sim_model == SimModel::Ptx
+        }
+    }
 }
 
 /// The stability check asked for, else 10,000 runs on the simulator and an hour on a GPU.
@@ -212,14 +409,21 @@ fn report_start(meta: &HardenMeta, path: &Path, done: usize) {
     );
 }
 
-/// One line per answered query, and a bar for the query being run.
+/// One line per answered query (on stderr with `--json`), and a bar for the query being run;
+/// remembers the stability checks' run counts.
 struct Printer {
     bar: ProgressBar,
     current: Option<usize>,
+    to_stderr: bool,
+    /// Runs of the last stability check that passed: the final fences' (a later change is kept
+    /// only after a stability check of its own passed).
+    passed_stability: Option<u64>,
+    /// Runs of the last stability check.
+    last_stability: Option<u64>,
 }
 
 impl Printer {
-    fn new() -> Printer {
+    fn new(to_stderr: bool) -> Printer {
         let bar = ProgressBar::new(1);
         bar.set_style(
             ProgressStyle::with_template(
@@ -227,7 +431,13 @@ impl Printer {
             )
             .expect("valid template"),
         );
-        Printer { bar, current: None }
+        Printer {
+            bar,
+            current: None,
+            to_stderr,
+            passed_stability: None,
+            last_stability: None,
+        }
     }
 
     fn update(&mut self, p: &QueryProgress) {
@@ -248,7 +458,17 @@ impl Printer {
         self.bar.set_position(position);
         if let Some(answer) = p.answer {
             let line = format!("{} -> {}", query_text(p), answer_text(p, answer));
-            self.bar.suspend(|| println!("{line}"));
+            match self.to_stderr {
+                true => self.bar.suspend(|| eprintln!("{line}")),
+                false => self.bar.suspend(|| println!("{line}")),
+            }
+            // A query without `I` runs to the hardening's stability stop.
+            if p.query.iterations.is_none() {
+                self.last_stability = Some(p.tally.runs);
+                if answer {
+                    self.passed_stability = Some(p.tally.runs);
+                }
+            }
         }
     }
 }
@@ -261,9 +481,22 @@ fn query_text(p: &QueryProgress) -> String {
         q.round,
         q.phase,
         q.index,
-        braces(&q.fences),
+        kinded_braces(q),
         p.stop
     )
+}
+
+/// The query's fences in braces, each site with `@kind` where its kind is not the hardening's.
+fn kinded_braces(q: &Query) -> String {
+    let ids: Vec<String> = q
+        .fences
+        .iter()
+        .map(|id| match q.kinds.get(id) {
+            Some(kind) => format!("{id}@{kind}"),
+            None => id.to_string(),
+        })
+        .collect();
+    format!("{{{}}}", ids.join(" "))
 }
 
 /// `{0 2}`, or `{}` for no fence.
@@ -274,12 +507,13 @@ fn braces(fences: &[usize]) -> String {
 
 /// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
 fn answer_text(p: &QueryProgress, answer: bool) -> String {
-    let stable = p.query.phase == Phase::Stable;
-    let mut text = match (stable, answer) {
-        (false, true) => "removed".to_string(),
-        (true, true) => "stable".to_string(),
-        (false, false) => format!("needed ({})", first_error(p)),
-        (true, false) => format!("not stable ({})", first_error(p)),
+    let mut text = match (p.query.phase, answer) {
+        (Phase::Kind, true) => "passes".to_string(),
+        (Phase::Kind, false) => format!("fails ({})", first_error(p)),
+        (Phase::Stable, true) => "stable".to_string(),
+        (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
+        (_, true) => "removed".to_string(),
+        (_, false) => format!("needed ({})", first_error(p)),
     };
     if p.replayed > 0 {
         text.push_str(&format!(" [{} runs from the journal]", p.replayed));
@@ -301,14 +535,24 @@ fn first_error(p: &QueryProgress) -> String {
 fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Failure> {
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
-    let report = fence_report(
-        &hardened.insertion.fences,
+    let base = meta.target.fence_kind;
+    let kind_of = |id: usize| {
+        let choice = hardened.kinds.iter().find(|c| c.site == id);
+        choice.map_or(base, |c| c.kind)
+    };
+    let chosen: Vec<(usize, FenceKind)> = hardened
+        .insertion
+        .fences
+        .iter()
+        .map(|&id| (id, kind_of(id)))
+        .collect();
+    Ok(kinded_fence_report(
+        &chosen,
         &meta.sites,
         app.source(),
-        meta.target.fence_kind,
+        base,
         &cwd,
-    )?;
-    Ok(report)
+    )?)
 }
 
 /// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
@@ -327,17 +571,28 @@ fn cwd_as_spelled_in(path: &Path, cwd: &Path) -> PathBuf {
     }
 }
 
-fn print_fences(meta: &HardenMeta, report: &FenceReport) {
+fn print_fences(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) {
     let count = report.placed.len() + report.unplaced.len();
-    println!(
-        "\nfinal fences: {count} ({}, in CUDA `{}`)",
-        meta.target.fence_kind, report.statement
-    );
-    for fence in &report.placed {
+    if hardened.kinds.is_empty() {
         println!(
-            "  #{:<3} {}:{}  [{}]  {}",
+            "\nfinal fences: {count} ({}, in CUDA `{}`)",
+            meta.target.fence_kind, report.statement
+        );
+    } else {
+        println!("\nfinal fences: {count}, each of the weakest kind that passed");
+    }
+    for fence in &report.placed {
+        let kind = match hardened.kinds.is_empty() {
+            true => String::new(),
+            false => format!("{}  ", fence.kind),
+        };
+        println!(
+            "  #{:<3} {}:{}  [{}]  {kind}{}",
             fence.site.id, report.path, fence.line, fence.site.function, fence.text
         );
+    }
+    for header in &report.headers {
+        println!("  the patch needs `#include {header}` in the source");
     }
     for site in &report.unplaced {
         println!(
@@ -362,7 +617,13 @@ fn print_patch(report: &FenceReport, patch_path: &Path) {
     print!("{}", report.patch);
 }
 
-fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &Path) {
+fn print_summary(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    clock: Instant,
+    path: &Path,
+    confidence: Option<&ZeroErrorBound>,
+) {
     let i = &hardened.insertion;
     let t = &hardened.totals;
     println!("\nsummary");
@@ -376,6 +637,12 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
         "  rounds {}, final I {}, queries {}",
         i.rounds, i.final_iterations, i.queries
     );
+    if hardened.kind_queries > 0 {
+        println!(
+            "  kinds: {} more queries, trying each fence's weaker kinds",
+            hardened.kind_queries
+        );
+    }
     println!(
         "  runs {} ({} from the journal), failures seen {}",
         t.runs,
@@ -392,6 +659,9 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
         if i.stable { "yes" } else { "no" },
         meta.stable
     );
+    if let Some(confidence) = confidence {
+        println!("  confidence: {confidence}");
+    }
     // The provenance line says when the results are the simulator's.
     println!("  {}", meta.provenance);
     println!("  journal: {}", path.display());
@@ -404,6 +674,38 @@ fn print_summary(meta: &HardenMeta, hardened: &Hardened, clock: Instant, path: &
             row.run,
             row.query
         );
+    }
+}
+
+/// Per kept fence, the kind kept and why each weaker kind tried was not (with the command that
+/// replays the run that refuted it).
+fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) {
+    if hardened.kinds.is_empty() {
+        return;
+    }
+    let rows: Vec<HardenRow> = read_rows(journal).unwrap_or_default();
+    println!(
+        "\nfence kinds (from {}, weaker kinds tried in the order {}):",
+        meta.target.fence_kind,
+        FenceKind::WEAKENING.map(|k| k.to_string()).join(", ")
+    );
+    for choice in &hardened.kinds {
+        println!("  #{:<3} keeps {}", choice.site, choice.kind);
+        for (kind, query) in &choice.rejected {
+            let failed = rows
+                .iter()
+                .find(|r| r.query == *query && r.outcome.is_error());
+            match failed {
+                Some(r) => println!(
+                    "        {kind} failed (query #{query} run {}: {}); replay: gpuwmm replay {} {} --query {query}",
+                    r.run,
+                    r.outcome,
+                    journal.display(),
+                    r.run
+                ),
+                None => println!("        {kind} failed (query #{query})"),
+            }
+        }
     }
 }
 

@@ -7,8 +7,9 @@ use crate::cli::TuneArgs;
 use anyhow::{anyhow, Context};
 use gpuwmm::backend::select::provenance;
 use gpuwmm::backend::{BackendKind, DeviceInfo};
-use gpuwmm::check::journal::Journal;
+use gpuwmm::check::journal::{read_meta, Journal};
 use gpuwmm::litmus::LitmusShape;
+use gpuwmm::naming;
 use gpuwmm::profile::{self, Provenance, StressProfile};
 use gpuwmm::ptx::passes::stress::{parse_sequence, sequence_to_string};
 use gpuwmm::tune::runner::{BackendRunner, RunnerSettings};
@@ -24,6 +25,8 @@ const SIM_STRESS_ITERATIONS: u32 = 16;
 const GPU_STRESS_ITERATIONS: u32 = 1000;
 /// The deadline of one launch: a litmus launch takes microseconds.
 const LAUNCH_DEADLINE: Duration = Duration::from_secs(30);
+/// Where default out folders go: `<chip>-<date>`, then `-2`, `-3`, ….
+const TUNE_DIR: &str = "results/tune";
 
 /// The sidecar of a tuning journal: what its rows are measurements of. A resume must match it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,10 +52,7 @@ pub fn run(args: &TuneArgs) -> Outcome {
     let info = opened.backend.info().clone();
     let chip = profile::chip_of(&info);
     let meta = meta(args, &info, &chip, provenance(opened.backend.as_ref()));
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/tune/{chip}-{}", &meta.started[..10])));
+    let out = tune_out(args, &meta)?;
     let profile_path = args
         .profile_out
         .clone()
@@ -138,6 +138,75 @@ fn meta(args: &TuneArgs, info: &DeviceInfo, chip: &str, provenance: String) -> T
     }
 }
 
+/// `--out`; else a new folder of the default family (`results/tune/<chip>-<date>`, then `-2`,
+/// `-3`, …), or with `--resume` the newest unfinished tuning under `results/tune/` (without
+/// `summary.md`) that records the settings `asked` for, else the newest such.
+fn tune_out(args: &TuneArgs, asked: &TuneMeta) -> Result<PathBuf, Failure> {
+    if let Some(out) = &args.out {
+        return Ok(out.clone());
+    }
+    let dir = Path::new(TUNE_DIR);
+    if !args.resume {
+        let base = dir.join(format!("{}-{}", asked.chip, &asked.started[..10]));
+        return Ok(naming::fresh(&base));
+    }
+    let tunings = same_tunings(dir, asked);
+    let unfinished = tunings
+        .iter()
+        .rev()
+        .find(|out| !out.join("summary.md").exists());
+    let (chosen, which) = match (unfinished, tunings.last()) {
+        (Some(out), _) => (out, "the newest unfinished"),
+        (None, Some(out)) => (out, "every one is finished; the newest"),
+        (None, None) => {
+            return Err(Failure::bad_input(anyhow!(
+                "nothing to resume: no tuning of {} with seed {} and these budgets under {}; \
+                 pass --out to name one",
+                asked.chip,
+                asked.seed,
+                dir.display()
+            )))
+        }
+    };
+    eprintln!(
+        "--resume: continuing {} ({which} of {} tunings of {} with these settings under {})",
+        chosen.display(),
+        tunings.len(),
+        asked.chip,
+        dir.display()
+    );
+    Ok(chosen.clone())
+}
+
+/// The folders in `dir` holding a tuning with the settings `asked` for, oldest first.
+fn same_tunings(dir: &Path, asked: &TuneMeta) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter_map(|out| {
+            let recorded: TuneMeta = read_meta(&out.join("tune.csv")).ok()?;
+            same_tuning(&recorded, asked).then_some((recorded.started, out))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, out)| out).collect()
+}
+
+/// Whether a recorded tuning measures what `asked` describes (when and by which build and
+/// device it started aside).
+fn same_tuning(recorded: &TuneMeta, asked: &TuneMeta) -> bool {
+    let asked = TuneMeta {
+        started: recorded.started.clone(),
+        tool_version: recorded.tool_version.clone(),
+        provenance: recorded.provenance.clone(),
+        ..asked.clone()
+    };
+    asked == *recorded
+}
+
 fn refuse_to_overwrite(path: &Path, force: bool) -> Result<(), Failure> {
     if path.exists() && !force {
         return Err(Failure::bad_input(anyhow!(
@@ -161,13 +230,7 @@ fn open_journal(
     }
     let (journal, recorded, rows): (_, TuneMeta, _) =
         Journal::resume(path).map_err(Failure::bad_input)?;
-    let asked = TuneMeta {
-        started: recorded.started.clone(),
-        tool_version: recorded.tool_version.clone(),
-        provenance: recorded.provenance.clone(),
-        ..meta
-    };
-    if asked != recorded {
+    if !same_tuning(&recorded, &meta) {
         return Err(Failure::bad_input(anyhow!(
             "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {:?}, \
              instances {}, block threads {}, max threads {}, stress iterations {}); give the \

@@ -21,7 +21,9 @@
 //! [`Query`]s in the same order, numbered by [`Query::index`], so a journal of answers keyed by
 //! index can replay an interrupted search up to where it stopped.
 
+use crate::ptx::passes::fences::FenceKind;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use thiserror::Error;
@@ -42,6 +44,8 @@ pub enum Phase {
     Linear,
     /// `EmpiricallyStable`.
     Stable,
+    /// Beyond the paper: whether a kept fence may be of a weaker kind ([`minimise_kinds`]).
+    Kind,
 }
 
 impl Phase {
@@ -50,6 +54,7 @@ impl Phase {
             Phase::Binary => "binary",
             Phase::Linear => "linear",
             Phase::Stable => "stable",
+            Phase::Kind => "kind",
         }
     }
 }
@@ -62,14 +67,14 @@ impl fmt::Display for Phase {
 
 /// A phase name that is not `binary`, `linear` or `stable`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown phase '{0}': expected 'binary', 'linear' or 'stable'")]
+#[error("unknown phase '{0}': expected 'binary', 'linear', 'stable' or 'kind'")]
 pub struct ParsePhaseError(pub String);
 
 impl FromStr for Phase {
     type Err = ParsePhaseError;
 
     fn from_str(s: &str) -> Result<Phase, ParsePhaseError> {
-        [Phase::Binary, Phase::Linear, Phase::Stable]
+        [Phase::Binary, Phase::Linear, Phase::Stable, Phase::Kind]
             .into_iter()
             .find(|phase| phase.name() == s)
             .ok_or_else(|| ParsePhaseError(s.to_string()))
@@ -90,6 +95,10 @@ pub struct Query {
     pub iterations: Option<u64>,
     /// The fences to run with.
     pub fences: FenceSet,
+    /// Sites whose fence is of another kind than the hardening's (only [`Phase::Kind`] asks
+    /// with some); absent in journals written before kinds were minimised.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<usize, FenceKind>,
 }
 
 /// Answers [`Query`]s: `Ok(true)` iff no error was observed.
@@ -166,6 +175,76 @@ pub fn empirical_fence_insertion<C: FenceChecker>(
     }
 }
 
+/// What [`minimise_kinds`] decided for one kept fence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindChoice {
+    pub site: usize,
+    /// The weakest kind that passed (the hardening's own kind when none weaker did).
+    pub kind: FenceKind,
+    /// Weaker kinds that failed, each with the index of the query whose runs refuted it.
+    pub rejected: Vec<(FenceKind, usize)>,
+}
+
+/// Beyond the paper: the weakest fence that suffices. For each kept fence in turn (by site id),
+/// tries the kinds of [`FenceKind::WEAKENING`] weaker than its current kind, in that order, with
+/// every other fence as chosen so far. A kind is kept when `I` runs (the last round's) and then
+/// the stability check pass with it; a failure of either rejects it. The queries continue
+/// `context`'s numbering, in phase [`Phase::Kind`], so a journal replays them like the rest.
+pub fn minimise_kinds<C: FenceChecker>(
+    checker: &mut C,
+    fences: &[usize],
+    base: FenceKind,
+    context: &mut Context,
+) -> Result<Vec<KindChoice>, C::Error> {
+    let mut kinds: BTreeMap<usize, FenceKind> = BTreeMap::new();
+    let mut choices = Vec::new();
+    for &site in fences {
+        let mut choice = KindChoice {
+            site,
+            kind: base,
+            rejected: Vec::new(),
+        };
+        for candidate in FenceKind::WEAKENING {
+            if !candidate.is_weaker_than(choice.kind) {
+                continue;
+            }
+            let mut trial = kinds.clone();
+            trial.insert(site, candidate);
+            let iterations = Some(context.iterations);
+            let quick = ask_kinds(checker, context, fences, &trial, iterations)?;
+            let passed = quick.0 && ask_kinds(checker, context, fences, &trial, None)?.0;
+            if passed {
+                choice.kind = candidate;
+                kinds = trial;
+            } else {
+                choice.rejected.push((candidate, context.next_index - 1));
+            }
+        }
+        choices.push(choice);
+    }
+    Ok(choices)
+}
+
+/// Asks a [`Phase::Kind`] query; returns its answer (and the index it had).
+fn ask_kinds<C: FenceChecker>(
+    checker: &mut C,
+    context: &mut Context,
+    fences: &[usize],
+    kinds: &BTreeMap<usize, FenceKind>,
+    iterations: Option<u64>,
+) -> Result<(bool, usize), C::Error> {
+    let query = Query {
+        index: context.next_index,
+        phase: Phase::Kind,
+        round: context.round,
+        iterations,
+        fences: fences.to_vec(),
+        kinds: kinds.clone(),
+    };
+    context.next_index += 1;
+    Ok((checker.check(&query)?, query.index))
+}
+
 /// `BinaryReduction`: while more than one fence is left, drop the first half (by location) if
 /// the rest suffices, else the second half if the rest suffices, else stop.
 ///
@@ -223,6 +302,7 @@ fn ask<C: FenceChecker>(
         round: context.round,
         iterations: (phase != Phase::Stable).then_some(context.iterations),
         fences: fences.to_vec(),
+        kinds: BTreeMap::new(),
     };
     context.next_index += 1;
     checker.check(&query)
@@ -292,6 +372,7 @@ mod tests {
             round,
             iterations,
             fences: fences.to_vec(),
+            kinds: BTreeMap::new(),
         }
     }
 
@@ -548,5 +629,74 @@ mod tests {
         let expected = r#"{"index":3,"phase":"stable","round":1,"iterations":null,"fences":[4,5]}"#;
         assert_eq!(json, expected);
         assert_eq!(serde_json::from_str::<Query>(&json).unwrap(), q);
+    }
+
+    /// An oracle for kinds: site 1 needs gpu scope (it talks across blocks) but not sequential
+    /// consistency; site 2 is satisfied by any fence.
+    fn kinds_oracle(query: &Query) -> bool {
+        let kind = |site| query.kinds.get(&site).copied().unwrap_or(FenceKind::ScGpu);
+        !matches!(kind(1), FenceKind::MembarCta | FenceKind::AcqRelCta)
+    }
+
+    #[test]
+    fn kinds_weaken_to_the_weakest_that_passes_in_the_documented_order() {
+        let mut mock = Mock::new(kinds_oracle);
+        let mut context = Context {
+            round: 1,
+            iterations: 64,
+            next_index: 10,
+        };
+        let Ok(choices) = minimise_kinds(&mut mock, &[1, 2], FenceKind::ScGpu, &mut context);
+        assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
+        // membar.cta is not weaker than fence.acq_rel.gpu, so only fence.acq_rel.cta is tried.
+        assert_eq!(choices[0].rejected, vec![(FenceKind::AcqRelCta, 12)]);
+        assert_eq!(choices[1].kind, FenceKind::AcqRelCta);
+        assert!(choices[1].rejected.is_empty());
+        // Each accepted kind costs `I` runs and a stability check; a rejected one its `I` runs.
+        let asked: Vec<(usize, Option<u64>)> = mock
+            .queries
+            .iter()
+            .map(|q| (q.index, q.iterations))
+            .collect();
+        assert_eq!(
+            asked,
+            vec![
+                (10, Some(64)),
+                (11, None),
+                (12, Some(64)),
+                (13, Some(64)),
+                (14, None),
+                (15, Some(64)),
+                (16, None)
+            ]
+        );
+        assert!(mock
+            .queries
+            .iter()
+            .all(|q| q.phase == Phase::Kind && q.round == 1));
+        // Site 2's trials keep site 1 at the kind it settled on.
+        assert_eq!(mock.queries[3].kinds.get(&1), Some(&FenceKind::AcqRelGpu));
+        assert_eq!(context.next_index, 17);
+    }
+
+    #[test]
+    fn a_fence_that_needs_sequential_consistency_keeps_its_kind() {
+        let mut mock = Mock::new(|q: &Query| q.kinds.is_empty());
+        let mut context = context(0);
+        let Ok(choices) = minimise_kinds(&mut mock, &[3], FenceKind::MembarGl, &mut context);
+        assert_eq!(choices[0].kind, FenceKind::MembarGl);
+        let tried: Vec<FenceKind> = choices[0].rejected.iter().map(|r| r.0).collect();
+        assert_eq!(tried, FenceKind::WEAKENING.to_vec());
+    }
+
+    #[test]
+    fn fence_kinds_are_ordered_by_scope_and_strength() {
+        use FenceKind::*;
+        assert!(AcqRelGpu.is_weaker_than(ScGpu));
+        assert!(MembarCta.is_weaker_than(ScGpu));
+        assert!(AcqRelCta.is_weaker_than(AcqRelGpu) && AcqRelCta.is_weaker_than(MembarCta));
+        assert!(!MembarCta.is_weaker_than(AcqRelGpu) && !AcqRelGpu.is_weaker_than(MembarCta));
+        assert!(!MembarGl.is_weaker_than(ScGpu) && !ScGpu.is_weaker_than(MembarGl));
+        assert!(ScGpu.is_weaker_than(ScSys));
     }
 }

@@ -52,8 +52,15 @@ pub fn insert_after_lines(
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let plan = Plan::new(text, lines, statement)?;
-    let mut out = String::with_capacity(text.len() + plan.after.len() * (statement.len() + 8));
+    let insertions: Vec<(usize, &str)> = lines.iter().map(|&l| (l, statement)).collect();
+    insert_statements(text, &insertions)
+}
+
+/// `text` with each `(line, statement)` inserted after its line (1-based), indented like it;
+/// where two statements go after the same line, the first given is kept.
+pub fn insert_statements(text: &str, insertions: &[(usize, &str)]) -> Result<String, PatchError> {
+    let plan = Plan::new(text, insertions)?;
+    let mut out = String::with_capacity(text.len() + plan.after.len() * 96);
     for (index, line) in plan.lines.iter().enumerate() {
         out.push_str(line.content);
         match plan.inserted_after(index + 1) {
@@ -79,7 +86,17 @@ pub fn insertion_diff(
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let plan = Plan::new(old, lines, statement)?;
+    let insertions: Vec<(usize, &str)> = lines.iter().map(|&l| (l, statement)).collect();
+    statements_diff(path, old, &insertions)
+}
+
+/// A unified diff, for `path`, from `old` to [`insert_statements`]`(old, insertions)`.
+pub fn statements_diff(
+    path: &str,
+    old: &str,
+    insertions: &[(usize, &str)],
+) -> Result<String, PatchError> {
+    let plan = Plan::new(old, insertions)?;
     if plan.after.is_empty() {
         return Ok(String::new());
     }
@@ -153,27 +170,31 @@ struct Plan<'a> {
     lines: Vec<Line<'a>>,
     /// 1-based old lines followed by an insertion, sorted, without duplicates.
     after: Vec<usize>,
-    statement: &'a str,
+    /// The statement inserted after each of `after`.
+    statements: Vec<&'a str>,
     /// The ending given to a last line that had none: the file's first line ending, else `\n`.
     default_ending: &'a str,
 }
 
 impl<'a> Plan<'a> {
-    fn new(text: &'a str, after: &[usize], statement: &'a str) -> Result<Plan<'a>, PatchError> {
-        if statement.contains(['\n', '\r']) {
+    fn new(text: &'a str, insertions: &[(usize, &'a str)]) -> Result<Plan<'a>, PatchError> {
+        if insertions.iter().any(|(_, s)| s.contains(['\n', '\r'])) {
             return Err(PatchError::StatementNotOneLine);
         }
         let lines = split_lines(text);
-        if let Some(&line) = after.iter().find(|&&l| l == 0 || l > lines.len()) {
+        if let Some(&(line, _)) = insertions.iter().find(|&&(l, _)| l == 0 || l > lines.len()) {
             let lines = lines.len();
             return Err(PatchError::LineOutOfRange { line, lines });
         }
-        let mut after: Vec<usize> = after
+        let mut placed: Vec<(usize, usize, &'a str)> = insertions
             .iter()
-            .map(|&l| statement_position(&lines, l))
+            .enumerate()
+            .map(|(order, &(l, s))| (statement_position(&lines, l), order, s))
             .collect();
-        after.sort_unstable();
-        after.dedup();
+        placed.sort_unstable();
+        placed.dedup_by_key(|p| p.0);
+        let after = placed.iter().map(|p| p.0).collect();
+        let statements = placed.iter().map(|p| p.2).collect();
         let default_ending = lines
             .iter()
             .map(|line| line.ending)
@@ -182,16 +203,16 @@ impl<'a> Plan<'a> {
         Ok(Plan {
             lines,
             after,
-            statement,
+            statements,
             default_ending,
         })
     }
 
     /// The line inserted after old line `number`, without its ending, if there is one.
     fn inserted_after(&self, number: usize) -> Option<String> {
-        self.after.binary_search(&number).ok()?;
+        let i = self.after.binary_search(&number).ok()?;
         let indent = indentation(self.lines[number - 1].content);
-        Some(format!("{indent}{}", self.statement))
+        Some(format!("{indent}{}", self.statements[i]))
     }
 
     /// The ending `line` gets when a line is inserted after it.

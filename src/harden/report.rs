@@ -5,7 +5,7 @@
 //! Everything here is pure: the caller passes the source text and the directory paths are shown
 //! relative to, so that the report can be tested without a compiler or a file system.
 
-use super::patch::{insertion_diff, PatchError};
+use super::patch::{statements_diff, PatchError};
 use super::run::SiteSummary;
 use crate::apps::KernelSource;
 use crate::ptx::passes::fences::FenceKind;
@@ -21,19 +21,35 @@ pub enum ReportError {
     Patch(#[from] PatchError),
 }
 
-/// The CUDA statement whose PTX is a fence of `kind`.
+/// The CUDA statement whose PTX is a fence of `kind` (NVRTC compiles `__threadfence()` to
+/// `fence.sc.gpu`, `__threadfence_block()` to `fence.sc.cta`; the release/acquire fences need
+/// libcu++, see [`fence_header`]).
 pub fn fence_statement(kind: FenceKind) -> &'static str {
     match kind {
-        FenceKind::ScGpu | FenceKind::MembarGl | FenceKind::AcqRelGpu => "__threadfence();",
+        FenceKind::ScGpu | FenceKind::MembarGl => "__threadfence();",
         FenceKind::MembarCta => "__threadfence_block();",
         FenceKind::ScSys => "__threadfence_system();",
+        FenceKind::AcqRelGpu => {
+            "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);"
+        }
+        FenceKind::AcqRelCta => {
+            "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_block);"
+        }
     }
+}
+
+/// The header a fence statement needs, if any.
+pub fn fence_header(kind: FenceKind) -> Option<&'static str> {
+    matches!(kind, FenceKind::AcqRelGpu | FenceKind::AcqRelCta).then_some("<cuda/atomic>")
 }
 
 /// A chosen fence that goes after a line of the app's source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacedFence {
     pub site: SiteSummary,
+    /// The fence's kind, and the CUDA statement that is it.
+    pub kind: FenceKind,
+    pub statement: &'static str,
     /// The 1-based source line the fence goes after.
     pub line: usize,
     /// That line's text, trimmed.
@@ -43,8 +59,10 @@ pub struct PlacedFence {
 /// The chosen fences as source changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceReport {
-    /// The statement inserted after each placed fence's line.
+    /// The statement of the hardening's fence kind.
     pub statement: &'static str,
+    /// Headers the inserted statements need (`#include` them), if any.
+    pub headers: Vec<&'static str>,
     /// The source path as the diff names it (`a/<path>`).
     pub path: String,
     /// The directory the diff applies in (with `git apply` or `patch -p1`).
@@ -57,8 +75,8 @@ pub struct FenceReport {
     pub patch: String,
 }
 
-/// The report for the fences `chosen` among `sites`, in `source`, with paths relative to `cwd`
-/// when the source lies under it.
+/// The report for the fences `chosen` among `sites`, all of `kind`, in `source`, with paths
+/// relative to `cwd` when the source lies under it.
 pub fn fence_report(
     chosen: &[usize],
     sites: &[SiteSummary],
@@ -66,25 +84,42 @@ pub fn fence_report(
     kind: FenceKind,
     cwd: &Path,
 ) -> Result<FenceReport, ReportError> {
+    let kinded: Vec<(usize, FenceKind)> = chosen.iter().map(|&id| (id, kind)).collect();
+    kinded_fence_report(&kinded, sites, source, kind, cwd)
+}
+
+/// [`fence_report`] with a kind per fence (`base` is the hardening's own kind).
+pub fn kinded_fence_report(
+    chosen: &[(usize, FenceKind)],
+    sites: &[SiteSummary],
+    source: &KernelSource,
+    base: FenceKind,
+    cwd: &Path,
+) -> Result<FenceReport, ReportError> {
     let lines: Vec<&str> = source.text.lines().collect();
     let mut placed = Vec::new();
     let mut unplaced = Vec::new();
-    for &id in chosen {
+    for &(id, kind) in chosen {
         let site = sites
             .iter()
             .find(|s| s.id == id)
             .ok_or(ReportError::UnknownSite(id))?;
-        match place(site, source, &lines) {
+        match place(site, kind, source, &lines) {
             Some(fence) => placed.push(fence),
             None => unplaced.push(site.clone()),
         }
     }
     let (root, path) = diff_path(&source.path, cwd);
-    let statement = fence_statement(kind);
-    let after: Vec<usize> = placed.iter().map(|f| f.line).collect();
-    let patch = insertion_diff(&path, &source.text, &after, statement)?;
+    let insertions: Vec<(usize, &str)> = placed.iter().map(|f| (f.line, f.statement)).collect();
+    let patch = statements_diff(&path, &source.text, &insertions)?;
+    let mut headers: Vec<&'static str> = chosen
+        .iter()
+        .filter_map(|&(_, k)| fence_header(k))
+        .collect();
+    headers.dedup();
     Ok(FenceReport {
-        statement,
+        statement: fence_statement(base),
+        headers,
         path,
         root,
         placed,
@@ -94,18 +129,32 @@ pub fn fence_report(
 }
 
 /// `site` placed after its line of `source`, if it has one there.
-fn place(site: &SiteSummary, source: &KernelSource, lines: &[&str]) -> Option<PlacedFence> {
+fn place(
+    site: &SiteSummary,
+    kind: FenceKind,
+    source: &KernelSource,
+    lines: &[&str],
+) -> Option<PlacedFence> {
     let file = site.file.as_deref()?;
     let line = site.line? as usize;
-    if Path::new(file) != source.path || line == 0 {
+    if !same_file(Path::new(file), &source.path) || line == 0 {
         return None;
     }
     let text = lines.get(line - 1)?.trim().to_string();
     Some(PlacedFence {
         site: site.clone(),
+        kind,
+        statement: fence_statement(kind),
         line,
         text,
     })
+}
+
+/// Whether two spellings name the same source: equal, or one relative and the other ending in
+/// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
+/// absolutely).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || (b.is_relative() && a.ends_with(b)) || (a.is_relative() && b.ends_with(a))
 }
 
 /// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
@@ -166,15 +215,57 @@ mod tests {
     }
 
     #[test]
+    fn a_relative_source_path_matches_the_absolute_one_nvrtc_records() {
+        let relative = KernelSource {
+            path: PathBuf::from("apps/k/kernel.cu"),
+            text: TEXT.to_string(),
+        };
+        let report = fence_report(
+            &[0],
+            &sites(),
+            &relative,
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        assert_eq!(report.placed.len(), 1);
+        assert!(report.unplaced.is_empty());
+    }
+
+    #[test]
+    fn release_acquire_fences_are_written_with_libcudacxx_and_name_its_header() {
+        let report = kinded_fence_report(
+            &[(0, FenceKind::AcqRelCta), (1, FenceKind::ScGpu)],
+            &sites(),
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        assert_eq!(report.headers, vec!["<cuda/atomic>"]);
+        assert!(report.patch.contains(
+            "+  cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_block);"
+        ));
+        assert!(report.patch.contains("+  __threadfence();"));
+    }
+
+    #[test]
     fn statements_follow_the_fence_kind() {
         assert_eq!(fence_statement(FenceKind::ScGpu), "__threadfence();");
         assert_eq!(fence_statement(FenceKind::MembarGl), "__threadfence();");
-        assert_eq!(fence_statement(FenceKind::AcqRelGpu), "__threadfence();");
+        assert_eq!(
+            fence_statement(FenceKind::AcqRelGpu),
+            "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);"
+        );
         assert_eq!(
             fence_statement(FenceKind::MembarCta),
             "__threadfence_block();"
         );
         assert_eq!(fence_statement(FenceKind::ScSys), "__threadfence_system();");
+        for kind in FenceKind::ALL {
+            let needs = fence_statement(kind).starts_with("cuda::");
+            assert_eq!(fence_header(kind).is_some(), needs, "{kind}");
+        }
     }
 
     #[test]

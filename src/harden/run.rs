@@ -9,7 +9,10 @@
 //! error), and `true` once `I` runs passed, or, for the stability check, once the hardening's
 //! `stable` stop is reached.
 
-use super::algorithm::{empirical_fence_insertion, FenceChecker, Insertion, Phase, Query};
+use super::algorithm::{
+    empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
+    Query,
+};
 use crate::check::calibrate::Calibration;
 use crate::check::driver::{Stop, Tally};
 use crate::check::executor::{ExecError, Executor};
@@ -17,7 +20,7 @@ use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
-use crate::ptx::passes::fences::FenceSite;
+use crate::ptx::passes::fences::{FenceKind, FenceSite};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -46,14 +49,15 @@ pub struct HardenRow {
 }
 
 impl HardenRow {
-    /// The row for `record`, a run of `query`.
-    pub fn new(query: &Query, record: RunRecord) -> HardenRow {
+    /// The row for `record`, a run of `query` whose fences are labelled `fences` (see
+    /// [`query_fences`]).
+    pub fn new(query: &Query, fences: String, record: RunRecord) -> HardenRow {
         HardenRow {
             query: query.index,
             phase: query.phase,
             round: query.round,
             iterations: query.iterations,
-            fences: fence_label(&query.fences),
+            fences,
             run: record.run,
             seed: record.seed,
             env: record.env,
@@ -81,18 +85,29 @@ impl HardenRow {
         }
     }
 
-    /// Whether this row was recorded for the same question as `query`.
-    fn asks(&self, query: &Query) -> bool {
+    /// Whether this row was recorded for the same question as `query`, whose fences are
+    /// labelled `fences`.
+    fn asks(&self, query: &Query, fences: &str) -> bool {
         self.phase == query.phase
             && self.round == query.round
             && self.iterations == query.iterations
-            && self.fences == fence_label(&query.fences)
+            && self.fences == fences
     }
 }
 
 /// The journal's label of a fence set.
 pub fn fence_label(fences: &[usize]) -> String {
     Fences::Sites(fences.to_vec()).label()
+}
+
+/// The fences a query runs with: its sites with the hardening's kind, or, when some have
+/// another kind, every site with its own.
+pub fn query_fences(query: &Query, base: FenceKind) -> Fences {
+    if query.kinds.is_empty() {
+        return Fences::Sites(query.fences.clone());
+    }
+    let kind_of = |id: &usize| query.kinds.get(id).copied().unwrap_or(base);
+    Fences::Kinded(query.fences.iter().map(|id| (*id, kind_of(id))).collect())
 }
 
 /// A candidate fence site as the hardening records it: enough to report a fence without the
@@ -150,6 +165,10 @@ pub struct HardenMeta {
     pub provenance: String,
     /// Where the stress profile came from.
     pub profile_source: String,
+    /// Whether kept fences are then weakened where a weaker kind suffices (absent, so false, in
+    /// journals from before this step existed).
+    #[serde(default)]
+    pub minimise_kinds: bool,
 }
 
 impl HardenMeta {
@@ -232,17 +251,13 @@ impl<'a> JournaledChecker<'a> {
     /// The journal's runs of `query`, checked to be runs 0, 1, ... of the same question.
     fn take_recorded(&mut self, query: &Query) -> Result<Vec<RunRecord>, HardenError> {
         let rows = self.recorded.remove(&query.index).unwrap_or_default();
+        let label = self.fences(query).label();
         for (expected, row) in rows.iter().enumerate() {
-            if !row.asks(query) {
+            if !row.asks(query, &label) {
                 let message = format!(
                     "the journal has {}, the search asks {}",
                     describe(row.phase, row.round, row.iterations, &row.fences),
-                    describe(
-                        query.phase,
-                        query.round,
-                        query.iterations,
-                        &fence_label(&query.fences)
-                    )
+                    describe(query.phase, query.round, query.iterations, &label)
                 );
                 return Err(mismatch(query, message));
             }
@@ -260,13 +275,19 @@ impl<'a> JournaledChecker<'a> {
             run,
             seed: run_seed(run_seed(self.meta.seed, query.index as u64), run),
             env: self.meta.env,
-            fences: Fences::Sites(query.fences.clone()),
+            fences: self.fences(query),
             stress_iterations: self.meta.stress_iterations,
         };
+        let label = request.fences.label();
         let record = self.executor.execute(&request)?;
         self.journal
-            .append(&HardenRow::new(query, record.clone()))?;
+            .append(&HardenRow::new(query, label, record.clone()))?;
         Ok(record)
+    }
+
+    /// The fences `query` runs with.
+    fn fences(&self, query: &Query) -> Fences {
+        query_fences(query, self.meta.target.fence_kind)
     }
 
     /// Rows left in the journal that no query of the search asked for.
@@ -344,6 +365,10 @@ impl FenceChecker for JournaledChecker<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hardened {
     pub insertion: Insertion,
+    /// The kind kept per fence, when kinds were minimised (a stable search with fences).
+    pub kinds: Vec<KindChoice>,
+    /// The queries that minimising kinds asked, after the search's.
+    pub kind_queries: usize,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
@@ -366,16 +391,29 @@ pub fn harden(
         meta.initial_iterations,
         meta.max_rounds,
     )?;
+    let mut context = Context {
+        round: insertion.rounds,
+        iterations: insertion.final_iterations,
+        next_index: insertion.queries,
+    };
+    let kinds = if meta.minimise_kinds && insertion.stable {
+        let base = meta.target.fence_kind;
+        minimise_kinds(&mut checker, &insertion.fences, base, &mut context)?
+    } else {
+        Vec::new()
+    };
     let unused = checker.unused_rows();
     if unused > 0 {
         let message = format!("{unused} rows belong to queries the search never asked");
         return Err(HardenError::Mismatch {
-            query: insertion.queries,
+            query: context.next_index,
             message,
         });
     }
     Ok(Hardened {
+        kind_queries: context.next_index - insertion.queries,
         insertion,
+        kinds,
         totals: checker.totals,
         replayed: checker.replayed,
     })

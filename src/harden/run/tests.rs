@@ -72,6 +72,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         sites: (0..5).map(site).collect(),
         provenance: "mock".into(),
         profile_source: "test".into(),
+        minimise_kinds: false,
     }
 }
 

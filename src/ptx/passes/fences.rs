@@ -72,16 +72,49 @@ pub enum FenceKind {
     MembarCta,
     #[serde(rename = "fence.sc.sys")]
     ScSys,
+    #[serde(rename = "fence.acq_rel.cta")]
+    AcqRelCta,
 }
 
 impl FenceKind {
-    pub const ALL: [FenceKind; 5] = [
+    pub const ALL: [FenceKind; 6] = [
         FenceKind::ScGpu,
         FenceKind::MembarGl,
         FenceKind::AcqRelGpu,
         FenceKind::MembarCta,
         FenceKind::ScSys,
+        FenceKind::AcqRelCta,
     ];
+
+    /// The weaker kinds `harden` tries in place of a kept fence, in this order: release/acquire
+    /// instead of sequential consistency, then block scope instead of GPU scope, then both.
+    pub const WEAKENING: [FenceKind; 3] = [
+        FenceKind::AcqRelGpu,
+        FenceKind::MembarCta,
+        FenceKind::AcqRelCta,
+    ];
+
+    /// Scope rank: 0 block, 1 GPU, 2 system.
+    fn scope(self) -> u8 {
+        match self {
+            FenceKind::MembarCta | FenceKind::AcqRelCta => 0,
+            FenceKind::ScGpu | FenceKind::MembarGl | FenceKind::AcqRelGpu => 1,
+            FenceKind::ScSys => 2,
+        }
+    }
+
+    /// Whether the fence is sequentially consistent (`fence.sc`, every `membar`).
+    fn is_sc(self) -> bool {
+        !matches!(self, FenceKind::AcqRelGpu | FenceKind::AcqRelCta)
+    }
+
+    /// Whether `self` orders no more than `other` and differs from it: neither a wider scope
+    /// nor a stronger ordering (`membar.gl` and `fence.sc.gpu` are the same fence).
+    pub fn is_weaker_than(self, other: FenceKind) -> bool {
+        self.scope() <= other.scope()
+            && (self.is_sc() <= other.is_sc())
+            && (self.scope(), self.is_sc()) != (other.scope(), other.is_sc())
+    }
 
     /// The PTX opcode.
     pub fn opcode(self) -> &'static str {
@@ -91,6 +124,7 @@ impl FenceKind {
             FenceKind::AcqRelGpu => "fence.acq_rel.gpu",
             FenceKind::MembarCta => "membar.cta",
             FenceKind::ScSys => "fence.sc.sys",
+            FenceKind::AcqRelCta => "fence.acq_rel.cta",
         }
     }
 }
@@ -250,19 +284,27 @@ fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
 /// Inserts a `kind` fence after every access of the given sites. A guarded access gets a fence
 /// with the same guard, so the fence executes exactly when the access does.
 pub fn insert_fences(module: &Module, sites: &[&FenceSite], kind: FenceKind) -> Module {
+    let kinded: Vec<(&FenceSite, FenceKind)> = sites.iter().map(|s| (*s, kind)).collect();
+    insert_kinded_fences(module, &kinded)
+}
+
+/// Inserts after every access of each site a fence of that site's kind. Where two sites share
+/// an access (with different kinds), the access gets one fence: the first of the strongest.
+pub fn insert_kinded_fences(module: &Module, sites: &[(&FenceSite, FenceKind)]) -> Module {
     let mut module = module.clone();
     for function in module.functions_mut() {
-        let mut after: Vec<usize> = sites
+        let mut after: Vec<(usize, FenceKind)> = sites
             .iter()
-            .filter(|s| s.function == function.name)
-            .flat_map(|s| s.accesses.iter().map(|a| a.statement))
+            .filter(|(s, _)| s.function == function.name)
+            .flat_map(|(s, k)| s.accesses.iter().map(move |a| (a.statement, *k)))
             .collect();
-        after.sort_unstable();
-        after.dedup();
+        after.sort_by_key(|&(statement, kind)| (statement, kind.scope(), kind.is_sc()));
+        after.reverse();
+        after.dedup_by_key(|&mut (statement, _)| statement);
         let Some(body) = function.body.as_mut() else {
             continue;
         };
-        for &index in after.iter().rev() {
+        for &(index, kind) in &after {
             let guard = match &body[index] {
                 Statement::Instruction(i) => i.guard.clone(),
                 _ => continue,
