@@ -24,7 +24,7 @@ fn target() -> Target {
         app_dir: None,
         size: Size::Sim,
         backend: BackendName::Sim,
-        sim_model: SimModel::Weak,
+        sim_model: SimModel::Ptx,
         fence_kind: Default::default(),
         granularity: Default::default(),
         profile: StressProfile::parse(DEFAULT_SIM, Path::new("sim.toml")).expect("profile"),
