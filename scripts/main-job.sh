@@ -3,8 +3,8 @@
 # the GPU if there is one, else on the simulator (results from the simulator say so).
 #
 # It lists the devices, shows where fences could go in cbe-dot, runs the MP litmus test without
-# and with fences, checks cbe-dot under sys-str+, and hardens it (the fence it needs, as a source
-# line and a patch). Journals go to results/main-job/ (ignored by git).
+# and with fences, checks cbe-dot under sys-str+, and hardens it (the fences it needs and their
+# weakest kinds, as source lines and a patch). Journals go to results/main-job/ (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
