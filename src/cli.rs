@@ -343,6 +343,12 @@ pub struct HardenArgs {
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
     #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
     pub minimise_kind: MinimiseKind,
+    /// Worker processes that run a query's runs side by side (default: one per core on the
+    /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
+    /// are judged and journaled in order, so the fences found and the journal do not depend on
+    /// it (only the timing columns do).
+    #[arg(long, value_parser = clap::value_parser!(usize))]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub journal: JournalArgs,
     /// Print the results as one JSON document on stdout instead of the fences, patch and

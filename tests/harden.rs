@@ -380,3 +380,45 @@ fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one
     let sidecar = std::fs::read_to_string(journal("").with_extension("json")).unwrap();
     assert!(sidecar.contains("\"result\""), "finished: {sidecar}");
 }
+
+/// The journal's rows without the timing columns (`kernel_us`, `wall_ms`, the last two).
+fn rows_without_timing(journal: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(journal).unwrap();
+    text.lines()
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            fields[..fields.len() - 2].join(",")
+        })
+        .collect()
+}
+
+#[test]
+fn the_fences_and_the_journal_do_not_depend_on_jobs() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app_dir = Path::new(REPO).join("tests/fixtures/apps/handoff-grid");
+    let mut outputs = Vec::new();
+    for jobs in ["1", "2"] {
+        let journal = dir.path().join(format!("jobs{jobs}.csv"));
+        let extra = [
+            "--app-dir",
+            app_dir.to_str().unwrap(),
+            "--stable-runs",
+            "300",
+            "--jobs",
+            jobs,
+        ];
+        let stdout = harden("handoff-grid", &journal, &extra);
+        let fences: Vec<String> = stdout
+            .lines()
+            .filter(|l| l.contains(" keeps ") || l.trim_start().starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        outputs.push((fences, rows_without_timing(&journal)));
+    }
+    assert!(!outputs[0].0.is_empty());
+    assert!(outputs[0].1.len() > 100);
+    assert_eq!(outputs[0], outputs[1]);
+}

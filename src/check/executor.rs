@@ -46,4 +46,15 @@ pub trait Executor {
 
     /// Runs the app once. Timeouts and crashes are outcomes in the record, not errors.
     fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError>;
+
+    /// How many runs [`Executor::execute_many`] runs at once.
+    fn parallelism(&self) -> usize {
+        1
+    }
+
+    /// Runs each request (at most [`Executor::parallelism`] at once) and returns their results
+    /// in the same order. One after the other unless the executor can do better.
+    fn execute_many(&mut self, requests: &[RunRequest]) -> Vec<Result<RunRecord, ExecError>> {
+        requests.iter().map(|r| self.execute(r)).collect()
+    }
 }

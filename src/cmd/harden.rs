@@ -3,14 +3,14 @@
 //! document); what it came to is also recorded in the journal's sidecar.
 
 use super::check::{choose_journal, now, print_json, refuse_another_journal};
-use super::target::{executor, resolve};
+use super::target::{executor, resolve, worker_executor};
 use super::{Failure, Outcome};
 use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
-use gpuwmm::check::{BackendName, Executor, Fences, Journal, SimModel, Stop, Target};
+use gpuwmm::check::{BackendName, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::{Phase, Query};
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
@@ -256,7 +256,7 @@ fn open(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
         (&args.app, args.env),
     )?;
     warn_about_ignored_settings(args, &meta);
-    let executor = executor(&meta.target, args.target.in_process)?;
+    let executor = pooled_executor(&meta.target, args)?;
     Ok((journal, meta, done, executor))
 }
 
@@ -279,7 +279,7 @@ fn warn_about_ignored_settings(args: &HardenArgs, meta: &HardenMeta) {
 /// creates the journal.
 fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
     let resolved = resolve(&args.app, &args.target)?;
-    let mut executor = executor(&resolved.target, args.target.in_process)?;
+    let mut executor = pooled_executor(&resolved.target, args)?;
     let sites: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();
     let all = Fences::Sites(sites.iter().map(|s| s.id).collect());
     let seed = args.target.backend.seed;
@@ -308,6 +308,22 @@ fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
     };
     let journal = Journal::create(path, &meta).map_err(Failure::bad_input)?;
     Ok((journal, meta, Vec::new(), executor))
+}
+
+/// The executor of a hardening: `--jobs` worker processes side by side (by default one per
+/// core on the simulator, one on a GPU), or one in this process with `--in-process`.
+fn pooled_executor(target: &Target, args: &HardenArgs) -> Result<Box<dyn Executor>, Failure> {
+    let jobs = args.jobs.unwrap_or_else(|| match target.backend {
+        BackendName::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        _ => 1,
+    });
+    if jobs <= 1 || args.target.in_process {
+        return executor(target, args.target.in_process);
+    }
+    let workers = (0..jobs)
+        .map(|_| worker_executor(target))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::new(Pool::new(workers)))
 }
 
 /// Whether to weaken kept fences: `auto` does where fence kinds can differ in effect.

@@ -75,6 +75,12 @@ pub fn executor(target: &Target, in_process: bool) -> Result<Box<dyn Executor>, 
             LocalExecutor::open(target).map_err(setup_failure)?,
         ));
     }
+    let supervised: Box<dyn Executor> = worker_executor(target)?;
+    Ok(supervised)
+}
+
+/// A supervised worker process for `target`.
+pub fn worker_executor(target: &Target) -> Result<Box<dyn Executor + Send>, Failure> {
     let program = std::env::current_exe()?;
     let command = WorkerCommand {
         program,

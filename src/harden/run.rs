@@ -269,20 +269,43 @@ impl<'a> JournaledChecker<'a> {
         Ok(rows.iter().map(HardenRow::record).collect())
     }
 
-    /// Runs run `run` of `query` and journals it.
-    fn run_once(&mut self, query: &Query, run: u64) -> Result<RunRecord, HardenError> {
-        let request = RunRequest {
+    /// The request for run `run` of `query`: its seed depends only on the query and the run.
+    fn request(&self, query: &Query, run: u64) -> RunRequest {
+        RunRequest {
             run,
             seed: run_seed(run_seed(self.meta.seed, query.index as u64), run),
             env: self.meta.env,
             fences: self.fences(query),
             stress_iterations: self.meta.stress_iterations,
-        };
-        let label = request.fences.label();
-        let record = self.executor.execute(&request)?;
+        }
+    }
+
+    /// Runs `first..` of `query`, as many at once as the executor runs side by side (never past
+    /// a run-count stop). The records come back in run order; only those the caller takes are
+    /// journaled, so what is journaled does not depend on how many ran at once.
+    fn run_batch(
+        &mut self,
+        query: &Query,
+        first: u64,
+        stop: &Stop,
+    ) -> Result<Vec<RunRecord>, HardenError> {
+        let mut count = self.executor.parallelism().max(1) as u64;
+        if let Stop::Runs(n) = stop {
+            count = count.min(n.saturating_sub(first)).max(1);
+        }
+        let requests: Vec<RunRequest> = (first..first + count)
+            .map(|run| self.request(query, run))
+            .collect();
+        let records = self.executor.execute_many(&requests);
+        Ok(records.into_iter().collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Journals `record`, a run of `query`.
+    fn journal_run(&mut self, query: &Query, record: &RunRecord) -> Result<(), HardenError> {
+        let label = self.fences(query).label();
         self.journal
             .append(&HardenRow::new(query, label, record.clone()))?;
-        Ok(record)
+        Ok(())
     }
 
     /// The fences `query` runs with.
@@ -353,10 +376,15 @@ impl FenceChecker for JournaledChecker<'_> {
                 self.report(query, &tally, Some(answer), replayed);
                 return Ok(answer);
             }
-            let record = self.run_once(query, tally.runs)?;
-            tally.add(&record);
-            self.totals.add(&record);
-            self.report(query, &tally, None, replayed);
+            for record in self.run_batch(query, tally.runs, &stop)? {
+                if answer(&tally, &stop).is_some() {
+                    break;
+                }
+                self.journal_run(query, &record)?;
+                tally.add(&record);
+                self.totals.add(&record);
+                self.report(query, &tally, None, replayed);
+            }
         }
     }
 }
