@@ -12,13 +12,14 @@ use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
 use gpuwmm::check::{BackendName, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
-use gpuwmm::harden::algorithm::{Phase, Query};
+use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
 use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, OwnFence};
 use gpuwmm::stats::ZeroErrorBound;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -497,27 +498,21 @@ fn query_text(p: &QueryProgress) -> String {
         q.round,
         q.phase,
         q.index,
-        kinded_braces(q),
+        braces(&q.fences, &q.kinds),
         p.stop
     )
 }
 
-/// The query's fences in braces, each site with `@kind` where its kind is not the hardening's.
-fn kinded_braces(q: &Query) -> String {
-    let ids: Vec<String> = q
-        .fences
+/// `{0 2}` (`{}` for no fence), each site with `@kind` where `kinds` gives it another kind than
+/// the hardening's: `{0@fence.acq_rel.gpu 2}`.
+fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
+    let ids: Vec<String> = fences
         .iter()
-        .map(|id| match q.kinds.get(id) {
+        .map(|id| match kinds.get(id) {
             Some(kind) => format!("{id}@{kind}"),
             None => id.to_string(),
         })
         .collect();
-    format!("{{{}}}", ids.join(" "))
-}
-
-/// `{0 2}`, or `{}` for no fence.
-fn braces(fences: &[usize]) -> String {
-    let ids: Vec<String> = fences.iter().map(usize::to_string).collect();
     format!("{{{}}}", ids.join(" "))
 }
 
@@ -647,7 +642,7 @@ fn print_summary(
         "  fences: {} initial -> {} final {}",
         meta.sites.len(),
         i.fences.len(),
-        braces(&i.fences)
+        braces(&i.fences, &BTreeMap::new())
     );
     println!(
         "  rounds {}, final I {}, queries {}",

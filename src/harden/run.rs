@@ -95,11 +95,6 @@ impl HardenRow {
     }
 }
 
-/// The journal's label of a fence set.
-pub fn fence_label(fences: &[usize]) -> String {
-    Fences::Sites(fences.to_vec()).label()
-}
-
 /// The fences a query runs with: its sites with the hardening's kind, or, when some have
 /// another kind, every site with its own.
 pub fn query_fences(query: &Query, base: FenceKind) -> Fences {

@@ -128,7 +128,6 @@ impl Machine<'_> {
             }
             let inst = &k.code[pc];
             if self.threads[t].deferred != 0 && self.hazard(t, base, inst) {
-                self.threads[t].pc = pc as u32;
                 self.resolve_deferred(t)?;
             }
             pc += 1;

@@ -342,10 +342,11 @@ impl PtxMemory {
         if strong || own {
             loc.advance(a.thread, loc.msgs[i].ts);
         }
-        let m = loc.msgs[i].clone();
-        if strong {
-            self.observe(a, &m, !a.reduction, a.acquires);
+        if !strong {
+            return loc.msgs[i].value;
         }
+        let m = loc.msgs[i].clone();
+        self.observe(a, &m, !a.reduction, a.acquires);
         m.value
     }
 
