@@ -119,8 +119,27 @@ Skip stages with values you trust:
   gpuwmm harden sdk-red-nf --backend cuda --stable-duration 1h
   gpuwmm harden cbe-dot --backend sim --resume      # continue an interrupted hardening")]
     Harden(HardenArgs),
-    /// Measure runtime and energy of no, empirical and conservative fences.
-    Cost(NotYet),
+    /// Measure what fences cost: runtime and energy of no, empirical and conservative fences.
+    ///
+    /// Each app runs natively (no stress, no thread randomisation) in up to three variants,
+    /// all from the app with its own fences stripped: `no` (no fences), `emp` (the fences a
+    /// hardening kept, with their kinds) and `cons` (a fence after every memory access). After
+    /// warm-up runs, the variants run interleaved (no, emp, cons, no, …) with the same input per
+    /// repetition; runs failing the post-condition are discarded and counted. Runtime is kernel
+    /// time from CUDA events (on the simulator: the busiest thread's instruction count, labelled
+    /// as such). Energy, on a GPU with NVML, comes from the total-energy counter over windows of
+    /// back-to-back runs (at least 5 s and 32 runs), interleaved and separated by random idle
+    /// gaps over which idle power is measured. Every figure is a median with a 95%
+    /// distribution-free interval; overheads are medians of paired ratios over `no`.
+    ///
+    /// Writes cost.csv (one row per run, appended as it goes; --resume continues it),
+    /// summary.md, summary.json, cost.svg and, where measured, energy.svg to the out folder.
+    #[command(after_help = "Examples:
+  gpuwmm cost cbe-dot --backend sim --runs 200 --emp results/harden/cbe-dot-sys-str+-sim-seed1.csv
+  gpuwmm cost cbe-dot sdk-red --backend cuda --duration 2m --target-ci 0.5%
+  gpuwmm cost cbe-dot --variants no,cons --runs 100       # no harden result needed
+  gpuwmm cost --resume --out results/cost/cuda-seed1      # continue an interrupted measurement")]
+    Cost(CostArgs),
     /// List the applications gpuwmm knows: name, idiom, post-condition.
     Apps(AppsArgs),
     /// Internal: the worker process of `check` and `harden` (JSON lines on stdin and stdout).
@@ -430,11 +449,66 @@ pub struct AppsArgs {
     pub app_dir: Option<PathBuf>,
 }
 
-/// Arguments of a subcommand that is not built yet (accepted so that `--help` lists it).
 #[derive(Debug, Args)]
-pub struct NotYet {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+pub struct CostArgs {
+    /// The applications (`gpuwmm apps` lists them); not needed with --resume.
+    pub apps: Vec<String>,
+    /// Which fence sets to measure, separated by commas; `no` is the baseline and required.
+    #[arg(long, default_value = "no,emp,cons")]
+    pub variants: String,
+    /// Where `emp`'s fences come from: a harden journal (its .csv or .json sidecar) or what
+    /// `harden --json` printed; `auto` takes the newest finished, stable hardening of the app
+    /// (or its -nf variant) on this backend under results/harden/, and runs `gpuwmm harden`
+    /// first (saying so) when there is none. Give one file per app, in the apps' order.
+    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    pub emp: Vec<String>,
+    /// Timing repetitions per app (each runs every variant once), or with --duration the time
+    /// per app; default 200 repetitions.
+    #[command(flatten)]
+    pub stop: StopArgs,
+    /// Stop an app's timing early once every overhead's 95% interval has at most this
+    /// half-width, in percentage points of overhead (`0.5%`, or `0.005`).
+    #[arg(long, value_parser = parse_fraction)]
+    pub target_ci: Option<f64>,
+    /// Uncounted runs of each variant before measuring.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u64,
+    /// Energy windows per variant (GPU with NVML only).
+    #[arg(long, default_value_t = 5)]
+    pub windows: u32,
+    /// An energy window lasts at least this long (the energy counter advances about every 100 ms).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub window_time: Duration,
+    /// An energy window holds at least this many runs.
+    #[arg(long, default_value_t = 32)]
+    pub window_runs: u64,
+    /// The folder of cost.csv and the summaries (default results/cost/<backend>-seed<seed>, or
+    /// with -2, -3, … when that exists: a new folder for every run).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the measurement in --out (without --out: the newest unfinished default folder of
+    /// the same backend and seed); runs recorded are kept, the measurement's settings are the
+    /// recorded ones.
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// A fraction, written as `0.5%` or `0.005`.
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let (number, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (s, 1.0),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a fraction (e.g. 0.5% or 0.005)"))?;
+    if !(value > 0.0) || !value.is_finite() {
+        return Err(format!("'{s}' must be above 0"));
+    }
+    Ok(value * scale)
 }
 
 #[derive(Debug, Subcommand)]

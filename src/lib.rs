@@ -19,6 +19,8 @@
 //!   the chosen fences as inserted source lines and a unified diff (pure);
 //! - [`tune`]: the paper's three tuning stages (patch size, access sequence, spread) over any
 //!   litmus runner, journaled, with the decisions as pure functions;
+//! - [`cost`]: runtime and energy of no, empirical and conservative fences, interleaved and
+//!   paired, with distribution-free intervals, over a [`cost::Measurement`];
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
 
 pub mod apps;
@@ -27,6 +29,7 @@ pub mod campaign;
 pub mod check;
 pub mod compile;
 pub mod control;
+pub mod cost;
 pub mod env;
 pub mod harden;
 pub mod input;

@@ -313,6 +313,147 @@ fn ln_gamma(x: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + series.ln()
 }
 
+/// A median with a distribution-free confidence interval from order statistics.
+///
+/// For `n` values the interval is `[x(k), x(n+1-k)]` (sorted, 1-based) with the largest `k`
+/// whose two-sided binomial(n, ½) tail stays within `1 - confidence`: it covers the median of any
+/// continuous distribution with probability `coverage >= confidence`, whatever its shape. With
+/// fewer than 6 values no such `k` exists at 95%; the interval is then `[min, max]` and
+/// `coverage` says how much less it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MedianInterval {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Values counted.
+    pub n: usize,
+    /// The interval's exact coverage (normal approximation above 1,000 values).
+    pub coverage: f64,
+}
+
+impl MedianInterval {
+    /// Half the interval's width.
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0
+    }
+}
+
+/// The median of `values` with its order-statistic interval at `confidence` (e.g. 0.95), or
+/// `None` when there are no values. NaNs are ignored.
+pub fn median_interval(values: &[f64], confidence: f64) -> Option<MedianInterval> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    let median = median(&mut sorted)?;
+    let n = sorted.len();
+    let (k, coverage) = order_statistic_rank(n, confidence);
+    Some(MedianInterval {
+        median,
+        low: sorted[k - 1],
+        high: sorted[n - k],
+        n,
+        coverage,
+    })
+}
+
+/// The 1-based rank `k` of the lower bound of the median's interval for `n >= 1` values, and the
+/// interval's coverage `1 - 2 P(B <= k - 1)` with `B ~ binomial(n, ½)`.
+fn order_statistic_rank(n: usize, confidence: f64) -> (usize, f64) {
+    let alpha_half = (1.0 - confidence) / 2.0;
+    if n > 1000 {
+        // Normal approximation of the binomial: k = n/2 - z sqrt(n)/2, rounded down.
+        let z = normal_quantile(1.0 - alpha_half);
+        let k = ((n as f64 / 2.0 - z * (n as f64).sqrt() / 2.0).floor() as usize).max(1);
+        return (k, confidence);
+    }
+    // P(B <= j) for j = 0, 1, …, accumulated in log space (2^-n underflows for large n).
+    let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
+    let mut ln_choose = 0.0; // ln C(n, j)
+    let mut cdf = 0.0;
+    let mut k = 1;
+    for j in 0..n {
+        cdf += (ln_choose + ln_half_n).exp();
+        // `cdf` is P(B <= j): rank j + 1 leaves that much out at each end.
+        if cdf > alpha_half {
+            break;
+        }
+        k = j + 1;
+        ln_choose += ((n - j) as f64).ln() - ((j + 1) as f64).ln();
+    }
+    let k = k.min(n.div_ceil(2));
+    (k, (1.0 - 2.0 * binomial_half_cdf(n, k - 1)).max(0.0))
+}
+
+/// `P(B <= j)` for `B ~ binomial(n, ½)`.
+fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+    let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
+    let ln_choose = |i: usize| {
+        ln_gamma(n as f64 + 1.0) - ln_gamma(i as f64 + 1.0) - ln_gamma((n - i) as f64 + 1.0)
+    };
+    (0..=j.min(n))
+        .map(|i| (ln_choose(i) + ln_half_n).exp())
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative error below
+/// 1.2e-9), for `0 < p < 1`.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// The overhead of one variant over a baseline, paired by repetition: the median of the ratios
+/// `fenced / baseline` with its order-statistic interval (a sign-test interval, exact and free
+/// of any assumption about the noise's shape). Pairs with a non-positive baseline are skipped.
+pub fn paired_ratio_interval(pairs: &[(f64, f64)], confidence: f64) -> Option<MedianInterval> {
+    let ratios: Vec<f64> = pairs
+        .iter()
+        .filter(|(baseline, _)| *baseline > 0.0)
+        .map(|(baseline, fenced)| fenced / baseline)
+        .collect();
+    median_interval(&ratios, confidence)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,5 +654,75 @@ mod tests {
         assert_eq!(homogeneity(&[(3, 10), (7, 0)]).df, 0);
         let sum = same.plus(different);
         assert_eq!(sum.df, 4);
+    }
+
+    #[test]
+    fn median_interval_ranks_match_the_binomial_tables() {
+        // n = 10: k = 2 (P(B <= 1) = 11/1024 = 0.0107 <= 0.025; P(B <= 2) = 0.0547 > 0.025).
+        let values: Vec<f64> = (1..=10).map(f64::from).collect();
+        let m = median_interval(&values, 0.95).unwrap();
+        assert_eq!((m.median, m.low, m.high), (5.5, 2.0, 9.0));
+        assert!((m.coverage - (1.0 - 2.0 * 11.0 / 1024.0)).abs() < 1e-12);
+        // n = 100: k = 40 (the textbook interval x(40)..x(61)).
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        let m = median_interval(&values, 0.95).unwrap();
+        assert_eq!((m.low, m.high), (40.0, 61.0));
+        assert!(m.coverage >= 0.95 && m.coverage < 0.97, "{}", m.coverage);
+    }
+
+    #[test]
+    fn median_interval_of_few_values_is_the_range_with_its_true_coverage() {
+        let m = median_interval(&[3.0, 1.0, 2.0, 5.0, 4.0], 0.95).unwrap();
+        assert_eq!((m.median, m.low, m.high), (3.0, 1.0, 5.0));
+        assert!((m.coverage - (1.0 - 2.0 / 32.0)).abs() < 1e-12);
+        let one = median_interval(&[7.0], 0.95).unwrap();
+        assert_eq!((one.low, one.high, one.coverage), (7.0, 7.0, 0.0));
+        assert_eq!(median_interval(&[], 0.95), None);
+    }
+
+    #[test]
+    fn median_interval_covers_the_true_median_about_as_often_as_it_says() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let trials = 2000;
+        let mut covered = 0;
+        for _ in 0..trials {
+            // Exponential(1): skewed, median ln 2.
+            let values: Vec<f64> = (0..25).map(|_| -(1.0 - rng.random::<f64>()).ln()).collect();
+            let m = median_interval(&values, 0.95).unwrap();
+            covered +=
+                usize::from(m.low <= std::f64::consts::LN_2 && std::f64::consts::LN_2 <= m.high);
+        }
+        let rate = covered as f64 / trials as f64;
+        // n = 25: k = 8, exact coverage 0.9567; 2000 trials put the rate within ±0.015.
+        assert!((0.94..0.975).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn large_samples_use_the_normal_approximation_without_a_jump() {
+        let at = |n: usize| order_statistic_rank(n, 0.95).0 as f64 / n as f64;
+        assert!(
+            (at(1000) - at(1001)).abs() < 0.002,
+            "{} {}",
+            at(1000),
+            at(1001)
+        );
+        assert_eq!(order_statistic_rank(10_000, 0.95).0, 4902);
+    }
+
+    #[test]
+    fn normal_quantile_known_values() {
+        assert!((normal_quantile(0.975) - Z95).abs() < 1e-8);
+        assert!(normal_quantile(0.5).abs() < 1e-12);
+        assert!((normal_quantile(0.001) + 3.090232306167813).abs() < 1e-8);
+    }
+
+    #[test]
+    fn paired_ratios_are_medians_of_per_pair_ratios() {
+        let pairs = [(1.0, 2.0), (2.0, 4.2), (4.0, 7.6), (0.0, 3.0)];
+        let m = paired_ratio_interval(&pairs, 0.95).unwrap();
+        assert_eq!(m.n, 3);
+        assert!((m.median - 2.0).abs() < 1e-12);
+        assert_eq!((m.low, m.high), (1.9, 2.1));
     }
 }

@@ -53,11 +53,25 @@ fn missing_file_and_unknown_kind_exit_2() {
 }
 
 #[test]
-fn unbuilt_subcommands_say_so_and_fail() {
-    let out = gpuwmm(&["cost"]);
-    assert_eq!(out.status.code(), Some(3));
+fn cost_without_an_app_or_with_a_bad_list_is_bad_input() {
+    let out = gpuwmm(&["cost", "--backend", "sim"]);
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("not implemented yet"),
+        stderr(&out).contains("name at least one app"),
+        "{}",
+        stderr(&out)
+    );
+    let out = gpuwmm(&[
+        "cost",
+        "cbe-dot",
+        "--backend",
+        "sim",
+        "--variants",
+        "emp,cons",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("must include `no`"),
         "{}",
         stderr(&out)
     );

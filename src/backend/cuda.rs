@@ -750,6 +750,10 @@ fn jit_log(buffer: &[u8]) -> String {
 }
 
 impl Backend for CudaBackend {
+    fn power_meter(&self) -> Option<PowerMeter> {
+        self.meter.clone()
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

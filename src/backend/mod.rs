@@ -192,4 +192,10 @@ pub trait Backend {
     /// Seeds the backend's own nondeterminism (the simulator's scheduler and memory model) so a
     /// run can be replayed. Real GPUs have none to seed.
     fn reseed(&mut self, _seed: u64) {}
+
+    /// NVML power and energy readings of this device, where NVML is present and matched it
+    /// (the `cost` driver's energy). The simulator has none.
+    fn power_meter(&self) -> Option<nvml::PowerMeter> {
+        None
+    }
 }

@@ -15,7 +15,7 @@ use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
-use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, OwnFence};
+use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use gpuwmm::stats::ZeroErrorBound;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -97,6 +97,8 @@ struct HardenDocument<'a> {
     seed: u64,
     /// The kind the search inserts; each fence says its own.
     fence_kind: FenceKind,
+    /// What a site is (site ids count at this granularity).
+    granularity: Granularity,
     candidate_sites: usize,
     /// The final fences, by site id.
     fences: Vec<FenceEntry>,
@@ -172,6 +174,7 @@ impl<'a> HardenDocument<'a> {
             provenance: &meta.provenance,
             seed: meta.seed,
             fence_kind: meta.target.fence_kind,
+            granularity: meta.target.granularity,
             candidate_sites: meta.sites.len(),
             fences: fence_entries(meta, hardened, report),
             stable: i.stable,

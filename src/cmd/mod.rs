@@ -3,6 +3,7 @@
 mod apps;
 mod campaign;
 mod check;
+mod cost;
 mod devices;
 mod harden;
 mod litmus;
@@ -19,8 +20,6 @@ use gpuwmm::backend::sim::{MemoryModel, SimConfig};
 
 /// Exit code for bad input (malformed files, unknown names): the same as clap's usage errors.
 pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code for a subcommand that is not built yet.
-pub const EXIT_NOT_IMPLEMENTED: u8 = 3;
 /// Exit code for everything else that went wrong.
 pub const EXIT_FAILURE: u8 = 1;
 
@@ -63,17 +62,10 @@ pub fn run(command: Command) -> Outcome {
         Command::Campaign(args) => campaign::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Harden(args) => harden::run(&args),
-        Command::Cost(_) => not_yet("cost", "the cost issue"),
+        Command::Cost(args) => cost::run(&args),
         Command::Apps(args) => apps::run(&args),
         Command::Worker => worker::run(),
     }
-}
-
-fn not_yet(name: &str, issue: &str) -> Outcome {
-    Err(Failure {
-        error: anyhow::anyhow!("`gpuwmm {name}` is not implemented yet (planned in {issue})"),
-        exit_code: EXIT_NOT_IMPLEMENTED,
-    })
 }
 
 /// The backend the user chose, and the simulator settings should it be (or fall back to) the

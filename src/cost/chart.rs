@@ -1,0 +1,170 @@
+//! Figure 5 of the paper as SVG: each app's fenced cost against its cost without fences, on
+//! log–log axes, `emp` and `cons` marked differently, with the diagonal (no overhead) drawn, and
+//! each point's 95% interval as error bars. Pure: summary in, SVG text out.
+
+use super::summary::CostSummary;
+use super::Variant;
+use crate::plot::{plot_error, PlotError};
+use crate::stats::MedianInterval;
+use plotters::prelude::*;
+
+/// Which figure: kernel time or energy per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    Time,
+    Energy,
+}
+
+/// One app's point: its `no` median on x, a fenced variant's median (and interval) on y.
+struct Point {
+    app: String,
+    variant: Variant,
+    x: f64,
+    y: MedianInterval,
+}
+
+fn points(summary: &CostSummary, quantity: Quantity) -> Vec<Point> {
+    let pick = |v: &super::summary::VariantSummary| match quantity {
+        Quantity::Time => v.time,
+        Quantity::Energy => v.energy_mj,
+    };
+    let mut points = Vec::new();
+    for app in &summary.apps {
+        let Some(x) = app
+            .variants
+            .iter()
+            .find(|v| v.variant == Variant::No)
+            .and_then(pick)
+        else {
+            continue;
+        };
+        for v in app.variants.iter().filter(|v| v.variant != Variant::No) {
+            if let Some(y) = pick(v) {
+                points.push(Point {
+                    app: app.app.clone(),
+                    variant: v.variant,
+                    x: x.median,
+                    y,
+                });
+            }
+        }
+    }
+    points
+}
+
+/// The chart, or `None` when there is nothing to draw (e.g. no energy figures).
+pub fn cost_chart(
+    summary: &CostSummary,
+    quantity: Quantity,
+    note: &str,
+) -> Result<Option<String>, PlotError> {
+    let points = points(summary, quantity);
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let unit = match quantity {
+        Quantity::Time => format!("kernel time ({})", summary.time_unit),
+        Quantity::Energy => "energy per run (mJ)".to_string(),
+    };
+    let values = points
+        .iter()
+        .flat_map(|p| [p.x, p.y.low, p.y.high])
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = (lo / 1.5, hi * 1.5);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let (area, note_area) = root.split_vertically(616);
+        let mut chart = ChartBuilder::on(&area)
+            .caption(format!("Fence cost: {unit}"), ("sans-serif", 18))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("no fences: {unit}"))
+            .y_desc(format!("fenced: {unit}"))
+            .x_label_formatter(&|v| format!("{v:.2e}"))
+            .y_label_formatter(&|v| format!("{v:.2e}"))
+            .label_style(("sans-serif", 12))
+            .draw()
+            .map_err(plot_error)?;
+        chart
+            .draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.4)))
+            .map_err(plot_error)?
+            .label("no overhead (y = x)")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.mix(0.4)));
+        draw_variant(&mut chart, &points, Variant::Emp, BLUE)?;
+        draw_variant(&mut chart, &points, Variant::Cons, RED)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(plot_error)?;
+        note_area
+            .draw(&Text::new(
+                note.to_string(),
+                (12, 4),
+                ("sans-serif", 12).into_font().color(&BLACK),
+            ))
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    Ok(Some(svg))
+}
+
+type LogChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<
+        plotters::coord::combinators::LogCoord<f64>,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
+>;
+
+fn draw_variant(
+    chart: &mut LogChart<'_, '_>,
+    points: &[Point],
+    variant: Variant,
+    colour: RGBColor,
+) -> Result<(), PlotError> {
+    let mine: Vec<&Point> = points.iter().filter(|p| p.variant == variant).collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let label = match variant {
+        Variant::Emp => "emp: fences harden kept (circle)",
+        _ => "cons: a fence after every access (triangle)",
+    };
+    chart
+        .draw_series(mine.iter().map(|p| {
+            ErrorBar::new_vertical(p.x, p.y.low, p.y.median, p.y.high, colour.filled(), 6)
+        }))
+        .map_err(plot_error)?;
+    chart
+        .draw_series(mine.iter().map(|p| {
+            EmptyElement::at((p.x, p.y.median))
+                + Circle::new(
+                    (0, 0),
+                    if variant == Variant::Emp { 5 } else { 0 },
+                    colour.filled(),
+                )
+                + TriangleMarker::new(
+                    (0, 0),
+                    if variant == Variant::Cons { 7 } else { 0 },
+                    colour.filled(),
+                )
+                + Text::new(p.app.clone(), (8, -12), ("sans-serif", 11))
+        }))
+        .map_err(plot_error)?
+        .label(label)
+        .legend(move |(x, y)| Circle::new((x + 8, y), 4, colour.filled()));
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Where `emp`'s fences come from: the result of a hardening.
+//!
+//! A harden result is read from its journal (`x.csv`, whose sidecar `x.json` holds the result
+//! once the hardening ended), from that sidecar, or from what `harden --json` printed. `--emp
+//! auto` takes the newest finished, stable result for the app (or its `-nf` variant) on the same
+//! backend from a folder of harden journals.
+
+use super::variant::EmpFences;
+use super::CostError;
+use crate::check::journal::meta_path;
+use crate::check::BackendName;
+use crate::ptx::passes::fences::{FenceKind, Granularity};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What `cost` needs of a hardening.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HardenResult {
+    /// The app hardened (for an app with fences of its own, usually its `-nf` variant).
+    pub app: String,
+    pub backend: BackendName,
+    pub stable: bool,
+    pub fence_kind: FenceKind,
+    pub fences: EmpFences,
+}
+
+/// The parts of harden's result document read here.
+#[derive(Debug, Deserialize)]
+struct Document {
+    app: String,
+    backend: BackendName,
+    stable: bool,
+    fence_kind: FenceKind,
+    #[serde(default)]
+    granularity: Option<Granularity>,
+    fences: Vec<Fence>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Fence {
+    site: usize,
+    kind: FenceKind,
+}
+
+/// A harden sidecar: the result plus the target it was found for.
+#[derive(Debug, Deserialize)]
+struct Sidecar {
+    target: SidecarTarget,
+    result: Option<Document>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SidecarTarget {
+    granularity: Granularity,
+}
+
+fn bad(path: &Path, message: impl Into<String>) -> CostError {
+    CostError::EmpResult {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// Reads a harden result from a journal, its sidecar or `harden --json` output.
+pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
+    let json_path = match path.extension().and_then(|e| e.to_str()) {
+        Some("csv") => meta_path(path),
+        _ => path.to_path_buf(),
+    };
+    let text = std::fs::read_to_string(&json_path)
+        .map_err(|e| bad(&json_path, format!("cannot read: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| bad(&json_path, format!("line {}: not JSON: {e}", e.line())))?;
+    let (document, granularity) = if value.get("target").is_some() {
+        let sidecar: Sidecar = serde_json::from_value(value)
+            .map_err(|e| bad(&json_path, format!("not a harden journal's sidecar: {e}")))?;
+        let document = sidecar.result.ok_or_else(|| {
+            bad(
+                &json_path,
+                "the hardening has not finished (no result yet): finish it with \
+                 `gpuwmm harden … --resume`",
+            )
+        })?;
+        (document, sidecar.target.granularity)
+    } else {
+        let document: Document = serde_json::from_value(value)
+            .map_err(|e| bad(&json_path, format!("not a harden result: {e}")))?;
+        let granularity = document.granularity.unwrap_or_default();
+        (document, granularity)
+    };
+    let fences: BTreeMap<usize, FenceKind> =
+        document.fences.iter().map(|f| (f.site, f.kind)).collect();
+    Ok(HardenResult {
+        app: document.app,
+        backend: document.backend,
+        stable: document.stable,
+        fence_kind: document.fence_kind,
+        fences: EmpFences {
+            granularity,
+            fences,
+            source: path.display().to_string(),
+        },
+    })
+}
+
+/// The newest finished, stable harden result in `dir` for one of `apps` on `backend`, by the
+/// journal's modification time.
+pub fn newest_harden_result(
+    dir: &Path,
+    apps: &[String],
+    backend: BackendName,
+) -> Option<(PathBuf, HardenResult)> {
+    let mut journals: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .collect();
+    journals.sort();
+    journals.into_iter().rev().find_map(|(_, path)| {
+        let result = read_harden_result(&path).ok()?;
+        let fits = result.stable && result.backend == backend && apps.contains(&result.app);
+        fits.then_some((path, result))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_document_names_its_fences_and_defaults_to_line_sites() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.json");
+        std::fs::write(
+            &path,
+            r#"{"app": "cbe-dot", "backend": "sim", "stable": true, "fence_kind": "fence.sc.gpu",
+                "fences": [{"site": 0, "kind": "fence.acq_rel.gpu"}, {"site": 4, "kind": "fence.sc.gpu"}],
+                "rounds": 2}"#,
+        )
+        .unwrap();
+        let r = read_harden_result(&path).unwrap();
+        assert_eq!(r.app, "cbe-dot");
+        assert_eq!(r.fences.granularity, Granularity::SourceLine);
+        assert_eq!(
+            r.fences.fences,
+            BTreeMap::from([(0, FenceKind::AcqRelGpu), (4, FenceKind::ScGpu)])
+        );
+    }
+
+    #[test]
+    fn an_unfinished_hardening_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("h.csv");
+        std::fs::write(&journal, "").unwrap();
+        std::fs::write(
+            dir.path().join("h.json"),
+            r#"{"target": {"granularity": "instruction"}, "seed": 1}"#,
+        )
+        .unwrap();
+        let e = read_harden_result(&journal).unwrap_err().to_string();
+        assert!(
+            e.contains("has not finished") && e.contains("h.json"),
+            "{e}"
+        );
+        assert_eq!(
+            newest_harden_result(dir.path(), &["x".into()], BackendName::Sim),
+            None
+        );
+    }
+
+    #[test]
+    fn malformed_json_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, "{\n\"app\": ,\n}").unwrap();
+        let e = read_harden_result(&path).unwrap_err().to_string();
+        assert!(e.contains("bad.json") && e.contains("line 2"), "{e}");
+    }
+}

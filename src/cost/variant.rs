@@ -1,0 +1,188 @@
+//! The three fence sets whose cost is compared, as transformations of the app's PTX.
+//!
+//! All three start from the app with its own fences stripped (for an app without fences, the app
+//! itself): `no` is that module, `emp` adds the fences of a harden result at its sites and kinds,
+//! `cons` a fence after every memory access (instruction granularity, the paper's conservative
+//! strategy). Building them is pure: module in, module out.
+
+use super::CostError;
+use crate::ptx::passes::fences::{
+    fence_sites, insert_fences, insert_kinded_fences, strip_fences, FenceKind, Granularity,
+};
+use crate::ptx::Module;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// A fence set whose cost is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// No fences at all.
+    No,
+    /// The fences a hardening kept.
+    Emp,
+    /// A fence after every memory access.
+    Cons,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::No, Variant::Emp, Variant::Cons];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::No => "no",
+            Variant::Emp => "emp",
+            Variant::Cons => "cons",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Variant, String> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| format!("unknown variant '{s}' (expected no, emp or cons)"))
+    }
+}
+
+/// The fences of a harden result: site ids at the hardening's granularity, each with its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmpFences {
+    pub granularity: Granularity,
+    pub fences: BTreeMap<usize, FenceKind>,
+    /// Where they come from (the harden journal), for the record.
+    pub source: String,
+}
+
+/// The app's module without its own fences: what every variant starts from.
+pub fn fence_free(module: &Module) -> Module {
+    strip_fences(module).0
+}
+
+/// The module of `variant`, from the fence-free module `base`. `emp` is needed for
+/// [`Variant::Emp`]; `cons_kind` is the kind of every conservative fence.
+pub fn variant_module(
+    base: &Module,
+    variant: Variant,
+    emp: Option<&EmpFences>,
+    cons_kind: FenceKind,
+) -> Result<Module, CostError> {
+    match variant {
+        Variant::No => Ok(base.clone()),
+        Variant::Cons => {
+            let sites = fence_sites(base, Granularity::Instruction);
+            Ok(insert_fences(
+                base,
+                &sites.iter().collect::<Vec<_>>(),
+                cons_kind,
+            ))
+        }
+        Variant::Emp => {
+            let emp = emp.expect("the emp variant needs a harden result");
+            let sites = fence_sites(base, emp.granularity);
+            let chosen = emp
+                .fences
+                .iter()
+                .map(|(&id, &kind)| {
+                    let site = sites.get(id).ok_or(CostError::NoSuchSite {
+                        site: id,
+                        sites: sites.len(),
+                    })?;
+                    Ok((site, kind))
+                })
+                .collect::<Result<Vec<_>, CostError>>()?;
+            Ok(insert_kinded_fences(base, &chosen))
+        }
+    }
+}
+
+/// Parses `no,emp,cons` (any non-empty subset, in any order; kept in that order).
+pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
+    let mut chosen = list
+        .split(',')
+        .map(|s| s.trim().parse::<Variant>())
+        .collect::<Result<Vec<_>, _>>()?;
+    chosen.sort();
+    chosen.dedup();
+    if !chosen.contains(&Variant::No) {
+        return Err("the variants must include `no`: overheads are measured against it".into());
+    }
+    Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::passes::fences::own_fences;
+
+    const PTX: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.global.u32 %r1, [%rd2];
+    membar.gl;
+    st.global.u32 [%rd2+4], %r1;
+    ld.global.u32 %r2, [%rd2+8];
+    ret;
+}
+"#;
+
+    fn base() -> Module {
+        fence_free(&crate::ptx::parse(PTX).unwrap())
+    }
+
+    #[test]
+    fn no_has_no_fence_cons_one_per_access_emp_the_chosen_ones() {
+        let base = base();
+        assert_eq!(own_fences(&base).len(), 0);
+        let cons = variant_module(&base, Variant::Cons, None, FenceKind::ScGpu).unwrap();
+        assert_eq!(own_fences(&cons).len(), 3);
+        let emp = EmpFences {
+            granularity: Granularity::Instruction,
+            fences: BTreeMap::from([(1, FenceKind::AcqRelGpu)]),
+            source: "test".into(),
+        };
+        let fenced = variant_module(&base, Variant::Emp, Some(&emp), FenceKind::ScGpu).unwrap();
+        let fences = own_fences(&fenced);
+        assert_eq!(fences.len(), 1);
+        assert!(crate::ptx::print(&fenced).contains("fence.acq_rel.gpu"));
+    }
+
+    #[test]
+    fn an_emp_site_beyond_the_module_is_an_error() {
+        let emp = EmpFences {
+            granularity: Granularity::Instruction,
+            fences: BTreeMap::from([(9, FenceKind::ScGpu)]),
+            source: "test".into(),
+        };
+        let e = variant_module(&base(), Variant::Emp, Some(&emp), FenceKind::ScGpu).unwrap_err();
+        assert!(e.to_string().contains("site 9"), "{e}");
+    }
+
+    #[test]
+    fn variants_parse_in_canonical_order_and_need_the_baseline() {
+        assert_eq!(
+            parse_variants("cons,no").unwrap(),
+            vec![Variant::No, Variant::Cons]
+        );
+        assert!(parse_variants("emp,cons").unwrap_err().contains("`no`"));
+        assert!(parse_variants("no,fast").unwrap_err().contains("'fast'"));
+    }
+}
