@@ -93,10 +93,13 @@ impl Measurement for AppMeasurement {
             (Some(m), _) if m.supports_energy_counter() => EnergyMethod::Counter,
             (Some(m), _) if m.supports_power() => EnergyMethod::SampledPower,
             (Some(_), _) => EnergyMethod::NotAvailable(format!(
-                "NVML reads neither an energy counter nor power on {}",
+                "not available: NVML reads neither an energy counter nor power on {}",
                 info.name
             )),
-            (None, _) => EnergyMethod::NotAvailable(format!("no NVML meter for {}", info.name)),
+            (None, _) => EnergyMethod::NotAvailable(format!(
+                "not available: NVML is missing or does not know {}",
+                info.name
+            )),
         }
     }
 

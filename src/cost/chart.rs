@@ -88,8 +88,8 @@ pub fn cost_chart(
             .configure_mesh()
             .x_desc(format!("no fences: {unit}"))
             .y_desc(format!("fenced: {unit}"))
-            .x_label_formatter(&|v| format!("{v:.2e}"))
-            .y_label_formatter(&|v| format!("{v:.2e}"))
+            .x_label_formatter(&axis_label)
+            .y_label_formatter(&axis_label)
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(plot_error)?;
@@ -120,6 +120,15 @@ pub fn cost_chart(
     Ok(Some(svg))
 }
 
+/// Plain numbers where they read well (instruction counts), else scientific notation.
+fn axis_label(v: &f64) -> String {
+    if (1.0..1e5).contains(&v.abs()) {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
 type LogChart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
@@ -129,8 +138,8 @@ type LogChart<'a, 'b> = ChartContext<
     >,
 >;
 
-fn draw_variant(
-    chart: &mut LogChart<'_, '_>,
+fn draw_variant<'a, 'b: 'a>(
+    chart: &mut LogChart<'a, 'b>,
     points: &[Point],
     variant: Variant,
     colour: RGBColor,
@@ -148,23 +157,29 @@ fn draw_variant(
             ErrorBar::new_vertical(p.x, p.y.low, p.y.median, p.y.high, colour.filled(), 6)
         }))
         .map_err(plot_error)?;
+    let (emp, cons) = (variant == Variant::Emp, variant == Variant::Cons);
     chart
         .draw_series(mine.iter().map(|p| {
+            // Each app is named once, beside its highest point (cons, or emp alone).
+            let named = cons
+                || !points
+                    .iter()
+                    .any(|q| q.app == p.app && q.variant == Variant::Cons);
             EmptyElement::at((p.x, p.y.median))
-                + Circle::new(
-                    (0, 0),
-                    if variant == Variant::Emp { 5 } else { 0 },
-                    colour.filled(),
+                + Circle::new((0, 0), if emp { 5 } else { 0 }, colour.filled())
+                + TriangleMarker::new((0, 0), if cons { 7 } else { 0 }, colour.filled())
+                + Text::new(
+                    if named { p.app.clone() } else { String::new() },
+                    (9, -14),
+                    ("sans-serif", 12),
                 )
-                + TriangleMarker::new(
-                    (0, 0),
-                    if variant == Variant::Cons { 7 } else { 0 },
-                    colour.filled(),
-                )
-                + Text::new(p.app.clone(), (8, -12), ("sans-serif", 11))
         }))
         .map_err(plot_error)?
         .label(label)
-        .legend(move |(x, y)| Circle::new((x + 8, y), 4, colour.filled()));
+        .legend(move |(x, y)| {
+            EmptyElement::at((x + 8, y))
+                + Circle::new((0, 0), if emp { 4 } else { 0 }, colour.filled())
+                + TriangleMarker::new((0, 0), if cons { 5 } else { 0 }, colour.filled())
+        });
     Ok(())
 }

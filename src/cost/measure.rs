@@ -65,7 +65,8 @@ pub enum EnergyMethod {
     /// No counter: NVML's sampled power averaged over each window, times its length (an
     /// estimate: on recent chips the reading is a 1-second moving average).
     SampledPower,
-    /// No energy figures, and why.
+    /// No energy figures, and why (the reason reads as a sentence: "not available on the
+    /// simulator").
     NotAvailable(String),
 }
 
@@ -86,7 +87,7 @@ impl fmt::Display for EnergyMethod {
                 "ESTIMATE: NVML sampled power averaged over each window × its length (no \
                  energy counter on this device)",
             ),
-            EnergyMethod::NotAvailable(why) => write!(f, "not available: {why}"),
+            EnergyMethod::NotAvailable(why) => f.write_str(why),
         }
     }
 }

@@ -176,9 +176,12 @@ fn fence_labels(plan: &super::journal::AppPlan) -> BTreeMap<Variant, String> {
         labels.insert(
             Variant::Emp,
             format!(
-                "{} fence(s) at {:?} sites {} (from {})",
+                "{} fence(s) at {} sites {} (from {})",
                 emp.fences.len(),
-                emp.granularity,
+                match emp.granularity {
+                    crate::ptx::passes::fences::Granularity::SourceLine => "source-line",
+                    crate::ptx::passes::fences::Granularity::Instruction => "instruction",
+                },
                 fences.join(" "),
                 emp.source
             ),
@@ -287,6 +290,8 @@ pub fn overhead_text(m: &MedianInterval) -> String {
 fn number(x: f64) -> String {
     if x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-2) {
         format!("{x:.4e}")
+    } else if x.abs() >= 100.0 {
+        format!("{x:.1}")
     } else {
         format!("{x:.4}")
     }
