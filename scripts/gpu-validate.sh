@@ -9,6 +9,7 @@
 #   PART="tests litmus harden" scripts/gpu-validate.sh       # some parts (space-separated)
 #   PART=check CHECK_APPS="cbe-dot cbe-ht" CHECK_ENVS=no-str- CHECK_DURATION=2m scripts/gpu-validate.sh
 #   PART=tune TUNE_TIME=8m scripts/gpu-validate.sh           # stress tuning, resumed call after call
+#   PART=cost COST_APPS="cbe-dot sdk-red" scripts/gpu-validate.sh   # fence cost, ~5 minutes an app
 #
 # Where cargo is missing (the lent machines have a CUDA toolkit and a driver, no Rust), it runs
 # the binaries that scripts/gpu-bundle.sh built into .gpu-bundle/; GPUWMM_USE_BUNDLE=1 forces that.
@@ -19,6 +20,10 @@
 # machine without a GPU). PART=tune (not in the default) runs `gpuwmm tune` with TUNE_ARGS (default
 # a first look far below the paper's budgets) for at most TUNE_TIME (default 8m); its journal is
 # resumed by the next call, so a tuning longer than one call goes on where it stopped.
+# PART=cost (not in the default) measures `gpuwmm cost` of each app in COST_APPS (default the
+# apps with fences to harden: cbe-dot cbe-ht sdk-red cub-scan) for COST_DURATION of timing
+# (default 2m) plus its energy windows; `emp` comes from a hardening of the app (its -nf variant
+# where there is one) with STABLE_DURATION, made first where none is in the results folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -30,6 +35,8 @@ litmus_iterations="${LITMUS_ITERATIONS:-100000}"
 stable="${STABLE_DURATION:-3m}"
 tune_args="${TUNE_ARGS:---distances 256 --distance-step 64 --locations 128 --executions 50 --max-sequence 3 --max-spread 8}"
 tune_time="${TUNE_TIME:-8m}"
+cost_apps="${COST_APPS:-cbe-dot cbe-ht sdk-red cub-scan}"
+cost_duration="${COST_DURATION:-2m}"
 backend="${BACKEND:-cuda}"
 readonly GPU_TESTS=(cuda_backend apps_gpu check_gpu)
 export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
@@ -159,6 +166,26 @@ if wants tune; then
     # shellcheck disable=SC2086  # tune_args is several words on purpose
     step tune.txt timeout "$tune_time" "$gpuwmm" tune --backend "$backend" $tune_args \
         --out "$out/tune" --profile-out "$out/tune/profile.toml" --force "${resume[@]}"
+fi
+if wants cost; then
+    for app in $cost_apps; do
+        hardened="$app"
+        [[ "$app" == sdk-red || "$app" == cub-scan ]] && hardened="$app-nf"
+        if [[ ! -f "$out/harden/$hardened.json" ]] || ! grep -q '"result"' "$out/harden/$hardened.json"; then
+            # shellcheck disable=SC2046
+            step "harden-$hardened.txt" "$gpuwmm" harden "$hardened" --backend "$backend" \
+                --stable-duration "$stable" $(journal_args "$out/harden/$hardened.csv")
+        fi
+        resume=()
+        [[ -f "$out/cost/$app/cost.csv" ]] && resume=(--resume)
+        if grep -q '"stable": true' "$out/harden/$hardened.json" 2>/dev/null; then
+            variants=(--emp "$out/harden/$hardened.csv")
+        else
+            variants=(--variants no,cons)
+        fi
+        step "cost-$app.txt" "$gpuwmm" cost "$app" --backend "$backend" \
+            --duration "$cost_duration" "${variants[@]}" --out "$out/cost/$app" "${resume[@]}"
+    done
 fi
 echo "results in $out"
 if (( ${#failed[@]} )); then

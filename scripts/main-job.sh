@@ -4,7 +4,8 @@
 #
 # It lists the devices, shows where fences could go in cbe-dot, runs the MP litmus test without
 # and with fences, checks cbe-dot under sys-str+, and hardens it (the fences it needs and their
-# weakest kinds, as source lines and a patch). Journals go to results/main-job/ (ignored by git).
+# weakest kinds, as source lines and a patch), then measures what those fences cost against none
+# and a fence after every access. Journals go to results/main-job/ (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
@@ -31,3 +32,7 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 echo
 echo "== harden cbe-dot (seed $seed)"
 "$gpuwmm" harden cbe-dot --seed "$seed" --stable-runs 10000 --journal "results/main-job/harden-cbe-dot-$stamp.csv"
+echo
+echo "== cost of cbe-dot's fences: none, the ones harden kept, one after every access (seed $seed)"
+"$gpuwmm" cost cbe-dot --seed "$seed" --runs 500 \
+    --emp "results/main-job/harden-cbe-dot-$stamp.csv" --out "results/main-job/cost-cbe-dot-$stamp"
