@@ -505,7 +505,7 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a fraction (e.g. 0.5% or 0.005)"))?;
-    if !(value > 0.0) || !value.is_finite() {
+    if value.is_nan() || value <= 0.0 || !value.is_finite() {
         return Err(format!("'{s}' must be above 0"));
     }
     Ok(value * scale)
