@@ -207,3 +207,41 @@ fn a_bad_harden_result_is_bad_input_naming_the_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn emp_auto_takes_the_newest_stable_hardening_of_the_app_on_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("results/harden")).unwrap();
+    let journal = harden_cbe_dot(dir.path());
+    std::fs::rename(
+        &journal,
+        dir.path().join("results/harden/cbe-dot-quick.csv"),
+    )
+    .unwrap();
+    std::fs::rename(
+        dir.path().join("h.json"),
+        dir.path().join("results/harden/cbe-dot-quick.json"),
+    )
+    .unwrap();
+    let out = gpuwmm(
+        &[
+            "cost",
+            "cbe-dot",
+            "--backend",
+            "sim",
+            "--runs",
+            "20",
+            "--out",
+            "c",
+        ],
+        dir.path(),
+    );
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("emp for cbe-dot: the hardening in results/harden/cbe-dot-quick.csv"),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("c/summary.md")).unwrap();
+    assert!(md.contains("from results/harden/cbe-dot-quick.csv"), "{md}");
+}
