@@ -42,7 +42,7 @@ pub fn run(args: &CostArgs) -> super::Outcome {
     );
     let mut rows = done;
     for plan in &meta.apps {
-        let new = measure_one(&meta, plan, args, &rows, &mut journal)?;
+        let new = measure_one(&meta, plan, &rows, &mut journal)?;
         rows.extend(new);
     }
     let summary = CostSummary::new(&meta, &rows);
@@ -294,7 +294,6 @@ fn bad_input_if_app(e: CostError) -> Failure {
 fn measure_one(
     meta: &CostMeta,
     plan: &AppPlan,
-    args: &CostArgs,
     done: &[CostRow],
     journal: &mut Journal<CostRow>,
 ) -> Result<Vec<CostRow>, Failure> {
@@ -305,11 +304,7 @@ fn measure_one(
         seed: meta.seed,
         warmup: meta.warmup,
         stop: meta.stop,
-        target_ci: if args.resume {
-            meta.target_ci
-        } else {
-            args.target_ci
-        },
+        target_ci: meta.target_ci,
         windows: meta.windows,
     };
     let bar = progress_bar(&cost_plan);
