@@ -2,6 +2,7 @@
 
 mod apps;
 mod campaign;
+mod campaign_slurm;
 mod check;
 mod devices;
 mod harden;
