@@ -338,7 +338,7 @@ pub struct SlurmArgs {
     #[arg(long, requires = "slurm")]
     pub time: Option<String>,
     /// At most this many tasks at once (`--array=0-N%K`).
-    #[arg(long, requires = "slurm")]
+    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
     pub array_limit: Option<u32>,
     /// Another sbatch option for the batch script, one per use (e.g. `--sbatch-arg=--mem=8G`).
     #[arg(

@@ -33,11 +33,10 @@ const SLURM_VALUED: [&str; 6] = [
 /// `--dry-run`, prints the script and the command that would submit it).
 pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> Outcome {
     let out = std::path::absolute(out)?;
-    let logs = out.join("slurm");
-    std::fs::create_dir_all(&logs)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", logs.display()))?;
-    let job = array_job(args, plan, &out, logs)?;
+    let job = array_job(args, plan, &out, out.join("slurm"))?;
     let script = job.script().map_err(Failure::bad_input)?;
+    std::fs::create_dir_all(&job.logs)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", job.logs.display()))?;
     let script_path = out.join(SCRIPT);
     std::fs::write(&script_path, &script)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", script_path.display()))?;
