@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Starts a one-node Slurm cluster on this machine, for testing `gpuwmm campaign --slurm` against a
 # real scheduler: installs Debian's slurm-wlm and munge where missing, writes a minimal
-# slurm.conf (this host as controller and only node, one GPU-less partition `gpuwmm`), starts
-# munged, slurmctld and slurmd in the background (no systemd needed), and waits until `sinfo`
-# shows the node idle. Running it again when the cluster is up changes nothing.
+# slurm.conf (this host as controller and only node, with the feature `gpuwmm-local`, in one
+# GPU-less partition `gpuwmm`), starts munged, slurmctld and slurmd in the background (no systemd
+# needed), and waits until `sinfo` shows the node idle. Running it again when the cluster is up
+# changes nothing.
 #
 # Needs root (to install packages and run the daemons as root). Prints `slurm-local: up` on
 # success; on failure it prints why and exits with 1 (3 when not root, so callers can skip).
@@ -14,6 +15,8 @@ CONF=$CONF_DIR/slurm.conf
 LOG_DIR=/var/log/slurm
 PARTITION=${SLURM_LOCAL_PARTITION:-gpuwmm}
 WAIT_S=${SLURM_LOCAL_WAIT_S:-60}
+# The node's feature, for jobs that ask for a GPU kind (`--constraint`).
+FEATURE=gpuwmm-local
 
 say() { echo "slurm-local: $*" >&2; }
 
@@ -30,7 +33,10 @@ cluster_is_up() {
 }
 
 if cluster_is_up; then
-    say "up (already running; partition $PARTITION)"
+    # A cluster started by an older version of this script may lack the feature.
+    scontrol update nodename="$(hostname -s)" availablefeatures="$FEATURE" \
+        activefeatures="$FEATURE" >/dev/null 2>&1 || true
+    say "up (already running; partition $PARTITION, feature $FEATURE)"
     exit 0
 fi
 
@@ -98,7 +104,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MinJobAge=3600
-$node_line State=UNKNOWN
+$node_line Feature=$FEATURE State=UNKNOWN
 PartitionName=$PARTITION Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
     say "wrote $CONF"
@@ -136,4 +142,4 @@ start_munge
 write_config
 start_daemons
 wait_until_idle
-say "up (partition $PARTITION)"
+say "up (partition $PARTITION, feature $FEATURE)"

@@ -66,7 +66,9 @@ On the simulator (which has no caches: expect no patch structure), small budgets
 Skip stages with values you trust:
   gpuwmm tune --patch-words 32 --sequence 'ld st2 ld'      # stage 3 only
   gpuwmm tune --resume --out results/tune/<chip>-<date>     # continue an interrupted tuning
-  gpuwmm tune --resume        # the newest unfinished one with the same chip, seed and budgets"
+  gpuwmm tune --resume        # the newest unfinished one with the same chip, seed and budgets
+On a Slurm cluster, one job per GPU kind (node feature):
+  gpuwmm tune --backend cuda --slurm --constraint a100 --constraint h100 --gres gpu:1 --time 2-00:00:00"
     )]
     Tune(TuneArgs),
     /// Run an application under stress and check its post-condition, for a run count or a duration.
@@ -274,12 +276,49 @@ pub struct TuneArgs {
     /// again.
     #[arg(long)]
     pub resume: bool,
-    /// Where the profile goes (default tuning/<chip>.toml).
+    /// Where the profile goes (default tuning/<chip>.toml; with --slurm, only for one
+    /// --constraint).
     #[arg(long)]
     pub profile_out: Option<PathBuf>,
     /// Replace an existing profile file.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub slurm: TuneSlurmArgs,
+}
+
+/// Tuning each GPU kind of a Slurm cluster: one job per kind.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Slurm")]
+pub struct TuneSlurmArgs {
+    /// Submit one tuning job per --constraint to Slurm (each resuming its journal in
+    /// <out>/<kind>/ when requeued, and writing tuning/<chip>.toml), and print the job ids.
+    #[arg(long)]
+    pub slurm: bool,
+    /// A GPU kind as the cluster's node features name it (`--constraint` of sbatch), one per
+    /// use: one job each.
+    #[arg(long, requires = "slurm", required_if_eq("slurm", "true"))]
+    pub constraint: Vec<String>,
+    /// The partition the jobs run in.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Generic resources of each job, e.g. `gpu:1`.
+    #[arg(long, requires = "slurm")]
+    pub gres: Option<String>,
+    /// Time limit of each job, in Slurm's format (e.g. `2-00:00:00`).
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// Another sbatch option for every job's script, one per use (e.g. `--sbatch-arg=--mem=8G`).
+    #[arg(
+        long,
+        requires = "slurm",
+        allow_hyphen_values = true,
+        value_name = "ARG"
+    )]
+    pub sbatch_arg: Vec<String>,
+    /// Write the batch scripts, print them and the sbatch commands, and submit nothing.
+    #[arg(long, requires = "slurm")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

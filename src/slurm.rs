@@ -14,7 +14,7 @@ use thiserror::Error;
 /// What can go wrong between gpuwmm and Slurm.
 #[derive(Debug, Error)]
 pub enum SlurmError {
-    #[error("malformed --sbatch-arg `{arg}`: {why}")]
+    #[error("malformed sbatch option `{arg}`: {why}")]
     BadSbatchArg { arg: String, why: String },
     #[error("{what} `{}` cannot go in a batch script: {why}", .path.display())]
     BadPath {
@@ -49,34 +49,48 @@ const OWN_OPTIONS: [(&str, Option<char>); 6] = [
     ("wrap", None),
 ];
 
-/// A job array to write as a batch script.
+/// The tasks of a job array.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobArray {
+    /// Tasks `0..tasks`.
+    pub tasks: usize,
+    /// At most this many tasks at once (`--array=0-N%K`).
+    pub limit: Option<u32>,
+}
+
+/// A job (or job array) to write as a batch script.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ArrayJob {
+pub struct BatchJob {
     /// `--job-name`.
     pub name: String,
     /// The first comment lines (without `# `): what the job is.
     pub description: Vec<String>,
-    /// Tasks `0..tasks`.
-    pub tasks: usize,
-    /// At most this many tasks at once (`--array=0-N%K`).
-    pub array_limit: Option<u32>,
+    /// `None` for a single job.
+    pub array: Option<JobArray>,
     /// The folder every task starts in (`--chdir`), absolute.
     pub workdir: PathBuf,
-    /// The task logs' folder, absolute: `<logs>/<job>_<task>.out`.
+    /// The logs' folder, absolute: `<logs>/<job>_<task>.out` for an array's tasks,
+    /// `<logs>/<name>-<job>.out` for a single job.
     pub logs: PathBuf,
     pub partition: Option<String>,
     pub gres: Option<String>,
     pub time: Option<String>,
     /// More options, each checked by [`check_sbatch_arg`].
     pub extra: Vec<String>,
-    /// What each task runs; an argument `$SLURM_ARRAY_TASK_ID` is left for the shell to expand.
+    /// When this file exists as the job starts, the argument [`RESUME`] of the command becomes
+    /// `--resume` (a requeued job continues its journal); otherwise it vanishes.
+    pub resume_if: Option<PathBuf>,
+    /// What each task runs; the arguments [`TASK_ID`] and [`RESUME`] are left for the shell to
+    /// expand.
     pub command: Vec<String>,
 }
 
 /// The argument of a task's command that becomes its array index.
 pub const TASK_ID: &str = "$SLURM_ARRAY_TASK_ID";
+/// The argument of a job's command that becomes `--resume` when [`BatchJob::resume_if`] exists.
+pub const RESUME: &str = "$resume";
 
-impl ArrayJob {
+impl BatchJob {
     /// The batch script: `#SBATCH` lines, then the command. Tasks are requeueable and append to
     /// their log, so a requeued task continues its log as its work continues its journal.
     pub fn script(&self) -> Result<String, SlurmError> {
@@ -87,16 +101,22 @@ impl ArrayJob {
         }
         let mut lines = vec!["#!/bin/bash".to_string()];
         lines.extend(self.description.iter().map(|d| format!("# {d}")));
-        let last = self.tasks.saturating_sub(1);
-        let limit = self.array_limit.map_or(String::new(), |k| format!("%{k}"));
-        let mut options = vec![
-            format!("--job-name={}", self.name),
-            format!("--array=0-{last}{limit}"),
+        let mut options = vec![format!("--job-name={}", self.name)];
+        let log = match self.array {
+            Some(array) => {
+                let last = array.tasks.saturating_sub(1);
+                let limit = array.limit.map_or(String::new(), |k| format!("%{k}"));
+                options.push(format!("--array=0-{last}{limit}"));
+                "%A_%a.out"
+            }
+            None => "%x-%j.out",
+        };
+        options.extend([
             format!("--chdir={}", self.workdir.display()),
-            format!("--output={}/%A_%a.out", self.logs.display()),
+            format!("--output={}/{log}", self.logs.display()),
             "--open-mode=append".to_string(),
             "--requeue".to_string(),
-        ];
+        ]);
         let named = [
             ("partition", &self.partition),
             ("gres", &self.gres),
@@ -112,6 +132,14 @@ impl ArrayJob {
         options.extend(self.extra.iter().cloned());
         lines.extend(options.iter().map(|o| format!("#SBATCH {o}")));
         lines.push("set -eu".to_string());
+        if let Some(journal) = &self.resume_if {
+            check_script_path("the journal", journal)?;
+            lines.push("resume=".to_string());
+            lines.push(format!(
+                "if [ -e {} ]; then resume=--resume; fi",
+                journal.display()
+            ));
+        }
         lines.push(format!("exec {}", shell_command(&self.command)));
         Ok(lines.join("\n") + "\n")
     }
@@ -192,6 +220,9 @@ pub fn shell_command(args: &[String]) -> String {
 fn shell_word(arg: &str) -> String {
     if arg == TASK_ID {
         return format!("\"{TASK_ID}\"");
+    }
+    if arg == RESUME {
+        return RESUME.to_string();
     }
     let plain = !arg.is_empty()
         && arg
@@ -390,18 +421,21 @@ pub fn is_running_state(state: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn job() -> ArrayJob {
-        ArrayJob {
+    fn job() -> BatchJob {
+        BatchJob {
             name: "gpuwmm-campaign".into(),
             description: vec!["gpuwmm campaign: 4 cells".into()],
-            tasks: 4,
-            array_limit: Some(2),
+            array: Some(JobArray {
+                tasks: 4,
+                limit: Some(2),
+            }),
             workdir: "/home/me/gpuwmm".into(),
             logs: "/scratch/c/slurm".into(),
             partition: Some("gpu".into()),
             gres: Some("gpu:1".into()),
             time: None,
             extra: vec!["--mem=4G".into()],
+            resume_if: None,
             command: vec![
                 "/opt/gpuwmm".into(),
                 "campaign".into(),
@@ -431,6 +465,21 @@ set -eu
 exec /opt/gpuwmm campaign --apps 'it'\\''s' --cell \"$SLURM_ARRAY_TASK_ID\"
 ";
         assert_eq!(script, expected);
+    }
+
+    #[test]
+    fn a_single_job_logs_by_name_and_resumes_when_its_journal_exists() {
+        let mut single = job();
+        single.array = None;
+        single.resume_if = Some("/scratch/t/tune.csv".into());
+        single.command = vec!["/opt/gpuwmm".into(), "tune".into(), RESUME.into()];
+        let script = single.script().unwrap();
+        assert!(!script.contains("--array"), "{script}");
+        assert!(script.contains("#SBATCH --output=/scratch/c/slurm/%x-%j.out\n"));
+        assert!(script.ends_with(
+            "set -eu\nresume=\nif [ -e /scratch/t/tune.csv ]; then resume=--resume; fi\n\
+             exec /opt/gpuwmm tune $resume\n"
+        ));
     }
 
     #[test]
@@ -481,7 +530,7 @@ exec /opt/gpuwmm campaign --apps 'it'\\''s' --cell \"$SLURM_ARRAY_TASK_ID\"
         ] {
             let err = check_sbatch_arg(bad).unwrap_err();
             assert!(
-                err.to_string().starts_with("malformed --sbatch-arg"),
+                err.to_string().starts_with("malformed sbatch option"),
                 "{bad}: {err}"
             );
         }

@@ -3,7 +3,10 @@
 //! `scripts/slurm-local.sh` starts, one of whose tasks is killed mid-run and requeued, collected
 //! and compared with the same campaign run here.
 //!
-//! The cluster test needs root (to install and start Slurm); without it, it says so and skips,
+//! `gpuwmm tune --slurm` is checked the same way: its scripts (one job per GPU kind), and one
+//! simulator tuning run as a job on the local cluster's node (feature `gpuwmm-local`).
+//!
+//! The cluster tests need root (to install and start Slurm); without it, it says so and skips,
 //! unless `GPUWMM_REQUIRE_SLURM=1`, which makes it fail instead.
 
 use gpuwmm::check::journal::read_rows;
@@ -149,7 +152,7 @@ fn a_malformed_sbatch_arg_is_refused_with_exit_code_2_before_anything_is_written
         let mut args = campaign_args("10", "c");
         args.extend(["--slurm", "--dry-run", "--sbatch-arg", bad]);
         let output = gpuwmm(dir.path(), &args);
-        assert_bad_input(&output, &format!("malformed --sbatch-arg `{bad}`"));
+        assert_bad_input(&output, &format!("malformed sbatch option `{bad}`"));
     }
     assert!(!dir.path().join("c").join("campaign.sbatch").exists());
 }
@@ -328,5 +331,127 @@ fn a_campaign_on_slurm_with_a_task_killed_and_requeued_collects_the_local_campai
         summary("slurm"),
         summary("local"),
         "collected counts differ from the local campaign's"
+    );
+}
+
+/// The small simulator tuning of tests/tune.rs: 3 tests × 2 distances × 4 locations, 2
+/// sequences, spreads 1–2, 6 executions each.
+const SMALL_TUNE: [&str; 18] = [
+    "tune",
+    "--backend",
+    "sim",
+    "--distances",
+    "2",
+    "--locations",
+    "4",
+    "--executions",
+    "6",
+    "--max-sequence",
+    "1",
+    "--max-spread",
+    "2",
+    "--block-threads",
+    "32",
+    "--max-threads",
+    "128",
+    "--seed=7",
+];
+
+#[test]
+fn tune_dry_run_writes_one_script_per_gpu_kind_each_resuming_its_own_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = SMALL_TUNE.to_vec();
+    args.extend([
+        "--slurm",
+        "--constraint",
+        "a100",
+        "--constraint",
+        "h100|h200",
+        "--gres",
+        "gpu:1",
+        "--out",
+        "t",
+        "--dry-run",
+    ]);
+    let output = gpuwmm(dir.path(), &args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let t = dir.path().join("t");
+    for (kind, folder) in [("a100", "a100"), ("h100|h200", "h100-h200")] {
+        let script =
+            std::fs::read_to_string(t.join(format!("gpuwmm-tune-{folder}.sbatch"))).unwrap();
+        assert!(
+            script.contains(&format!("#SBATCH --constraint={kind}\n")),
+            "{script}"
+        );
+        assert!(script.contains("#SBATCH --gres=gpu:1\n"), "{script}");
+        assert!(!script.contains("--array"), "{script}");
+        let journal = t.join(folder).join("tune.csv");
+        assert!(
+            script.contains(&format!(
+                "if [ -e {} ]; then resume=--resume; fi",
+                journal.display()
+            )),
+            "{script}"
+        );
+        let exec = script.lines().last().unwrap();
+        assert!(
+            exec.ends_with(&format!(
+                "--seed=7 --out {} $resume",
+                t.join(folder).display()
+            )),
+            "{exec}"
+        );
+        assert!(
+            !exec.contains("--constraint") && !exec.contains("--slurm"),
+            "{exec}"
+        );
+    }
+    let mut two_profiles = args.clone();
+    two_profiles.extend(["--profile-out", "p.toml"]);
+    assert_bad_input(
+        &gpuwmm(dir.path(), &two_profiles),
+        "--profile-out names one file",
+    );
+}
+
+#[test]
+fn a_tuning_job_on_slurm_writes_the_profile_of_its_gpu_kind() {
+    if tools_for_tests().is_none() || local_cluster().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = SMALL_TUNE.to_vec();
+    args.extend([
+        "--slurm",
+        "--constraint",
+        "gpuwmm-local",
+        "--out",
+        "t",
+        "--profile-out",
+        "sim.toml",
+    ]);
+    let submitted = gpuwmm(dir.path(), &args);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let stdout = text(&submitted.stdout);
+    let job = stdout
+        .trim()
+        .strip_prefix("gpuwmm-local ")
+        .unwrap_or_else(|| panic!("`{stdout}` is not `<kind> <job id>`"))
+        .to_string();
+    let _cancel = CancelOnDrop(job.clone());
+    wait_for("the tuning job to finish", Duration::from_secs(600), || {
+        run_tool("squeue", &["-h", "-j", &job]).trim().is_empty()
+    });
+    let log = dir
+        .path()
+        .join(format!("t/slurm/gpuwmm-tune-gpuwmm-local-{job}.out"));
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let profile = gpuwmm::profile::StressProfile::load(&dir.path().join("sim.toml"))
+        .unwrap_or_else(|e| panic!("no profile ({e}); the job's log:\n{log}"));
+    assert!(profile.is_tuned());
+    assert_eq!(profile.chip, "sim");
+    assert!(
+        dir.path().join("t/gpuwmm-local/summary.md").is_file(),
+        "{log}"
     );
 }

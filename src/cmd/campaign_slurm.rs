@@ -10,7 +10,7 @@ use crate::cli::CampaignArgs;
 use gpuwmm::campaign::collect::collect as collect_cells;
 use gpuwmm::campaign::plan::{CampaignPlan, SlurmJob};
 use gpuwmm::campaign::write_summaries;
-use gpuwmm::slurm::{self, ArrayJob, TASK_ID};
+use gpuwmm::slurm::{self, BatchJob, JobArray, TASK_ID};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -78,7 +78,7 @@ fn array_job(
     plan: &CampaignPlan,
     out: &Path,
     logs: PathBuf,
-) -> Result<ArrayJob, Failure> {
+) -> Result<BatchJob, Failure> {
     let exe = std::env::current_exe()?;
     let mut command = vec![exe.display().to_string(), "campaign".to_string()];
     let given: Vec<String> = std::env::args()
@@ -94,7 +94,7 @@ fn array_job(
         TASK_ID.to_string(),
     ]);
     let version = env!("CARGO_PKG_VERSION");
-    Ok(ArrayJob {
+    Ok(BatchJob {
         name: "gpuwmm-campaign".to_string(),
         description: vec![
             format!(
@@ -104,14 +104,17 @@ fn array_job(
             ),
             "and resumes its journal there, so a requeued task loses no run.".to_string(),
         ],
-        tasks: plan.cells.len(),
-        array_limit: args.slurm.array_limit,
+        array: Some(JobArray {
+            tasks: plan.cells.len(),
+            limit: args.slurm.array_limit,
+        }),
         workdir: std::env::current_dir()?,
         logs,
         partition: args.slurm.partition.clone(),
         gres: args.slurm.gres.clone(),
         time: args.slurm.time.clone(),
         extra: args.slurm.sbatch_arg.clone(),
+        resume_if: None,
         command,
     })
 }

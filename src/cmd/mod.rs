@@ -12,6 +12,7 @@ mod ptx;
 mod replay;
 mod target;
 mod tune;
+mod tune_slurm;
 mod worker;
 
 use crate::cli::{BackendArgs, BackendChoice, Command, LitmusCommand, SimModelArg};
