@@ -6,4 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
 export GPUWMM_REQUIRE_TOOLS=1
+# tests/slurm.rs runs a campaign on a one-node Slurm cluster. As root, start it here (installing
+# slurm-wlm and munge where missing), and make the test fail rather than skip if it cannot run.
+if [ "$(id -u)" = 0 ]; then
+    bash scripts/slurm-local.sh
+    export GPUWMM_REQUIRE_SLURM=1
+fi
 cargo test --release --locked "$@"

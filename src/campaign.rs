@@ -1,15 +1,20 @@
 //! A campaign's results as one table: applications × testing environments, each cell the error
 //! rate of one check, as the paper's tables 4 and 5 show them.
 //!
-//! This module is pure: it takes the counts of finished checks and renders them as long-format
-//! CSV (one row per cell, for scripts) and as Markdown (one row per app, one column per
-//! environment, and a last row counting per environment the apps it found errors in and the apps
-//! it is effective for). Running the checks is the `campaign` command's business.
+//! It takes the counts of checks and renders them as long-format CSV (one row per cell, for
+//! scripts) and as Markdown (one row per app, one column per environment, and a last row counting
+//! per environment the apps it found errors in and the apps it is effective for), and writes them
+//! as a campaign's summary files. [`plan`] is what a campaign folder holds, [`collect`] reads one
+//! back. Running the checks is the `campaign` command's business.
+
+pub mod collect;
+pub mod plan;
 
 use crate::check::{Outcome, Tally};
 use crate::env::Environment;
 use crate::plot::{rate_chart, PlotError, RateRow};
 use crate::stats::Rate;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// A `--apps` or `--envs` list that cannot be read.
@@ -284,6 +289,74 @@ impl CampaignTable {
         }
         rows
     }
+}
+
+/// Writing a campaign's summaries failed.
+#[derive(Debug, Error)]
+pub enum SummaryError {
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Writes `summary.csv`, `summary.md` and `summary.svg` into `out`. One table (one GPU model, or
+/// the simulator) gives exactly the local campaign's files; with several, `summary.md` has a
+/// section per table, `summary.csv` all their rows (each names its provenance), and the second
+/// table's chart is `summary-2.svg`, and so on. `status`, when given, ends `summary.md`.
+pub fn write_summaries(
+    tables: &[CampaignTable],
+    status: Option<&str>,
+    out: &Path,
+) -> Result<(), SummaryError> {
+    let write = |name: &str, text: &str| {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|source| SummaryError::Write { path, source })
+    };
+    std::fs::create_dir_all(out).map_err(|source| SummaryError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let mut csv = String::new();
+    let mut markdown = String::new();
+    for (i, table) in tables.iter().enumerate() {
+        let rows = table.to_csv();
+        let rows = if i == 0 {
+            &rows[..]
+        } else {
+            after_header(&rows)
+        };
+        csv.push_str(rows);
+        if tables.len() > 1 {
+            markdown.push_str(&format!("## {}\n\n", table.provenance.join("; ")));
+        }
+        markdown.push_str(&table.to_markdown());
+        if tables.len() > 1 {
+            markdown.push('\n');
+        }
+        let chart = match i {
+            0 => "summary.svg".to_string(),
+            _ => format!("summary-{}.svg", i + 1),
+        };
+        write(&chart, &table.to_svg()?)?;
+    }
+    if tables.is_empty() {
+        csv = CSV_HEADER.join(",") + "\n";
+        markdown = "No cell has a run yet.\n".to_string();
+    }
+    if let Some(status) = status {
+        markdown.push_str(&format!("\n## cells\n\n{status}"));
+    }
+    write("summary.csv", &csv)?;
+    write("summary.md", &markdown)
+}
+
+/// A CSV text without its first line.
+fn after_header(csv: &str) -> &str {
+    csv.split_once('\n').map_or("", |(_, rest)| rest)
 }
 
 /// `57.7% (173/300)*`: the rate, the counts, and `*` when effective.

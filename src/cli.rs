@@ -66,7 +66,9 @@ On the simulator (which has no caches: expect no patch structure), small budgets
 Skip stages with values you trust:
   gpuwmm tune --patch-words 32 --sequence 'ld st2 ld'      # stage 3 only
   gpuwmm tune --resume --out results/tune/<chip>-<date>     # continue an interrupted tuning
-  gpuwmm tune --resume        # the newest unfinished one with the same chip, seed and budgets"
+  gpuwmm tune --resume        # the newest unfinished one with the same chip, seed and budgets
+On a Slurm cluster, one job per GPU kind (node feature):
+  gpuwmm tune --backend cuda --slurm --constraint a100 --constraint h100 --gres gpu:1 --time 2-00:00:00"
     )]
     Tune(TuneArgs),
     /// Run an application under stress and check its post-condition, for a run count or a duration.
@@ -94,7 +96,10 @@ Skip stages with values you trust:
     #[command(after_help = "Examples:
   gpuwmm campaign --apps all --envs all --runs 1000
   gpuwmm campaign --apps cbe-dot,sdk-red --envs no-str-,sys-str+ --duration 1m --backend sim
-  gpuwmm campaign --apps all --envs all --runs 1000 --resume   # continue an interrupted campaign")]
+  gpuwmm campaign --apps all --envs all --runs 1000 --resume   # continue an interrupted campaign
+  gpuwmm campaign --apps all --envs all --duration 1h --slurm --partition gpu --gres gpu:1 \\
+      --time 1:10:00 --out /shared/campaign                      # one Slurm array task per cell
+  gpuwmm campaign --collect /shared/campaign                    # summaries and cell status, any time")]
     Campaign(CampaignArgs),
     /// Re-run one run of a check, campaign or harden journal in this process and compare its
     /// outcome.
@@ -290,24 +295,61 @@ pub struct TuneArgs {
     /// again.
     #[arg(long)]
     pub resume: bool,
-    /// Where the profile goes (default tuning/<chip>.toml).
+    /// Where the profile goes (default tuning/<chip>.toml; with --slurm, only for one
+    /// --constraint).
     #[arg(long)]
     pub profile_out: Option<PathBuf>,
     /// Replace an existing profile file.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub slurm: TuneSlurmArgs,
+}
+
+/// Tuning each GPU kind of a Slurm cluster: one job per kind.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Slurm")]
+pub struct TuneSlurmArgs {
+    /// Submit one tuning job per --constraint to Slurm (each resuming its journal in
+    /// <out>/<kind>/ when requeued, and writing tuning/<chip>.toml), and print the job ids.
+    #[arg(long)]
+    pub slurm: bool,
+    /// A GPU kind as the cluster's node features name it (`--constraint` of sbatch), one per
+    /// use: one job each.
+    #[arg(long, requires = "slurm", required_if_eq("slurm", "true"))]
+    pub constraint: Vec<String>,
+    /// The partition the jobs run in.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Generic resources of each job, e.g. `gpu:1`.
+    #[arg(long, requires = "slurm")]
+    pub gres: Option<String>,
+    /// Time limit of each job, in Slurm's format (e.g. `2-00:00:00`).
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// Another sbatch option for every job's script, one per use (e.g. `--sbatch-arg=--mem=8G`).
+    #[arg(
+        long,
+        requires = "slurm",
+        allow_hyphen_values = true,
+        value_name = "ARG"
+    )]
+    pub sbatch_arg: Vec<String>,
+    /// Write the batch scripts, print them and the sbatch commands, and submit nothing.
+    #[arg(long, requires = "slurm")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct CampaignArgs {
     /// The applications: names separated by commas, or `all` (the built-in apps, and the one in
     /// --app-dir).
-    #[arg(long)]
-    pub apps: String,
+    #[arg(long, required_unless_present = "collect")]
+    pub apps: Option<String>,
     /// The testing environments: names separated by commas (e.g. `no-str-,sys-str+`), or `all`
     /// (the paper's eight).
-    #[arg(long)]
-    pub envs: String,
+    #[arg(long, required_unless_present = "collect")]
+    pub envs: Option<String>,
     /// Which fences every app runs with: `as-is`, `all` or `none` (site ids are per app).
     #[arg(long, default_value = "as-is")]
     pub fences: String,
@@ -323,8 +365,50 @@ pub struct CampaignArgs {
     /// folder of the same backend and seed): unfinished cells go on, finished ones are kept.
     #[arg(long)]
     pub resume: bool,
+    /// Read the campaign in this folder (run here or on Slurm, finished or not) and write its
+    /// summaries, with each cell's status (done, running, waiting, not started, failed).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["slurm", "resume", "out"])]
+    pub collect: Option<PathBuf>,
+    #[command(flatten)]
+    pub slurm: SlurmArgs,
+    /// Internal (what a Slurm array task runs): run only this cell of the plan in --out.
+    #[arg(long, hide = true, requires = "out", conflicts_with = "slurm")]
+    pub cell: Option<usize>,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+/// Handing a campaign to Slurm as one job array, one task per cell.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Slurm")]
+pub struct SlurmArgs {
+    /// Submit the campaign to Slurm (`sbatch --array`), one task per app × environment, each
+    /// resuming its cell's journal in --out (a shared file system), and print the job id.
+    #[arg(long)]
+    pub slurm: bool,
+    /// The partition the tasks run in.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Generic resources of each task, e.g. `gpu:1`.
+    #[arg(long, requires = "slurm")]
+    pub gres: Option<String>,
+    /// Time limit of each task, in Slurm's format (e.g. `1:10:00`).
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// At most this many tasks at once (`--array=0-N%K`).
+    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
+    pub array_limit: Option<u32>,
+    /// Another sbatch option for the batch script, one per use (e.g. `--sbatch-arg=--mem=8G`).
+    #[arg(
+        long,
+        requires = "slurm",
+        allow_hyphen_values = true,
+        value_name = "ARG"
+    )]
+    pub sbatch_arg: Vec<String>,
+    /// Write the plan and the batch script, print the sbatch command, and submit nothing.
+    #[arg(long, requires = "slurm")]
+    pub dry_run: bool,
 }
 
 /// How long the stability check runs.

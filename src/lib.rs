@@ -13,7 +13,9 @@
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, bounds after runs
 //!   without an error, and medians (pure);
 //! - [`naming`]: numbered default names for journals and output folders, so none collides;
-//! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables (pure);
+//! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables, its
+//!   plan (`plan.json`), and reading a campaign folder back with each cell's status;
+//! - [`slurm`]: a campaign as a Slurm job array: the batch script, `sbatch`, and task states;
 //! - [`plot`]: rate charts as SVG (pure);
 //! - [`harden`]: the paper's empirical fence insertion (Algorithm 1) over any fence checker, and
 //!   the chosen fences as inserted source lines and a unified diff (pure);
@@ -38,6 +40,7 @@ pub mod naming;
 pub mod plot;
 pub mod profile;
 pub mod ptx;
+pub mod slurm;
 pub mod stats;
 pub mod stressed;
 pub mod toolchain;

@@ -3,7 +3,10 @@
 //!
 //! Each cell is an ordinary check (see [`super::check`]), so `--resume` and `gpuwmm replay` work
 //! on a cell's journal as on any check's; the worker of an app is kept across its environments.
+//! The cells run here, one after another, or (`--slurm`, see [`super::campaign_slurm`]) as the
+//! tasks of a Slurm job array, each running one cell (`--cell`) of the folder's plan.
 
+use super::campaign_slurm;
 use super::check::{
     backend_name, given_stop, newest_to_resume, open_check, record_confidence, CheckSpec,
     Executors, OpenCheck, DEFAULT_STOP,
@@ -12,7 +15,8 @@ use super::{Failure, Outcome};
 use crate::cli::{CampaignArgs, TargetArgs};
 use gpuwmm::apps::builtin::BUILTIN_APP_NAMES;
 use gpuwmm::apps::load_app_dir;
-use gpuwmm::campaign::{parse_apps, parse_envs, CampaignTable, Counts};
+use gpuwmm::campaign::plan::CampaignPlan;
+use gpuwmm::campaign::{parse_apps, parse_envs, write_summaries, CampaignTable, Counts};
 use gpuwmm::check::journal::read_meta;
 use gpuwmm::check::{CheckMeta, Stop, Tally};
 use gpuwmm::env::Environment;
@@ -24,8 +28,14 @@ use std::path::{Path, PathBuf};
 const CELL_UNITS: u64 = 1000;
 
 pub fn run(args: &CampaignArgs) -> Outcome {
+    if let Some(dir) = &args.collect {
+        return campaign_slurm::collect(dir);
+    }
+    if let Some(index) = args.cell {
+        return run_task(args, index);
+    }
     let (apps, dir_app) = app_list(args)?;
-    let envs = parse_envs(&args.envs).map_err(Failure::bad_input)?;
+    let envs = parse_envs(list_arg(&args.envs)).map_err(Failure::bad_input)?;
     let out = campaign_out(args)?;
     if !args.resume {
         refuse_existing(&out)?;
@@ -35,6 +45,13 @@ pub fn run(args: &CampaignArgs) -> Outcome {
         .flat_map(|app| envs.iter().map(move |&env| (app.clone(), env)))
         .collect();
     let stop = campaign_stop(args, &out, &cells);
+    let mut plan = CampaignPlan::new(&apps, &envs, stop);
+    if args.slurm.slurm {
+        return campaign_slurm::submit(args, &mut plan, &out);
+    }
+    // A campaign resumed here keeps the Slurm job a plan names, if any.
+    plan.slurm = CampaignPlan::read(&out).ok().and_then(|p| p.slurm);
+    plan.write(&out).map_err(anyhow::Error::from)?;
     eprintln!(
         "campaign: {} apps × {} environments, {stop} per cell, journals in {}",
         apps.len(),
@@ -49,13 +66,52 @@ pub fn run(args: &CampaignArgs) -> Outcome {
         cells: cells.len(),
     };
     let table = campaign.run_cells(&cells)?;
-    write_summaries(&table, &out)?;
+    write_summaries(std::slice::from_ref(&table), None, &out).map_err(anyhow::Error::from)?;
     print!("{}", table.to_markdown());
     println!(
         "\nsummary: {0}/summary.md, {0}/summary.csv, chart {0}/summary.svg",
         out.display()
     );
     Ok(())
+}
+
+/// `--cell N` (a Slurm array task): cell `N` of the plan in `--out`, resumed where its journal
+/// stops, so a requeued task loses no run.
+fn run_task(args: &CampaignArgs, index: usize) -> Outcome {
+    let out = args
+        .out
+        .as_deref()
+        .expect("clap requires --out with --cell");
+    let plan = CampaignPlan::read(out).map_err(Failure::bad_input)?;
+    let cell = plan.cell(out, index).map_err(Failure::bad_input)?;
+    let (_, dir_app) = app_list(args)?;
+    let campaign = Campaign {
+        args,
+        out,
+        stop: plan.stop,
+        dir_app,
+        cells: plan.cells.len(),
+    };
+    eprintln!(
+        "campaign task {index}: {} under {}, {}, journal {}",
+        cell.app,
+        cell.env,
+        plan.stop,
+        out.join(&cell.journal).display()
+    );
+    let mut executors = Executors::new(args.target.in_process);
+    let (_, tally, skipped) = campaign.run_cell(&cell.app, cell.env, &mut executors, &|_| {})?;
+    eprintln!(
+        "{}",
+        campaign.cell_line(index, &cell.app, cell.env, &tally, skipped)
+    );
+    Ok(())
+}
+
+/// `--apps` or `--envs`, which clap requires unless --collect is given.
+fn list_arg(list: &Option<String>) -> &str {
+    list.as_deref()
+        .expect("clap requires --apps and --envs without --collect")
 }
 
 /// The apps asked for, and the name of the `--app-dir` app if there is one.
@@ -71,7 +127,7 @@ fn app_list(args: &CampaignArgs) -> Result<(Vec<String>, Option<String>), Failur
     };
     let mut known: Vec<&str> = BUILTIN_APP_NAMES.to_vec();
     known.extend(dir_app.as_deref());
-    let apps = parse_apps(&args.apps, &known).map_err(Failure::bad_input)?;
+    let apps = parse_apps(list_arg(&args.apps), &known).map_err(Failure::bad_input)?;
     Ok((apps, dir_app))
 }
 
@@ -87,7 +143,7 @@ fn default_out(target: &TargetArgs) -> PathBuf {
 /// `--out`; else a new folder of the default family ([`default_out`], then `-2`, `-3`, …), or
 /// with `--resume` the newest unfinished one (without `summary.csv`), else the newest; a resume
 /// that finds none starts the first.
-fn campaign_out(args: &CampaignArgs) -> Result<PathBuf, Failure> {
+pub(super) fn campaign_out(args: &CampaignArgs) -> Result<PathBuf, Failure> {
     if let Some(out) = &args.out {
         return Ok(out.clone());
     }
@@ -137,9 +193,9 @@ fn campaign_stop(args: &CampaignArgs, out: &Path, cells: &[(String, Environment)
     }
 }
 
-/// `<out>/<app>-<env>.csv`.
+/// `<out>/<app>-<env>.csv`, as the plan names it.
 fn cell_journal(out: &Path, app: &str, env: Environment) -> PathBuf {
-    out.join(format!("{app}-{env}.csv"))
+    out.join(gpuwmm::campaign::plan::PlannedCell::new(app, env).journal)
 }
 
 /// What every cell of a campaign shares.
@@ -248,19 +304,4 @@ fn matrix_bar(cells: usize) -> ProgressBar {
         .expect("valid template"),
     );
     bar
-}
-
-fn write_summaries(table: &CampaignTable, out: &Path) -> Result<(), Failure> {
-    std::fs::create_dir_all(out)?;
-    let chart = table.to_svg().map_err(anyhow::Error::from)?;
-    for (name, text) in [
-        ("summary.csv", table.to_csv()),
-        ("summary.md", table.to_markdown()),
-        ("summary.svg", chart),
-    ] {
-        let path = out.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod apps;
 mod campaign;
+mod campaign_slurm;
 mod check;
 mod cost;
 mod devices;
@@ -12,6 +13,7 @@ mod ptx;
 mod replay;
 mod target;
 mod tune;
+mod tune_slurm;
 mod worker;
 
 use crate::cli::{BackendArgs, BackendChoice, Command, LitmusCommand, SimModelArg};

@@ -47,6 +47,9 @@ struct TuneMeta {
 }
 
 pub fn run(args: &TuneArgs) -> Outcome {
+    if args.slurm.slurm {
+        return super::tune_slurm::submit(args);
+    }
     let given = given(args)?;
     let mut opened = open(&args.backend)?;
     let info = opened.backend.info().clone();
