@@ -20,6 +20,12 @@
 //! - [`tune`]: the paper's three tuning stages (patch size, access sequence, spread) over any
 //!   litmus runner, journaled, with the decisions as pure functions;
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
+//!
+//! Unsafe code is denied everywhere but in the two modules that call C libraries,
+//! `backend::cuda` (the driver) and `toolchain::nvrtc`, which allow it and document each unsafe
+//! block (`clippy::undocumented_unsafe_blocks`).
+
+#![deny(unsafe_code)]
 
 pub mod apps;
 pub mod backend;
