@@ -224,7 +224,8 @@ fn spin_lock_without_fence_breaks_only_under_weak() {
         wrong[0], wrong[1]
     );
     assert_eq!(wrong[0], 0);
-    assert!(wrong[1] >= 1);
+    // measured 201 of 300 (seed 5)
+    assert!((170..=230).contains(&wrong[1]), "{}", wrong[1]);
 }
 
 #[test]
@@ -469,7 +470,8 @@ fn stale_loads_break_mp_without_a_reader_fence() {
     );
     eprintln!("MP, writer fence only, reader read x before: {without} (no stale loads), {with} (stale loads), {fenced} (reader fence)");
     assert_eq!(without, 0);
-    assert!(with >= 1, "{with}");
+    // measured 60 of 10,000 launches x 50 (seed 42)
+    assert!((45..=75).contains(&with), "{with}");
     assert_eq!(fenced, 0);
 }
 
