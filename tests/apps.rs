@@ -465,6 +465,13 @@ result = "status"
 codes = { 1 = "data is wrong" }
 "#;
 
+/// The kernels of the GOOD manifest: six parameters for `toy`, two for `toy_check`.
+const TOY_KERNEL: &str = r#"
+extern "C" __global__ void toy(unsigned *data, float *sums, int n, unsigned half, float x,
+                               unsigned long long y) { if (threadIdx.x == 0) data[0] = half; }
+extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { status[0] = 0; }
+"#;
+
 fn parse(text: &str) -> Result<Manifest, ManifestError> {
     Manifest::parse(Path::new("/apps/toy/app.toml"), text)
 }
@@ -672,12 +679,7 @@ fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let kernel = r#"
-extern "C" __global__ void toy(unsigned *data, float *sums, int n, unsigned half, float x,
-                               unsigned long long y) { if (threadIdx.x == 0) data[0] = half; }
-extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { status[0] = 0; }
-"#;
-    std::fs::write(dir.path().join("kernel.cu"), kernel).unwrap();
+    std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     let write = |text: &str| std::fs::write(dir.path().join("app.toml"), text).unwrap();
 
     write(GOOD);
@@ -783,12 +785,7 @@ fn every_manifest_error_in_the_apps_readme_is_produced_as_written() {
 /// The manifest error `text` gives once checked against the test kernels (NVRTC needed).
 fn compiled_manifest_error(text: &str) -> ManifestError {
     let dir = tempfile::tempdir().unwrap();
-    let kernel = r#"
-extern "C" __global__ void toy(unsigned *data, float *sums, int n, unsigned half, float x,
-                               unsigned long long y) { if (threadIdx.x == 0) data[0] = half; }
-extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { status[0] = 0; }
-"#;
-    std::fs::write(dir.path().join("kernel.cu"), kernel).unwrap();
+    std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     std::fs::write(dir.path().join("app.toml"), text).unwrap();
     let app = load_app_dir(dir.path()).unwrap();
     match app.module(DEFAULT_ARCH).err().unwrap() {

@@ -212,27 +212,14 @@ float_extras!(f64);
 pub fn fma(ty: Ty, mode: FloatMode, sat: bool, a: u64, b: u64, c: u64) -> u64 {
     let ftz = mode.ftz;
     if ty.bits == 32 {
-        let (x, y, z) = (
-            rounding::flush(f32v(a), ftz),
-            rounding::flush(f32v(b), ftz),
-            rounding::flush(f32v(c), ftz),
-        );
-        let mut r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
-        if sat {
-            r = sat01(f64::from(r)) as f32;
-        }
+        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f32v(v), ftz));
+        let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
+        let r = if sat { sat01(f64::from(r)) as f32 } else { r };
         u64::from(r.to_bits())
     } else {
-        let (x, y, z) = (
-            rounding::flush(f64v(a), ftz),
-            rounding::flush(f64v(b), ftz),
-            rounding::flush(f64v(c), ftz),
-        );
-        let mut r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
-        if sat {
-            r = sat01(r);
-        }
-        r.to_bits()
+        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f64v(v), ftz));
+        let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
+        if sat { sat01(r) } else { r }.to_bits()
     }
 }
 
@@ -272,37 +259,30 @@ pub fn unary(op: UnOp, ty: Ty, mode: FloatMode, a: u64) -> u64 {
 /// Float one-operand operations; only `sqrt` and `rcp` round by `mode.round` (the decoder
 /// refuses a directed rounding on the others).
 fn float_unary(op: UnOp, ty: Ty, mode: FloatMode, a: u64) -> u64 {
-    let (ftz, round) = (mode.ftz, mode.round);
+    // one body for both widths: Rust's f32 functions must be used for f32 (going through f64
+    // would round differently)
+    macro_rules! in_width {
+        ($value:expr) => {{
+            let x = rounding::flush($value, mode.ftz);
+            let r = match op {
+                UnOp::Neg => -x,
+                UnOp::Abs => x.abs(),
+                UnOp::Sqrt => rounding::sqrt(x, mode.round),
+                UnOp::Rcp => rounding::rcp(x, mode.round),
+                UnOp::Rsqrt => 1.0 / x.sqrt(),
+                UnOp::Ex2 => x.exp2(),
+                UnOp::Lg2 => x.log2(),
+                UnOp::Sin => x.sin(),
+                UnOp::Cos => x.cos(),
+                _ => x,
+            };
+            rounding::flush(r, mode.ftz)
+        }};
+    }
     if ty.bits == 32 {
-        let x = rounding::flush(f32v(a), ftz);
-        let r = match op {
-            UnOp::Neg => -x,
-            UnOp::Abs => x.abs(),
-            UnOp::Sqrt => rounding::sqrt(x, round),
-            UnOp::Rcp => rounding::rcp(x, round),
-            UnOp::Rsqrt => 1.0 / x.sqrt(),
-            UnOp::Ex2 => x.exp2(),
-            UnOp::Lg2 => x.log2(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            _ => x,
-        };
-        u64::from(rounding::flush(r, ftz).to_bits())
+        u64::from(in_width!(f32v(a)).to_bits())
     } else {
-        let x = rounding::flush(f64v(a), ftz);
-        let r = match op {
-            UnOp::Neg => -x,
-            UnOp::Abs => x.abs(),
-            UnOp::Sqrt => rounding::sqrt(x, round),
-            UnOp::Rcp => rounding::rcp(x, round),
-            UnOp::Rsqrt => 1.0 / x.sqrt(),
-            UnOp::Ex2 => x.exp2(),
-            UnOp::Lg2 => x.log2(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            _ => x,
-        };
-        rounding::flush(r, ftz).to_bits()
+        in_width!(f64v(a)).to_bits()
     }
 }
 
@@ -610,34 +590,18 @@ pub fn bfind(ty: Ty, shiftamt: bool, a: u64) -> u64 {
 mod tests {
     use super::*;
 
-    const S32: Ty = Ty {
-        kind: Kind::S,
-        bits: 32,
-    };
-    const U32: Ty = Ty {
-        kind: Kind::U,
-        bits: 32,
-    };
-    const U64: Ty = Ty {
-        kind: Kind::U,
-        bits: 64,
-    };
-    const S64: Ty = Ty {
-        kind: Kind::S,
-        bits: 64,
-    };
-    const F32: Ty = Ty {
-        kind: Kind::F,
-        bits: 32,
-    };
-    const U8: Ty = Ty {
-        kind: Kind::U,
-        bits: 8,
-    };
-    const S8: Ty = Ty {
-        kind: Kind::S,
-        bits: 8,
-    };
+    const fn ty(kind: Kind, bits: u8) -> Ty {
+        Ty { kind, bits }
+    }
+
+    const S32: Ty = ty(Kind::S, 32);
+    const U32: Ty = ty(Kind::U, 32);
+    const U64: Ty = ty(Kind::U, 64);
+    const S64: Ty = ty(Kind::S, 64);
+    const F32: Ty = ty(Kind::F, 32);
+    const U8: Ty = ty(Kind::U, 8);
+    const S8: Ty = ty(Kind::S, 8);
+    const F64: Ty = ty(Kind::F, 64);
 
     fn m32(x: i32) -> u64 {
         x as u32 as u64
@@ -791,10 +755,7 @@ mod tests {
             f(-3.0)
         );
         let d = cvt(
-            Ty {
-                kind: Kind::F,
-                bits: 64,
-            },
+            F64,
             F32,
             Round::Default,
             FloatMode::default(),
