@@ -24,6 +24,12 @@
 //! - [`cost`]: runtime and energy of no, empirical and conservative fences, interleaved and
 //!   paired, with distribution-free intervals, over a [`cost::Measurement`];
 //! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
+//!
+//! Unsafe code is denied everywhere but in the two modules that call C libraries,
+//! `backend::cuda` (the driver) and `toolchain::nvrtc`, which allow it and document each unsafe
+//! block (`clippy::undocumented_unsafe_blocks`).
+
+#![deny(unsafe_code)]
 
 pub mod apps;
 pub mod backend;

@@ -1,5 +1,7 @@
 //! The `gpuwmm` binary: parse the command line, run the command, report errors.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cmd;
 

@@ -465,6 +465,13 @@ result = "status"
 codes = { 1 = "data is wrong" }
 "#;
 
+/// The kernels of the GOOD manifest: six parameters for `toy`, two for `toy_check`.
+const TOY_KERNEL: &str = r#"
+extern "C" __global__ void toy(unsigned *data, float *sums, int n, unsigned half, float x,
+                               unsigned long long y) { if (threadIdx.x == 0) data[0] = half; }
+extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { status[0] = 0; }
+"#;
+
 fn parse(text: &str) -> Result<Manifest, ManifestError> {
     Manifest::parse(Path::new("/apps/toy/app.toml"), text)
 }
@@ -672,12 +679,7 @@ fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let kernel = r#"
-extern "C" __global__ void toy(unsigned *data, float *sums, int n, unsigned half, float x,
-                               unsigned long long y) { if (threadIdx.x == 0) data[0] = half; }
-extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { status[0] = 0; }
-"#;
-    std::fs::write(dir.path().join("kernel.cu"), kernel).unwrap();
+    std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     let write = |text: &str| std::fs::write(dir.path().join("app.toml"), text).unwrap();
 
     write(GOOD);
@@ -712,4 +714,82 @@ extern "C" __global__ void toy_check(const unsigned *data, unsigned *status) { s
     std::fs::write(empty.path().join("app.toml"), GOOD).unwrap();
     let err = load_app_dir(empty.path()).err().unwrap();
     assert!(err.to_string().contains("kernel.cu"), "{err}");
+}
+
+/// The error lines `apps/README.md` shows, each produced to the letter from the test manifest
+/// (a guard for any rewrite of the manifest reader: the documented messages must not change).
+#[test]
+fn every_manifest_error_in_the_apps_readme_is_produced_as_written() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/README.md"))
+            .unwrap();
+    let prefix = "apps/toy/app.toml: ";
+    let documented: Vec<&str> = readme.lines().filter(|l| l.starts_with(prefix)).collect();
+    assert_eq!(documented.len(), 7, "{documented:#?}");
+    // (field, mutation of GOOD, needs the compiled kernels)
+    let cases: [(&str, &str, &str, bool); 7] = [
+        (
+            "launches[0].args[1]",
+            "args = [\"data\", \"sums\"",
+            "args = [\"data\", \"sumz\"",
+            false,
+        ),
+        ("buffers[0].type", "type = \"u32\"", "type = \"f16\"", false),
+        (
+            "buffers[1].length",
+            "length = \"blocks*threads\"",
+            "length = \"warps\"",
+            false,
+        ),
+        (
+            "buffers[0].lenght",
+            "length = \"n\"",
+            "lenght = \"n\"",
+            false,
+        ),
+        ("check.result", "result = \"status\"\n", "", false),
+        (
+            "launches[0].kernel",
+            "kernel = \"toy\"",
+            "kernel = \"toi\"",
+            true,
+        ),
+        ("launches[0].args", ", { u64 = 7 }]", "]", true),
+    ];
+    let tools = tools_for_tests();
+    for (field, from, to, compiled) in cases {
+        let line = documented
+            .iter()
+            .find(|l| l[prefix.len()..].starts_with(&format!("{field}: ")))
+            .unwrap_or_else(|| panic!("apps/README.md shows no error for {field}"));
+        assert!(GOOD.contains(from), "{from}");
+        let text = GOOD.replacen(from, to, 1);
+        if !compiled {
+            let err = Manifest::parse(Path::new("apps/toy/app.toml"), &text).unwrap_err();
+            assert_eq!(err.to_string(), *line);
+            continue;
+        }
+        if tools.is_none() {
+            continue;
+        }
+        let err = compiled_manifest_error(&text);
+        let message = err.to_string();
+        let tail = &line[prefix.len()..];
+        assert!(
+            message.ends_with(&format!("app.toml: {tail}")),
+            "{message}\nvs {line}"
+        );
+    }
+}
+
+/// The manifest error `text` gives once checked against the test kernels (NVRTC needed).
+fn compiled_manifest_error(text: &str) -> ManifestError {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
+    std::fs::write(dir.path().join("app.toml"), text).unwrap();
+    let app = load_app_dir(dir.path()).unwrap();
+    match app.module(DEFAULT_ARCH).err().unwrap() {
+        AppError::Manifest(e) => e,
+        other => panic!("expected a manifest error, got {other}"),
+    }
 }

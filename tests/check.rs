@@ -63,7 +63,9 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
     let rows = rows(&journal);
     assert_eq!(numbers(&rows), (0..200).collect::<Vec<_>>());
     let fails = rows.iter().filter(|r| r.outcome == Outcome::Fail).count();
-    assert!(fails > 10, "{fails} failures in 200 runs");
+    // measured (seed 1): 164 failures in 200 runs; a tight range, so a weaker bug-finding
+    // simulator fails here
+    assert!((140..=185).contains(&fails), "{fails} failures in 200 runs");
     assert!(text.contains("effective"), "{text}");
     assert!(
         text.contains("simulator"),
@@ -77,7 +79,14 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
         "{text}"
     );
     let meta: CheckMeta = read_meta(&journal).unwrap();
-    assert!(meta.stress_iterations > 0 && meta.calibration.is_some());
+    // the README's figure: 177 calibrated stress iterations (seed 1); calibration doubles then
+    // scales, so a change of the simulator's speed model moves it
+    assert!(
+        (150..=210).contains(&meta.stress_iterations),
+        "{}",
+        meta.stress_iterations
+    );
+    assert!(meta.calibration.is_some());
     assert!(rows
         .iter()
         .all(|r| r.stress_iterations == meta.stress_iterations));

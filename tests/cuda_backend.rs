@@ -2,8 +2,8 @@
 //!
 //! `open_is_a_typed_error_or_a_device` runs everywhere and checks that a missing driver is a typed
 //! error, never a panic. The other tests need a GPU: each starts with [`gpu`], which prints
-//! `skipped: no CUDA driver` and returns early where there is none (set `GPUWMM_REQUIRE_GPU=1` on
-//! a GPU machine to turn a skip into a failure). On a GPU:
+//! `skipped <test>: no CUDA driver …` and returns early where there is none (set
+//! `GPUWMM_REQUIRE_GPU=1` on a GPU machine to turn a skip into a failure). On a GPU:
 //! `GPUWMM_REQUIRE_GPU=1 cargo test --test cuda_backend -- --nocapture`.
 
 mod common;

@@ -24,11 +24,21 @@ fn run(
 }
 
 #[test]
-fn mp_and_sb_are_weak_in_at_least_one_percent_without_fences() {
+fn mp_and_sb_are_weak_at_the_measured_rates_without_fences() {
     for shape in [LitmusShape::Mp, LitmusShape::Sb] {
         let h = run(MemoryModel::Weak, shape, None, 10_000);
         assert_eq!(h.total(), 10_000);
-        assert!(h.weak(shape) >= 100, "{shape}: {}", h.report(shape));
+        // seed 7 measured 361 (MP) and 3,900 (SB) of 10,000; a tight range, so a model
+        // regression fails here rather than only when the rate reaches zero
+        let expected = match shape {
+            LitmusShape::Mp => 300..=430,
+            _ => 3_500..=4_300,
+        };
+        assert!(
+            expected.contains(&h.weak(shape)),
+            "{shape}: {}",
+            h.report(shape)
+        );
     }
 }
 
@@ -55,7 +65,12 @@ fn cta_scope_fences_do_not_order_across_blocks() {
         Some(FenceKind::MembarCta),
         10_000,
     );
-    assert!(h.weak(LitmusShape::Mp) > 0, "{}", h.report(LitmusShape::Mp));
+    // seed 7 measured 296 of 10,000: a cta-scope fence leaves MP as weak as no fence
+    assert!(
+        (240..=360).contains(&h.weak(LitmusShape::Mp)),
+        "{}",
+        h.report(LitmusShape::Mp)
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@ fn suite() -> Option<PathBuf> {
     if dir.join("expected.csv").is_file() {
         Some(dir)
     } else {
-        eprintln!("skipped: no litmus suite at {}", dir.display());
+        gpuwmm::toolchain::report_test_skip(&format!("no litmus suite at {}", dir.display()));
         None
     }
 }

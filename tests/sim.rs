@@ -224,7 +224,8 @@ fn spin_lock_without_fence_breaks_only_under_weak() {
         wrong[0], wrong[1]
     );
     assert_eq!(wrong[0], 0);
-    assert!(wrong[1] >= 1);
+    // measured 201 of 300 (seed 5)
+    assert!((170..=230).contains(&wrong[1]), "{}", wrong[1]);
 }
 
 #[test]
@@ -469,7 +470,8 @@ fn stale_loads_break_mp_without_a_reader_fence() {
     );
     eprintln!("MP, writer fence only, reader read x before: {without} (no stale loads), {with} (stale loads), {fenced} (reader fence)");
     assert_eq!(without, 0);
-    assert!(with >= 1, "{with}");
+    // measured 60 of 10,000 launches x 50 (seed 42)
+    assert!((45..=75).contains(&with), "{with}");
     assert_eq!(fenced, 0);
 }
 
@@ -685,5 +687,130 @@ fn memory_operations() {
             vec![7, 17, 0, 0, 17, 17, 1, 0, 3, 7, 17, 1, 28],
             "{model:?}"
         );
+    }
+}
+
+/// One instruction per rounding mode and `.ftz` case; each stores its result's bits.
+const ROUNDING: &str = r#"
+.version 7.8
+.target sm_70
+.address_size 64
+
+.visible .entry rounding(.param .u64 rounding_out)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<4>;
+	.reg .f32 %f<24>;
+	.reg .f64 %fd<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [rounding_out];
+	add.rn.f32 %f1, 0f3F800000, 0f30800000;
+	add.rz.f32 %f2, 0f3F800000, 0f30800000;
+	add.rm.f32 %f3, 0f3F800000, 0f30800000;
+	add.rp.f32 %f4, 0f3F800000, 0f30800000;
+	add.rn.f32 %f5, 0fBF800000, 0fB0800000;
+	add.rz.f32 %f6, 0fBF800000, 0fB0800000;
+	add.rm.f32 %f7, 0fBF800000, 0fB0800000;
+	add.rp.f32 %f8, 0fBF800000, 0fB0800000;
+	mul.rn.f32 %f9, 0f7F7FFFFF, 0f40000000;
+	mul.rz.f32 %f10, 0f7F7FFFFF, 0f40000000;
+	fma.rp.f32 %f11, 0f3F800000, 0f3F800000, 0f30800000;
+	div.rm.f32 %f12, 0f3F800000, 0f40400000;
+	sqrt.rp.f32 %f13, 0f40000000;
+	mov.u32 %r1, 16777217;
+	cvt.rp.f32.s32 %f14, %r1;
+	mov.f64 %fd1, 0d3FB999999999999A;
+	cvt.rm.f32.f64 %f15, %fd1;
+	add.f32 %f16, 0f00001234, 0f00000000;
+	add.ftz.f32 %f17, 0f00001234, 0f00000000;
+	add.rm.f32 %f18, 0f3F800000, 0fBF800000;
+	st.global.f32 [%rd1], %f1;
+	st.global.f32 [%rd1+4], %f2;
+	st.global.f32 [%rd1+8], %f3;
+	st.global.f32 [%rd1+12], %f4;
+	st.global.f32 [%rd1+16], %f5;
+	st.global.f32 [%rd1+20], %f6;
+	st.global.f32 [%rd1+24], %f7;
+	st.global.f32 [%rd1+28], %f8;
+	st.global.f32 [%rd1+32], %f9;
+	st.global.f32 [%rd1+36], %f10;
+	st.global.f32 [%rd1+40], %f11;
+	st.global.f32 [%rd1+44], %f12;
+	st.global.f32 [%rd1+48], %f13;
+	st.global.f32 [%rd1+52], %f14;
+	st.global.f32 [%rd1+56], %f15;
+	st.global.f32 [%rd1+60], %f16;
+	st.global.f32 [%rd1+64], %f17;
+	st.global.f32 [%rd1+68], %f18;
+	setp.eq.f32 %p1, 0f00001234, 0f00000000;
+	setp.ftz.eq.f32 %p2, 0f00001234, 0f00000000;
+	selp.u32 %r2, 1, 0, %p1;
+	selp.u32 %r3, 1, 0, %p2;
+	st.global.u32 [%rd1+72], %r2;
+	st.global.u32 [%rd1+76], %r3;
+	ret;
+}
+"#;
+
+#[test]
+fn directed_rounding_and_ftz_compute_what_the_mode_says() {
+    let mut b = sim(MemoryModel::Ptx, 0);
+    let m = b.load_module(ROUNDING).unwrap();
+    let out = b.alloc(20 * 4).unwrap();
+    b.launch(m, "rounding", &launch(1, 1), &[KernelArg::ptr(out)])
+        .unwrap();
+    b.synchronize(LONG).unwrap();
+    let expected: [(&str, u32); 20] = [
+        ("add.rn 1 + 2^-30", 0x3F80_0000),
+        ("add.rz 1 + 2^-30", 0x3F80_0000),
+        ("add.rm 1 + 2^-30", 0x3F80_0000),
+        ("add.rp 1 + 2^-30", 0x3F80_0001),
+        ("add.rn -1 - 2^-30", 0xBF80_0000),
+        ("add.rz -1 - 2^-30", 0xBF80_0000),
+        ("add.rm -1 - 2^-30", 0xBF80_0001),
+        ("add.rp -1 - 2^-30", 0xBF80_0000),
+        ("mul.rn MAX * 2", 0x7F80_0000),
+        ("mul.rz MAX * 2", 0x7F7F_FFFF),
+        ("fma.rp 1 * 1 + 2^-30", 0x3F80_0001),
+        ("div.rm 1 / 3", 0x3EAA_AAAA),
+        ("sqrt.rp 2", 0x3FB5_04F4),
+        ("cvt.rp.f32.s32 2^24 + 1", 0x4B80_0001),
+        ("cvt.rm.f32.f64 0.1", 0x3DCC_CCCC),
+        ("add subnormal + 0", 0x0000_1234),
+        ("add.ftz subnormal + 0", 0),
+        ("add.rm 1 - 1", 0x8000_0000),
+        ("setp.eq subnormal, 0", 0),
+        ("setp.ftz.eq subnormal, 0", 1),
+    ];
+    let got = read_u32s(&mut b, out);
+    for ((what, want), got) in expected.iter().zip(got) {
+        assert_eq!(got, *want, "{what}: got {got:#010x}, want {want:#010x}");
+    }
+}
+
+#[test]
+fn rounding_modifiers_the_simulator_cannot_honour_are_unsupported_at_load() {
+    for (inst, line) in [
+        ("sin.approx.rz.f32 %f1, %f1;", "sin.approx.rz.f32"),
+        ("ex2.approx.rp.ftz.f32 %f1, %f1;", "ex2.approx.rp.ftz.f32"),
+        ("add.rz.u32 %r1, %r1, %r1;", "add.rz.u32"),
+        ("min.rm.f32 %f1, %f1, %f1;", "min.rm.f32"),
+        ("cvt.rz.s32.f32 %r1, %f1;", "cvt.rz.s32.f32"),
+    ] {
+        let ptx = format!(
+            ".version 7.8\n.target sm_70\n.address_size 64\n.visible .entry k()\n{{\n\
+             \t.reg .b32 %r<2>;\n\t.reg .f32 %f<2>;\n\t{inst}\n\tret;\n}}\n"
+        );
+        let mut b = sim(MemoryModel::Ptx, 0);
+        match b.load_module(&ptx) {
+            Err(BackendError::Unsupported {
+                instruction,
+                line: at,
+            }) => {
+                assert!(instruction.starts_with(line), "{instruction}");
+                assert_eq!(at, 8, "{inst}");
+            }
+            other => panic!("{inst}: {other:?}"),
+        }
     }
 }

@@ -160,21 +160,24 @@ fn lock_lost_updates(acq: &str, rel: &str, unlock: &str, after: &str, runs: u64)
 fn fence_after_the_flag_store_does_not_stop_a_reader_seeing_the_flag_before_the_payload() {
     let stale = mp_stale_payloads("", FENCE, "", 400);
     eprintln!("fence after the flag store: stale payload in {stale} of 400 runs");
-    assert!(stale > 0);
+    // measured 200 of 400 (seeds 0..400): half the loads that may read an older value do
+    assert!((170..=230).contains(&stale), "{stale}");
 }
 
 #[test]
 fn fence_after_a_plain_unlock_store_does_not_protect_the_critical_section() {
     let lost = lock_lost_updates("", "", PLAIN_UNLOCK, FENCE, 300);
     eprintln!("fence after the unlock store: lost updates in {lost} of 300 runs");
-    assert!(lost > 0);
+    // measured 296 of 300 (seeds 0..300)
+    assert!((280..=300).contains(&lost), "{lost}");
 }
 
 #[test]
 fn a_writer_fence_alone_does_not_make_message_passing_safe() {
     let stale = mp_stale_payloads(FENCE, "", "", 400);
     eprintln!("writer-side fence only: stale payload in {stale} of 400 runs");
-    assert!(stale > 0);
+    // measured 199 of 400 (seeds 0..400)
+    assert!((170..=230).contains(&stale), "{stale}");
 }
 
 #[test]
@@ -189,7 +192,9 @@ fn fences_on_both_sides_make_message_passing_safe() {
 #[test]
 fn cta_scope_fences_do_not_order_message_passing_between_blocks() {
     let stale = mp_stale_payloads("fence.sc.cta;", "", "fence.sc.cta;", 400);
-    assert!(stale > 0);
+    eprintln!("cta-scope fences on both sides: stale payload in {stale} of 400 runs");
+    // measured 200 of 400 (seeds 0..400): as weak as no fence at all
+    assert!((170..=230).contains(&stale), "{stale}");
 }
 
 #[test]
@@ -201,5 +206,6 @@ fn a_lock_with_acquire_and_release_fences_loses_no_update() {
 fn a_lock_without_the_acquire_fence_can_lose_an_update() {
     let lost = lock_lost_updates("", FENCE, RELAXED_UNLOCK, "", 300);
     eprintln!("lock without the acquire fence: lost updates in {lost} of 300 runs");
-    assert!(lost > 0);
+    // measured 295 of 300 (seeds 0..300)
+    assert!((280..=300).contains(&lost), "{lost}");
 }

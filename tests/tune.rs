@@ -87,7 +87,9 @@ fn tune_on_the_simulator_writes_a_labelled_profile_journal_summary_and_charts() 
             .map(|r| r.weak)
             .sum::<u64>()
     };
-    assert!(weak("sb") > 0);
+    // seed 7 measured 41 (SB) and 13 (MP) weak executions over the stage rows
+    assert!((30..=52).contains(&weak("sb")), "sb {}", weak("sb"));
+    assert!((8..=18).contains(&weak("mp")), "mp {}", weak("mp"));
     assert_eq!(weak("lb"), 0);
 
     let summary = std::fs::read_to_string(dir.path().join("t/summary.md")).unwrap();

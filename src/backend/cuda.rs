@@ -28,6 +28,11 @@
 //! [`BackendError::Fault`] every call on this backend fails and it must be dropped, which
 //! destroys its context and frees the device memory.
 
+// The one module of the library that calls C (the CUDA driver); every unsafe block says why it
+// is sound in a `// SAFETY:` comment. The rest of the crate denies `unsafe_code`.
+#![allow(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use super::nvml::{Nvml, PowerMeter};
 use super::{
     Backend, BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig,
@@ -178,8 +183,8 @@ fn describe(code: CUresult) -> String {
             sys::cuGetErrorString(code, &mut text) == CUresult::CUDA_SUCCESS && !text.is_null(),
         )
     };
-    // SAFETY: the pointers were checked non-null and point to static strings of the driver.
     let name = if name_ok {
+        // SAFETY: the pointers were checked non-null and point to static strings of the driver.
         unsafe { CStr::from_ptr(name) }
             .to_string_lossy()
             .into_owned()
@@ -256,8 +261,8 @@ fn cuda_version_string(version: c_int) -> String {
 fn driver_string(nvml: Option<&Nvml>) -> Result<String> {
     driver()?;
     let mut version: c_int = 0;
-    // SAFETY: the probe succeeded; cuDriverGetVersion writes one int and needs no cuInit.
     check(
+        // SAFETY: the probe succeeded; cuDriverGetVersion writes one int and needs no cuInit.
         unsafe { sys::cuDriverGetVersion(&mut version) },
         "cuDriverGetVersion",
     )?;
@@ -277,8 +282,8 @@ pub fn probe_driver() -> Result<String> {
 
 fn device_count() -> Result<usize> {
     let mut count: c_int = 0;
-    // SAFETY: cuInit succeeded before every call of this function; one int is written.
     check(
+        // SAFETY: cuInit succeeded before every call of this function; one int is written.
         unsafe { sys::cuDeviceGetCount(&mut count) },
         "cuDeviceGetCount",
     )?;
@@ -293,8 +298,8 @@ fn get_device(ordinal: usize) -> Result<sys::CUdevice> {
         )));
     }
     let mut device: sys::CUdevice = 0;
-    // SAFETY: cuInit succeeded and the ordinal is below the device count.
     check(
+        // SAFETY: cuInit succeeded and the ordinal is below the device count.
         unsafe { sys::cuDeviceGet(&mut device, ordinal as c_int) },
         "cuDeviceGet",
     )?;
@@ -303,8 +308,8 @@ fn get_device(ordinal: usize) -> Result<sys::CUdevice> {
 
 fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Result<u32> {
     let mut value: c_int = 0;
-    // SAFETY: `device` came from cuDeviceGet; one int is written.
     check(
+        // SAFETY: `device` came from cuDeviceGet; one int is written.
         unsafe { sys::cuDeviceGetAttribute(&mut value, attribute, device) },
         "cuDeviceGetAttribute",
     )?;
@@ -313,8 +318,8 @@ fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Resul
 
 fn device_name(device: sys::CUdevice) -> Result<String> {
     let mut name = [0 as c_char; 256];
-    // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
     check(
+        // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
         unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, device) },
         "cuDeviceGetName",
     )?;
@@ -327,8 +332,8 @@ fn device_name(device: sys::CUdevice) -> Result<String> {
 
 fn pci_bus_id(device: sys::CUdevice) -> Result<String> {
     let mut id = [0 as c_char; 64];
-    // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
     check(
+        // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
         unsafe { sys::cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as c_int, device) },
         "cuDeviceGetPCIBusId",
     )?;
@@ -761,9 +766,9 @@ impl Backend for CudaBackend {
     fn alloc(&mut self, bytes: usize) -> Result<Buffer> {
         self.usable()?;
         let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the context is current; one device pointer is written. Zero-byte requests get
-        // one byte so every buffer has a distinct address.
         check(
+            // SAFETY: the context is current; one device pointer is written. Zero-byte requests get
+            // one byte so every buffer has a distinct address.
             unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) },
             "cuMemAlloc",
         )?;
@@ -803,9 +808,9 @@ impl Backend for CudaBackend {
         if data.is_empty() {
             return Ok(());
         }
-        // SAFETY: `dst..dst+len` lies inside a live allocation (checked by `range`); `data` is
-        // valid for `len` bytes and stays borrowed until the wait below finished the copy.
         check(
+            // SAFETY: `dst..dst+len` lies inside a live allocation (checked by `range`); `data` is
+            // valid for `len` bytes and stays borrowed until the wait below finished the copy.
             unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
                     dst,
@@ -825,9 +830,9 @@ impl Backend for CudaBackend {
         if out.is_empty() {
             return Ok(());
         }
-        // SAFETY: `src..src+len` lies inside a live allocation (checked by `range`); `out` is
-        // valid for `len` bytes and stays borrowed until the wait below finished the copy.
         check(
+            // SAFETY: `src..src+len` lies inside a live allocation (checked by `range`); `out` is
+            // valid for `len` bytes and stays borrowed until the wait below finished the copy.
             unsafe {
                 sys::cuMemcpyDtoHAsync_v2(
                     out.as_mut_ptr() as *mut c_void,
@@ -951,9 +956,9 @@ impl Backend for CudaBackend {
             }
         }
         if config.shared_bytes > 48 * 1024 {
-            // SAFETY: valid function handle; asks for more than the default dynamic shared
-            // memory, which the launch then checks against the device limit.
             check(
+                // SAFETY: valid function handle; asks for more than the default dynamic shared
+                // memory, which the launch then checks against the device limit.
                 unsafe {
                     sys::cuFuncSetAttribute(
                         k.function,

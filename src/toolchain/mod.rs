@@ -287,8 +287,8 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// For tests: the located tools when all four are present. Otherwise, panics when
-/// `GPUWMM_REQUIRE_TOOLS=1` (so CI cannot silently skip), or prints
-/// `skipped: CUDA tools not found (run scripts/setup-cuda-tools.sh)` and returns `None`.
+/// `GPUWMM_REQUIRE_TOOLS=1` (so CI cannot silently skip), or reports the skip
+/// ([`report_test_skip`]) and returns `None`.
 pub fn tools_for_tests() -> Option<CudaTools> {
     let tools = CudaTools::locate();
     if tools.is_complete() {
@@ -300,8 +300,26 @@ pub fn tools_for_tests() -> Option<CudaTools> {
             tools.describe()
         );
     }
-    eprintln!("skipped: CUDA tools not found (run scripts/setup-cuda-tools.sh)");
+    report_test_skip("CUDA tools not found (run scripts/setup-cuda-tools.sh)");
     None
+}
+
+/// For tests that return early because something they need is missing: prints
+/// `skipped <test>: <why> (<n> skipped in this test binary)` to stderr past the test harness's
+/// output capture, so `cargo test` shows every skip and the count so far even for tests that
+/// pass (`cargo test 2>&1 | grep -c '^skipped '` counts them over all binaries).
+pub fn report_test_skip(why: &str) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SKIPPED: AtomicUsize = AtomicUsize::new(0);
+    let n = SKIPPED.fetch_add(1, Ordering::Relaxed) + 1;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    // io::stderr() directly: the harness captures only the print macros
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "skipped {test}: {why} ({n} skipped in this test binary)"
+    );
 }
 
 fn env_dir(name: &str) -> Option<PathBuf> {

@@ -81,7 +81,7 @@ pub fn gpu() -> Option<CudaBackend> {
             if std::env::var_os("GPUWMM_REQUIRE_GPU").is_some() {
                 panic!("GPUWMM_REQUIRE_GPU is set, but: {e}");
             }
-            println!("skipped: no CUDA driver ({e})");
+            gpuwmm::toolchain::report_test_skip(&format!("no CUDA driver ({e})"));
             None
         }
         Err(e) => panic!("opening CUDA device 0 failed: {e}"),

@@ -6,6 +6,7 @@
 //! (mask or sign-extend) to the width of their own type, writers mask to theirs.
 
 use super::isa::*;
+use super::rounding;
 
 #[inline]
 pub fn mask(bits: u8) -> u64 {
@@ -133,35 +134,31 @@ fn sat01(x: f64) -> f64 {
     }
 }
 
+/// A float register value with a subnormal flushed to a zero of the same sign when `ftz`.
+#[inline]
+pub fn flushed(v: u64, ty: Ty, ftz: bool) -> u64 {
+    match (ftz, ty.bits) {
+        (false, _) => v,
+        (true, 32) => u64::from(rounding::flush(f32v(v), true).to_bits()),
+        (true, _) => rounding::flush(f64v(v), true).to_bits(),
+    }
+}
+
 /// Two-operand float operations.
 #[inline]
-pub fn float_op(op: FloatOp, ty: Ty, sat: bool, a: u64, b: u64) -> u64 {
+pub fn float_op(op: FloatOp, ty: Ty, mode: FloatMode, sat: bool, a: u64, b: u64) -> u64 {
     if ty.bits == 32 {
-        let (x, y) = (f32v(a), f32v(b));
-        let mut r = match op {
-            FloatOp::Add => x + y,
-            FloatOp::Sub => x - y,
-            FloatOp::Mul => x * y,
-            FloatOp::Div => x / y,
-            FloatOp::Min => x.min(y),
-            FloatOp::Max => x.max(y),
-            FloatOp::CopySign => y.copysign(x),
-        };
+        let x = rounding::flush(f32v(a), mode.ftz);
+        let y = rounding::flush(f32v(b), mode.ftz);
+        let mut r = rounding::flush(float_arith(op, mode.round, x, y), mode.ftz);
         if sat {
             r = sat01(f64::from(r)) as f32;
         }
         u64::from(r.to_bits())
     } else {
-        let (x, y) = (f64v(a), f64v(b));
-        let mut r = match op {
-            FloatOp::Add => x + y,
-            FloatOp::Sub => x - y,
-            FloatOp::Mul => x * y,
-            FloatOp::Div => x / y,
-            FloatOp::Min => x.min(y),
-            FloatOp::Max => x.max(y),
-            FloatOp::CopySign => y.copysign(x),
-        };
+        let x = rounding::flush(f64v(a), mode.ftz);
+        let y = rounding::flush(f64v(b), mode.ftz);
+        let mut r = rounding::flush(float_arith(op, mode.round, x, y), mode.ftz);
         if sat {
             r = sat01(r);
         }
@@ -169,21 +166,60 @@ pub fn float_op(op: FloatOp, ty: Ty, sat: bool, a: u64, b: u64) -> u64 {
     }
 }
 
+/// A two-operand float operation in either width (min, max and copysign are exact, so
+/// `round` only matters to the others).
+fn float_arith<F: rounding::Binary + FloatExtras>(op: FloatOp, round: FloatRound, x: F, y: F) -> F {
+    match op {
+        FloatOp::Add => rounding::add(x, y, round),
+        FloatOp::Sub => rounding::add(x, -y, round),
+        FloatOp::Mul => rounding::mul(x, y, round),
+        FloatOp::Div => rounding::div(x, y, round),
+        FloatOp::Min => x.minimum_number(y),
+        FloatOp::Max => x.maximum_number(y),
+        FloatOp::CopySign => y.sign_of(x),
+    }
+}
+
+/// What [`float_arith`] needs beyond [`rounding::Binary`]: Rust's `min`, `max`, `copysign`.
+trait FloatExtras {
+    fn minimum_number(self, other: Self) -> Self;
+    fn maximum_number(self, other: Self) -> Self;
+    /// `self` with the sign of `sign`.
+    fn sign_of(self, sign: Self) -> Self;
+}
+
+macro_rules! float_extras {
+    ($f:ty) => {
+        impl FloatExtras for $f {
+            fn minimum_number(self, other: Self) -> Self {
+                self.min(other)
+            }
+            fn maximum_number(self, other: Self) -> Self {
+                self.max(other)
+            }
+            fn sign_of(self, sign: Self) -> Self {
+                self.copysign(sign)
+            }
+        }
+    };
+}
+
+float_extras!(f32);
+float_extras!(f64);
+
 /// Fused multiply-add.
 #[inline]
-pub fn fma(ty: Ty, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+pub fn fma(ty: Ty, mode: FloatMode, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+    let ftz = mode.ftz;
     if ty.bits == 32 {
-        let mut r = f32v(a).mul_add(f32v(b), f32v(c));
-        if sat {
-            r = sat01(f64::from(r)) as f32;
-        }
+        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f32v(v), ftz));
+        let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
+        let r = if sat { sat01(f64::from(r)) as f32 } else { r };
         u64::from(r.to_bits())
     } else {
-        let mut r = f64v(a).mul_add(f64v(b), f64v(c));
-        if sat {
-            r = sat01(r);
-        }
-        r.to_bits()
+        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f64v(v), ftz));
+        let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
+        if sat { sat01(r) } else { r }.to_bits()
     }
 }
 
@@ -201,9 +237,9 @@ pub fn mad(mode: MadMode, ty: Ty, a: u64, b: u64, c: u64) -> u64 {
 }
 
 /// One-operand operations.
-pub fn unary(op: UnOp, ty: Ty, a: u64) -> u64 {
+pub fn unary(op: UnOp, ty: Ty, mode: FloatMode, a: u64) -> u64 {
     if ty.is_float() {
-        return float_unary(op, ty, a);
+        return float_unary(op, ty, mode, a);
     }
     let bits = ty.bits;
     let r = match op {
@@ -220,45 +256,42 @@ pub fn unary(op: UnOp, ty: Ty, a: u64) -> u64 {
     r & mask(bits)
 }
 
-fn float_unary(op: UnOp, ty: Ty, a: u64) -> u64 {
+/// Float one-operand operations; only `sqrt` and `rcp` round by `mode.round` (the decoder
+/// refuses a directed rounding on the others).
+fn float_unary(op: UnOp, ty: Ty, mode: FloatMode, a: u64) -> u64 {
+    // one body for both widths: Rust's f32 functions must be used for f32 (going through f64
+    // would round differently)
+    macro_rules! in_width {
+        ($value:expr) => {{
+            let x = rounding::flush($value, mode.ftz);
+            let r = match op {
+                UnOp::Neg => -x,
+                UnOp::Abs => x.abs(),
+                UnOp::Sqrt => rounding::sqrt(x, mode.round),
+                UnOp::Rcp => rounding::rcp(x, mode.round),
+                UnOp::Rsqrt => 1.0 / x.sqrt(),
+                UnOp::Ex2 => x.exp2(),
+                UnOp::Lg2 => x.log2(),
+                UnOp::Sin => x.sin(),
+                UnOp::Cos => x.cos(),
+                _ => x,
+            };
+            rounding::flush(r, mode.ftz)
+        }};
+    }
     if ty.bits == 32 {
-        let x = f32v(a);
-        let r = match op {
-            UnOp::Neg => return u64::from(x.to_bits() ^ 0x8000_0000),
-            UnOp::Abs => return u64::from(x.to_bits() & 0x7fff_ffff),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Rcp => 1.0 / x,
-            UnOp::Rsqrt => 1.0 / x.sqrt(),
-            UnOp::Ex2 => x.exp2(),
-            UnOp::Lg2 => x.log2(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            _ => x,
-        };
-        u64::from(r.to_bits())
+        u64::from(in_width!(f32v(a)).to_bits())
     } else {
-        let x = f64v(a);
-        let r = match op {
-            UnOp::Neg => return a ^ (1 << 63),
-            UnOp::Abs => return a & !(1 << 63),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Rcp => 1.0 / x,
-            UnOp::Rsqrt => 1.0 / x.sqrt(),
-            UnOp::Ex2 => x.exp2(),
-            UnOp::Lg2 => x.log2(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            _ => x,
-        };
-        r.to_bits()
+        in_width!(f64v(a)).to_bits()
     }
 }
 
 /// A comparison of `setp`/`set`.
 #[inline]
-pub fn compare(cmp: Cmp, ty: Ty, a: u64, b: u64) -> bool {
+pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     if ty.is_float() {
-        let (x, y) = (to_f64(a, ty), to_f64(b, ty));
+        let x = to_f64(flushed(a, ty, ftz), ty);
+        let y = to_f64(flushed(b, ty, ftz), ty);
         let unordered = x.is_nan() || y.is_nan();
         return match cmp {
             Cmp::Eq => x == y,
@@ -316,83 +349,84 @@ fn round_float(x: f64, round: Round) -> f64 {
     }
 }
 
-/// `cvt` between any two non-predicate types.
-pub fn cvt(dst: Ty, src: Ty, round: Round, sat: bool, a: u64) -> u64 {
-    match (src.is_float(), dst.is_float()) {
-        (false, false) => {
+/// `cvt` between any two non-predicate types: `round` is the integer rounding (`.rni` ...),
+/// `mode` the float result's rounding and `.ftz` (which flushes `f32` sides only).
+pub fn cvt(dst: Ty, src: Ty, round: Round, mode: FloatMode, sat: bool, a: u64) -> u64 {
+    let a = if src.is_float() {
+        flushed(a, src, mode.ftz && src.bits == 32)
+    } else {
+        a
+    };
+    let v = match (src.is_float(), dst.is_float()) {
+        (false, false) => return int_to_int(dst, src, sat, a),
+        (false, true) => {
             let v = norm(a, src);
-            if !sat {
-                return v & mask(dst.bits);
-            }
             let wide = if src.signed() {
                 i128::from(v as i64)
             } else {
                 i128::from(v)
             };
-            let (lo, hi) = int_range(dst);
-            (wide.clamp(lo, hi) as u64) & mask(dst.bits)
+            int_to_float(dst, wide, mode.round)
         }
-        (false, true) => {
-            let v = norm(a, src);
-            let x = if src.signed() {
-                v as i64 as f64
-            } else {
-                v as f64
-            };
-            float_bits(dst, x, src.bits == 64 && dst.bits == 32, v, src.signed())
-        }
-        (true, false) => {
-            let x = round_float(
-                to_f64(a, src),
-                if round == Round::Default {
-                    Round::Nearest
-                } else {
-                    round
-                },
-            );
-            if x.is_nan() {
-                return 0;
-            }
-            let (lo, hi) = int_range(dst);
-            let clamped = if x <= lo as f64 {
-                lo
-            } else if x >= hi as f64 {
-                hi
-            } else {
-                x as i128
-            };
-            (clamped as u64) & mask(dst.bits)
-        }
+        (true, false) => return float_to_int(dst, src, round, a),
         (true, true) => {
             let mut x = round_float(to_f64(a, src), round);
             if sat {
                 x = sat01(x);
             }
             if dst.bits == 32 {
-                u64::from((x as f32).to_bits())
+                u64::from(rounding::narrow(x, mode.round).to_bits())
             } else {
                 x.to_bits()
             }
         }
+    };
+    flushed(v, dst, mode.ftz && dst.bits == 32)
+}
+
+fn int_to_int(dst: Ty, src: Ty, sat: bool, a: u64) -> u64 {
+    let v = norm(a, src);
+    if !sat {
+        return v & mask(dst.bits);
+    }
+    let wide = if src.signed() {
+        i128::from(v as i64)
+    } else {
+        i128::from(v)
+    };
+    let (lo, hi) = int_range(dst);
+    (wide.clamp(lo, hi) as u64) & mask(dst.bits)
+}
+
+/// An integer as a float of type `dst`, rounded once (never through `f64` for `f32`, which
+/// could round twice).
+fn int_to_float(dst: Ty, v: i128, round: FloatRound) -> u64 {
+    if dst.bits == 32 {
+        u64::from(rounding::int_to_f32(v, round).to_bits())
+    } else {
+        rounding::int_to_f64(v, round).to_bits()
     }
 }
 
-/// An integer as float of type `dst`, rounding 64-bit integers directly to f32 when needed
-/// (going through f64 could double-round).
-fn float_bits(dst: Ty, x: f64, direct: bool, v: u64, signed: bool) -> u64 {
-    if dst.bits == 64 {
-        return x.to_bits();
-    }
-    let f = if direct {
-        if signed {
-            v as i64 as f32
-        } else {
-            v as f32
-        }
+fn float_to_int(dst: Ty, src: Ty, round: Round, a: u64) -> u64 {
+    let round = if round == Round::Default {
+        Round::Nearest
     } else {
-        x as f32
+        round
     };
-    u64::from(f.to_bits())
+    let x = round_float(to_f64(a, src), round);
+    if x.is_nan() {
+        return 0;
+    }
+    let (lo, hi) = int_range(dst);
+    let clamped = if x <= lo as f64 {
+        lo
+    } else if x >= hi as f64 {
+        hi
+    } else {
+        x as i128
+    };
+    (clamped as u64) & mask(dst.bits)
 }
 
 fn int_range(ty: Ty) -> (i128, i128) {
@@ -465,7 +499,9 @@ pub fn prmt(a: u64, b: u64, c: u64) -> u64 {
 pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     let m = mask(ty.bits);
     let r = match op {
-        AtomOp::Add if ty.is_float() => float_op(FloatOp::Add, ty, false, old, b),
+        AtomOp::Add if ty.is_float() => {
+            float_op(FloatOp::Add, ty, FloatMode::default(), false, old, b)
+        }
         AtomOp::Add => old.wrapping_add(b),
         AtomOp::Exch => b,
         AtomOp::Cas => {
@@ -554,34 +590,18 @@ pub fn bfind(ty: Ty, shiftamt: bool, a: u64) -> u64 {
 mod tests {
     use super::*;
 
-    const S32: Ty = Ty {
-        kind: Kind::S,
-        bits: 32,
-    };
-    const U32: Ty = Ty {
-        kind: Kind::U,
-        bits: 32,
-    };
-    const U64: Ty = Ty {
-        kind: Kind::U,
-        bits: 64,
-    };
-    const S64: Ty = Ty {
-        kind: Kind::S,
-        bits: 64,
-    };
-    const F32: Ty = Ty {
-        kind: Kind::F,
-        bits: 32,
-    };
-    const U8: Ty = Ty {
-        kind: Kind::U,
-        bits: 8,
-    };
-    const S8: Ty = Ty {
-        kind: Kind::S,
-        bits: 8,
-    };
+    const fn ty(kind: Kind, bits: u8) -> Ty {
+        Ty { kind, bits }
+    }
+
+    const S32: Ty = ty(Kind::S, 32);
+    const U32: Ty = ty(Kind::U, 32);
+    const U64: Ty = ty(Kind::U, 64);
+    const S64: Ty = ty(Kind::S, 64);
+    const F32: Ty = ty(Kind::F, 32);
+    const U8: Ty = ty(Kind::U, 8);
+    const S8: Ty = ty(Kind::S, 8);
+    const F64: Ty = ty(Kind::F, 64);
 
     fn m32(x: i32) -> u64 {
         x as u32 as u64
@@ -610,61 +630,143 @@ mod tests {
 
     #[test]
     fn unary_ops() {
-        assert_eq!(unary(UnOp::Popc, U32, 0xf0f0), 8);
-        assert_eq!(unary(UnOp::Clz, U32, 1), 31);
-        assert_eq!(unary(UnOp::Clz, U64, 1), 63);
-        assert_eq!(unary(UnOp::Brev, U32, 1), 0x8000_0000);
-        assert_eq!(unary(UnOp::Neg, S32, 5), m32(-5));
-        assert_eq!(unary(UnOp::Abs, S32, m32(-5)), 5);
-        assert_eq!(unary(UnOp::Not, Ty::PRED, 1), 0);
-        assert_eq!(unary(UnOp::CNot, U32, 0), 1);
-        assert_eq!(f32v(unary(UnOp::Sqrt, F32, u64::from(9f32.to_bits()))), 3.0);
-        assert_eq!(f32v(unary(UnOp::Neg, F32, u64::from(1f32.to_bits()))), -1.0);
+        assert_eq!(unary(UnOp::Popc, U32, FloatMode::default(), 0xf0f0), 8);
+        assert_eq!(unary(UnOp::Clz, U32, FloatMode::default(), 1), 31);
+        assert_eq!(unary(UnOp::Clz, U64, FloatMode::default(), 1), 63);
+        assert_eq!(unary(UnOp::Brev, U32, FloatMode::default(), 1), 0x8000_0000);
+        assert_eq!(unary(UnOp::Neg, S32, FloatMode::default(), 5), m32(-5));
+        assert_eq!(unary(UnOp::Abs, S32, FloatMode::default(), m32(-5)), 5);
+        assert_eq!(unary(UnOp::Not, Ty::PRED, FloatMode::default(), 1), 0);
+        assert_eq!(unary(UnOp::CNot, U32, FloatMode::default(), 0), 1);
+        assert_eq!(
+            f32v(unary(
+                UnOp::Sqrt,
+                F32,
+                FloatMode::default(),
+                u64::from(9f32.to_bits())
+            )),
+            3.0
+        );
+        assert_eq!(
+            f32v(unary(
+                UnOp::Neg,
+                F32,
+                FloatMode::default(),
+                u64::from(1f32.to_bits())
+            )),
+            -1.0
+        );
     }
 
     #[test]
     fn comparisons() {
-        assert!(compare(Cmp::Lt, S32, m32(-1), 0));
-        assert!(!compare(Cmp::Lt, U32, m32(-1), 0));
-        assert!(compare(Cmp::Hi, U32, m32(-1), 0));
+        assert!(compare(Cmp::Lt, S32, false, m32(-1), 0));
+        assert!(!compare(Cmp::Lt, U32, false, m32(-1), 0));
+        assert!(compare(Cmp::Hi, U32, false, m32(-1), 0));
         let nan = u64::from(f32::NAN.to_bits());
         let one = u64::from(1f32.to_bits());
-        assert!(!compare(Cmp::Lt, F32, nan, one));
-        assert!(compare(Cmp::Ltu, F32, nan, one));
-        assert!(!compare(Cmp::Ne, F32, nan, one));
-        assert!(compare(Cmp::Neu, F32, nan, one));
-        assert!(compare(Cmp::Nan, F32, nan, one));
+        assert!(!compare(Cmp::Lt, F32, false, nan, one));
+        assert!(compare(Cmp::Ltu, F32, false, nan, one));
+        assert!(!compare(Cmp::Ne, F32, false, nan, one));
+        assert!(compare(Cmp::Neu, F32, false, nan, one));
+        assert!(compare(Cmp::Nan, F32, false, nan, one));
     }
 
     #[test]
     fn conversions() {
         assert_eq!(
-            cvt(S64, S32, Round::Default, false, m32(-2)),
+            cvt(
+                S64,
+                S32,
+                Round::Default,
+                FloatMode::default(),
+                false,
+                m32(-2)
+            ),
             (-2i64) as u64
         );
-        assert_eq!(cvt(U64, U32, Round::Default, false, m32(-2)), 0xffff_fffe);
-        assert_eq!(cvt(U8, U32, Round::Default, false, 300), 44);
-        assert_eq!(cvt(U8, S32, Round::Default, true, 300), 255);
-        assert_eq!(cvt(S8, S32, Round::Default, true, m32(-300)), 0x80);
+        assert_eq!(
+            cvt(
+                U64,
+                U32,
+                Round::Default,
+                FloatMode::default(),
+                false,
+                m32(-2)
+            ),
+            0xffff_fffe
+        );
+        assert_eq!(
+            cvt(U8, U32, Round::Default, FloatMode::default(), false, 300),
+            44
+        );
+        assert_eq!(
+            cvt(U8, S32, Round::Default, FloatMode::default(), true, 300),
+            255
+        );
+        assert_eq!(
+            cvt(
+                S8,
+                S32,
+                Round::Default,
+                FloatMode::default(),
+                true,
+                m32(-300)
+            ),
+            0x80
+        );
         let f = |x: f32| u64::from(x.to_bits());
-        assert_eq!(cvt(S32, F32, Round::Zero, false, f(-2.7)), m32(-2));
-        assert_eq!(cvt(S32, F32, Round::Nearest, false, f(2.5)), 2);
-        assert_eq!(cvt(S32, F32, Round::Down, false, f(-2.5)), m32(-3));
-        assert_eq!(cvt(U32, F32, Round::Zero, false, f(-2.5)), 0);
-        assert_eq!(cvt(U32, F32, Round::Zero, false, f(1e20)), 0xffff_ffff);
-        assert_eq!(cvt(F32, S32, Round::Default, false, m32(-3)), f(-3.0));
+        assert_eq!(
+            cvt(S32, F32, Round::Zero, FloatMode::default(), false, f(-2.7)),
+            m32(-2)
+        );
+        assert_eq!(
+            cvt(
+                S32,
+                F32,
+                Round::Nearest,
+                FloatMode::default(),
+                false,
+                f(2.5)
+            ),
+            2
+        );
+        assert_eq!(
+            cvt(S32, F32, Round::Down, FloatMode::default(), false, f(-2.5)),
+            m32(-3)
+        );
+        assert_eq!(
+            cvt(U32, F32, Round::Zero, FloatMode::default(), false, f(-2.5)),
+            0
+        );
+        assert_eq!(
+            cvt(U32, F32, Round::Zero, FloatMode::default(), false, f(1e20)),
+            0xffff_ffff
+        );
+        assert_eq!(
+            cvt(
+                F32,
+                S32,
+                Round::Default,
+                FloatMode::default(),
+                false,
+                m32(-3)
+            ),
+            f(-3.0)
+        );
         let d = cvt(
-            Ty {
-                kind: Kind::F,
-                bits: 64,
-            },
+            F64,
             F32,
             Round::Default,
+            FloatMode::default(),
             false,
             f(1.5),
         );
         assert_eq!(f64v(d), 1.5);
-        assert_eq!(cvt(F32, F32, Round::Zero, false, f(2.7)), f(2.0));
+        assert_eq!(
+            cvt(F32, F32, Round::Zero, FloatMode::default(), false, f(2.7)),
+            f(2.0)
+        );
     }
 
     #[test]

@@ -558,11 +558,7 @@ fn special(name: &str) -> Option<Special> {
 fn harmless(m: &str) -> bool {
     matches!(
         m,
-        "rn" | "rz"
-            | "rm"
-            | "rp"
-            | "ftz"
-            | "approx"
+        "approx"
             | "full"
             | "uni"
             | "aligned"
@@ -989,14 +985,20 @@ impl Decoder<'_, '_> {
     }
 
     fn binary(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (float_mode, m) = split_float_mode(m);
+        let m = &m[..];
         let sat = m.contains(&"sat");
         let mode = mad_mode(m);
         let ty = one_type(m, &["sat", "lo", "hi", "wide"])?;
         expect(ops, 3)?;
         let d = self.dst(&ops[0])?;
         let a = self.src(&ops[1], ty)?;
+        if !ty.is_float() && float_mode != FloatMode::default() {
+            return Err(Why::Unsupported);
+        }
         if ty.is_float() {
-            if mode.is_some() {
+            let exact = matches!(base, "min" | "max" | "copysign");
+            if mode.is_some() || (exact && float_mode.round != FloatRound::Nearest) {
                 return Err(Why::Unsupported);
             }
             let op = match base {
@@ -1013,6 +1015,7 @@ impl Decoder<'_, '_> {
             return Ok(Op::Float {
                 op,
                 ty,
+                mode: float_mode,
                 sat,
                 d,
                 a,
@@ -1119,6 +1122,8 @@ impl Decoder<'_, '_> {
     }
 
     fn mad(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (float_mode, m) = split_float_mode(m);
+        let m = &m[..];
         let sat = m.contains(&"sat");
         let mode = mad_mode(m);
         let ty = one_type(m, &["sat", "lo", "hi", "wide"])?;
@@ -1130,6 +1135,7 @@ impl Decoder<'_, '_> {
             }
             return Ok(Op::Fma {
                 ty,
+                mode: float_mode,
                 sat,
                 d,
                 a: self.src(&ops[1], ty)?,
@@ -1138,7 +1144,7 @@ impl Decoder<'_, '_> {
             });
         }
         let mode = match (base, mode, sat) {
-            ("mad", Some(mode), false) => mode,
+            ("mad", Some(mode), false) if float_mode == FloatMode::default() => mode,
             _ => return Err(Why::Unsupported),
         };
         if mode == MadMode::Wide && ty.bits > 32 {
@@ -1163,7 +1169,8 @@ impl Decoder<'_, '_> {
     }
 
     fn unary(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let ty = one_type(m, &[])?;
+        let (mode, m) = split_float_mode(m);
+        let ty = one_type(&m, &[])?;
         expect(ops, 2)?;
         let op = match base {
             "not" => UnOp::Not,
@@ -1193,19 +1200,28 @@ impl Decoder<'_, '_> {
         if (float_only && !ty.is_float()) || (int_only && ty.is_float()) {
             return Err(Why::Unsupported);
         }
+        // only sqrt and rcp are correctly rounded; the others are approximations in PTX
+        let rounds = matches!(op, UnOp::Sqrt | UnOp::Rcp);
+        if (!ty.is_float() && mode != FloatMode::default())
+            || (!rounds && mode.round != FloatRound::Nearest)
+        {
+            return Err(Why::Unsupported);
+        }
         if ty.kind == Kind::Pred && op != UnOp::Not {
             return Err(Why::Unsupported);
         }
         Ok(Op::Unary {
             op,
             ty,
+            mode,
             d: self.dst(&ops[0])?,
             a: self.src(&ops[1], ty)?,
         })
     }
 
     fn setp(&mut self, is_set: bool, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let mut words = m.iter().filter(|w| !harmless(w));
+        let ftz = m.contains(&"ftz");
+        let mut words = m.iter().filter(|w| !harmless(w) && **w != "ftz");
         let cmp = words
             .next()
             .and_then(|w| cmp_of(w))
@@ -1228,7 +1244,7 @@ impl Decoder<'_, '_> {
             ),
             _ => return Err(Why::Unsupported),
         };
-        if ty.kind == Kind::Pred {
+        if ty.kind == Kind::Pred || (ftz && !ty.is_float()) {
             return Err(Why::Unsupported);
         }
         let want = if bool_op.is_some() { 4 } else { 3 };
@@ -1246,6 +1262,7 @@ impl Decoder<'_, '_> {
             return Ok(Op::Set {
                 cmp,
                 ty,
+                ftz,
                 dty,
                 d: self.dst(&ops[0])?,
                 a,
@@ -1263,6 +1280,7 @@ impl Decoder<'_, '_> {
         Ok(Op::Setp {
             cmp,
             ty,
+            ftz,
             p,
             q,
             a,
@@ -1272,10 +1290,11 @@ impl Decoder<'_, '_> {
     }
 
     fn cvt(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (mode, m) = split_float_mode(m);
         let mut round = Round::Default;
         let mut sat = false;
         let mut types = Vec::new();
-        for w in m {
+        for w in &m {
             match *w {
                 "rni" => round = Round::Nearest,
                 "rzi" => round = Round::Zero,
@@ -1292,11 +1311,17 @@ impl Decoder<'_, '_> {
         if dst.kind == Kind::Pred || src.kind == Kind::Pred {
             return Err(Why::Unsupported);
         }
+        // a float rounding needs a float result; `.ftz` an `f32` side
+        let f32_side = (dst.is_float() && dst.bits == 32) || (src.is_float() && src.bits == 32);
+        if (mode.round != FloatRound::Nearest && !dst.is_float()) || (mode.ftz && !f32_side) {
+            return Err(Why::Unsupported);
+        }
         expect(ops, 2)?;
         Ok(Op::Cvt {
             dst,
             src,
             round,
+            mode,
             sat,
             d: self.dst(&ops[0])?,
             a: self.src(&ops[1], src)?,
@@ -1581,6 +1606,24 @@ fn expect(ops: &[Operand], n: usize) -> R<()> {
     } else {
         bad(format!("expected {n} operands, found {}", ops.len()))
     }
+}
+
+/// Splits a float instruction's rounding (`.rn`, `.rz`, `.rm`, `.rp`) and `.ftz` off its
+/// modifiers; the other modifiers are returned in order.
+fn split_float_mode<'a>(m: &[&'a str]) -> (FloatMode, Vec<&'a str>) {
+    let mut mode = FloatMode::default();
+    let mut rest = Vec::with_capacity(m.len());
+    for &w in m {
+        match w {
+            "rn" => mode.round = FloatRound::Nearest,
+            "rz" => mode.round = FloatRound::Zero,
+            "rm" => mode.round = FloatRound::Down,
+            "rp" => mode.round = FloatRound::Up,
+            "ftz" => mode.ftz = true,
+            w => rest.push(w),
+        }
+    }
+    (mode, rest)
 }
 
 /// Rejects modifiers other than harmless ones and `allowed`.

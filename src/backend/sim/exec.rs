@@ -210,16 +210,19 @@ impl Machine<'_> {
             Op::Float {
                 op,
                 ty,
+                mode,
                 sat,
                 d,
                 a,
                 b,
             } => {
-                let v = alu::float_op(op, ty, sat, self.val(base, t, a), self.val(base, t, b));
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let v = alu::float_op(op, ty, mode, sat, a, b);
                 self.set(base, d, v);
             }
             Op::Fma {
                 ty,
+                mode,
                 sat,
                 d,
                 a,
@@ -228,6 +231,7 @@ impl Machine<'_> {
             } => {
                 let v = alu::fma(
                     ty,
+                    mode,
                     sat,
                     self.val(base, t, a),
                     self.val(base, t, b),
@@ -235,20 +239,21 @@ impl Machine<'_> {
                 );
                 self.set(base, d, v);
             }
-            Op::Unary { op, ty, d, a } => {
-                let v = alu::unary(op, ty, self.val(base, t, a));
+            Op::Unary { op, ty, mode, d, a } => {
+                let v = alu::unary(op, ty, mode, self.val(base, t, a));
                 self.set(base, d, v);
             }
             Op::Setp {
                 cmp,
                 ty,
+                ftz,
                 p,
                 q,
                 a,
                 b,
                 combine,
             } => {
-                let r = alu::compare(cmp, ty, self.val(base, t, a), self.val(base, t, b));
+                let r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
                 let (rp, rq) = match combine {
                     Some(c) => {
                         let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
@@ -264,13 +269,14 @@ impl Machine<'_> {
             Op::Set {
                 cmp,
                 ty,
+                ftz,
                 dty,
                 d,
                 a,
                 b,
                 combine,
             } => {
-                let mut r = alu::compare(cmp, ty, self.val(base, t, a), self.val(base, t, b));
+                let mut r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
                 if let Some(c) = combine {
                     let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
                     r = alu::combine(r, c.op, cv);
@@ -299,11 +305,12 @@ impl Machine<'_> {
                 dst,
                 src,
                 round,
+                mode,
                 sat,
                 d,
                 a,
             } => {
-                let v = alu::cvt(dst, src, round, sat, self.val(base, t, a));
+                let v = alu::cvt(dst, src, round, mode, sat, self.val(base, t, a));
                 self.set(base, d, v);
             }
             Op::Cvta {

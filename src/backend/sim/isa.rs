@@ -207,8 +207,31 @@ pub struct Combine {
     pub negate: bool,
 }
 
-/// Rounding of conversions (only the integer roundings change results: the simulator computes
-/// in round-to-nearest-even).
+/// Float rounding of an arithmetic result (`.rn`, `.rz`, `.rm`, `.rp`); computed exactly by
+/// `rounding.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FloatRound {
+    /// `.rn` (and no modifier): to nearest, ties to even.
+    #[default]
+    Nearest,
+    /// `.rz`: towards zero.
+    Zero,
+    /// `.rm`: towards minus infinity.
+    Down,
+    /// `.rp`: towards plus infinity.
+    Up,
+}
+
+/// How a float instruction rounds its result and whether it flushes subnormals (`.ftz`: inputs
+/// and results that are subnormal become zeros of the same sign).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FloatMode {
+    pub round: FloatRound,
+    pub ftz: bool,
+}
+
+/// Integer rounding of float-to-integer and float-to-float `cvt` (`.rni`, `.rzi`, `.rmi`,
+/// `.rpi`); a float result's own rounding is the `cvt`'s [`FloatMode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Round {
     Default,
@@ -348,6 +371,7 @@ pub enum Op {
     Float {
         op: FloatOp,
         ty: Ty,
+        mode: FloatMode,
         sat: bool,
         d: Reg,
         a: Src,
@@ -360,16 +384,19 @@ pub enum Op {
         a: Src,
         b: Src,
         c: Src,
+        mode: FloatMode,
     },
     Unary {
         op: UnOp,
         ty: Ty,
+        mode: FloatMode,
         d: Reg,
         a: Src,
     },
     Setp {
         cmp: Cmp,
         ty: Ty,
+        ftz: bool,
         p: Reg,
         q: Option<Reg>,
         a: Src,
@@ -380,6 +407,7 @@ pub enum Op {
     Set {
         cmp: Cmp,
         ty: Ty,
+        ftz: bool,
         dty: Ty,
         d: Reg,
         a: Src,
@@ -397,6 +425,7 @@ pub enum Op {
         dst: Ty,
         src: Ty,
         round: Round,
+        mode: FloatMode,
         sat: bool,
         d: Reg,
         a: Src,

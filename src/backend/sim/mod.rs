@@ -5,7 +5,8 @@
 //! Files: `decode.rs` turns PTX into compact instructions (`isa.rs`) once per module;
 //! `vars.rs` lays out variables and parameters; `sched.rs` runs a launch (scheduler, barriers,
 //! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
-//! semantics; `memory.rs` global memory; `ptx_model.rs` the PTX memory model; `weak.rs` the store
+//! semantics (`rounding.rs` the directed roundings and `.ftz` it cannot take from Rust);
+//! `memory.rs` global memory; `ptx_model.rs` the PTX memory model; `weak.rs` the store
 //! buffers and stale caches of the older store-buffer model.
 //!
 //! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or
@@ -93,6 +94,7 @@ mod exec;
 mod isa;
 mod memory;
 mod ptx_model;
+mod rounding;
 mod sched;
 mod vars;
 mod weak;
