@@ -2,6 +2,8 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpuwmm::apps::Size;
+use gpuwmm::backend::select::BackendChoice;
+use gpuwmm::backend::sim::SimModel;
 use gpuwmm::env::Environment;
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
@@ -679,26 +681,11 @@ pub struct BackendArgs {
     /// The simulator's memory model: `ptx` (the PTX memory consistency model, see README),
     /// `sc` (sequential consistency), or the store-buffer model of gpuwmm 0.1, `weak` /
     /// `weak-stale` (not PTX; kept to replay journals recorded with it).
-    #[arg(long, value_enum, default_value_t = SimModelArg::Ptx)]
-    pub sim_model: SimModelArg,
+    #[arg(long, value_enum, default_value_t = SimModel::Ptx)]
+    pub sim_model: SimModel,
     /// Seed of everything random (recorded with results, so a run can be replayed).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendChoice {
-    Auto,
-    Cuda,
-    Sim,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SimModelArg {
-    Ptx,
-    Weak,
-    WeakStale,
-    Sc,
 }
 
 #[derive(Debug, Args)]

@@ -8,13 +8,28 @@ use super::cuda::CudaBackend;
 use super::sim::{SimBackend, SimConfig};
 use super::{Backend, BackendError, BackendKind};
 
-/// What the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
+/// Which backend the user asked for: on the command line (`--backend`), in journals and in the
+/// worker protocol alike.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
     /// `cuda` if a driver and a device are present, else `sim`.
     Auto,
     Cuda,
     Sim,
+}
+
+impl BackendChoice {
+    /// The name as the command line and file names spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Sim => "sim",
+        }
+    }
 }
 
 /// An opened backend and, for `Auto`, why it is the one chosen.
@@ -27,15 +42,15 @@ pub struct Opened {
 
 /// Opens the backend: `Cuda` fails with the typed error when no GPU is usable; `Auto` falls back
 /// to the simulator configured by `sim`.
-pub fn open_backend(choice: Choice, sim: &SimConfig) -> Result<Opened, BackendError> {
+pub fn open_backend(choice: BackendChoice, sim: &SimConfig) -> Result<Opened, BackendError> {
     match choice {
-        Choice::Sim => Ok(simulator(sim, None)),
-        Choice::Cuda => Ok(Opened {
+        BackendChoice::Sim => Ok(simulator(sim, None)),
+        BackendChoice::Cuda => Ok(Opened {
             backend: Box::new(CudaBackend::open(0)?),
             kind: BackendKind::Cuda,
             fallback_reason: None,
         }),
-        Choice::Auto => match CudaBackend::open(0) {
+        BackendChoice::Auto => match CudaBackend::open(0) {
             Ok(gpu) => Ok(Opened {
                 backend: Box::new(gpu),
                 kind: BackendKind::Cuda,
@@ -80,7 +95,7 @@ pub struct Probed {
 }
 
 /// Finds what [`open_backend`] would open for `choice`.
-pub fn probe_backend(choice: Choice, sim: &SimConfig) -> Result<Probed, BackendError> {
+pub fn probe_backend(choice: BackendChoice, sim: &SimConfig) -> Result<Probed, BackendError> {
     let simulated = |fallback_reason| Probed {
         kind: BackendKind::Sim,
         info: SimBackend::new(sim.clone()).info().clone(),
@@ -98,9 +113,9 @@ pub fn probe_backend(choice: Choice, sim: &SimConfig) -> Result<Probed, BackendE
         })
     };
     match choice {
-        Choice::Sim => Ok(simulated(None)),
-        Choice::Cuda => gpu(),
-        Choice::Auto => match gpu() {
+        BackendChoice::Sim => Ok(simulated(None)),
+        BackendChoice::Cuda => gpu(),
+        BackendChoice::Auto => match gpu() {
             Ok(p) => Ok(p),
             Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
                 Ok(simulated(Some(e.to_string())))

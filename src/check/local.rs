@@ -8,13 +8,12 @@
 use super::calibrate::{calibrate, Calibration, MAX_ITERATIONS};
 use super::executor::{ExecError, Executor};
 use super::outcome::{Outcome, RunRecord};
-use super::spec::{BackendName, CalibrationRequest, Fences, RunRequest, SimModel, Target};
+use super::spec::{CalibrationRequest, Fences, RunRequest, Target};
 use crate::apps::{
     find_app, load_app_dir, App, AppError, Launch, Launcher, LoadedApp, RunOptions, Verdict,
     DEFAULT_ARCH,
 };
-use crate::backend::select::{open_backend, provenance, Choice};
-use crate::backend::sim::{MemoryModel, SimConfig};
+use crate::backend::select::{open_backend, provenance};
 use crate::backend::{Backend, BackendError, ModuleId};
 use crate::env::{Environment, StressKind};
 use crate::ptx::passes::fences::{fence_sites, insert_kinded_fences, FenceKind, FenceSite};
@@ -98,22 +97,11 @@ pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
 
 /// Opens the backend a target names.
 pub fn open_target_backend(target: &Target) -> Result<Box<dyn Backend>, BackendError> {
-    let choice = match target.backend {
-        BackendName::Auto => Choice::Auto,
-        BackendName::Cuda => Choice::Cuda,
-        BackendName::Sim => Choice::Sim,
-    };
-    let model = match target.sim_model {
-        SimModel::Ptx => MemoryModel::Ptx,
-        SimModel::Weak | SimModel::WeakStale => MemoryModel::Weak,
-        SimModel::Sc => MemoryModel::Sc,
-    };
-    let mut config = SimConfig::new(model, 0);
-    config.stale_loads = target.sim_model == SimModel::WeakStale;
+    let mut config = target.sim_model.config(0);
     if let Some(budget) = target.sim_budget {
         config.instruction_budget = budget;
     }
-    Ok(open_backend(choice, &config)?.backend)
+    Ok(open_backend(target.backend, &config)?.backend)
 }
 
 impl LocalExecutor {

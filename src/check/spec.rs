@@ -13,28 +13,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Which backend runs the app.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendName {
-    /// A real GPU if one answers, else the simulator.
-    Auto,
-    Cuda,
-    Sim,
-}
-
-/// The simulator's memory model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SimModel {
-    /// The PTX memory model (the default).
-    Ptx,
-    /// The store-buffer model of gpuwmm 0.1 (journals recorded with it replay with it).
-    Weak,
-    /// The weak model with stale per-block values for plain loads (`stale_loads`).
-    WeakStale,
-    Sc,
-}
+pub use crate::backend::select::BackendChoice;
+pub use crate::backend::sim::SimModel;
 
 /// The application under test and how it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +25,7 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_dir: Option<PathBuf>,
     pub size: Size,
-    pub backend: BackendName,
+    pub backend: BackendChoice,
     pub sim_model: SimModel,
     /// The fence instruction inserted at chosen sites.
     pub fence_kind: FenceKind,

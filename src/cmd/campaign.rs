@@ -8,8 +8,8 @@
 
 use super::campaign_slurm;
 use super::check::{
-    backend_name, given_stop, newest_to_resume, open_check, record_confidence, CheckSpec,
-    Executors, OpenCheck, DEFAULT_STOP,
+    given_stop, newest_to_resume, open_check, record_confidence, CheckSpec, Executors, OpenCheck,
+    DEFAULT_STOP,
 };
 use super::{Failure, Outcome};
 use crate::cli::{CampaignArgs, TargetArgs};
@@ -135,7 +135,7 @@ fn app_list(args: &CampaignArgs) -> Result<(Vec<String>, Option<String>), Failur
 fn default_out(target: &TargetArgs) -> PathBuf {
     PathBuf::from(format!(
         "results/campaign/{}-seed{}",
-        backend_name(target.backend.backend),
+        target.backend.backend.name(),
         target.backend.seed
     ))
 }
@@ -153,7 +153,7 @@ pub(super) fn campaign_out(args: &CampaignArgs) -> Result<PathBuf, Failure> {
     }
     let what = format!(
         "default campaign folders on {}, seed {}",
-        backend_name(args.target.backend.backend),
+        args.target.backend.backend.name(),
         args.target.backend.seed
     );
     let unfinished = |dir: &Path| !dir.join("summary.csv").exists();

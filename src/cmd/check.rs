@@ -4,11 +4,11 @@
 
 use super::target::{executor, resolve};
 use super::{Failure, Outcome};
-use crate::cli::{BackendArgs, BackendChoice, CheckArgs, JournalArgs, StopArgs, TargetArgs};
+use crate::cli::{BackendArgs, CheckArgs, JournalArgs, StopArgs, TargetArgs};
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
 use gpuwmm::check::{
-    run_check, BackendName, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
+    run_check, BackendChoice, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
 };
 use gpuwmm::env::Environment;
 use gpuwmm::naming;
@@ -85,7 +85,7 @@ struct CheckDocument<'a> {
     /// `as-is`, `all`, `none`, or the site ids.
     fences: String,
     /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
-    backend: BackendName,
+    backend: BackendChoice,
     provenance: &'a str,
     seed: u64,
     stop: Stop,
@@ -220,7 +220,7 @@ pub fn choose_journal(
     }
     let what = format!(
         "default journals of {app} under {env}, {}, seed {}",
-        backend_name(backend.backend),
+        backend.backend.name(),
         backend.seed
     );
     newest_to_resume(&base, &what, unfinished)?.ok_or_else(|| {
@@ -241,7 +241,7 @@ pub fn default_journal(
 ) -> PathBuf {
     PathBuf::from(format!(
         "results/{command}/{app}-{env}-{}-seed{}.csv",
-        backend_name(backend.backend),
+        backend.backend.name(),
         backend.seed
     ))
 }
@@ -280,15 +280,6 @@ fn check_unfinished(path: &Path, stop: Option<Stop>) -> bool {
     read_rows::<RunRecord>(path).map_or(true, |rows| {
         !stop.unwrap_or(meta.stop).reached(&Tally::of(&rows))
     })
-}
-
-/// The backend as chosen on the command line, for file names.
-pub fn backend_name(choice: BackendChoice) -> &'static str {
-    match choice {
-        BackendChoice::Auto => "auto",
-        BackendChoice::Cuda => "cuda",
-        BackendChoice::Sim => "sim",
-    }
 }
 
 /// One check to start, or to resume from its journal: what `check` runs, and each cell of

@@ -4,7 +4,7 @@
 use super::check::now;
 use super::target::resolve;
 use super::Failure;
-use crate::cli::{BackendChoice, CostArgs};
+use crate::cli::CostArgs;
 use clap::ValueEnum;
 use gpuwmm::apps::find_app;
 use gpuwmm::backend::select::provenance;
@@ -62,8 +62,7 @@ fn choose_out(args: &CostArgs) -> Result<PathBuf, Failure> {
     let backend = &args.target.backend;
     let base = PathBuf::from(format!(
         "results/cost/{}-seed{}",
-        BackendChoice::to_possible_value(&backend.backend)
-            .map_or("auto".to_string(), |v| v.get_name().to_string()),
+        backend.backend.name(),
         backend.seed
     ));
     if !args.resume {

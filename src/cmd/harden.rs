@@ -10,7 +10,7 @@ use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
-use gpuwmm::check::{BackendName, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
+use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
@@ -92,7 +92,7 @@ struct HardenDocument<'a> {
     app: &'a str,
     env: Environment,
     /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
-    backend: BackendName,
+    backend: BackendChoice,
     provenance: &'a str,
     seed: u64,
     /// The kind the search inserts; each fence says its own.
@@ -318,7 +318,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
 /// core on the simulator, one on a GPU), or one in this process with `--in-process`.
 fn pooled_executor(target: &Target, args: &HardenArgs) -> Result<Box<dyn Executor>, Failure> {
     let jobs = args.jobs.unwrap_or_else(|| match target.backend {
-        BackendName::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        BackendChoice::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
         _ => 1,
     });
     if jobs <= 1 || args.target.in_process {
@@ -336,7 +336,7 @@ fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
         MinimiseKind::On => true,
         MinimiseKind::Off => false,
         MinimiseKind::Auto => {
-            target.backend != BackendName::Sim || target.sim_model == SimModel::Ptx
+            target.backend != BackendChoice::Sim || target.sim_model == SimModel::Ptx
         }
     }
 }
@@ -346,7 +346,7 @@ fn stable_stop(args: &StableArgs, target: &Target) -> Stop {
     match (args.stable_runs, args.stable_duration) {
         (_, Some(d)) => Stop::Seconds(d.as_secs_f64()),
         (Some(n), None) => Stop::Runs(n),
-        (None, None) if target.backend == BackendName::Sim => Stop::Runs(SIM_STABLE_RUNS),
+        (None, None) if target.backend == BackendChoice::Sim => Stop::Runs(SIM_STABLE_RUNS),
         (None, None) => Stop::Seconds(GPU_STABLE_SECONDS),
     }
 }

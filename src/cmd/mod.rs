@@ -16,9 +16,9 @@ mod tune;
 mod tune_slurm;
 mod worker;
 
-use crate::cli::{BackendArgs, BackendChoice, Command, LitmusCommand, SimModelArg};
-use gpuwmm::backend::select::{open_backend, Choice, Opened};
-use gpuwmm::backend::sim::{MemoryModel, SimConfig};
+use crate::cli::{BackendArgs, Command, LitmusCommand};
+use gpuwmm::backend::select::{open_backend, BackendChoice, Opened};
+use gpuwmm::backend::sim::SimConfig;
 
 /// Exit code for bad input (malformed files, unknown names): the same as clap's usage errors.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -72,20 +72,8 @@ pub fn run(command: Command) -> Outcome {
 
 /// The backend the user chose, and the simulator settings should it be (or fall back to) the
 /// simulator.
-fn backend_request(args: &BackendArgs) -> (Choice, SimConfig) {
-    let choice = match args.backend {
-        BackendChoice::Auto => Choice::Auto,
-        BackendChoice::Cuda => Choice::Cuda,
-        BackendChoice::Sim => Choice::Sim,
-    };
-    let model = match args.sim_model {
-        SimModelArg::Ptx => MemoryModel::Ptx,
-        SimModelArg::Weak | SimModelArg::WeakStale => MemoryModel::Weak,
-        SimModelArg::Sc => MemoryModel::Sc,
-    };
-    let mut config = SimConfig::new(model, args.seed);
-    config.stale_loads = args.sim_model == SimModelArg::WeakStale;
-    (choice, config)
+fn backend_request(args: &BackendArgs) -> (BackendChoice, SimConfig) {
+    (args.backend, args.sim_model.config(args.seed))
 }
 
 /// Opens the backend the user chose, saying so when `auto` fell back to the simulator.

@@ -11,7 +11,7 @@ use crate::cli::ReplayArgs;
 use gpuwmm::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use gpuwmm::check::local::RunPlan;
 use gpuwmm::check::{
-    BackendName, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
+    BackendChoice, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
 };
 use gpuwmm::env::Environment;
 use gpuwmm::harden::run::{HardenMeta, HardenRow};
@@ -236,13 +236,13 @@ fn outcome_text(r: &RunRecord) -> String {
     }
 }
 
-fn determinism_note(backend: BackendName) -> &'static str {
+fn determinism_note(backend: BackendChoice) -> &'static str {
     match backend {
-        BackendName::Sim => {
+        BackendChoice::Sim => {
             "the simulator replays a run exactly: its scheduler and memory model are reseeded \
              from the run's seed"
         }
-        BackendName::Cuda | BackendName::Auto => {
+        BackendChoice::Cuda | BackendChoice::Auto => {
             "on a GPU weak behaviour is not deterministic: the seed fixes the inputs, stressing \
              blocks, permutations and stress locations, not the hardware's interleaving, so a \
              replay may differ"

@@ -2,13 +2,11 @@
 //! `campaign` and `replay`.
 
 use super::{backend_request, Failure};
-use crate::cli::{BackendArgs, SimModelArg, TargetArgs};
+use crate::cli::{BackendArgs, TargetArgs};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::{probe_backend, Probed};
 use gpuwmm::backend::BackendKind;
-use gpuwmm::check::{
-    BackendName, Executor, LocalExecutor, SimModel, Supervisor, Target, WorkerCommand,
-};
+use gpuwmm::check::{BackendChoice, Executor, LocalExecutor, Supervisor, Target, WorkerCommand};
 use gpuwmm::profile::{self, StressProfile};
 
 /// A target and where its stress profile came from.
@@ -33,20 +31,15 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
         }
     };
     let (backend, size) = match probed.kind {
-        BackendKind::Sim => (BackendName::Sim, Size::Sim),
-        BackendKind::Cuda => (BackendName::Cuda, Size::Gpu),
+        BackendKind::Sim => (BackendChoice::Sim, Size::Sim),
+        BackendKind::Cuda => (BackendChoice::Cuda, Size::Gpu),
     };
     let target = Target {
         app: app.to_string(),
         app_dir: args.app_dir.clone(),
         size: args.size.unwrap_or(size),
         backend,
-        sim_model: match args.backend.sim_model {
-            SimModelArg::Weak => SimModel::Weak,
-            SimModelArg::WeakStale => SimModel::WeakStale,
-            SimModelArg::Ptx => SimModel::Ptx,
-            SimModelArg::Sc => SimModel::Sc,
-        },
+        sim_model: args.backend.sim_model,
         fence_kind: args.fence_kind,
         granularity: args.granularity.into(),
         profile,

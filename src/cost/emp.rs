@@ -8,7 +8,7 @@
 use super::variant::EmpFences;
 use super::CostError;
 use crate::check::journal::meta_path;
-use crate::check::BackendName;
+use crate::check::BackendChoice;
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub struct HardenResult {
     /// The app hardened (for an app with fences of its own, usually its `-nf` variant).
     pub app: String,
-    pub backend: BackendName,
+    pub backend: BackendChoice,
     pub stable: bool,
     pub fence_kind: FenceKind,
     pub fences: EmpFences,
@@ -29,7 +29,7 @@ pub struct HardenResult {
 #[derive(Debug, Deserialize)]
 struct Document {
     app: String,
-    backend: BackendName,
+    backend: BackendChoice,
     stable: bool,
     fence_kind: FenceKind,
     #[serde(default)]
@@ -109,7 +109,7 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
 pub fn newest_harden_result(
     dir: &Path,
     apps: &[String],
-    backend: BackendName,
+    backend: BackendChoice,
 ) -> Option<(PathBuf, HardenResult)> {
     let mut journals: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
         .ok()?
@@ -166,7 +166,7 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            newest_harden_result(dir.path(), &["x".into()], BackendName::Sim),
+            newest_harden_result(dir.path(), &["x".into()], BackendChoice::Sim),
             None
         );
     }

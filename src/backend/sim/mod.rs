@@ -132,6 +132,38 @@ pub enum MemoryModel {
     Weak,
 }
 
+/// The simulator's memory model as the user chooses it (`--sim-model`) and journals record it;
+/// [`SimModel::config`] turns it into the interpreter's settings.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SimModel {
+    /// The PTX memory consistency model (the default).
+    Ptx,
+    /// The store-buffer model of gpuwmm 0.1 (journals recorded with it replay with it). Not PTX.
+    Weak,
+    /// The store-buffer model with stale per-block values for plain loads (`stale_loads`).
+    WeakStale,
+    /// Sequential consistency.
+    Sc,
+}
+
+impl SimModel {
+    /// The default simulator settings for this model and seed.
+    pub fn config(self, seed: u64) -> SimConfig {
+        let model = match self {
+            SimModel::Ptx => MemoryModel::Ptx,
+            SimModel::Weak | SimModel::WeakStale => MemoryModel::Weak,
+            SimModel::Sc => MemoryModel::Sc,
+        };
+        SimConfig {
+            stale_loads: self == SimModel::WeakStale,
+            ..SimConfig::new(model, seed)
+        }
+    }
+}
+
 /// Simulator settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
