@@ -327,6 +327,62 @@ impl SimBackend {
     }
 }
 
+impl SimBackend {
+    /// Byte offset and size of each parameter of `kernel` in `module`, in order: what
+    /// `cuFuncGetParamInfo` reports on a GPU. `None` when there is no such module or kernel.
+    pub fn kernel_params(&self, module: ModuleId, kernel: &str) -> Option<Vec<(u64, u64)>> {
+        let m = self.modules.get(module.0)?;
+        let index = *m.by_name.get(kernel)?;
+        Some(m.kernels[index].params.clone())
+    }
+
+    /// Queues a launch whose arguments are the raw bytes of each parameter, in order (as a
+    /// driver receives them through `cuLaunchKernel`'s `kernelParams`). Each argument must have
+    /// exactly its parameter's size.
+    pub fn launch_raw(
+        &mut self,
+        module: ModuleId,
+        kernel: &str,
+        config: &LaunchConfig,
+        args: &[&[u8]],
+    ) -> Result<()> {
+        let m = self
+            .modules
+            .get(module.0)
+            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
+        let index = *m
+            .by_name
+            .get(kernel)
+            .ok_or_else(|| BackendError::NoKernel(kernel.to_string()))?;
+        check_config(config)?;
+        let k = &m.kernels[index];
+        if args.len() != k.params.len() {
+            return Err(BackendError::BadLaunch(format!(
+                "kernel '{kernel}' takes {} parameters, {} given",
+                k.params.len(),
+                args.len()
+            )));
+        }
+        let mut params = vec![0u8; k.param_bytes as usize];
+        for (i, (bytes, &(offset, size))) in args.iter().zip(&k.params).enumerate() {
+            if bytes.len() as u64 != size {
+                return Err(BackendError::BadLaunch(format!(
+                    "argument {i} of kernel '{kernel}' has {} bytes, the parameter {size}",
+                    bytes.len()
+                )));
+            }
+            params[offset as usize..(offset + size) as usize].copy_from_slice(bytes);
+        }
+        self.queue.push(QueuedLaunch {
+            module: module.0,
+            kernel: index,
+            config: *config,
+            params,
+        });
+        Ok(())
+    }
+}
+
 fn param_buffer(kernel: &Kernel, args: &[KernelArg]) -> Result<Vec<u8>> {
     if args.len() != kernel.params.len() {
         return Err(BackendError::BadLaunch(format!(
