@@ -7,3 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-cuda-tools.sh
 export GPUWMM_REQUIRE_TOOLS=1
 cargo test --release --locked "$@"
+# The cuda backend against the stand-in driver (standin/, README "The stand-in driver"): the GPU
+# tests with none skipping, a check with an injected fault and hang, and a hardening.
+bash scripts/standin-ci.sh

@@ -211,6 +211,19 @@ pub unsafe extern "C" fn cuGetErrorString(code: c_uint, out: *mut *const c_char)
     }
 }
 
+/// The driver's private function tables. NVRTC opens `libcuda.so.1` and asks for one (and
+/// crashes if the symbol is missing); the stand-in has none, and answers as the driver does for
+/// a table id it does not know.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetExportTable(
+    table: *mut *const c_void,
+    _id: *const c_void,
+) -> CUresult {
+    // SAFETY: the caller passes a pointer to one pointer (or null, refused).
+    let _ = unsafe { put(table, std::ptr::null()) };
+    CUresult::CUDA_ERROR_INVALID_VALUE
+}
+
 /// Simulated nanoseconds so far (all contexts of the process). Not a CUDA function: the NVML
 /// stand-in reads it to advance its energy counter.
 #[no_mangle]
