@@ -948,3 +948,115 @@ pub unsafe extern "C" fn cuLaunchKernel(
         simulate(&f, &config, &args, &hung)
     })())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The entry points called directly, as C would: the paths the backend does not take (the
+    //! `_v4` context, null streams) and the ordering of sticky faults.
+    use super::*;
+
+    const STORE: &str = r#"
+.version 8.8
+.target sm_70
+.address_size 64
+.visible .entry store_to(.param .u64 store_to_address, .param .u32 store_to_value)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [store_to_address];
+    ld.param.u32 %r1, [store_to_value];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+
+    /// Launches `store_to(address, value)` on the null stream.
+    fn store(f: Handle, mut address: u64, mut value: u32) -> CUresult {
+        let mut params = [
+            &mut address as *mut u64 as *mut c_void,
+            &mut value as *mut u32 as *mut c_void,
+        ];
+        // SAFETY: two parameters, each pointing to a live local of its size.
+        unsafe {
+            cuLaunchKernel(
+                f,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    #[test]
+    fn a_v4_context_runs_a_kernel_and_a_fault_is_sticky_once_observed() {
+        use CUresult::*;
+        // SAFETY: every pointer passed below points to a live local of the documented type.
+        unsafe {
+            assert_eq!(cuInit(0), CUDA_SUCCESS);
+            let mut ctx: Handle = std::ptr::null_mut();
+            let mut bogus = 0u8;
+            assert_eq!(
+                cuCtxCreate_v4(&mut ctx, &mut bogus as *mut u8 as *mut c_void, 0, 0),
+                CUDA_ERROR_NOT_SUPPORTED
+            );
+            assert_eq!(
+                cuCtxCreate_v4(&mut ctx, std::ptr::null_mut(), 0, 0),
+                CUDA_SUCCESS
+            );
+            let image = std::ffi::CString::new(STORE).unwrap();
+            let mut module: Handle = std::ptr::null_mut();
+            let code = cuModuleLoadDataEx(
+                &mut module,
+                image.as_ptr() as *const c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
+            assert_eq!(code, CUDA_SUCCESS);
+            let mut f: Handle = std::ptr::null_mut();
+            assert_eq!(
+                cuModuleGetFunction(&mut f, module, c"store_to".as_ptr()),
+                CUDA_SUCCESS
+            );
+            let mut missing: Handle = std::ptr::null_mut();
+            assert_eq!(
+                cuModuleGetFunction(&mut missing, module, c"nope".as_ptr()),
+                CUDA_ERROR_NOT_FOUND
+            );
+            let mut data = 0u64;
+            assert_eq!(cuMemAlloc_v2(&mut data, 8), CUDA_SUCCESS);
+            assert_eq!(store(f, data + 4, 7), CUDA_SUCCESS);
+            let mut out = [0u8; 8];
+            let code = cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr() as *mut c_void,
+                data,
+                8,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(code, CUDA_SUCCESS);
+            assert_eq!(out, [0, 0, 0, 0, 7, 0, 0, 0]);
+            // Out of bounds: the launch itself succeeds (errors are asynchronous) ...
+            assert_eq!(store(f, data + 64, 1), CUDA_SUCCESS);
+            // ... work may still be enqueued until a waiting call has seen the fault ...
+            let mut event: Handle = std::ptr::null_mut();
+            assert_eq!(cuEventCreate(&mut event, 0), CUDA_SUCCESS);
+            assert_eq!(cuEventRecord(event, std::ptr::null_mut()), CUDA_SUCCESS);
+            assert_eq!(
+                cuStreamQuery(std::ptr::null_mut()),
+                CUDA_ERROR_ILLEGAL_ADDRESS
+            );
+            // ... and from then on every call fails the same way.
+            assert_eq!(store(f, data, 1), CUDA_ERROR_ILLEGAL_ADDRESS);
+            assert_eq!(cuMemAlloc_v2(&mut data, 8), CUDA_ERROR_ILLEGAL_ADDRESS);
+            assert_eq!(cuCtxDestroy_v2(ctx), CUDA_SUCCESS);
+            assert_eq!(cuMemAlloc_v2(&mut data, 8), CUDA_ERROR_INVALID_CONTEXT);
+        }
+    }
+}
