@@ -23,6 +23,7 @@ trap 'rm -rf "$work"' EXIT
 
 if [[ " $PART " == *" tests "* ]]; then
     echo "== GPU tests on the stand-in driver"
+    cargo test --release --locked -p gpuwmm-standin-cuda -p gpuwmm-standin-nvml
     cargo test --release --locked --test cuda_backend --test apps_gpu --test check_gpu
 fi
 

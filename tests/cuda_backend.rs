@@ -446,3 +446,17 @@ fn device_info_matches_nvml_when_present() {
         }
     }
 }
+
+/// Regression (stand-in driver): NVRTC opens `libcuda.so.1` itself and calls
+/// `cuGetExportTable`; the first stand-in lacked it, so compiling CUDA after the backend had
+/// loaded the driver crashed the process inside `nvrtcCompileProgram`.
+#[test]
+fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
+    let Some(mut b) = gpu() else { return };
+    let Some(tools) = gpuwmm::toolchain::tools_for_tests() else {
+        return;
+    };
+    let module = common::compile_corpus(&tools, "apps/cbe-dot/kernel.cu");
+    let ptx = gpuwmm::ptx::print(&module);
+    assert!(b.load_module(&ptx).is_ok());
+}
