@@ -13,3 +13,6 @@ if [ "$(id -u)" = 0 ]; then
     export GPUWMM_REQUIRE_SLURM=1
 fi
 cargo test --release --locked "$@"
+# The cuda backend against the stand-in driver (standin/, README "The stand-in driver"): the GPU
+# tests with none skipping, a check with an injected fault and hang, and a hardening.
+bash scripts/standin-ci.sh

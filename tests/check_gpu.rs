@@ -13,9 +13,16 @@ use std::path::Path;
 use std::process::Command;
 
 fn check(dir: &Path, args: &[&str]) -> Vec<RunRecord> {
+    // The stand-in driver interprets every thread: it gets simulator-sized inputs.
+    let size: &[&str] = if gpu().is_some_and(|b| common::is_standin(&b)) {
+        &["--size", "sim"]
+    } else {
+        &[]
+    };
     let output = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .current_dir(dir)
         .args(["check", "--backend", "cuda", "--journal", "j.csv"])
+        .args(size)
         .args(args)
         .output()
         .unwrap();

@@ -87,3 +87,12 @@ pub fn gpu() -> Option<CudaBackend> {
         Err(e) => panic!("opening CUDA device 0 failed: {e}"),
     }
 }
+
+/// Whether `backend` is the stand-in driver (`standin/cuda`, `scripts/standin.sh`), which runs
+/// kernels on the simulator: tests then use simulator-sized inputs, since a GPU-sized launch (a
+/// million threads) takes minutes to interpret. Everything else they check is unchanged.
+#[allow(dead_code)]
+pub fn is_standin(backend: &CudaBackend) -> bool {
+    use gpuwmm::backend::Backend;
+    backend.info().name.contains("stand-in")
+}
