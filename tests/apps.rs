@@ -293,6 +293,8 @@ fn registry_has_the_case_studies_and_unknown_names_list_them() {
         [
             "cbe-ht",
             "cbe-dot",
+            "ct-octree",
+            "tpo-tm",
             "sdk-red",
             "sdk-red-nf",
             "cub-scan",
@@ -316,7 +318,7 @@ fn registry_has_the_case_studies_and_unknown_names_list_them() {
     let message = err.to_string();
     assert!(message.contains("'cbe-dott'"), "{message}");
     assert!(
-        message.contains("cbe-dot, sdk-red, sdk-red-nf, cub-scan"),
+        message.contains("cbe-dot, ct-octree, tpo-tm, sdk-red, sdk-red-nf, cub-scan"),
         "{message}"
     );
 }
@@ -376,6 +378,8 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
     assert_eq!(fences("cub-scan-nf"), 0);
     assert_eq!(fences("cbe-dot"), 0);
     assert_eq!(fences("cbe-ht"), 0);
+    assert_eq!(fences("ct-octree"), 0);
+    assert_eq!(fences("tpo-tm"), 0);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Every application end to end on the simulator (figures here are properties of the simulator's
 //! model, not of hardware):
 //! - it passes every run under `Sc`, and under `Weak` with a `fence.sc.gpu` after every access;
-//! - without fences, cbe-dot, cbe-ht, sdk-red-nf and cub-scan-nf fail under `Weak`.
+//! - without fences, cbe-dot, cbe-ht, ct-octree, tpo-tm, sdk-red-nf and cub-scan-nf fail under
+//!   `Weak`, and ct-octree and tpo-tm under `Ptx` at a pinned rate.
 //!
 //! Needs NVRTC (scripts/setup-cuda-tools.sh), no GPU. The run counts take seconds even in a debug
 //! build (the fenceless test stops at the first failure); the ignored `failure_rates` test runs
@@ -16,16 +17,25 @@ use gpuwmm::ptx::Module;
 use gpuwmm::toolchain::tools_for_tests;
 use std::time::{Duration, Instant};
 
-const ALL_APPS: [&str; 6] = [
+const ALL_APPS: [&str; 8] = [
     "cbe-ht",
     "cbe-dot",
+    "ct-octree",
+    "tpo-tm",
     "sdk-red",
     "sdk-red-nf",
     "cub-scan",
     "cub-scan-nf",
 ];
 /// Apps without (working) fences: the weak model must break them.
-const FENCELESS: [&str; 4] = ["cbe-ht", "cbe-dot", "sdk-red-nf", "cub-scan-nf"];
+const FENCELESS: [&str; 6] = [
+    "cbe-ht",
+    "cbe-dot",
+    "ct-octree",
+    "tpo-tm",
+    "sdk-red-nf",
+    "cub-scan-nf",
+];
 
 /// A `fence.sc.gpu` after every global or generic access.
 fn fence_everything(module: Module) -> Module {
@@ -277,5 +287,62 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
                 stress.launcher.release(&mut backend).unwrap();
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The case studies added with the PTX memory model (ct-octree, tpo-tm): under the model the
+// simulator runs by default, a fence after every access makes them pass, and without fences they
+// fail at a rate pinned for seeds 0..RUNS_PTX (a simulator figure, not hardware).
+
+const QUEUE_APPS: [&str; 2] = ["ct-octree", "tpo-tm"];
+const RUNS_PTX: u64 = 200;
+/// Failures of the fence-less apps in seeds 0..RUNS_PTX (pinned from measurement).
+const FAILS_CT_OCTREE: std::ops::RangeInclusive<u64> = 190..=200;
+const FAILS_TPO_TM: std::ops::RangeInclusive<u64> = 190..=200;
+
+#[test]
+fn queue_apps_pass_under_ptx_with_a_fence_after_every_access() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for name in QUEUE_APPS {
+        let app = find_app(name).unwrap();
+        let t = campaign(
+            app.as_ref(),
+            sim(MemoryModel::Ptx),
+            fence_everything,
+            0..RUNS_PTX,
+            1,
+        );
+        assert_eq!(t.failures, 0, "{name} fenced, Ptx: {:?}", t.first_failure);
+        eprintln!("{name}: {} fenced Ptx runs in {:?}", t.runs, t.elapsed);
+    }
+}
+
+#[test]
+fn queue_apps_without_fences_fail_under_ptx_at_the_pinned_rate() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    for (name, expected) in [("ct-octree", FAILS_CT_OCTREE), ("tpo-tm", FAILS_TPO_TM)] {
+        let app = find_app(name).unwrap();
+        let t = campaign(
+            app.as_ref(),
+            sim(MemoryModel::Ptx),
+            no_change,
+            0..RUNS_PTX,
+            u64::MAX,
+        );
+        eprintln!(
+            "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
+            t.failures, t.runs, t.elapsed, t.first_failure
+        );
+        assert!(
+            expected.contains(&t.failures),
+            "{name}: {} of {} Ptx runs failed, expected {expected:?}",
+            t.failures,
+            t.runs
+        );
     }
 }

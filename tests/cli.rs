@@ -205,6 +205,8 @@ fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
     for name in [
         "cbe-dot",
         "cbe-ht",
+        "ct-octree",
+        "tpo-tm",
         "sdk-red",
         "sdk-red-nf",
         "cub-scan",

@@ -16,9 +16,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Names of the built-in apps, in the order of the paper's table 4.
-pub const BUILTIN_APP_NAMES: [&str; 6] = [
+pub const BUILTIN_APP_NAMES: [&str; 8] = [
     "cbe-ht",
     "cbe-dot",
+    "ct-octree",
+    "tpo-tm",
     "sdk-red",
     "sdk-red-nf",
     "cub-scan",
@@ -54,6 +56,22 @@ fn cub_scan() -> Result<Arc<dyn App>, AppError> {
     )
 }
 
+fn ct_octree() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "ct-octree",
+        include_str!("../../apps/ct-octree/app.toml"),
+        include_str!("../../apps/ct-octree/kernel.cu"),
+    )
+}
+
+fn tpo_tm() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "tpo-tm",
+        include_str!("../../apps/tpo-tm/app.toml"),
+        include_str!("../../apps/tpo-tm/kernel.cu"),
+    )
+}
+
 /// The built-in app called `name`.
 fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
     Some(match name {
@@ -65,6 +83,8 @@ fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
             "cbe-ht",
             include_str!("../../apps/cbe-ht/kernel.cu"),
         )))),
+        "ct-octree" => ct_octree(),
+        "tpo-tm" => tpo_tm(),
         "sdk-red" => sdk_red(),
         "sdk-red-nf" => sdk_red().map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
         "cub-scan" => cub_scan(),
