@@ -2,12 +2,13 @@
 # The cuda backend end to end on the stand-in driver (scripts/standin.sh): the GPU tests with
 # GPUWMM_REQUIRE_GPU=1 (none may skip), then `gpuwmm check cbe-dot --backend cuda --env sys-str+`
 # with one injected fault and one injected hang (the journal must record a crash, a timeout and
-# every run), then `gpuwmm harden cbe-dot --backend cuda`. Small settings, so CI stays fast.
+# every run), then `gpuwmm harden cbe-dot --backend cuda`, then `gpuwmm cost cbe-dot --backend
+# cuda` with energy windows on the stand-in NVML counter. Small settings, so CI stays fast.
 # Every figure printed here is a simulator result through the stand-in, not a GPU result.
-# PART="tests check harden" picks parts.
+# PART="tests check harden cost" picks parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PART="${PART:-tests check harden}"
+PART="${PART:-tests check harden cost}"
 standin="$(scripts/standin.sh)"
 export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
@@ -57,7 +58,19 @@ if [[ " $PART " == *" harden "* ]]; then
     "$gpuwmm" harden cbe-dot --backend cuda --size sim --stable-runs 20 --iterations 2 \
         --seed 1 --journal "$work/harden.csv"
 fi
-# `gpuwmm cost` (being built elsewhere) belongs here once it exists, run the same way:
-#   "$gpuwmm" cost <app> --backend cuda --size sim ...   (energy = the stand-in's nominal 100 W
-#   times simulated time: it exercises the NVML path, it measures nothing).
+if [[ " $PART " == *" cost "* ]]; then
+    echo "== gpuwmm cost cbe-dot --backend cuda, energy from the stand-in NVML counter (stand-in)"
+    "$gpuwmm" cost cbe-dot --backend cuda --size sim --variants no,cons --runs 30 --warmup 2 \
+        --windows 2 --window-time 1s --window-runs 8 --seed 1 --out "$work/cost"
+    python3 - "$work/cost/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["time_method"] == "cuda-events", s["time_method"]
+assert s["energy_method"]["method"] == "counter", s["energy_method"]
+for v in s["apps"][0]["variants"]:
+    assert v["windows"] == 2 and v["energy_mj"]["median"] > 0, v
+    assert 45_000 < v["idle_mw"] < 55_000, v["idle_mw"]  # the stand-in idles at 50 W
+print("stand-in cost: CUDA-event times and counter energy for", [v["variant"] for v in s["apps"][0]["variants"]])
+PY
+fi
 echo "stand-in CI: all parts passed (simulator results through the stand-in driver, not a GPU)"

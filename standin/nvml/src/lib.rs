@@ -4,10 +4,12 @@
 //! Why this crate exists: the energy and power paths of `gpuwmm devices` and `gpuwmm cost` must
 //! run in CI, where there is no NVIDIA driver. The device is named like the CUDA stand-in's
 //! (`gpuwmm stand-in (simulator)`) and sits at the same PCI bus id, so the backend matches the
-//! two. Its power is a constant nominal [`NOMINAL_POWER_MW`] and its total-energy counter is that
-//! power times the *simulated* time of the CUDA stand-in (read from `libcuda.so.1`'s
-//! `gpuwmmStandinSimulatedNanoseconds`; 0 where that library is not the stand-in): it advances
-//! exactly when simulated kernels run. No figure it gives is a measurement of anything.
+//! two. Its power is a constant nominal [`NOMINAL_POWER_MW`]. Its total-energy counter behaves like
+//! a real one in the ways `gpuwmm cost` depends on: it grows at [`IDLE_POWER_MW`] with wall-clock
+//! time, in steps every [`COUNTER_STEP_MS`] (as NVML's does), plus the difference to the nominal
+//! power over the *simulated* time of the CUDA stand-in's kernels (read from `libcuda.so.1`'s
+//! `gpuwmmStandinSimulatedNanoseconds`; 0 where that library is not the stand-in). No figure it
+//! gives is a measurement of anything.
 //!
 //! Every exported function is `unsafe extern "C"`; its safety contract is NVML's own (valid
 //! pointers of the documented sizes), stated once here.
@@ -23,6 +25,10 @@ pub const DEVICE_NAME: &str = "gpuwmm stand-in (simulator)";
 pub const DRIVER_VERSION: &str = "gpuwmm-standin-0.1";
 /// Constant board power the stand-in claims: 100 W (a convention, not a measurement).
 pub const NOMINAL_POWER_MW: u32 = 100_000;
+/// The power the energy counter grows at while no kernel runs: 50 W (a convention).
+pub const IDLE_POWER_MW: u64 = 50_000;
+/// The energy counter's wall-clock part advances in steps this long, like NVML's (about 100 ms).
+pub const COUNTER_STEP_MS: u64 = 100;
 /// The PCI bus id of the CUDA stand-in's device.
 pub const PCI_BUS_ID: &str = "0000:00:00.0";
 
@@ -120,9 +126,22 @@ fn simulated_ns() -> u64 {
     clock.as_ref().map_or(0, |(_, f)| unsafe { f() })
 }
 
-/// Millijoules used: the nominal power over the simulated time.
-pub fn energy_mj(simulated_ns: u64) -> u64 {
-    (u128::from(simulated_ns) * u128::from(NOMINAL_POWER_MW) / 1_000_000_000) as u64
+/// Millijoules used: idle power over the wall-clock time up to the last counter step, plus the
+/// nominal power's excess over idle during the simulated kernel time.
+pub fn energy_mj(wall_ms: u64, simulated_ns: u64) -> u64 {
+    let stepped_ms = wall_ms / COUNTER_STEP_MS * COUNTER_STEP_MS;
+    let idle = IDLE_POWER_MW * stepped_ms / 1000;
+    let busy_extra_mw = u128::from(u64::from(NOMINAL_POWER_MW) - IDLE_POWER_MW);
+    idle + (u128::from(simulated_ns) * busy_extra_mw / 1_000_000_000) as u64
+}
+
+/// Milliseconds since this library first answered a call.
+fn wall_ms() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
 }
 
 #[no_mangle]
@@ -240,7 +259,7 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     energy: *mut c_ulonglong,
 ) -> NvmlReturn {
     // SAFETY: the caller passes a pointer to one unsigned long long.
-    done(valid(device).and_then(|()| unsafe { put(energy, energy_mj(simulated_ns())) }))
+    done(valid(device).and_then(|()| unsafe { put(energy, energy_mj(wall_ms(), simulated_ns())) }))
 }
 
 #[cfg(test)]
@@ -258,10 +277,14 @@ mod tests {
     }
 
     #[test]
-    fn energy_is_nominal_power_times_simulated_time() {
-        // 1 ms at 100 W is 100 mJ.
-        assert_eq!(energy_mj(1_000_000), 100);
-        assert_eq!(energy_mj(0), 0);
+    fn energy_is_idle_power_in_steps_plus_the_busy_excess_over_simulated_time() {
+        assert_eq!(energy_mj(0, 0), 0);
+        // 1 ms of simulated kernels at 100 W over a 50 W idle: 50 mJ more.
+        assert_eq!(energy_mj(0, 1_000_000), 50);
+        // Idle time counts only once a 100 ms step completes: 0.1 s at 50 W is 5 J.
+        assert_eq!(energy_mj(99, 0), 0);
+        assert_eq!(energy_mj(100, 0), 5_000);
+        assert_eq!(energy_mj(250, 1_000_000), 10_050);
     }
 
     #[test]
