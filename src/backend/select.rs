@@ -33,7 +33,7 @@ impl BackendChoice {
 }
 
 /// An opened backend and, for `Auto`, why it is the one chosen.
-pub struct Opened {
+pub struct OpenedBackend {
     pub backend: Box<dyn Backend>,
     pub kind: BackendKind,
     /// Set when `Auto` fell back to the simulator: the reason the GPU was not used.
@@ -42,16 +42,16 @@ pub struct Opened {
 
 /// Opens the backend: `Cuda` fails with the typed error when no GPU is usable; `Auto` falls back
 /// to the simulator configured by `sim`.
-pub fn open_backend(choice: BackendChoice, sim: &SimConfig) -> Result<Opened, BackendError> {
+pub fn open_backend(choice: BackendChoice, sim: &SimConfig) -> Result<OpenedBackend, BackendError> {
     match choice {
         BackendChoice::Sim => Ok(simulator(sim, None)),
-        BackendChoice::Cuda => Ok(Opened {
+        BackendChoice::Cuda => Ok(OpenedBackend {
             backend: Box::new(CudaBackend::open(0)?),
             kind: BackendKind::Cuda,
             fallback_reason: None,
         }),
         BackendChoice::Auto => match CudaBackend::open(0) {
-            Ok(gpu) => Ok(Opened {
+            Ok(gpu) => Ok(OpenedBackend {
                 backend: Box::new(gpu),
                 kind: BackendKind::Cuda,
                 fallback_reason: None,
@@ -64,8 +64,8 @@ pub fn open_backend(choice: BackendChoice, sim: &SimConfig) -> Result<Opened, Ba
     }
 }
 
-fn simulator(config: &SimConfig, fallback_reason: Option<String>) -> Opened {
-    Opened {
+fn simulator(config: &SimConfig, fallback_reason: Option<String>) -> OpenedBackend {
+    OpenedBackend {
         backend: Box::new(SimBackend::new(config.clone())),
         kind: BackendKind::Sim,
         fallback_reason,

@@ -1,12 +1,12 @@
 //! `gpuwmm apps`: every application with its idiom and post-condition.
 
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::AppsArgs;
 use gpuwmm::apps::{builtin_apps, load_app_dir, App};
 use std::io::Write;
 use std::sync::Arc;
 
-pub fn run(args: &AppsArgs) -> Outcome {
+pub fn run(args: &AppsArgs) -> CmdResult {
     let mut apps: Vec<Arc<dyn App>> = builtin_apps()?;
     if let Some(dir) = &args.app_dir {
         apps.push(load_app_dir(dir).map_err(Failure::bad_input)?);

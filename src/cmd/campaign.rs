@@ -8,10 +8,10 @@
 
 use super::campaign_slurm;
 use super::check::{
-    given_stop, newest_to_resume, open_check, record_confidence, CheckSpec, Executors, OpenCheck,
+    given_stop, newest_to_resume, open_check, record_confidence, CheckJob, Executors, OpenCheck,
     DEFAULT_STOP,
 };
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::{CampaignArgs, TargetArgs};
 use gpuwmm::apps::builtin::BUILTIN_APP_NAMES;
 use gpuwmm::apps::load_app_dir;
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 /// Progress units per cell on the matrix's bar.
 const CELL_UNITS: u64 = 1000;
 
-pub fn run(args: &CampaignArgs) -> Outcome {
+pub fn run(args: &CampaignArgs) -> CmdResult {
     if let Some(dir) = &args.collect {
         return campaign_slurm::collect(dir);
     }
@@ -77,7 +77,7 @@ pub fn run(args: &CampaignArgs) -> Outcome {
 
 /// `--cell N` (a Slurm array task): cell `N` of the plan in `--out`, resumed where its journal
 /// stops, so a requeued task loses no run.
-fn run_task(args: &CampaignArgs, index: usize) -> Outcome {
+fn run_task(args: &CampaignArgs, index: usize) -> CmdResult {
     let out = args
         .out
         .as_deref()
@@ -244,7 +244,7 @@ impl Campaign<'_> {
     ) -> Result<(CheckMeta, Tally, bool), Failure> {
         let journal = cell_journal(self.out, app, env);
         let target = self.target_for(app);
-        let spec = CheckSpec {
+        let spec = CheckJob {
             app,
             env,
             fences: &self.args.fences,

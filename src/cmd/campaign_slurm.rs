@@ -5,7 +5,7 @@
 //! The batch script, `sbatch` and the task states are [`gpuwmm::slurm`]'s; the plan and the
 //! reading back are [`gpuwmm::campaign`]'s. This module only wires them to the command line.
 
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::CampaignArgs;
 use gpuwmm::campaign::collect::collect as collect_cells;
 use gpuwmm::campaign::plan::{CampaignPlan, SlurmJob};
@@ -31,7 +31,7 @@ const SLURM_VALUED: [&str; 6] = [
 
 /// Writes the plan and the batch script into `out` and submits the job array (or with
 /// `--dry-run`, prints the script and the command that would submit it).
-pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> Outcome {
+pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdResult {
     let out = std::path::absolute(out)?;
     let job = array_job(args, plan, &out, out.join("slurm"))?;
     let script = job.script().map_err(Failure::bad_input)?;
@@ -122,7 +122,7 @@ fn array_job(
 /// `--collect DIR`: each cell's journal read and its status (asking Slurm about the plan's job,
 /// if it has one), the summaries written as a local campaign writes them, one table per GPU
 /// model.
-pub fn collect(dir: &Path) -> Outcome {
+pub fn collect(dir: &Path) -> CmdResult {
     let plan = CampaignPlan::read(dir).map_err(Failure::bad_input)?;
     let states = slurm_states(&plan);
     let collected = collect_cells(dir, &plan, &states).map_err(Failure::bad_input)?;

@@ -3,7 +3,7 @@
 //! default names, the newest unfinished journal) are shared by `harden` and `campaign`.
 
 use super::target::{executor, resolve};
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::{BackendArgs, CheckArgs, JournalArgs, StopArgs, TargetArgs};
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub fn run(args: &CheckArgs) -> Outcome {
+pub fn run(args: &CheckArgs) -> CmdResult {
     let stop = given_stop(&args.stop);
     let path = choose_journal(
         "check",
@@ -29,7 +29,7 @@ pub fn run(args: &CheckArgs) -> Outcome {
         &args.target.backend,
         &|journal| check_unfinished(journal, stop),
     )?;
-    let spec = CheckSpec {
+    let spec = CheckJob {
         app: &args.app,
         env: args.env,
         fences: &args.fences,
@@ -72,7 +72,7 @@ pub fn record_confidence(journal: &Path, tally: &Tally) -> Option<ZeroErrorBound
 }
 
 /// Prints `document` as pretty JSON on stdout (`--json`).
-pub fn print_json(document: &impl Serialize) -> Outcome {
+pub fn print_json(document: &impl Serialize) -> CmdResult {
     println!("{}", serde_json::to_string_pretty(document)?);
     Ok(())
 }
@@ -284,7 +284,7 @@ fn check_unfinished(path: &Path, stop: Option<Stop>) -> bool {
 
 /// One check to start, or to resume from its journal: what `check` runs, and each cell of
 /// `campaign`.
-pub struct CheckSpec<'a> {
+pub struct CheckJob<'a> {
     pub app: &'a str,
     pub env: Environment,
     /// `as-is`, `all`, `none` or site ids (see [`parse_fences`]); ignored on resume.
@@ -358,7 +358,7 @@ impl OpenCheck {
 
 /// Starts the check `spec` describes (resolving the target, calibrating stress, creating the
 /// journal), or with `resume` reopens its journal.
-pub fn open_check(spec: &CheckSpec, executors: &mut Executors) -> Result<OpenCheck, Failure> {
+pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenCheck, Failure> {
     if spec.resume {
         return resume(spec);
     }
@@ -415,7 +415,7 @@ pub fn refuse_another_journal(
 }
 
 /// Reopens a journal; the app and environment given must be the ones it records.
-fn resume(spec: &CheckSpec) -> Result<OpenCheck, Failure> {
+fn resume(spec: &CheckJob) -> Result<OpenCheck, Failure> {
     let path = spec.journal;
     let (journal, mut meta, done): (_, CheckMeta, _) =
         Journal::resume(path).map_err(Failure::bad_input)?;

@@ -31,7 +31,7 @@ const DEFAULT_REPETITIONS: u64 = 200;
 /// Where `--emp auto` looks for harden journals.
 const HARDEN_DIR: &str = "results/harden";
 
-pub fn run(args: &CostArgs) -> super::Outcome {
+pub fn run(args: &CostArgs) -> super::CmdResult {
     let out = choose_out(args)?;
     let (mut journal, meta, done) = open(&out, args)?;
     eprintln!("{}", meta.provenance);
@@ -82,10 +82,10 @@ fn choose_out(args: &CostArgs) -> Result<PathBuf, Failure> {
     })
 }
 
-type Opened = (Journal<CostRow>, CostMeta, Vec<CostRow>);
+type OpenedCost = (Journal<CostRow>, CostMeta, Vec<CostRow>);
 
 /// A new measurement's journal, or with --resume the recorded one.
-fn open(out: &Path, args: &CostArgs) -> Result<Opened, Failure> {
+fn open(out: &Path, args: &CostArgs) -> Result<OpenedCost, Failure> {
     let path = out.join("cost.csv");
     if args.resume {
         let (journal, meta, rows): (_, CostMeta, _) =
@@ -296,7 +296,16 @@ fn measure_one(
     done: &[CostRow],
     journal: &mut Journal<CostRow>,
 ) -> Result<Vec<CostRow>, Failure> {
-    let (mut measurement, _) = open_measurement(plan, &meta.variants)?;
+    let (mut measurement, provenance) = open_measurement(plan, &meta.variants)?;
+    if provenance != meta.provenance {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "cannot measure {} here: the measurement was started on \"{}\", this is \"{}\"; \
+             pass another --out",
+            plan.target.app,
+            meta.provenance,
+            provenance
+        )));
+    }
     let cost_plan = CostPlan {
         app: plan.target.app.clone(),
         variants: meta.variants.clone(),

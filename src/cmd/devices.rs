@@ -1,10 +1,10 @@
 //! `gpuwmm devices`: the GPUs (if a driver answers) and the simulator.
 
-use super::Outcome;
+use super::CmdResult;
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::{cuda, Backend, DeviceInfo};
 
-pub fn run() -> Outcome {
+pub fn run() -> CmdResult {
     match cuda::list_devices() {
         Ok(gpus) if gpus.is_empty() => println!("cuda: the driver answers but reports no GPU"),
         Ok(gpus) => {

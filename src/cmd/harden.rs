@@ -4,7 +4,7 @@
 
 use super::check::{choose_journal, now, print_json, refuse_another_journal};
 use super::target::{executor, resolve, worker_executor};
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::driver::calibrate_stress;
@@ -28,7 +28,7 @@ const SIM_STABLE_RUNS: u64 = 10_000;
 /// The stability check on a GPU when none is given: the paper's hour.
 const GPU_STABLE_SECONDS: f64 = 3600.0;
 
-pub fn run(args: &HardenArgs) -> Outcome {
+pub fn run(args: &HardenArgs) -> CmdResult {
     let clock = Instant::now();
     let path = choose_journal(
         "harden",
@@ -239,7 +239,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
     entries
 }
 
-type Opened = (
+type OpenedHardening = (
     Journal<HardenRow>,
     HardenMeta,
     Vec<HardenRow>,
@@ -247,7 +247,7 @@ type Opened = (
 );
 
 /// A new hardening, or the one in the journal with `--resume`.
-fn open(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
+fn open(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     if !args.journal.resume {
         return start(path, args);
     }
@@ -281,7 +281,7 @@ fn warn_about_ignored_settings(args: &HardenArgs, meta: &HardenMeta) {
 
 /// Resolves the target, lists its sites, calibrates stress once with every fence inserted, and
 /// creates the journal.
-fn start(path: &Path, args: &HardenArgs) -> Result<Opened, Failure> {
+fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     let resolved = resolve(&args.app, &args.target)?;
     let mut executor = pooled_executor(&resolved.target, args)?;
     let sites: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();

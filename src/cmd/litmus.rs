@@ -1,13 +1,13 @@
 //! `gpuwmm litmus`: one litmus test on either backend, reported herd-style.
 
-use super::{open, Failure, Outcome};
+use super::{open, CmdResult, Failure};
 use crate::cli::LitmusArgs;
 use gpuwmm::backend::select::provenance;
 use gpuwmm::litmus::run::{run_litmus, LitmusRun};
 use gpuwmm::litmus::LitmusTest;
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub fn run(args: &LitmusArgs) -> Outcome {
+pub fn run(args: &LitmusArgs) -> CmdResult {
     let shape = args
         .test
         .ok_or_else(|| Failure::bad_input(anyhow::anyhow!("name a test: mp, sb, lb or corr")))?;

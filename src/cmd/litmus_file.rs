@@ -1,9 +1,9 @@
 //! `gpuwmm litmus run`: litmus files on either backend, each reported herd-style, and with
 //! `--expect` a conformance table against known verdicts.
 
-use super::{backend_request, Failure, Outcome, EXIT_BAD_INPUT};
+use super::{backend_request, CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::LitmusRunArgs;
-use gpuwmm::backend::select::{open_backend, probe_backend, provenance, Opened};
+use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
 use gpuwmm::backend::BackendKind;
 use gpuwmm::litmus::file::expect::{Expectations, Finding, Row, Table};
 use gpuwmm::litmus::file::parse::parse_file;
@@ -16,7 +16,7 @@ const GPU_INSTANCES: u32 = 256;
 /// Simulator instruction budget per instance of a launch, unless --sim-budget says otherwise.
 const SIM_BUDGET_PER_INSTANCE: u64 = 100_000;
 
-pub fn run(args: &LitmusRunArgs) -> Outcome {
+pub fn run(args: &LitmusRunArgs) -> CmdResult {
     let files = collect_files(&args.paths).map_err(Failure::bad_input)?;
     if files.is_empty() {
         return Err(Failure::bad_input(anyhow::anyhow!(
@@ -109,7 +109,7 @@ pub fn run(args: &LitmusRunArgs) -> Outcome {
 }
 
 /// Prints the table and summary, writes the CSV, and picks the exit code.
-fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> Outcome {
+fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> CmdResult {
     let summary = table.summary();
     if expect {
         print!("\n{}", table.render());
@@ -148,7 +148,11 @@ fn instances(args: &LitmusRunArgs, kind: BackendKind) -> u32 {
 
 /// Opens the backend, with the simulator's instruction budget sized for `instances` per launch;
 /// `say_fallback` notes when `auto` fell back to the simulator.
-fn open(args: &LitmusRunArgs, instances: u32, say_fallback: bool) -> Result<Opened, Failure> {
+fn open(
+    args: &LitmusRunArgs,
+    instances: u32,
+    say_fallback: bool,
+) -> Result<OpenedBackend, Failure> {
     let (choice, mut sim) = backend_request(&args.backend);
     sim.instruction_budget = args
         .sim_budget

@@ -17,7 +17,7 @@ mod tune_slurm;
 mod worker;
 
 use crate::cli::{BackendArgs, Command, LitmusCommand};
-use gpuwmm::backend::select::{open_backend, BackendChoice, Opened};
+use gpuwmm::backend::select::{open_backend, BackendChoice, OpenedBackend};
 use gpuwmm::backend::sim::SimConfig;
 
 /// Exit code for bad input (malformed files, unknown names): the same as clap's usage errors.
@@ -49,9 +49,9 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     }
 }
 
-pub type Outcome = Result<(), Failure>;
+pub type CmdResult = Result<(), Failure>;
 
-pub fn run(command: Command) -> Outcome {
+pub fn run(command: Command) -> CmdResult {
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
@@ -77,7 +77,7 @@ fn backend_request(args: &BackendArgs) -> (BackendChoice, SimConfig) {
 }
 
 /// Opens the backend the user chose, saying so when `auto` fell back to the simulator.
-fn open(args: &BackendArgs) -> Result<Opened, Failure> {
+fn open(args: &BackendArgs) -> Result<OpenedBackend, Failure> {
     let (choice, sim) = backend_request(args);
     let opened = open_backend(choice, &sim)?;
     if let Some(reason) = &opened.fallback_reason {

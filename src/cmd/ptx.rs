@@ -1,6 +1,6 @@
 //! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
 
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
 use gpuwmm::input::{load_kernel_file, LoadedPtx};
 use gpuwmm::ptx::passes::fences::{
@@ -12,7 +12,7 @@ use gpuwmm::ptx::{print, Module};
 use std::collections::HashMap;
 use std::io::Write;
 
-pub fn run(command: PtxCommand) -> Outcome {
+pub fn run(command: PtxCommand) -> CmdResult {
     match command {
         PtxCommand::Sites(args) => sites(&args),
         PtxCommand::Instrument(args) => instrument(&args),
@@ -23,7 +23,7 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
     load_kernel_file(&input.input, &input.arch).map_err(Failure::bad_input)
 }
 
-fn sites(args: &SitesArgs) -> Outcome {
+fn sites(args: &SitesArgs) -> CmdResult {
     let loaded = load(&args.input)?;
     let sites = fence_sites(&loaded.module, args.input.granularity.into());
     let mut out = std::io::stdout().lock();
@@ -91,7 +91,7 @@ impl SourceCache {
     }
 }
 
-fn instrument(args: &InstrumentArgs) -> Outcome {
+fn instrument(args: &InstrumentArgs) -> CmdResult {
     let loaded = load(&args.input)?;
     let mut module = loaded.module;
     if args.strip {

@@ -6,7 +6,7 @@
 //! tries a fence set per query), so the run is rebuilt from the journal alone.
 
 use super::target::setup_failure;
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::ReplayArgs;
 use gpuwmm::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use gpuwmm::check::local::RunPlan;
@@ -18,7 +18,7 @@ use gpuwmm::harden::run::{HardenMeta, HardenRow};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 
-pub fn run(args: &ReplayArgs) -> Outcome {
+pub fn run(args: &ReplayArgs) -> CmdResult {
     let subject = open_subject(&args.journal, args.run, args.query)?;
     let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
     println!("{}", executor.provenance());

@@ -2,7 +2,7 @@
 //! writes the chip's stress profile, and the journal, summary and charts of the run.
 
 use super::check::now;
-use super::{open, Failure, Outcome};
+use super::{open, CmdResult, Failure};
 use crate::cli::TuneArgs;
 use anyhow::{anyhow, Context};
 use gpuwmm::backend::select::provenance;
@@ -46,7 +46,7 @@ struct TuneMeta {
     stress_iterations: u32,
 }
 
-pub fn run(args: &TuneArgs) -> Outcome {
+pub fn run(args: &TuneArgs) -> CmdResult {
     if args.slurm.slurm {
         return super::tune_slurm::submit(args);
     }

@@ -5,7 +5,7 @@
 //! where a tuning's always goes, `tuning/<chip>.toml`, under the chip the job's GPU names. The
 //! batch script and `sbatch` are [`gpuwmm::slurm`]'s.
 
-use super::{Failure, Outcome};
+use super::{CmdResult, Failure};
 use crate::cli::TuneArgs;
 use gpuwmm::slurm::{self, BatchJob, RESUME};
 use std::path::Path;
@@ -26,7 +26,7 @@ const SLURM_VALUED: [&str; 6] = [
 /// Writes one batch script per GPU kind into the out folder and submits them (or with
 /// `--dry-run`, prints them and the commands that would submit them). Every script is checked
 /// before any is written.
-pub fn submit(args: &TuneArgs) -> Outcome {
+pub fn submit(args: &TuneArgs) -> CmdResult {
     let base = std::path::absolute(args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT)))?;
     let mut kinds: Vec<&String> = Vec::new();
     for kind in &args.slurm.constraint {

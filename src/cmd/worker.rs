@@ -1,8 +1,8 @@
 //! `gpuwmm worker` (hidden): the worker process of a supervised check.
 
-use super::Outcome;
+use super::CmdResult;
 
-pub fn run() -> Outcome {
+pub fn run() -> CmdResult {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     gpuwmm::check::worker::serve(stdin, stdout)?;

@@ -12,7 +12,7 @@ use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
-use super::sched::{Deferred, Machine, Stop};
+use super::sched::{Deferred, Machine, QuantumEnd};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::backend::BackendError;
@@ -20,7 +20,7 @@ use rand::Rng;
 
 /// Where an access goes after resolving generic addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+enum Region {
     Global,
     Const,
     Shared,
@@ -28,20 +28,20 @@ enum Target {
     Param,
 }
 
-fn resolve(space: Space, addr: u64) -> (Target, u64) {
+fn resolve(space: Space, addr: u64) -> (Region, u64) {
     let in_window = |w: u64| addr >= w && addr < w + WINDOW_SIZE;
     match space {
-        Space::Global => (Target::Global, addr),
-        Space::Const => (Target::Const, addr),
-        Space::Param if addr & CALL_PARAM != 0 => (Target::Local, addr & !CALL_PARAM),
-        Space::Param => (Target::Param, addr),
-        Space::Shared if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
-        Space::Shared => (Target::Shared, addr),
-        Space::Local if in_window(LOCAL_WINDOW) => (Target::Local, addr - LOCAL_WINDOW),
-        Space::Local => (Target::Local, addr),
-        Space::Generic if in_window(SHARED_WINDOW) => (Target::Shared, addr - SHARED_WINDOW),
-        Space::Generic if in_window(LOCAL_WINDOW) => (Target::Local, addr - LOCAL_WINDOW),
-        Space::Generic => (Target::Global, addr),
+        Space::Global => (Region::Global, addr),
+        Space::Const => (Region::Const, addr),
+        Space::Param if addr & CALL_PARAM != 0 => (Region::Local, addr & !CALL_PARAM),
+        Space::Param => (Region::Param, addr),
+        Space::Shared if in_window(SHARED_WINDOW) => (Region::Shared, addr - SHARED_WINDOW),
+        Space::Shared => (Region::Shared, addr),
+        Space::Local if in_window(LOCAL_WINDOW) => (Region::Local, addr - LOCAL_WINDOW),
+        Space::Local => (Region::Local, addr),
+        Space::Generic if in_window(SHARED_WINDOW) => (Region::Shared, addr - SHARED_WINDOW),
+        Space::Generic if in_window(LOCAL_WINDOW) => (Region::Local, addr - LOCAL_WINDOW),
+        Space::Generic => (Region::Global, addr),
     }
 }
 
@@ -117,14 +117,14 @@ impl Machine<'_> {
     }
 
     /// Runs thread `t` for at most `quantum` instructions.
-    pub fn run_quantum(&mut self, t: usize, quantum: u32) -> Result<Stop, BackendError> {
+    pub fn run_quantum(&mut self, t: usize, quantum: u32) -> Result<QuantumEnd, BackendError> {
         let k = self.k;
         let base = t * self.nregs;
         let mut pc = self.threads[t].pc as usize;
         let mut n = 0;
         let stop = loop {
             if n == quantum {
-                break Ok(Stop::Quantum);
+                break Ok(QuantumEnd::Quantum);
             }
             let inst = &k.code[pc];
             if self.threads[t].deferred != 0 && self.hazard(t, base, inst) {
@@ -145,7 +145,7 @@ impl Machine<'_> {
                 Ok(Flow::Call(site)) => pc = self.call(t, site, pc),
                 Ok(Flow::Return) => match self.ret(t) {
                     Some(to) => pc = to,
-                    None => break Ok(Stop::Exit),
+                    None => break Ok(QuantumEnd::Exit),
                 },
                 Ok(Flow::Stop(s)) => break Ok(s),
                 Err(e) => break Err(e),
@@ -401,7 +401,7 @@ impl Machine<'_> {
             Op::BarRed { p, negate, .. } => {
                 let p = (self.val(base, t, p) != 0) ^ negate;
                 self.threads[t].warp_args[0] = u64::from(p);
-                return Ok(Flow::Stop(Stop::Barrier));
+                return Ok(Flow::Stop(QuantumEnd::Barrier));
             }
             Op::Prmt { d, a, b, c } => {
                 let v = alu::prmt(
@@ -462,8 +462,8 @@ impl Machine<'_> {
             Op::Bra { target } => return Ok(Flow::Jump(target)),
             Op::Call { site } => return Ok(Flow::Call(site)),
             Op::Return => return Ok(Flow::Return),
-            Op::Exit => return Ok(Flow::Stop(Stop::Exit)),
-            Op::Bar => return Ok(Flow::Stop(Stop::Barrier)),
+            Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
+            Op::Bar => return Ok(Flow::Stop(QuantumEnd::Barrier)),
             Op::Fence { reach, sc } => self.fence(t, reach, sc),
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
@@ -474,14 +474,14 @@ impl Machine<'_> {
                     self.val(base, t, c),
                     self.val(base, t, mask),
                 ];
-                return Ok(Flow::Stop(Stop::Warp));
+                return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::Vote {
                 a, negate, mask, ..
             } => {
                 let p = (self.val(base, t, a) != 0) ^ negate;
                 self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
-                return Ok(Flow::Stop(Stop::Warp));
+                return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::ActiveMask { d } => {
                 let v = self.active_mask(t);
@@ -640,14 +640,14 @@ impl Machine<'_> {
         &self,
         line: u32,
         access: Access,
-        target: Target,
+        target: Region,
         t: usize,
         off: u64,
         size: u64,
     ) -> Result<usize, BackendError> {
         let (region, region_size, name) = match target {
-            Target::Shared => (self.threads[t].block as usize, self.shared_size, "shared"),
-            Target::Local => (t, self.local_size, "local"),
+            Region::Shared => (self.threads[t].block as usize, self.shared_size, "shared"),
+            Region::Local => (t, self.local_size, "local"),
             _ => (0, self.params.len(), "param"),
         };
         let why = if !off.is_multiple_of(size) {
@@ -677,22 +677,22 @@ impl Machine<'_> {
     ) -> Result<u64, BackendError> {
         let (target, a) = resolve(space, addr);
         let bytes = match target {
-            Target::Global => return self.load_global(t, line, a, size, order),
-            Target::Const => {
+            Region::Global => return self.load_global(t, line, a, size, order),
+            Region::Const => {
                 return self
                     .mem
                     .read(a, size)
                     .map_err(|why| self.mem_fault(line, Access::Load, "const", a, size, why))
             }
-            Target::Shared => {
+            Region::Shared => {
                 let at = self.local_range(line, Access::Load, target, t, a, size)?;
                 &self.shared[at..at + size as usize]
             }
-            Target::Local => {
+            Region::Local => {
                 let at = self.local_range(line, Access::Load, target, t, a, size)?;
                 &self.local[at..at + size as usize]
             }
-            Target::Param => {
+            Region::Param => {
                 let at = self.local_range(line, Access::Load, target, t, a, size)?;
                 &self.params[at..at + size as usize]
             }
@@ -713,18 +713,18 @@ impl Machine<'_> {
     ) -> Result<(), BackendError> {
         let (target, a) = resolve(space, addr);
         let bytes = match target {
-            Target::Global | Target::Const => {
+            Region::Global | Region::Const => {
                 return self.store_global(t, line, a, size, value, order)
             }
-            Target::Shared => {
+            Region::Shared => {
                 let at = self.local_range(line, Access::Store, target, t, a, size)?;
                 &mut self.shared[at..at + size as usize]
             }
-            Target::Local => {
+            Region::Local => {
                 let at = self.local_range(line, Access::Store, target, t, a, size)?;
                 &mut self.local[at..at + size as usize]
             }
-            Target::Param => return Err(self.fault(line, "store to the parameter space")),
+            Region::Param => return Err(self.fault(line, "store to the parameter space")),
         };
         super::memory::write_le(bytes, value);
         Ok(())
@@ -837,10 +837,10 @@ impl Machine<'_> {
         let size = u64::from(ty.bytes());
         let (target, a) = resolve(space, addr);
         match target {
-            Target::Global | Target::Const => {}
-            Target::Shared | Target::Local => {
+            Region::Global | Region::Const => {}
+            Region::Shared | Region::Local => {
                 let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
-                let region = if target == Target::Shared {
+                let region = if target == Region::Shared {
                     &mut self.shared
                 } else {
                     &mut self.local
@@ -850,7 +850,7 @@ impl Machine<'_> {
                 super::memory::write_le(bytes, alu::atom(op, ty, old, b, c));
                 return Ok(old);
             }
-            Target::Param => return Err(self.fault(line, "atomic on the parameter space")),
+            Region::Param => return Err(self.fault(line, "atomic on the parameter space")),
         }
         self.mem
             .check(a, size)
@@ -921,7 +921,7 @@ impl Machine<'_> {
     fn may_defer(&mut self, t: usize, space: Space, at: u64, order: Order) -> bool {
         self.threads[t].deferred < super::sched::MAX_DEFERRED
             && !order.acquires
-            && resolve(space, at).0 == Target::Global
+            && resolve(space, at).0 == Region::Global
             && self.rng.random_bool(self.cfg.defer_probability)
     }
 
@@ -961,7 +961,7 @@ impl Machine<'_> {
             let at = self.address(base, addr);
             let (target, at) = resolve(space, at);
             let bytes = u64::from(ty.bytes()) * u64::from(n);
-            target == Target::Global
+            target == Region::Global
                 && pending
                     .iter()
                     .any(|p| p.addr < at + bytes && at < p.addr + u64::from(p.ty.bytes()))
@@ -1027,5 +1027,5 @@ enum Flow {
     Jump(u32),
     Call(u32),
     Return,
-    Stop(Stop),
+    Stop(QuantumEnd),
 }

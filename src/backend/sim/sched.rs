@@ -95,7 +95,7 @@ pub struct Block {
 
 /// Why a quantum ended early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub enum QuantumEnd {
     Quantum,
     Exit,
     Barrier,
@@ -257,18 +257,18 @@ impl<'a> Machine<'a> {
             }
             let quantum = self.rng.random_range(1..=max_quantum);
             match self.run_quantum(t, quantum)? {
-                Stop::Quantum => {}
-                Stop::Exit => {
+                QuantumEnd::Quantum => {}
+                QuantumEnd::Exit => {
                     if self.threads[t].buffer.is_empty() {
                         self.runnable.swap_remove(i);
                     }
                     self.exit_thread(t);
                 }
-                Stop::Barrier => {
+                QuantumEnd::Barrier => {
                     self.runnable.swap_remove(i);
                     self.arrive_barrier(t);
                 }
-                Stop::Warp => {
+                QuantumEnd::Warp => {
                     self.runnable.swap_remove(i);
                     self.threads[t].state = State::Warp;
                     self.try_warp(t);
