@@ -8,9 +8,9 @@
 
 use super::campaign_slurm;
 use super::check::{
-    given_stop, newest_to_resume, open_check, record_confidence, CheckJob, Executors, OpenCheck,
-    DEFAULT_STOP,
+    given_stop, open_check, record_confidence, CheckJob, Executors, OpenCheck, DEFAULT_STOP,
 };
+use super::journals::newest_to_resume;
 use super::{CmdResult, Failure};
 use crate::cli::{CampaignArgs, TargetArgs};
 use gpuwmm::apps::builtin::BUILTIN_APP_NAMES;
@@ -21,7 +21,7 @@ use gpuwmm::check::journal::read_meta;
 use gpuwmm::check::{CheckMeta, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::naming;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 
 /// Progress units per cell on the matrix's bar.
@@ -296,12 +296,5 @@ impl Campaign<'_> {
 
 /// One bar for the whole matrix.
 fn matrix_bar(cells: usize) -> ProgressBar {
-    let bar = ProgressBar::new(cells as u64 * CELL_UNITS);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {percent}% of the matrix | {msg} [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    bar
+    super::progress::bar(cells as u64 * CELL_UNITS, "{percent}% of the matrix")
 }

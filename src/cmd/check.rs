@@ -2,20 +2,19 @@
 //! or as one JSON document with `--json`). The journal naming and `--resume` rules here (numbered
 //! default names, the newest unfinished journal) are shared by `harden` and `campaign`.
 
-use super::target::{executor, resolve};
+use super::journals::{choose_journal, now, print_json, refuse_another_journal};
+use super::target::{calibrate, executor, resolve};
 use super::{CmdResult, Failure};
-use crate::cli::{BackendArgs, CheckArgs, JournalArgs, StopArgs, TargetArgs};
-use gpuwmm::check::driver::calibrate_stress;
+use crate::cli::{CheckArgs, StopArgs, TargetArgs};
 use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
 use gpuwmm::check::{
     run_check, BackendChoice, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
 };
 use gpuwmm::env::Environment;
-use gpuwmm::naming;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use gpuwmm::ptx::passes::fences::select_sites;
 use gpuwmm::stats::{Rate, ZeroErrorBound};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -69,12 +68,6 @@ pub fn record_confidence(journal: &Path, tally: &Tally) -> Option<ZeroErrorBound
         );
     }
     confidence
-}
-
-/// Prints `document` as pretty JSON on stdout (`--json`).
-pub fn print_json(document: &impl Serialize) -> CmdResult {
-    println!("{}", serde_json::to_string_pretty(document)?);
-    Ok(())
 }
 
 /// `check --json`: the check's results as one document.
@@ -199,77 +192,6 @@ fn write_chart(meta: &CheckMeta, journal: &Path) -> Option<PathBuf> {
     }
 }
 
-/// The journal a command writes, or with `--resume` continues: `--journal` as given; else a new
-/// member of the default family ([`default_journal`], then `-2`, `-3`, … before `.csv`), or
-/// with `--resume` the newest member that `unfinished` accepts (the newest of all when every
-/// one is finished).
-pub fn choose_journal(
-    command: &str,
-    app: &str,
-    env: Environment,
-    journal: &JournalArgs,
-    backend: &BackendArgs,
-    unfinished: &dyn Fn(&Path) -> bool,
-) -> Result<PathBuf, Failure> {
-    if let Some(path) = &journal.journal {
-        return Ok(path.clone());
-    }
-    let base = default_journal(command, app, env, backend);
-    if !journal.resume {
-        return Ok(naming::fresh(&base));
-    }
-    let what = format!(
-        "default journals of {app} under {env}, {}, seed {}",
-        backend.backend.name(),
-        backend.seed
-    );
-    newest_to_resume(&base, &what, unfinished)?.ok_or_else(|| {
-        Failure::bad_input(anyhow::anyhow!(
-            "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --journal to \
-             name one",
-            base.display()
-        ))
-    })
-}
-
-/// `results/<command>/<app>-<env>-<backend>-seed<seed>.csv`: the first of its family.
-pub fn default_journal(
-    command: &str,
-    app: &str,
-    env: Environment,
-    backend: &BackendArgs,
-) -> PathBuf {
-    PathBuf::from(format!(
-        "results/{command}/{app}-{env}-{}-seed{}.csv",
-        backend.backend.name(),
-        backend.seed
-    ))
-}
-
-/// For `--resume` without a name: the newest member of `base`'s family (`what`, in words) that
-/// is unfinished, else the newest one, saying on stderr which it took; `None` when the family
-/// has no member.
-pub fn newest_to_resume(
-    base: &Path,
-    what: &str,
-    unfinished: &dyn Fn(&Path) -> bool,
-) -> Result<Option<PathBuf>, Failure> {
-    let members = naming::members(base);
-    let Some(newest) = members.last() else {
-        return Ok(None);
-    };
-    let (chosen, which) = match members.iter().rev().find(|m| unfinished(m)) {
-        Some(member) => (member, "the newest unfinished"),
-        None => (newest, "every one is finished; the newest"),
-    };
-    eprintln!(
-        "--resume: continuing {} ({which} of {} {what})",
-        chosen.display(),
-        members.len()
-    );
-    Ok(Some(chosen.clone()))
-}
-
 /// Whether the check journaled at `path` has not reached its stop (`stop`, or the one it
 /// records). A journal whose rows cannot be read (e.g. one cut short) counts as unfinished, so
 /// that resuming it repairs it or says what is wrong; one without a check's sidecar does not.
@@ -367,10 +289,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
     let calibrator = executors.get(&resolved.target)?;
     let seed = spec.target.backend.seed;
     let (stress_iterations, calibration, calibration_error) =
-        calibrate_stress(calibrator, spec.env, &fences, seed)?;
-    if let Some(e) = &calibration_error {
-        eprintln!("warning: stress calibration failed ({e}); using {stress_iterations} iterations");
-    }
+        calibrate(calibrator, spec.env, &fences, seed)?;
     let meta = CheckMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
@@ -391,27 +310,6 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
         meta,
         done: Vec::new(),
     })
-}
-
-/// A journal to resume must record the app and environment asked for: `recorded` and `asked`
-/// are (app, environment); `what` names the journal's kind (`check`, `hardening`).
-pub fn refuse_another_journal(
-    path: &Path,
-    what: &str,
-    recorded: (&str, Environment),
-    asked: (&str, Environment),
-) -> Result<(), Failure> {
-    if recorded == asked {
-        return Ok(());
-    }
-    Err(Failure::bad_input(anyhow::anyhow!(
-        "{} is a {what} of {} under {}, not {} under {}",
-        path.display(),
-        recorded.0,
-        recorded.1,
-        asked.0,
-        asked.1
-    )))
 }
 
 /// Reopens a journal; the app and environment given must be the ones it records.
@@ -458,34 +356,6 @@ pub fn parse_fences(spec: &str, target: &gpuwmm::check::Target) -> Result<Fences
     Ok(Fences::Sites(chosen.iter().map(|s| s.id).collect()))
 }
 
-/// The current time, UTC, RFC 3339 (seconds).
-pub fn now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a (year, month, day) date in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 fn report_start(meta: &CheckMeta, path: &Path, done: usize) {
     eprintln!("{}", meta.provenance);
     eprintln!(
@@ -522,14 +392,7 @@ fn progress_bar(stop: &Stop) -> ProgressBar {
         Stop::Runs(n) => (n, "runs"),
         Stop::Seconds(s) => ((s * 1e3) as u64, "ms"),
     };
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{bar:30}} {{pos}}/{{len}} {unit} | {{msg}} [{{elapsed_precise}}<{{eta_precise}}]"
-        ))
-        .expect("valid template"),
-    );
-    bar
+    super::progress::bar(len, &format!("{{pos}}/{{len}} {unit}"))
 }
 
 fn update(bar: &ProgressBar, stop: &Stop, tally: &Tally) {

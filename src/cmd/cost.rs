@@ -1,7 +1,7 @@
 //! `gpuwmm cost`: resolve each app's variants (finding or making the harden result `emp`
 //! needs), measure them app by app into `cost.csv`, and write the summaries and charts.
 
-use super::check::now;
+use super::journals::now;
 use super::target::resolve;
 use super::Failure;
 use crate::cli::CostArgs;
@@ -22,7 +22,7 @@ use gpuwmm::cost::{
     Phase, Variant,
 };
 use gpuwmm::naming;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -74,7 +74,7 @@ fn choose_out(args: &CostArgs) -> Result<PathBuf, Failure> {
             Ok(None)
         )
     };
-    super::check::newest_to_resume(&base, "cost measurements", &unfinished)?.ok_or_else(|| {
+    super::journals::newest_to_resume(&base, "cost measurements", &unfinished)?.ok_or_else(|| {
         Failure::bad_input(anyhow::anyhow!(
             "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
             base.display()
@@ -336,13 +336,12 @@ fn progress_bar(plan: &CostPlan) -> ProgressBar {
         Stop::Runs(n) => n,
         Stop::Seconds(s) => s.ceil() as u64,
     };
-    let bar = ProgressBar::new(length);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(plan.app.clone());
+    let unit = match plan.stop {
+        Stop::Runs(_) => "{pos}/{len} repetitions",
+        Stop::Seconds(_) => "{pos}/{len} s",
+    };
+    let bar = super::progress::bar(length, unit);
+    bar.set_prefix(format!("{} ", plan.app));
     bar
 }
 

@@ -2,12 +2,11 @@
 //! and show the fences it keeps as source lines and a patch (or, with `--json`, one JSON
 //! document); what it came to is also recorded in the journal's sidecar.
 
-use super::check::{choose_journal, now, print_json, refuse_another_journal};
-use super::target::{executor, resolve, worker_executor};
+use super::journals::{choose_journal, now, print_json, refuse_another_journal};
+use super::target::{calibrate, executor, resolve, worker_executor};
 use super::{CmdResult, Failure};
 use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
-use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
 use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
@@ -17,7 +16,7 @@ use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
 use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use gpuwmm::stats::ZeroErrorBound;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -288,10 +287,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     let all = Fences::Sites(sites.iter().map(|s| s.id).collect());
     let seed = args.target.backend.seed;
     let (stress_iterations, calibration, calibration_error) =
-        calibrate_stress(executor.as_mut(), args.env, &all, seed)?;
-    if let Some(e) = &calibration_error {
-        eprintln!("warning: stress calibration failed ({e}); using {stress_iterations} iterations");
-    }
+        calibrate(executor.as_mut(), args.env, &all, seed)?;
     let minimise_kinds = minimise_kinds(args.minimise_kind, &resolved.target);
     let meta = HardenMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -444,13 +440,8 @@ struct Printer {
 
 impl Printer {
     fn new(to_stderr: bool) -> Printer {
-        let bar = ProgressBar::new(1);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {prefix} {bar:30} {pos}/{len} {msg} [{elapsed_precise}]",
-            )
-            .expect("valid template"),
-        );
+        // The unit (runs or ms, as the stability check counts) is the bar's message.
+        let bar = super::progress::bar(1, "{pos}/{len}");
         Printer {
             bar,
             current: None,
@@ -463,7 +454,7 @@ impl Printer {
     fn update(&mut self, p: &QueryProgress) {
         if self.current != Some(p.query.index) {
             self.current = Some(p.query.index);
-            self.bar.set_prefix(query_text(p));
+            self.bar.set_prefix(format!("{} ", query_text(p)));
             let (length, unit) = match p.stop {
                 Stop::Runs(n) => (n, "runs"),
                 Stop::Seconds(s) => ((s * 1e3) as u64, "ms"),

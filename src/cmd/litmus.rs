@@ -5,7 +5,7 @@ use crate::cli::LitmusArgs;
 use gpuwmm::backend::select::provenance;
 use gpuwmm::litmus::run::{run_litmus, LitmusRun};
 use gpuwmm::litmus::LitmusTest;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 pub fn run(args: &LitmusArgs) -> CmdResult {
     let shape = args
@@ -60,12 +60,5 @@ fn fence_name(kind: Option<gpuwmm::ptx::passes::fences::FenceKind>) -> String {
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} launches, {msg} [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    bar
+    super::progress::bar(len, "{pos}/{len} launches")
 }

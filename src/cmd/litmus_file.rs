@@ -9,7 +9,7 @@ use gpuwmm::litmus::file::expect::{Expectations, Finding, Row, Table};
 use gpuwmm::litmus::file::parse::parse_file;
 use gpuwmm::litmus::file::run::{run_litmus_file, FileRunError, FileSettings};
 use gpuwmm::litmus::file::{collect_files, LitmusFileError};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 /// Instances per launch on a GPU unless --instances says otherwise.
 const GPU_INSTANCES: u32 = 256;
@@ -170,12 +170,5 @@ fn first_line(text: &str) -> String {
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} executions, {msg} [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    bar
+    super::progress::bar(len, "{pos}/{len} executions")
 }

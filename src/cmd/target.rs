@@ -6,6 +6,7 @@ use crate::cli::{BackendArgs, TargetArgs};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::{probe_backend, Probed};
 use gpuwmm::backend::BackendKind;
+use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::{BackendChoice, Executor, LocalExecutor, Supervisor, Target, WorkerCommand};
 use gpuwmm::profile::{self, StressProfile};
 
@@ -97,3 +98,25 @@ pub fn setup_failure(error: gpuwmm::check::ExecError) -> Failure {
         _ => Failure::from(error),
     }
 }
+
+/// Calibrates stress for `env` with `fences` (see [`calibrate_stress`]), warning when calibration
+/// failed and a fallback count is used: what `check` and `harden` do before their journal exists.
+pub fn calibrate(
+    executor: &mut dyn Executor,
+    env: gpuwmm::env::Environment,
+    fences: &gpuwmm::check::Fences,
+    seed: u64,
+) -> Result<Calibrated, Failure> {
+    let calibrated = calibrate_stress(executor, env, fences, seed)?;
+    if let (iterations, _, Some(e)) = &calibrated {
+        eprintln!("warning: stress calibration failed ({e}); using {iterations} iterations");
+    }
+    Ok(calibrated)
+}
+
+/// Stress iterations, the calibration behind them, and why calibration failed (if it did).
+pub type Calibrated = (
+    u32,
+    Option<gpuwmm::check::calibrate::Calibration>,
+    Option<String>,
+);

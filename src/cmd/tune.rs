@@ -1,7 +1,7 @@
 //! `gpuwmm tune`: the three tuning stages on the chosen backend, with a progress bar per stage;
 //! writes the chip's stress profile, and the journal, summary and charts of the run.
 
-use super::check::now;
+use super::journals::now;
 use super::{open, CmdResult, Failure};
 use crate::cli::TuneArgs;
 use anyhow::{anyhow, Context};
@@ -14,7 +14,7 @@ use gpuwmm::profile::{self, Provenance, StressProfile};
 use gpuwmm::ptx::passes::stress::{parse_sequence, sequence_to_string};
 use gpuwmm::tune::runner::{BackendRunner, RunnerSettings};
 use gpuwmm::tune::{charts, report, tune, Budgets, Given, Progress, TuneOutcome, TuneRow, Tuner};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -307,14 +307,8 @@ impl StageBars {
     fn update(&mut self, p: Progress) {
         if self.bar.as_ref().map(|(s, _)| *s) != Some(p.stage) {
             self.finish();
-            let bar = ProgressBar::new(p.cells);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "stage {prefix} {bar:40} {pos}/{len} configurations, {msg} [{elapsed_precise}<{eta_precise}]",
-                )
-                .expect("valid template"),
-            );
-            bar.set_prefix(p.stage.to_string());
+            let bar = super::progress::bar(p.cells, "{pos}/{len} configurations");
+            bar.set_prefix(format!("stage {} ", p.stage));
             self.bar = Some((p.stage, bar));
         }
         if let Some((_, bar)) = &self.bar {
