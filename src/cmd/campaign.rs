@@ -7,10 +7,9 @@
 //! tasks of a Slurm job array, each running one cell (`--cell`) of the folder's plan.
 
 use super::campaign_slurm;
-use super::check::{
-    given_stop, open_check, record_confidence, CheckJob, Executors, OpenCheck, DEFAULT_STOP,
-};
+use super::check::{given_stop, open_check, record_confidence, CheckJob, OpenCheck, DEFAULT_STOP};
 use super::journals::newest_to_resume;
+use super::target::Executors;
 use super::{CmdResult, Failure};
 use crate::cli::{CampaignArgs, TargetArgs};
 use gpuwmm::apps::builtin::BUILTIN_APP_NAMES;

@@ -3,13 +3,11 @@
 //! default names, the newest unfinished journal) are shared by `harden` and `campaign`.
 
 use super::journals::{choose_journal, now, print_json, refuse_another_journal};
-use super::target::{calibrate, executor, resolve};
+use super::target::{calibrate, resolve, Executors};
 use super::{CmdResult, Failure};
 use crate::cli::{CheckArgs, StopArgs, TargetArgs};
 use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
-use gpuwmm::check::{
-    run_check, BackendChoice, CheckMeta, Executor, Fences, Journal, RunRecord, Stop, Tally, Target,
-};
+use gpuwmm::check::{run_check, BackendChoice, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use gpuwmm::ptx::passes::fences::select_sites;
@@ -216,31 +214,6 @@ pub struct CheckJob<'a> {
     pub journal: &'a Path,
     pub resume: bool,
     pub target: &'a TargetArgs,
-}
-
-/// An executor kept for the next check of the same target, so that a campaign starts one
-/// worker per app rather than one per cell.
-pub struct Executors {
-    in_process: bool,
-    current: Option<(Target, Box<dyn Executor>)>,
-}
-
-impl Executors {
-    pub fn new(in_process: bool) -> Executors {
-        Executors {
-            in_process,
-            current: None,
-        }
-    }
-
-    /// The executor for `target`: the kept one when it runs the same target, else a new one.
-    pub fn get(&mut self, target: &Target) -> Result<&mut dyn Executor, Failure> {
-        if self.current.as_ref().is_none_or(|(t, _)| t != target) {
-            self.current = None; // stop the old worker before starting another
-            self.current = Some((target.clone(), executor(target, self.in_process)?));
-        }
-        Ok(self.current.as_mut().expect("set above").1.as_mut())
-    }
 }
 
 /// A check whose journal is open: what it is and the runs recorded so far.

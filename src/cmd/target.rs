@@ -1,5 +1,5 @@
-//! Turning the shared target options into a [`Target`] and an executor, for `check`, `harden`,
-//! `campaign` and `replay`.
+//! Turning the shared target options into a [`Target`], executors (one kept across a campaign's
+//! cells) and calibrated stress, for `check`, `harden`, `campaign`, `replay` and `cost`.
 
 use super::{backend_request, Failure};
 use crate::cli::{BackendArgs, TargetArgs};
@@ -120,3 +120,28 @@ pub type Calibrated = (
     Option<gpuwmm::check::calibrate::Calibration>,
     Option<String>,
 );
+
+/// An executor kept for the next check of the same target, so that a campaign starts one
+/// worker per app rather than one per cell.
+pub struct Executors {
+    in_process: bool,
+    current: Option<(Target, Box<dyn Executor>)>,
+}
+
+impl Executors {
+    pub fn new(in_process: bool) -> Executors {
+        Executors {
+            in_process,
+            current: None,
+        }
+    }
+
+    /// The executor for `target`: the kept one when it runs the same target, else a new one.
+    pub fn get(&mut self, target: &Target) -> Result<&mut dyn Executor, Failure> {
+        if self.current.as_ref().is_none_or(|(t, _)| t != target) {
+            self.current = None; // stop the old worker before starting another
+            self.current = Some((target.clone(), executor(target, self.in_process)?));
+        }
+        Ok(self.current.as_mut().expect("set above").1.as_mut())
+    }
+}
