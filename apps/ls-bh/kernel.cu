@@ -41,7 +41,7 @@
 #define MAX_DEPTH 24
 #define STACK_SIZE (7 * MAX_DEPTH + 8)
 #define ERR_CELLS 0  // errors[0]: the cell pool overflowed
-#define ERR_DEPTH 1  // errors[1]: a tree deeper than MAX_DEPTH, or a force stack overflow
+#define ERR_TREE 1   // errors[1]: a tree deeper than MAX_DEPTH or malformed, or a stack overflow
 
 struct Bodies {
     float *pos;
@@ -124,7 +124,7 @@ __device__ int split(const Bodies &b, const Tree &t, unsigned parent, int oct, i
     for (;;) {
         unsigned c = atomicAdd(t.cells, 1u);
         if (++depth > MAX_DEPTH || c >= t.max_cells) {
-            atomicAdd(&t.errors[c >= t.max_cells ? ERR_CELLS : ERR_DEPTH], 1u);
+            atomicAdd(&t.errors[c >= t.max_cells ? ERR_CELLS : ERR_TREE], 1u);
             if (top == EMPTY) {
                 return old;  // `body` is lost; the error fails the check
             }
@@ -170,11 +170,14 @@ __device__ void insert_body(const Bodies &b, const Tree &t, unsigned i)
             continue;  // another thread is splitting this slot
         }
         if (ch >= (int)b.n) {
-            cell = (unsigned)ch - b.n;
-            if (++depth > MAX_DEPTH) {
-                atomicAdd(&t.errors[ERR_DEPTH], 1u);
+            unsigned next = (unsigned)ch - b.n;
+            // Cells are allocated after their parents: anything else is a corrupted tree, and
+            // following it could loop.
+            if (next <= cell || next >= t.max_cells || ++depth > MAX_DEPTH) {
+                atomicAdd(&t.errors[ERR_TREE], 1u);
                 return;
             }
+            cell = next;
             continue;
         }
         if (ch == EMPTY) {
@@ -193,8 +196,10 @@ __device__ void insert_body(const Bodies &b, const Tree &t, unsigned i)
     }
 }
 
-// Centre of mass and mass of cell c, once all its child cells are summarised.
-__device__ void summarise_cell(const Bodies &b, const Tree &t, unsigned c)
+// Centre of mass and mass of cell c, once all its child cells are summarised; `count` cells are
+// in use. A child that is not a later cell in use (a corrupted tree) is counted as an error and
+// skipped rather than waited for, so the wait always ends.
+__device__ void summarise_cell(const Bodies &b, const Tree &t, unsigned c, unsigned count)
 {
     const volatile int *vchild = t.child;
     volatile float *vsum = t.sum;
@@ -202,6 +207,10 @@ __device__ void summarise_cell(const Bodies &b, const Tree &t, unsigned c)
     for (int k = 0; k < 8; ++k) {
         int ch = vchild[8 * c + k];
         if (ch == EMPTY) {
+            continue;
+        }
+        if (ch < 0 || (ch >= (int)b.n && ((unsigned)ch - b.n <= c || (unsigned)ch - b.n >= count))) {
+            atomicAdd(&t.errors[ERR_TREE], 1u);
             continue;
         }
         float cm, x, y, z;
@@ -273,8 +282,14 @@ __device__ void force_on(const Bodies &b, const Tree &t, unsigned i, float theta
             if (ch == EMPTY) {
                 continue;
             }
+            // As in summarise_cell: only later cells, so a corrupted tree cannot loop the walk.
+            if (ch < 0 || (ch >= (int)b.n &&
+                           ((unsigned)ch - b.n <= c || (unsigned)ch - b.n >= t.max_cells))) {
+                atomicAdd(&t.errors[ERR_TREE], 1u);
+                continue;
+            }
             if (sp == STACK_SIZE) {
-                atomicAdd(&t.errors[ERR_DEPTH], 1u);
+                atomicAdd(&t.errors[ERR_TREE], 1u);
                 break;
             }
             stack[sp++] = ch;
@@ -379,24 +394,24 @@ extern "C" __global__ void bh_build(float *pos, float *geo, float *sum, int *chi
 }
 
 extern "C" __global__ void bh_summarise(float *pos, const float *mass, float *geo, float *sum,
-                                        int *child, unsigned *cells, unsigned n,
+                                        int *child, unsigned *cells, unsigned *errors, unsigned n,
                                         unsigned max_cells)
 {
     Bodies b = bodies(pos, 0, 0, mass, n);
-    Tree t = tree(geo, sum, child, cells, max_cells, 0);
+    Tree t = tree(geo, sum, child, cells, max_cells, errors);
     int count = (int)min(*cells, max_cells);
     int total = (int)(blockDim.x * gridDim.x);
     for (int c = count - 1 - (int)(blockIdx.x * blockDim.x + threadIdx.x); c >= 0; c -= total) {
-        summarise_cell(b, t, (unsigned)c);
+        summarise_cell(b, t, (unsigned)c, (unsigned)count);
     }
 }
 
 extern "C" __global__ void bh_force(float *pos, float *acc, const float *mass, float *geo,
                                     float *sum, int *child, unsigned *errors, int *stacks,
-                                    unsigned n, float theta2, float eps2)
+                                    unsigned n, unsigned max_cells, float theta2, float eps2)
 {
     Bodies b = bodies(pos, 0, acc, mass, n);
-    Tree t = tree(geo, sum, child, 0, 0, errors);
+    Tree t = tree(geo, sum, child, 0, max_cells, errors);
     unsigned me = blockIdx.x * blockDim.x + threadIdx.x;
     for (unsigned i = me; i < n; i += blockDim.x * gridDim.x) {
         force_on(b, t, i, theta2, eps2, stacks + STACK_SIZE * me);
@@ -413,7 +428,7 @@ extern "C" __global__ void bh_integrate(float *pos, float *vel, const float *acc
 }
 
 // The post-condition, run by one block after the app: see the top of this file. status[0]:
-// 0 pass; 1 the app's cell pool overflowed; 2 the app's tree was too deep; 3 a final position
+// 0 pass; 1 the app's cell pool overflowed; 2 the app's tree was too deep or malformed; 3 a final position
 // differs from the reference (status[1] = body, status[2] = axis, status[3] = difference as f32
 // bits); 4 the reference itself overflowed (inputs too clustered for max_cells/MAX_DEPTH).
 extern "C" __global__ void bh_check(const float *pos, const float *pos0, float *rpos, float *rvel,
@@ -445,8 +460,9 @@ extern "C" __global__ void bh_check(const float *pos, const float *pos0, float *
             for (unsigned i = 0; i < n; ++i) {
                 insert_body(b, t, i);
             }
-            for (int c = (int)min(*cells, max_cells) - 1; c >= 0; --c) {
-                summarise_cell(b, t, (unsigned)c);
+            unsigned count = min(*cells, max_cells);
+            for (int c = (int)count - 1; c >= 0; --c) {
+                summarise_cell(b, t, (unsigned)c, count);
             }
         }
         __syncthreads();
@@ -466,13 +482,13 @@ extern "C" __global__ void bh_check(const float *pos, const float *pos0, float *
     if (errors[ERR_CELLS] != 0) {
         code = 1;
         w1 = errors[ERR_CELLS];
-    } else if (errors[ERR_DEPTH] != 0) {
+    } else if (errors[ERR_TREE] != 0) {
         code = 2;
-        w1 = errors[ERR_DEPTH];
-    } else if (rerrors[ERR_CELLS] != 0 || rerrors[ERR_DEPTH] != 0) {
+        w1 = errors[ERR_TREE];
+    } else if (rerrors[ERR_CELLS] != 0 || rerrors[ERR_TREE] != 0) {
         code = 4;
         w1 = rerrors[ERR_CELLS];
-        w2 = rerrors[ERR_DEPTH];
+        w2 = rerrors[ERR_TREE];
     } else {
         for (unsigned k = 0; k < 3 * n && code == 0; ++k) {
             float diff = fabsf(pos[k] - rpos[k]);
