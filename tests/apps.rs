@@ -295,6 +295,8 @@ fn registry_has_the_case_studies_and_unknown_names_list_them() {
             "cbe-dot",
             "ct-octree",
             "tpo-tm",
+            "ls-bh",
+            "ls-bh-nf",
             "sdk-red",
             "sdk-red-nf",
             "cub-scan",
@@ -318,14 +320,19 @@ fn registry_has_the_case_studies_and_unknown_names_list_them() {
     let message = err.to_string();
     assert!(message.contains("'cbe-dott'"), "{message}");
     assert!(
-        message.contains("cbe-dot, ct-octree, tpo-tm, sdk-red, sdk-red-nf, cub-scan"),
+        message
+            .contains("cbe-dot, ct-octree, tpo-tm, ls-bh, ls-bh-nf, sdk-red, sdk-red-nf, cub-scan"),
         "{message}"
     );
 }
 
 #[test]
 fn variants_share_the_source_and_inputs_of_their_base() {
-    for (base, nf) in [("sdk-red", "sdk-red-nf"), ("cub-scan", "cub-scan-nf")] {
+    for (base, nf) in [
+        ("sdk-red", "sdk-red-nf"),
+        ("cub-scan", "cub-scan-nf"),
+        ("ls-bh", "ls-bh-nf"),
+    ] {
         let (base, nf) = (find_app(base).unwrap(), find_app(nf).unwrap());
         assert_eq!(base.source(), nf.source());
         assert_eq!(base.kernels(), nf.kernels());
@@ -380,6 +387,8 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
     assert_eq!(fences("cbe-ht"), 0);
     assert_eq!(fences("ct-octree"), 0);
     assert_eq!(fences("tpo-tm"), 0);
+    assert_eq!(fences("ls-bh"), 3);
+    assert_eq!(fences("ls-bh-nf"), 0);
 }
 
 #[test]

@@ -207,6 +207,8 @@ fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
         "cbe-ht",
         "ct-octree",
         "tpo-tm",
+        "ls-bh",
+        "ls-bh-nf",
         "sdk-red",
         "sdk-red-nf",
         "cub-scan",

@@ -16,11 +16,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Names of the built-in apps, in the order of the paper's table 4.
-pub const BUILTIN_APP_NAMES: [&str; 8] = [
+pub const BUILTIN_APP_NAMES: [&str; 10] = [
     "cbe-ht",
     "cbe-dot",
     "ct-octree",
     "tpo-tm",
+    "ls-bh",
+    "ls-bh-nf",
     "sdk-red",
     "sdk-red-nf",
     "cub-scan",
@@ -72,6 +74,14 @@ fn tpo_tm() -> Result<Arc<dyn App>, AppError> {
     )
 }
 
+fn ls_bh() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "ls-bh",
+        include_str!("../../apps/ls-bh/app.toml"),
+        include_str!("../../apps/ls-bh/kernel.cu"),
+    )
+}
+
 /// The built-in app called `name`.
 fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
     Some(match name {
@@ -85,6 +95,8 @@ fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
         )))),
         "ct-octree" => ct_octree(),
         "tpo-tm" => tpo_tm(),
+        "ls-bh" => ls_bh(),
+        "ls-bh-nf" => ls_bh().map(|a| StrippedVariant::arc(a, "ls-bh-nf")),
         "sdk-red" => sdk_red(),
         "sdk-red-nf" => sdk_red().map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
         "cub-scan" => cub_scan(),
