@@ -161,24 +161,7 @@ impl Manifest {
         let errors = FieldErrors {
             file: file.to_path_buf(),
         };
-        let v = validate::validate(raw::read(text, &table, &errors)?, &errors)?;
-        let plan_for =
-            |size, params| plan::plan(size, params, &v.buffers, &v.launches, &v.check, &errors);
-        let sim = plan_for(Size::Sim, &v.sim_params)?;
-        let gpu = plan_for(Size::Gpu, &v.gpu_params)?;
-        Ok(Manifest {
-            file: errors.file,
-            name: v.name,
-            description: v.description,
-            postcondition: v.postcondition,
-            sim_params: v.sim_params,
-            gpu_params: v.gpu_params,
-            buffers: v.buffers,
-            launches: v.launches,
-            check: v.check,
-            sim,
-            gpu,
-        })
+        validate::validate(raw::read(text, &table, &errors)?, &errors)
     }
 
     pub fn params(&self, size: Size) -> &BTreeMap<String, i64> {

@@ -6,9 +6,9 @@
 //! sizes here or in `plan`, so a manifest that loads cannot fail later because of itself.
 
 use super::error::{join_keys, FieldErrors, ManifestError, Problem};
-use super::plan::eval;
+use super::plan::{eval, plan};
 use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes};
-use super::{ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, MAX_BUFFER_BYTES};
+use super::{ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, MAX_BUFFER_BYTES};
 use crate::apps::expr::{is_identifier, Expr};
 use crate::apps::words::ElemType;
 use crate::apps::Size;
@@ -20,22 +20,11 @@ type R<T> = Result<T, ManifestError>;
 /// The named integers of one size.
 pub(super) type Params = BTreeMap<String, i64>;
 
-/// The manifest's meaning, before the launch plan.
-pub(super) struct Validated {
-    pub name: String,
-    pub description: String,
-    pub postcondition: String,
-    pub sim_params: Params,
-    pub gpu_params: Params,
-    pub buffers: Vec<BufferSpec>,
-    pub launches: Vec<LaunchSpec>,
-    pub check: CheckSpec,
-}
-
 const DIMS: &str = "an integer, expression or [x, y, z]";
 
-/// Checks `raw` field by field, in the order the keys are documented.
-pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Validated> {
+/// Checks `raw` field by field, in the order the keys are documented, then plans it for both
+/// sizes.
+pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Manifest> {
     let name = required(raw.name, "name", "a string", errors)?;
     if name.is_empty() || name.contains(char::is_whitespace) {
         return Err(errors.bad_value("name", "an app name must be non-empty, without spaces"));
@@ -77,7 +66,11 @@ pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Validated> {
         .collect::<R<Vec<_>>>()?;
     let raw_check: RawCheck = required(raw.check, "check", "a [check] table", errors)?;
     let check = check(raw_check, &scope)?;
-    Ok(Validated {
+    let plan_for = |size, params| plan(size, params, &buffers, &launches, &check, errors);
+    let sim = plan_for(Size::Sim, &sim_params)?;
+    let gpu = plan_for(Size::Gpu, &gpu_params)?;
+    Ok(Manifest {
+        file: errors.file.clone(),
         name,
         description,
         postcondition,
@@ -86,6 +79,8 @@ pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Validated> {
         buffers,
         launches,
         check,
+        sim,
+        gpu,
     })
 }
 
