@@ -806,3 +806,99 @@ fn compiled_manifest_error(text: &str) -> ManifestError {
         other => panic!("expected a manifest error, got {other}"),
     }
 }
+
+/// The errors serde finds (unknown keys, and tables, arrays or strings of the wrong type) read
+/// to the letter as those of the hand-written reader they replaced, at the same field paths.
+#[test]
+fn manifest_shape_errors_found_by_serde_keep_their_wording() {
+    let cases: [(&str, &str, &str); 10] = [
+        (
+            "description = \"a toy\"",
+            "description = \"a toy\"\nsim = 1",
+            "sim: unknown key (allowed here: name, description, postcondition, sizes, buffers, \
+             launches, check)",
+        ),
+        (
+            "[sizes]\n",
+            "[sizes]\nsmall = {}\n",
+            "sizes.small: unknown key (allowed here: sim, gpu)",
+        ),
+        (
+            "kernel = \"toy\"",
+            "kernel = \"toy\"\nblocks = 2",
+            "launches[0].blocks: unknown key (allowed here: kernel, grid, block, shared_bytes, \
+             args)",
+        ),
+        (
+            "result = \"status\"",
+            "result = \"status\"\ncode = 1",
+            "check.code: unknown key (allowed here: kernel, grid, block, shared_bytes, args, \
+             result, codes)",
+        ),
+        (
+            "name = \"toy\"",
+            "name = 5",
+            "name: expected a string, found the integer 5",
+        ),
+        (
+            "name = \"toy\"",
+            "name = 1979-05-27",
+            "name: expected a string, found a date",
+        ),
+        (
+            "kernel = \"toy\"",
+            "kernel = [\"toy\"]",
+            "launches[0].kernel: expected a string, found an array",
+        ),
+        (
+            "args = [\"data\", \"status\"]",
+            "args = \"data\"",
+            "check.args: expected an array of arguments, found the string \"data\"",
+        ),
+        (
+            "codes = { 1 = \"data is wrong\" }",
+            "codes = 1979-05-27",
+            "check.codes: expected a table, found a date",
+        ),
+        (
+            "sim = { n = 64, blocks = 2, threads = 32 }",
+            "sim = true",
+            "sizes.sim: expected a table, found the boolean true",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let field = expected.split(": ").next().unwrap();
+        let (_, message) = bad(from, to, field);
+        assert_eq!(message, format!("/apps/toy/app.toml: {expected}"));
+    }
+    // An array of tables written as a plain value (the `[[launches]]` block taken out).
+    let start = GOOD.find("[[launches]]").unwrap();
+    let end = GOOD.find("[check]").unwrap();
+    let without_launches = format!("{}{}", &GOOD[..start], &GOOD[end..]);
+    for (value, expected) in [
+        (
+            "5",
+            "launches: expected an array of [[launches]] tables, found the integer 5",
+        ),
+        (
+            "[1.5]",
+            "launches[0]: expected a table, found the float 1.5",
+        ),
+    ] {
+        let text = format!("launches = {value}\n{without_launches}");
+        let err = parse(&text).unwrap_err();
+        assert_eq!(err.to_string(), format!("/apps/toy/app.toml: {expected}"));
+    }
+}
+
+/// Two misspelt keys in one table: the error names the first in key order, wherever the keys
+/// stand in the text (serde alone would name the first in the text).
+#[test]
+fn manifest_two_unknown_keys_name_the_first_in_key_order() {
+    let (_, message) = bad(
+        "length = \"n\"",
+        "zlength = \"n\"\nalength = 1",
+        "buffers[0].alength",
+    );
+    assert!(message.ends_with("unknown key (allowed here: name, type, length, init)"));
+}

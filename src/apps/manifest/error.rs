@@ -1,0 +1,224 @@
+//! The errors a manifest can give, and the one helper that builds them.
+//!
+//! Every error names the manifest file and the field it is about (`launches[0].args[2]`), so
+//! the reader of `apps/README.md` sees exactly these messages; the raw reader, the validation and
+//! the launch plan all build their errors through [`FieldErrors`] so the wording lives here once.
+
+use crate::apps::Size;
+use std::fmt;
+use std::path::PathBuf;
+use thiserror::Error;
+use toml::Value;
+
+/// A manifest that could not be read, with the file it came from.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    #[error("cannot read {}", .file.display())]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: invalid TOML: {message}", .file.display())]
+    Syntax { file: PathBuf, message: String },
+    #[error("{}: {field}: {problem}", .file.display())]
+    Field {
+        file: PathBuf,
+        /// The offending field, e.g. `buffers[1].length` or `launches[0].args[2]`.
+        field: String,
+        problem: Problem,
+    },
+}
+
+impl ManifestError {
+    /// The field a [`ManifestError::Field`] is about.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ManifestError::Field { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            ManifestError::Field { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Problem {
+    Missing {
+        expected: String,
+    },
+    UnknownKey {
+        allowed: String,
+    },
+    WrongType {
+        expected: String,
+        found: String,
+    },
+    BadElementType {
+        found: String,
+    },
+    UnknownBuffer {
+        name: String,
+        known: String,
+    },
+    UnknownParameter {
+        name: String,
+        size: Size,
+        known: String,
+    },
+    UnknownBufferOrParameter {
+        name: String,
+        buffers: String,
+        parameters: String,
+    },
+    BadExpression {
+        message: String,
+    },
+    Duplicate {
+        name: String,
+    },
+    BadValue {
+        message: String,
+    },
+    NoSuchKernel {
+        name: String,
+        kernels: String,
+    },
+    ParameterCount {
+        kernel: String,
+        expected: usize,
+        found: usize,
+    },
+    ParameterSize {
+        kernel: String,
+        expected_bytes: usize,
+        found_bytes: usize,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Missing { expected } => write!(f, "missing (expected {expected})"),
+            Problem::UnknownKey { allowed } => write!(f, "unknown key (allowed here: {allowed})"),
+            Problem::WrongType { expected, found } => {
+                write!(f, "expected {expected}, found {found}")
+            }
+            Problem::BadElementType { found } => write!(
+                f,
+                "unknown element type '{found}' (expected u32, i32, f32 or u64)"
+            ),
+            Problem::UnknownBuffer { name, known } => {
+                write!(f, "unknown buffer '{name}' (buffers: {known})")
+            }
+            Problem::UnknownParameter { name, size, known } => write!(
+                f,
+                "unknown parameter '{name}' (parameters of size {size}: {known})"
+            ),
+            Problem::UnknownBufferOrParameter {
+                name,
+                buffers,
+                parameters,
+            } => write!(
+                f,
+                "unknown buffer or parameter '{name}' (buffers: {buffers}; parameters: {parameters})"
+            ),
+            Problem::BadExpression { message } => write!(f, "bad expression: {message}"),
+            Problem::Duplicate { name } => write!(f, "'{name}' is declared twice"),
+            Problem::BadValue { message } => f.write_str(message),
+            Problem::NoSuchKernel { name, kernels } => {
+                write!(f, "no kernel '{name}' in kernel.cu (kernels: {kernels})")
+            }
+            Problem::ParameterCount {
+                kernel,
+                expected,
+                found,
+            } => write!(
+                f,
+                "kernel '{kernel}' takes {expected} parameters, but {found} arguments are given"
+            ),
+            Problem::ParameterSize {
+                kernel,
+                expected_bytes,
+                found_bytes,
+            } => write!(
+                f,
+                "kernel '{kernel}' takes a {expected_bytes}-byte parameter here, but the argument \
+                 is {found_bytes} bytes (buffers are 8-byte pointers; a bare parameter name or \
+                 expression is a 32-bit integer; write {{ u64 = \"...\" }} for 64 bits)"
+            ),
+        }
+    }
+}
+
+/// Builds [`ManifestError::Field`] errors for one manifest file.
+pub(super) struct FieldErrors {
+    pub file: PathBuf,
+}
+
+impl FieldErrors {
+    pub fn err(&self, field: impl Into<String>, problem: Problem) -> ManifestError {
+        ManifestError::Field {
+            file: self.file.clone(),
+            field: field.into(),
+            problem,
+        }
+    }
+
+    pub fn bad_value(&self, field: impl Into<String>, message: impl Into<String>) -> ManifestError {
+        self.err(
+            field,
+            Problem::BadValue {
+                message: message.into(),
+            },
+        )
+    }
+
+    pub fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> ManifestError {
+        self.err(
+            field,
+            Problem::WrongType {
+                expected: expected.to_string(),
+                found: type_name(found),
+            },
+        )
+    }
+
+    pub fn missing(&self, field: &str, expected: &str) -> ManifestError {
+        self.err(
+            field,
+            Problem::Missing {
+                expected: expected.to_string(),
+            },
+        )
+    }
+}
+
+/// How an error message names a TOML value of the wrong type.
+pub(super) fn type_name(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("the string \"{s}\""),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(x) => format!("the float {x}"),
+        Value::Boolean(b) => format!("the boolean {b}"),
+        Value::Datetime(_) => "a date".to_string(),
+        Value::Array(_) => "an array".to_string(),
+        Value::Table(_) => "a table".to_string(),
+    }
+}
+
+/// Names for a list in an error message: comma-separated, or `none`.
+pub(super) fn join_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> String {
+    let v: Vec<&str> = keys.into_iter().map(String::as_str).collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
