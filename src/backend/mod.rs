@@ -193,6 +193,13 @@ pub trait Backend {
     /// run can be replayed. Real GPUs have none to seed.
     fn reseed(&mut self, _seed: u64) {}
 
+    /// A hint for the next launch only: its blocks with a linear id at or above
+    /// `first_stressing_block` are stressing blocks whose memory nothing reads back, so the launch
+    /// may end as soon as the blocks below it have finished. The simulator takes it (on the
+    /// simulator stress past the application's end changes nothing the application can see, and
+    /// is most of a stressed run's work); a GPU ignores it and the stress runs its course.
+    fn end_next_launch_with_app(&mut self, _first_stressing_block: u32) {}
+
     /// NVML power and energy readings of this device, where NVML is present and matched it
     /// (the `cost` driver's energy). The simulator has none.
     fn power_meter(&self) -> Option<nvml::PowerMeter> {

@@ -206,6 +206,7 @@ impl LocalExecutor {
         fences: &Fences,
         seed: u64,
         iterations: u32,
+        end: StressEnd,
     ) -> Result<Measured, ExecError> {
         let plan = RunPlan::from_seed(seed);
         let parts = self.load(fences)?.parts;
@@ -225,6 +226,7 @@ impl LocalExecutor {
                 env,
                 plan,
                 iterations,
+                end,
                 spread: profile.spread,
                 patch_words: profile.patch_words,
             }),
@@ -282,6 +284,16 @@ fn classify(result: Result<Verdict, AppError>) -> (Outcome, String) {
     }
 }
 
+/// Whether a run's stressing blocks may stop when its application blocks have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StressEnd {
+    /// Calibration measures how long stress lasts, so stress runs its course.
+    RunsItsCourse,
+    /// A checking run needs stress only while the application runs; a backend that can end the
+    /// launch then does ([`Backend::end_next_launch_with_app`]: the simulator).
+    WithApp,
+}
+
 /// The stress side of a harnessed run.
 struct StressLaunch<'s> {
     launcher: &'s mut StressedLauncher,
@@ -289,6 +301,7 @@ struct StressLaunch<'s> {
     env: Environment,
     plan: RunPlan,
     iterations: u32,
+    end: StressEnd,
     spread: u32,
     patch_words: u32,
 }
@@ -320,6 +333,9 @@ impl Launcher for RunLauncher<'_> {
             seed: s.plan.control_seed.wrapping_add(launch.index as u64),
         };
         self.measured.stress_blocks.push(settings.stress_blocks);
+        if s.end == StressEnd::WithApp {
+            backend.end_next_launch_with_app(u32::try_from(app_blocks).unwrap_or(u32::MAX));
+        }
         let control = s.launcher.launch(
             backend,
             s.module,
@@ -359,7 +375,13 @@ impl Executor for LocalExecutor {
             let mut durations = Vec::new();
             for i in 0..3 {
                 let seed = request.seed.wrapping_add(i);
-                let m = self.run(request.env, &request.fences, seed, iterations)?;
+                let m = self.run(
+                    request.env,
+                    &request.fences,
+                    seed,
+                    iterations,
+                    StressEnd::RunsItsCourse,
+                )?;
                 if m.outcome.needs_restart() {
                     return Err(ExecError::Calibration(format!(
                         "a run with {iterations} stress iterations ended in {}: {}",
@@ -380,7 +402,13 @@ impl Executor for LocalExecutor {
         } else {
             0
         };
-        let m = self.run(request.env, &request.fences, request.seed, iterations)?;
+        let m = self.run(
+            request.env,
+            &request.fences,
+            request.seed,
+            iterations,
+            StressEnd::WithApp,
+        )?;
         Ok(RunRecord {
             run: request.run,
             seed: request.seed,

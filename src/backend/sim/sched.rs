@@ -128,6 +128,11 @@ pub struct Machine<'a> {
     pub model: PtxMemory,
     /// PTX model: chance (out of `u32::MAX`) that a load reads an older message it may read.
     pub older: u32,
+    /// Threads below this index belong to the application; the others to stressing blocks that
+    /// the launch ends with the application's (all threads when stress runs its course).
+    pub app_threads: usize,
+    /// Application threads not yet exited with an empty store buffer.
+    pub app_unfinished: usize,
 }
 
 fn dims(d: (u32, u32, u32)) -> [u32; 3] {
@@ -217,6 +222,27 @@ impl<'a> Machine<'a> {
                 nblocks as usize,
             ),
             older: (cfg.older_value_probability.clamp(0.0, 1.0) * f64::from(u32::MAX)) as u32,
+            app_threads: nthreads,
+            app_unfinished: nthreads,
+        }
+    }
+
+    /// Ends the launch once the blocks below `stress_from` have finished: the blocks from it on
+    /// are stressing blocks, whose scratchpad nothing reads back. Without it every block runs to
+    /// the end. The scheduler's choices up to the application's end do not change either way.
+    pub fn ending_with_app(mut self, stress_from: Option<u32>) -> Self {
+        if let Some(first) = stress_from {
+            let per_block = self.block_dim.iter().product::<u32>() as usize;
+            self.app_threads = self.threads.len().min(first as usize * per_block);
+            self.app_unfinished = self.app_threads;
+        }
+        self
+    }
+
+    /// Notes that thread `t` left the runnable set for good (exited, its stores drained).
+    fn finished(&mut self, t: usize) {
+        if t < self.app_threads {
+            self.app_unfinished -= 1;
         }
     }
 
@@ -226,7 +252,7 @@ impl<'a> Machine<'a> {
         let start = Instant::now();
         let max_quantum = self.cfg.max_quantum.max(1);
         let mut steps = 0u64;
-        while !self.runnable.is_empty() {
+        while !self.runnable.is_empty() && self.app_unfinished > 0 {
             steps += 1;
             if self.executed > self.cfg.instruction_budget {
                 return Err(BackendError::Hang(format!(
@@ -246,6 +272,7 @@ impl<'a> Machine<'a> {
                 self.drain_one(t, pick);
                 if self.threads[t].buffer.is_empty() {
                     self.runnable.swap_remove(i);
+                    self.finished(t);
                 }
                 continue;
             }
@@ -261,6 +288,7 @@ impl<'a> Machine<'a> {
                 QuantumEnd::Exit => {
                     if self.threads[t].buffer.is_empty() {
                         self.runnable.swap_remove(i);
+                        self.finished(t);
                     }
                     self.exit_thread(t);
                 }
@@ -275,7 +303,8 @@ impl<'a> Machine<'a> {
                 }
             }
         }
-        if self.threads.iter().any(|t| t.state != State::Exited) {
+        let app = &self.threads[..self.app_threads];
+        if app.iter().any(|t| t.state != State::Exited) {
             // Threads wait at a barrier or rendezvous that can never complete: a hang.
             return Err(BackendError::Hang(
                 "every thread left waits at a barrier or warp rendezvous that cannot complete"
