@@ -3,7 +3,7 @@
 # in the shape of the paper's table 6 (initial sites, fences kept, rounds, runs, wall time).
 #
 # Usage: scripts/harden-table.sh OUT [HARDEN-OPTION...]
-#   OUT             folder of the journals (APP.csv), reports (APP.json) and the table (table.md)
+#   OUT             folder of the journals (APP.csv, APP.json), reports (APP.report.json), table.md
 #   HARDEN-OPTION   passed to every `gpuwmm harden` (e.g. --stable-runs 1000 --jobs 1)
 # Environment: BACKEND (default sim), APPS (default: the seven fence-less apps), GPUWMM (default
 # target/release/gpuwmm).
@@ -22,10 +22,18 @@ apps="${APPS:-cbe-ht cbe-dot ct-octree tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf}"
 gpuwmm="${GPUWMM:-target/release/gpuwmm}"
 [[ -x "$gpuwmm" ]] || { echo "harden-table: $gpuwmm not built (cargo build --release)" >&2; exit 2; }
 mkdir -p "$out"
-printf '%s\n' "$*" >"$out/options.txt"
+if [[ -e "$out/options.txt" ]]; then
+    started="$(cat "$out/options.txt")"
+    [[ "$started" == "$*" ]] || {
+        echo "harden-table: $out was started with options '$started', not '$*'" >&2
+        exit 2
+    }
+else
+    printf '%s\n' "$*" >"$out/options.txt"
+fi
 
 for app in $apps; do
-    report="$out/$app.json"
+    report="$out/$app.report.json"  # not APP.json: that is the journal's sidecar
     if [[ -s "$report" ]]; then
         echo "harden-table: $app done ($report)"
         continue
@@ -53,14 +61,14 @@ print("| app | initial sites | fences kept | stable | rounds | queries | runs | 
       "| paper: initial → kept |")
 print("|---|---:|---|---|---:|---:|---:|---:|---|")
 for app in apps:
-    r = json.loads((out / f"{app}.json").read_text())
+    r = json.loads((out / f"{app}.report.json").read_text())
     kept = ", ".join(f"#{f['site']}" + (f" (:{f['line']})" if f.get("line") else "")
                      + f" {f['kind']}" for f in r["fences"]) or "none"
     p = paper.get(app)
     print(f"| {app} | {r['candidate_sites']} | {len(r['fences'])}: {kept} "
           f"| {'yes' if r['stable'] else 'NO'} | {r['rounds']} | {r['queries']} | {r['runs']:,} "
           f"| {r['wall_s']:.1f} | {f'{p[0]} → {p[1]}' if p else '—'} |")
-first = json.loads((out / f"{apps[0]}.json").read_text())
+first = json.loads((out / f"{apps[0]}.report.json").read_text())
 print(f"\n{first['provenance']}; granularity {first['granularity']}, "
       f"environment {first['env']}, seed {first['seed']}. Wall time is that of the invocation that "
       "finished the hardening (a resumed one counts only its own part).")
