@@ -121,4 +121,37 @@ mod tests {
             ]
         );
     }
+
+    /// Regression guard for the shim: CUB's look-back header does not compile under NVRTC with
+    /// the include folder alone (no host `<iterator>`), and does with [`nvrtc_std_shims`].
+    #[test]
+    fn cub_look_back_header_needs_the_iterator_shim_under_nvrtc() {
+        use crate::toolchain::{cccl_tools_for_tests, CompileOptions, Nvrtc, NvrtcError};
+        let Some(tools) = cccl_tools_for_tests() else {
+            return;
+        };
+        let include = tools.cccl_include.clone().unwrap();
+        let nvrtc = Nvrtc::load(tools.require_nvrtc().unwrap()).unwrap();
+        let source = "#include <cub/agent/single_pass_scan_operators.cuh>\n\
+            extern \"C\" __global__ void k(unsigned *s) { \
+            cub::ScanTileState<int, false> t; t.d_tile_status = s; t.InitializeStatus(1); }\n";
+        let arch = crate::compile::oldest_arch(nvrtc.version()).to_string();
+        let bare = CompileOptions {
+            arch: arch.clone(),
+            extra: cccl_compile_args(&include),
+            ..CompileOptions::default()
+        };
+        match nvrtc.compile(source, "k.cu", &bare) {
+            Err(NvrtcError::Compile { log, .. }) => {
+                assert!(log.contains("\"iterator\""), "{log}")
+            }
+            other => panic!("expected the missing <iterator> error, got {other:?}"),
+        }
+        let shimmed = CompileOptions {
+            headers: nvrtc_std_shims(),
+            ..bare
+        };
+        let ptx = nvrtc.compile(source, "k.cu", &shimmed).unwrap().ptx;
+        assert!(ptx.contains(".entry k"), "{ptx}");
+    }
 }
