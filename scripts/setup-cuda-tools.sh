@@ -86,6 +86,8 @@ check_toolkit() {
         log "cuobjdump: $root/bin/cuobjdump"
         log "nvdisasm:  $( [[ -x "$root/bin/nvdisasm" ]] && echo "$root/bin/nvdisasm" || echo 'not found')"
         log "nvrtc:     $nvrtc"
+        log "cccl:      $( [[ -d "$root/include/cccl/cub" ]] && echo "$root/include/cccl" \
+            || { [[ -d "$root/include/cub" ]] && echo "$root/include" || echo 'not found'; })"
         exit 0
     done
 }
