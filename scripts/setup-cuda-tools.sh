@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the CUDA tools gpuwmm needs (NVRTC, ptxas, cuobjdump, nvdisasm) on a machine without a
-# CUDA toolkit, from pinned NVIDIA Python wheels. They run on the CPU, so every kernel can be
-# compiled, assembled and disassembled in CI without a GPU (see DESIGN.md, "Tests without a GPU").
+# Install the CUDA tools gpuwmm needs (NVRTC, ptxas, cuobjdump, nvdisasm, and the CCCL headers:
+# CUB, libcu++) on a machine without a CUDA toolkit, from pinned NVIDIA Python wheels. They run
+# on the CPU, so every kernel can be compiled, assembled and disassembled in CI without a GPU
+# (see DESIGN.md, "Tests without a GPU").
 #
 # Usage: scripts/setup-cuda-tools.sh [--force]
 #
@@ -9,7 +10,8 @@
 #             .cuda-tools/STAMP says they are already there.
 #
 # Result: <repo>/.cuda-tools/{bin/{ptxas,cuobjdump,nvdisasm},lib/{libnvrtc.so.12,
-# libnvrtc-builtins.so.12.9}} as relative symlinks into <repo>/.cuda-tools/py (git-ignored).
+# libnvrtc-builtins.so.12.9},include/cccl} as relative symlinks into <repo>/.cuda-tools/py
+# (git-ignored).
 # gpuwmm finds this folder by itself (src/toolchain/mod.rs).
 #
 # Environment: PYTHON (default python3) runs pip; pip's own variables (PIP_FIND_LINKS, PIP_INDEX_URL,
@@ -17,12 +19,14 @@
 # The script is idempotent: a second run with everything in place only checks and reports.
 set -euo pipefail
 
+# The CCCL wheel (CCCL 2.8.2) is the one released with the 12.9 NVRTC; apps/cccl-scan uses its CUB.
 # CUDA 12.9 NVRTC still accepts sm_70 (CUDA 13's does not); cuobjdump/nvdisasm exist only as 13.x.
 readonly PINNED_WHEELS=(
     "nvidia-cuda-nvrtc-cu12==12.9.86"
     "nvidia-cuda-nvcc-cu12==12.9.86"
     "nvidia-cuda-cuobjdump==13.4.92"
     "nvidia-cuda-nvdisasm==13.5.37"
+    "nvidia-cuda-cccl-cu12==12.9.27"
 )
 
 # link name -> target inside py/ (relative to .cuda-tools)
@@ -32,6 +36,7 @@ readonly LINKS=(
     "bin/nvdisasm:py/nvidia/cu13/bin/nvdisasm"
     "lib/libnvrtc.so.12:py/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
     "lib/libnvrtc-builtins.so.12.9:py/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9"
+    "include/cccl:py/nvidia/cuda_cccl/include"
 )
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,7 +52,7 @@ parse_args() {
     for arg in "$@"; do
         case "$arg" in
             --force) FORCE=1 ;;
-            -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
             *) die "unknown argument '$arg' (try --help)" ;;
         esac
     done
@@ -81,6 +86,8 @@ check_toolkit() {
         log "cuobjdump: $root/bin/cuobjdump"
         log "nvdisasm:  $( [[ -x "$root/bin/nvdisasm" ]] && echo "$root/bin/nvdisasm" || echo 'not found')"
         log "nvrtc:     $nvrtc"
+        log "cccl:      $( [[ -d "$root/include/cccl/cub" ]] && echo "$root/include/cccl" \
+            || { [[ -d "$root/include/cub" ]] && echo "$root/include" || echo 'not found'; })"
         exit 0
     done
 }
@@ -114,7 +121,7 @@ install_wheels() {
 # Makes each link relative to its own folder, so the tree can be moved or mounted elsewhere.
 make_links() {
     local entry link target
-    mkdir -p "$TOOLS_DIR/bin" "$TOOLS_DIR/lib"
+    mkdir -p "$TOOLS_DIR/bin" "$TOOLS_DIR/lib" "$TOOLS_DIR/include"
     for entry in "${LINKS[@]}"; do
         link="${entry%%:*}"
         target="${entry#*:}"

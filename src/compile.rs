@@ -6,22 +6,35 @@
 //! here, from the NVRTC actually loaded, lets the same binary use pinned CUDA 12 wheels in CI and
 //! a machine's CUDA 13 toolkit next to its GPU.
 
-use crate::toolchain::{CompileOptions, CudaTools, Nvrtc, PtxCache, ToolchainError};
+use crate::toolchain::{
+    cccl_compile_args, nvrtc_std_shims, CompileOptions, CudaTools, Nvrtc, PtxCache, ToolchainError,
+};
 use std::path::Path;
 
 /// The architecture name that stands for the oldest one the NVRTC found accepts.
 pub const PORTABLE_ARCH: &str = "portable";
 
 /// Compiles a CUDA source to PTX for `arch` (an `sm_XY`, or [`PORTABLE_ARCH`]) with line info.
+/// Where the tools' root has CCCL headers, every compilation can include them (`<cub/...>`,
+/// `<cuda/...>`): their folder goes on the include path, with the shims CUB needs under NVRTC.
 /// The `.file` directive of the PTX records `path` as given, so fence sites can show the source
 /// line.
 pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, ToolchainError> {
     let tools = CudaTools::locate();
     let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
-    let options = CompileOptions {
+    let mut options = CompileOptions {
         arch: resolve_arch(arch, nvrtc.version()).to_string(),
         ..CompileOptions::default()
     };
+    match &tools.cccl_include {
+        Some(include) => {
+            options.extra = cccl_compile_args(include);
+            options.headers = nvrtc_std_shims();
+        }
+        // Without the headers NVRTC would only say "cannot open source file"; say what is missing.
+        None if includes_cccl(source) => return Err(tools.require_cccl().unwrap_err()),
+        None => {}
+    }
     let compiled = PtxCache::with_default_dir().get_or_compile(
         &nvrtc,
         source,
@@ -29,6 +42,22 @@ pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, Too
         &options,
     )?;
     Ok(compiled.ptx)
+}
+
+/// True when `source` includes a CCCL header (`<cub/...>`, `<cuda/...>`, `<thrust/...>`).
+fn includes_cccl(source: &str) -> bool {
+    source.lines().any(|line| {
+        let line = line.trim_start();
+        line.strip_prefix('#')
+            .map(|rest| rest.trim_start())
+            .and_then(|rest| rest.strip_prefix("include"))
+            .map(|rest| rest.trim_start())
+            .is_some_and(|name| {
+                ["<cub/", "<cuda/", "<thrust/"]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+            })
+    })
 }
 
 /// `arch` as NVRTC `version` should be asked for it: [`PORTABLE_ARCH`] becomes that NVRTC's
@@ -59,6 +88,16 @@ mod tests {
         assert_eq!(resolve_arch(PORTABLE_ARCH, (12, 9)), "sm_70");
         assert_eq!(resolve_arch(PORTABLE_ARCH, (13, 0)), "sm_75");
         assert_eq!(resolve_arch(PORTABLE_ARCH, (14, 1)), "sm_75");
+    }
+
+    #[test]
+    fn cccl_includes_are_recognised_and_others_are_not() {
+        assert!(includes_cccl(
+            "// x\n#include <cub/agent/single_pass_scan_operators.cuh>\n"
+        ));
+        assert!(includes_cccl("  #  include <cuda/atomic>"));
+        assert!(!includes_cccl("#include \"local.h\"\n// <cub/x>\n"));
+        assert!(!includes_cccl("__global__ void k() {}"));
     }
 
     #[test]

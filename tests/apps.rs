@@ -300,7 +300,10 @@ fn registry_has_the_case_studies_and_unknown_names_list_them() {
             "sdk-red",
             "sdk-red-nf",
             "cub-scan",
-            "cub-scan-nf"
+            "cub-scan-nf",
+            "cccl-scan",
+            "cccl-scan-nf",
+            "cccl-scan-rlx"
         ]
     );
     for app in builtin_apps().unwrap() {

@@ -4,7 +4,10 @@
 //! - without fences, cbe-dot, cbe-ht, ct-octree, tpo-tm, sdk-red-nf and cub-scan-nf fail under
 //!   `Weak`, and ct-octree and tpo-tm under `Ptx` at a pinned rate;
 //! - ls-bh and ls-bh-nf (tests of their own, at the end) pass under `Sc` and under `Ptx` with a
-//!   fence after every access, and both fail under `Ptx` at a pinned rate.
+//!   fence after every access, and both fail under `Ptx` at a pinned rate;
+//! - cccl-scan (CUB's own look-back, at the end) passes under `Sc`, under `Ptx` as shipped and
+//!   with a fence after every access; cccl-scan-nf fails under `Ptx` at a pinned rate. These
+//!   need the CCCL headers too, and skip (or fail, with `GPUWMM_REQUIRE_TOOLS=1`) without them.
 //!
 //! Needs NVRTC (scripts/setup-cuda-tools.sh), no GPU. The run counts take seconds even in a debug
 //! build (the fenceless test stops at the first failure); the ignored `failure_rates` test runs
@@ -16,7 +19,7 @@ use gpuwmm::apps::{
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::ptx::passes::fences::{fence_sites, insert_fences, FenceKind, Granularity};
 use gpuwmm::ptx::Module;
-use gpuwmm::toolchain::tools_for_tests;
+use gpuwmm::toolchain::{cccl_tools_for_tests, tools_for_tests};
 use std::time::{Duration, Instant};
 
 const ALL_APPS: [&str; 8] = [
@@ -464,4 +467,133 @@ fn ls_bh_with_only_its_own_fences_fails_under_ptx() {
         "ls-bh: {failures} failures in {RUNS_LS_BH} Ptx runs, expected {FAILS_LS_BH:?}"
     );
     assert_eq!(timeouts, 0, "ls-bh: {timeouts} runs hung");
+}
+
+// ---------------------------------------------------------------------------------------------
+// cccl-scan: the look-back is CUB's own (cub::ScanTileState<int, false> +
+// cub::TilePrefixCallbackOp from the pinned CCCL headers). Simulator figures, not hardware: as
+// shipped it passes under Sc, under Ptx with a fence after every access and under Ptx with only
+// CUB's ordering (no false alarm); cccl-scan-nf (CUB's reader-side membar.gl stripped, its
+// writer-side st.release kept) fails under Ptx. Needs the CCCL headers as well as NVRTC.
+
+const CCCL_SCAN_APPS: [&str; 3] = ["cccl-scan", "cccl-scan-nf", "cccl-scan-rlx"];
+const RUNS_CCCL_SCAN: u64 = 200;
+/// Runs of cccl-scan as shipped under Ptx: the no-false-alarm check (about 8 s in a release build).
+const RUNS_CCCL_SCAN_SHIPPED: u64 = 1000;
+/// Failures in seeds 0..RUNS_CCCL_SCAN under Ptx (pinned from measurement: 199 for -nf, 60 for
+/// -rlx; simulator figures).
+const FAILS_CCCL_SCAN_NF: std::ops::RangeInclusive<u64> = 190..=200;
+const FAILS_CCCL_SCAN_RLX: std::ops::RangeInclusive<u64> = 45..=75;
+
+#[test]
+fn cccl_scan_passes_under_sc() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    for name in CCCL_SCAN_APPS {
+        let app = find_app(name).unwrap();
+        let t = campaign(
+            app.as_ref(),
+            sim(MemoryModel::Sc),
+            no_change,
+            0..RUNS_CCCL_SCAN,
+            1,
+        );
+        assert_eq!(t.failures, 0, "{name} under Sc: {:?}", t.first_failure);
+        eprintln!("{name}: {} Sc runs in {:?}", t.runs, t.elapsed);
+    }
+}
+
+#[test]
+fn cccl_scan_passes_under_ptx_with_a_fence_after_every_access() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    for name in CCCL_SCAN_APPS {
+        let app = find_app(name).unwrap();
+        let t = campaign(
+            app.as_ref(),
+            sim(MemoryModel::Ptx),
+            fence_everything,
+            0..RUNS_CCCL_SCAN,
+            1,
+        );
+        assert_eq!(t.failures, 0, "{name} fenced, Ptx: {:?}", t.first_failure);
+        eprintln!("{name}: {} fenced Ptx runs in {:?}", t.runs, t.elapsed);
+    }
+}
+
+/// No false alarm: CUB's own ordering (writer st.release.gpu, reader membar.gl) is enough under
+/// the PTX model.
+#[test]
+fn cccl_scan_as_shipped_passes_under_ptx() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let app = find_app("cccl-scan").unwrap();
+    let module = app.module(DEFAULT_ARCH).unwrap();
+    assert!(module.fence_count() > 0, "CUB's membar.gl is in the PTX");
+    let t = campaign(
+        app.as_ref(),
+        sim(MemoryModel::Ptx),
+        no_change,
+        0..RUNS_CCCL_SCAN_SHIPPED,
+        1,
+    );
+    assert_eq!(t.failures, 0, "cccl-scan, Ptx: {:?}", t.first_failure);
+    eprintln!("cccl-scan: {} Ptx runs in {:?}", t.runs, t.elapsed);
+}
+
+/// Runs `name` under Ptx for seeds 0..RUNS_CCCL_SCAN, its module as the registry gives it, and
+/// checks the failure count against `expected`.
+fn cccl_scan_variant_fails_under_ptx(name: &str, expected: std::ops::RangeInclusive<u64>) {
+    let app = find_app(name).unwrap();
+    let t = campaign(
+        app.as_ref(),
+        sim(MemoryModel::Ptx),
+        no_change,
+        0..RUNS_CCCL_SCAN,
+        u64::MAX,
+    );
+    eprintln!(
+        "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
+        t.failures, t.runs, t.elapsed, t.first_failure
+    );
+    assert!(
+        expected.contains(&t.failures),
+        "{name}: {} of {} Ptx runs failed, expected {expected:?}",
+        t.failures,
+        t.runs
+    );
+}
+
+/// Without CUB's reader-side membar.gl (its st.release stays) the look-back reads stale values.
+#[test]
+fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let module = find_app("cccl-scan-nf")
+        .unwrap()
+        .module(DEFAULT_ARCH)
+        .unwrap();
+    assert_eq!(module.fence_count(), 0);
+    cccl_scan_variant_fails_under_ptx("cccl-scan-nf", FAILS_CCCL_SCAN_NF);
+}
+
+/// With CUB's st.release.gpu status stores weakened to relaxed (its membar.gl stays), the writer
+/// side is unordered: the look-back can see a status before the value it announces.
+#[test]
+fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let module = find_app("cccl-scan-rlx")
+        .unwrap()
+        .module(DEFAULT_ARCH)
+        .unwrap();
+    let text = gpuwmm::ptx::print(&module);
+    assert!(!text.contains("st.release"), "no release store is left");
+    assert!(text.contains("membar.gl"), "the reader's fence stays");
+    cccl_scan_variant_fails_under_ptx("cccl-scan-rlx", FAILS_CCCL_SCAN_RLX);
 }

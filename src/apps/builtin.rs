@@ -10,13 +10,14 @@ use super::cbe::{CbeDot, CbeHt};
 use super::manifest::Manifest;
 use super::manifest_app::ManifestApp;
 use super::{builtin_apps_dir, App, AppError, KernelSource, RunContext, Size, Verdict};
-use crate::ptx::passes::fences::strip_fences;
+use crate::ptx::passes::fences::{relax_orderings, strip_fences};
 use crate::ptx::Module;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Names of the built-in apps, in the order of the paper's table 4.
-pub const BUILTIN_APP_NAMES: [&str; 10] = [
+/// `cccl-scan` (not in the paper) closes the list: its inter-block code is CUB's, not ours.
+pub const BUILTIN_APP_NAMES: [&str; 13] = [
     "cbe-ht",
     "cbe-dot",
     "ct-octree",
@@ -27,6 +28,9 @@ pub const BUILTIN_APP_NAMES: [&str; 10] = [
     "sdk-red-nf",
     "cub-scan",
     "cub-scan-nf",
+    "cccl-scan",
+    "cccl-scan-nf",
+    "cccl-scan-rlx",
 ];
 
 fn source(name: &str, text: &str) -> KernelSource {
@@ -55,6 +59,14 @@ fn cub_scan() -> Result<Arc<dyn App>, AppError> {
         "cub-scan",
         include_str!("../../apps/cub-scan/app.toml"),
         include_str!("../../apps/cub-scan/kernel.cu"),
+    )
+}
+
+fn cccl_scan() -> Result<Arc<dyn App>, AppError> {
+    manifest_app(
+        "cccl-scan",
+        include_str!("../../apps/cccl-scan/app.toml"),
+        include_str!("../../apps/cccl-scan/kernel.cu"),
     )
 }
 
@@ -101,6 +113,11 @@ fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
         "sdk-red-nf" => sdk_red().map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
         "cub-scan" => cub_scan(),
         "cub-scan-nf" => cub_scan().map(|a| StrippedVariant::arc(a, "cub-scan-nf")),
+        "cccl-scan" => cccl_scan(),
+        "cccl-scan-nf" => cccl_scan().map(|a| StrippedVariant::arc(a, "cccl-scan-nf")),
+        "cccl-scan-rlx" => {
+            cccl_scan().map(|a| Arc::new(StrippedVariant::relaxed(a, "cccl-scan-rlx")) as _)
+        }
         _ => return None,
     })
 }
@@ -129,11 +146,22 @@ pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
 }
 
 /// An app with every fence of its module removed by the strip-fences pass (the paper's `-nf`
-/// variants): same source, same inputs, same post-condition.
+/// variants), or with its release/acquire accesses weakened to relaxed ([`Self::relaxed`], for
+/// code whose ordering lives in its accesses): same source, same inputs, same post-condition.
 pub struct StrippedVariant {
     base: Arc<dyn App>,
     name: String,
     description: String,
+    weakening: Weakening,
+}
+
+/// What a variant removes from its base's module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Weakening {
+    /// Every fence (strip-fences pass).
+    Fences,
+    /// Release and acquire semantics of accesses (relax-orderings pass); fences stay.
+    Orderings,
 }
 
 impl StrippedVariant {
@@ -146,6 +174,22 @@ impl StrippedVariant {
             base,
             name: name.to_string(),
             description,
+            weakening: Weakening::Fences,
+        }
+    }
+
+    /// The variant with every release, acquire and acq_rel access of the module weakened to
+    /// relaxed by the relax-orderings pass; the app's fences stay.
+    pub fn relaxed(base: Arc<dyn App>, name: &str) -> StrippedVariant {
+        let description = format!(
+            "{} (variant: its release/acquire accesses weakened to relaxed by the relax-orderings pass; fences kept)",
+            base.description()
+        );
+        StrippedVariant {
+            base,
+            name: name.to_string(),
+            description,
+            weakening: Weakening::Orderings,
         }
     }
 
@@ -185,7 +229,11 @@ impl App for StrippedVariant {
     }
 
     fn module(&self, arch: &str) -> Result<Module, AppError> {
-        Ok(strip_fences(&self.base.module(arch)?).0)
+        let module = self.base.module(arch)?;
+        Ok(match self.weakening {
+            Weakening::Fences => strip_fences(&module).0,
+            Weakening::Orderings => relax_orderings(&module).0,
+        })
     }
 
     fn check_module(&self, arch: &str) -> Result<Option<Module>, AppError> {

@@ -134,6 +134,10 @@ pub fn cache_key(
     for arg in opts.to_args()? {
         field(arg.as_bytes());
     }
+    for (name, text) in &opts.headers {
+        field(name.as_bytes());
+        field(text.as_bytes());
+    }
     field(source.as_bytes());
     let digest = hasher.finalize();
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
@@ -196,6 +200,11 @@ mod tests {
             ..opts
         };
         assert_ne!(base, key((12, 9), "k.cu", &extra, "src"));
+        let header = CompileOptions {
+            headers: vec![("iterator".into(), "// shim".into())],
+            ..CompileOptions::default()
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &header, "src"));
     }
 
     #[test]

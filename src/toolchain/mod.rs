@@ -5,7 +5,8 @@
 //! this needs a GPU, but the tools have to come from somewhere: a CUDA toolkit where one is
 //! installed, otherwise pinned NVIDIA wheels that `scripts/setup-cuda-tools.sh` installs into the
 //! repository's git-ignored `.cuda-tools/` folder. This module finds them and, when one is missing,
-//! says where it looked and how to get it.
+//! says where it looked and how to get it. The same root may hold the CCCL headers (CUB,
+//! libcu++), which apps that use NVIDIA's own inter-block code include (`cccl.rs`).
 //!
 //! Search order, first match wins (see [`CudaTools::locate`]):
 //! 1. `$GPUWMM_CUDA_TOOLS` (a folder laid out like `.cuda-tools`: `bin/`, `lib/`),
@@ -17,11 +18,13 @@
 #![deny(unsafe_code)]
 
 mod cache;
+mod cccl;
 mod nvrtc;
 mod ptxas;
 mod sass;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
+pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};
@@ -143,6 +146,9 @@ pub struct CudaTools {
     pub ptxas: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
     pub nvdisasm: Option<PathBuf>,
+    /// The CCCL include folder (CUB, libcu++) of the same root, if it has one; optional, only
+    /// apps that include NVIDIA's headers need it (see `cccl.rs`).
+    pub cccl_include: Option<PathBuf>,
     /// Which search root the tools came from.
     pub origin: ToolOrigin,
     /// The folder the tools came from, if any.
@@ -202,6 +208,7 @@ impl CudaTools {
                 ptxas: None,
                 cuobjdump: None,
                 nvdisasm: None,
+                cccl_include: None,
                 origin: ToolOrigin::NotFound,
                 root: None,
                 searched,
@@ -244,6 +251,14 @@ impl CudaTools {
         self.require("nvdisasm", self.nvdisasm.as_deref())
     }
 
+    /// The CCCL include folder (CUB, libcu++), or an error naming where it was looked for.
+    pub fn require_cccl(&self) -> Result<&Path, ToolchainError> {
+        self.require(
+            "CCCL headers (cub/, cuda/std/)",
+            self.cccl_include.as_deref(),
+        )
+    }
+
     fn require<'a>(
         &self,
         tool: &'static str,
@@ -267,6 +282,7 @@ impl CudaTools {
             ("ptxas", &self.ptxas),
             ("cuobjdump", &self.cuobjdump),
             ("nvdisasm", &self.nvdisasm),
+            ("cccl", &self.cccl_include),
         ] {
             let shown = path
                 .as_ref()
@@ -301,6 +317,24 @@ pub fn tools_for_tests() -> Option<CudaTools> {
         );
     }
     report_test_skip("CUDA tools not found (run scripts/setup-cuda-tools.sh)");
+    None
+}
+
+/// For tests of apps that include CCCL headers: [`tools_for_tests`], and the CCCL include
+/// folder as well. A missing folder panics under `GPUWMM_REQUIRE_TOOLS=1` and is otherwise
+/// reported as a skip.
+pub fn cccl_tools_for_tests() -> Option<CudaTools> {
+    let tools = tools_for_tests()?;
+    if tools.cccl_include.is_some() {
+        return Some(tools);
+    }
+    if std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
+        panic!(
+            "{REQUIRE_TOOLS_ENV}=1 but the CCCL headers are missing:\n{}",
+            tools.describe()
+        );
+    }
+    report_test_skip("CCCL headers not found (run scripts/setup-cuda-tools.sh)");
     None
 }
 
@@ -344,6 +378,7 @@ fn probe_root(root: &SearchRoot) -> CudaTools {
         ptxas: bin("ptxas"),
         cuobjdump: bin("cuobjdump"),
         nvdisasm: bin("nvdisasm"),
+        cccl_include: find_cccl_include(&root.dir),
         origin: root.origin,
         root: Some(root.dir.clone()),
         searched: vec![root.dir.clone()],

@@ -66,6 +66,9 @@ pub struct CompileOptions {
     pub line_info: bool,
     /// Further NVRTC options, passed last, as given.
     pub extra: Vec<String>,
+    /// In-memory headers as (include name, text), which `#include <name>` finds before any
+    /// folder (NVRTC's `headers`/`includeNames`). Default none.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for CompileOptions {
@@ -74,6 +77,7 @@ impl Default for CompileOptions {
             arch: "sm_70".to_string(),
             line_info: true,
             extra: Vec::new(),
+            headers: Vec::new(),
         }
     }
 }
@@ -221,7 +225,8 @@ impl Nvrtc {
             .iter()
             .map(|a| c_string(a, "option"))
             .collect::<Result<Vec<_>, _>>()?;
-        let program = ProgramGuard::create(self, &c_source, &c_name)?;
+        let headers = HeaderTexts::new(&opts.headers)?;
+        let program = ProgramGuard::create(self, &c_source, &c_name, &headers)?;
         let code = program.compile(&c_args)?;
         let log = program.log()?;
         match code {
@@ -364,6 +369,44 @@ fn query_version(api: &Api) -> Result<(i32, i32), NvrtcError> {
     Ok((major, minor))
 }
 
+/// In-memory headers as NUL-terminated strings, with the pointer arrays NVRTC takes.
+struct HeaderTexts {
+    _owned: Vec<(CString, CString)>,
+    names: Vec<*const c_char>,
+    texts: Vec<*const c_char>,
+}
+
+impl HeaderTexts {
+    fn new(headers: &[(String, String)]) -> Result<Self, NvrtcError> {
+        let owned = headers
+            .iter()
+            .map(|(name, text)| Ok((c_string(name, "header name")?, c_string(text, "header")?)))
+            .collect::<Result<Vec<_>, NvrtcError>>()?;
+        // The pointers stay valid when `owned` moves: they point into each CString's heap buffer.
+        let names = owned.iter().map(|(name, _)| name.as_ptr()).collect();
+        let texts = owned.iter().map(|(_, text)| text.as_ptr()).collect();
+        Ok(Self {
+            _owned: owned,
+            names,
+            texts,
+        })
+    }
+
+    fn count(&self) -> Result<c_int, NvrtcError> {
+        c_int::try_from(self.names.len())
+            .map_err(|_| NvrtcError::InvalidInput("too many headers".to_string()))
+    }
+
+    /// The array pointer NVRTC expects: NULL when there are no headers.
+    fn array(pointers: &[*const c_char]) -> *const *const c_char {
+        if pointers.is_empty() {
+            std::ptr::null()
+        } else {
+            pointers.as_ptr()
+        }
+    }
+}
+
 /// One NVRTC program, destroyed when dropped (on every path, errors included).
 struct ProgramGuard<'a> {
     nvrtc: &'a Nvrtc,
@@ -371,18 +414,25 @@ struct ProgramGuard<'a> {
 }
 
 impl<'a> ProgramGuard<'a> {
-    fn create(nvrtc: &'a Nvrtc, source: &CStr, name: &CStr) -> Result<Self, NvrtcError> {
+    fn create(
+        nvrtc: &'a Nvrtc,
+        source: &CStr,
+        name: &CStr,
+        headers: &HeaderTexts,
+    ) -> Result<Self, NvrtcError> {
         let mut program: Program = std::ptr::null_mut();
+        let count = headers.count()?;
         // SAFETY: `program` is a valid out-pointer; `source` and `name` are NUL-terminated and
-        // outlive the call (NVRTC copies them); zero headers with NULL arrays is allowed.
+        // outlive the call (NVRTC copies them); `headers` holds `count` pointers to NUL-terminated
+        // texts and as many to names, alive for the call (zero headers with NULL arrays is allowed).
         let code = unsafe {
             (nvrtc.api.create)(
                 &mut program,
                 source.as_ptr(),
                 name.as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
+                count,
+                HeaderTexts::array(&headers.texts),
+                HeaderTexts::array(&headers.names),
             )
         };
         nvrtc.check("nvrtcCreateProgram", code)?;
@@ -458,6 +508,7 @@ mod tests {
             arch: "compute_90a".into(),
             line_info: false,
             extra: vec!["-DN=4".into()],
+            ..CompileOptions::default()
         };
         assert_eq!(
             opts.to_args().unwrap(),

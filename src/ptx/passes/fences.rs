@@ -335,6 +335,35 @@ pub fn strip_fences(module: &Module) -> (Module, usize) {
     (module, removed)
 }
 
+/// Weakens every release, acquire and acq_rel access (`ld`, `st`, `atom`, `red`) to `.relaxed`,
+/// keeping its scope; fences stay. This makes the weak variant of code whose ordering lives in
+/// its accesses rather than in fences (CUB's `st.release.gpu` status stores). Returns the module
+/// and how many accesses were weakened.
+pub fn relax_orderings(module: &Module) -> (Module, usize) {
+    let mut module = module.clone();
+    let mut relaxed = 0;
+    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
+        for statement in body.iter_mut() {
+            let Statement::Instruction(instruction) = statement else {
+                continue;
+            };
+            if !matches!(
+                instruction.opcode.base.as_str(),
+                "ld" | "st" | "atom" | "red"
+            ) {
+                continue;
+            }
+            for modifier in instruction.opcode.modifiers.iter_mut() {
+                if matches!(modifier.as_str(), "release" | "acquire" | "acq_rel") {
+                    *modifier = "relaxed".to_string();
+                    relaxed += 1;
+                }
+            }
+        }
+    }
+    (module, relaxed)
+}
+
 /// Parses a site selection: `all`, `none`, or a list of ids and ranges such as `0,2,5-7`.
 pub fn select_sites<'a>(sites: &'a [FenceSite], spec: &str) -> Result<Vec<&'a FenceSite>, String> {
     match spec.trim() {
@@ -446,6 +475,46 @@ mod tests {
             .map(|s| (s.source.as_ref().unwrap().line, s.accesses.len()))
             .collect();
         assert_eq!(lines, [(8, 2), (11, 4), (12, 1), (13, 2), (14, 1)]);
+    }
+
+    #[test]
+    fn relax_orderings_weakens_release_and_acquire_accesses_and_keeps_fences() {
+        let text = "\
+.version 8.8
+.target sm_70
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<2>;
+\tld.param.u64 %rd1, [p];
+\tst.release.gpu.u32 [%rd1], 1;
+\tld.acquire.gpu.u32 %r1, [%rd1];
+\tatom.acq_rel.gpu.add.u32 %r2, [%rd1], 1;
+\tld.relaxed.gpu.u32 %r3, [%rd1];
+\tmembar.gl;
+\tret;
+}
+";
+        let module = parse(text).unwrap();
+        let (relaxed, count) = relax_orderings(&module);
+        assert_eq!(count, 3);
+        let printed = print(&relaxed);
+        for expected in [
+            "st.relaxed.gpu.u32",
+            "atom.relaxed.gpu.add.u32",
+            "membar.gl",
+        ] {
+            assert!(printed.contains(expected), "{expected} in\n{printed}");
+        }
+        assert_eq!(
+            printed.matches("ld.relaxed.gpu.u32").count(),
+            2,
+            "{printed}"
+        );
+        assert!(!printed.contains("release") && !printed.contains("acquire"));
+        assert_eq!(relax_orderings(&relaxed).1, 0);
     }
 
     #[test]
