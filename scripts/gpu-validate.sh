@@ -5,7 +5,7 @@
 # where $OUT is set (a lent device machine), also into one tarball under $OUT per call, to unpack
 # into results/gpu/ on the machine the repository lives on. Commit that folder.
 #
-#   scripts/gpu-validate.sh                                  # everything (about 35 minutes)
+#   scripts/gpu-validate.sh                                  # everything (about 45 minutes)
 #   PART="tests litmus harden" scripts/gpu-validate.sh       # some parts (space-separated)
 #   PART=check CHECK_APPS="cbe-dot cbe-ht" CHECK_ENVS=no-str- CHECK_DURATION=2m scripts/gpu-validate.sh
 #   PART=tune TUNE_TIME=8m scripts/gpu-validate.sh           # stress tuning, resumed call after call
@@ -14,7 +14,7 @@
 # Where cargo is missing (the lent machines have a CUDA toolkit and a driver, no Rust), it runs
 # the binaries that scripts/gpu-bundle.sh built into .gpu-bundle/; GPUWMM_USE_BUNDLE=1 forces that.
 # Settings: PART (tests litmus check harden; default all four), CHECK_APPS (default: every
-# built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 2m per app and
+# built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 1m per app and
 # environment), LITMUS_ITERATIONS (default 100000), STABLE_DURATION (harden's stability check,
 # default 3m), BACKEND (default cuda; BACKEND=sim dry-runs the litmus, check and harden parts on a
 # machine without a GPU). PART=tune (not in the default) runs `gpuwmm tune` with TUNE_ARGS (default
@@ -28,9 +28,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 parts="${PART:-tests litmus check harden}"
-check_apps="${CHECK_APPS:-cbe-dot cbe-ht sdk-red sdk-red-nf cub-scan cub-scan-nf}"
+check_apps="${CHECK_APPS:-cbe-dot cbe-ht ct-octree tpo-tm ls-bh ls-bh-nf sdk-red sdk-red-nf cub-scan cub-scan-nf cccl-scan cccl-scan-nf cccl-scan-rlx}"
 check_envs="${CHECK_ENVS:-no-str- sys-str+}"
-duration="${CHECK_DURATION:-2m}"
+duration="${CHECK_DURATION:-1m}"
 litmus_iterations="${LITMUS_ITERATIONS:-100000}"
 stable="${STABLE_DURATION:-3m}"
 tune_args="${TUNE_ARGS:---distances 256 --distance-step 64 --locations 128 --executions 50 --max-sequence 3 --max-spread 8}"
