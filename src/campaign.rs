@@ -504,18 +504,7 @@ mod tests {
 
     #[test]
     fn counts_come_from_a_tally() {
-        use crate::check::RunRecord;
-        let record = |run, outcome| RunRecord {
-            run,
-            seed: run,
-            env: env("no-str-"),
-            stress_blocks: String::new(),
-            stress_iterations: 0,
-            outcome,
-            reason: String::new(),
-            kernel_us: 0.0,
-            wall_ms: 1.0,
-        };
+        let record = crate::check::RunRecord::for_test;
         let tally = Tally::of(&[
             record(0, Outcome::Pass),
             record(1, Outcome::Crash),

@@ -4,6 +4,7 @@ mod apps;
 mod campaign;
 mod campaign_slurm;
 mod check;
+mod check_job;
 mod cost;
 mod devices;
 mod harden;
