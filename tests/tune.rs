@@ -4,15 +4,10 @@
 use gpuwmm::profile::StressProfile;
 use gpuwmm::tune::TuneRow;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn gpuwmm(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::cli::{gpuwmm, SMALL_TUNE};
 
 fn text(o: &Output) -> String {
     format!(
@@ -22,28 +17,10 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// 3 tests x 2 distances x 4 locations, 2 sequences, spreads 1-2; 6 executions each.
-const SMALL: [&str; 16] = [
-    "tune",
-    "--backend",
-    "sim",
-    "--distances",
-    "2",
-    "--locations",
-    "4",
-    "--executions",
-    "6",
-    "--max-sequence",
-    "1",
-    "--max-spread",
-    "2",
-    "--block-threads",
-    "32",
-    "--seed=7",
-];
-
+/// [`SMALL_TUNE`] with seed 7, then `extra`.
 fn small(extra: &[&str]) -> Vec<String> {
-    SMALL.iter().chain(extra).map(|s| s.to_string()).collect()
+    let seeded = SMALL_TUNE.iter().chain(&["--seed=7"]);
+    seeded.chain(extra).map(|s| s.to_string()).collect()
 }
 
 fn run(args: &[String], dir: &Path) -> Output {

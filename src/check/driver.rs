@@ -222,6 +222,14 @@ mod tests {
         }
     }
 
+    /// A new check journaled at `j.csv` in a temporary folder (kept while the folder lives).
+    fn new_check(stop: Stop) -> (tempfile::TempDir, CheckMeta, Journal<RunRecord>) {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = meta(stop);
+        let journal = Journal::create(&dir.path().join("j.csv"), &meta).unwrap();
+        (dir, meta, journal)
+    }
+
     fn meta(stop: Stop) -> CheckMeta {
         CheckMeta {
             tool_version: "test".into(),
@@ -241,10 +249,8 @@ mod tests {
 
     #[test]
     fn a_resumed_check_goes_on_from_the_next_run_and_loses_nothing() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, meta, mut journal) = new_check(Stop::Runs(10));
         let path = dir.path().join("j.csv");
-        let meta = meta(Stop::Runs(10));
-        let mut journal = Journal::create(&path, &meta).unwrap();
         let mut mock = mock();
         let stop_after_4 = |_: &RunRecord, t: &Tally| assert!(t.runs <= 4);
         let runs_so_far = std::cell::Cell::new(0);
@@ -284,10 +290,7 @@ mod tests {
 
     #[test]
     fn a_timed_check_stops_when_the_runs_add_up_to_its_duration() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.csv");
-        let meta = meta(Stop::Seconds(0.095));
-        let mut journal = Journal::create(&path, &meta).unwrap();
+        let (_dir, meta, mut journal) = new_check(Stop::Seconds(0.095));
         let mut mock = mock();
         let tally = run_check(&mut mock, &mut journal, &meta, &[], &mut |_, _| {}, &|| {
             false

@@ -1,5 +1,8 @@
-//! Helpers shared by the integration tests that run the CUDA tools (no GPU needed).
+//! Helpers shared by the integration tests that run the CUDA tools (no GPU needed); [`cli`]
+//! holds those of the tests that run the built binary.
 #![allow(dead_code)]
+
+pub mod cli;
 
 use gpuwmm::backend::cuda::CudaBackend;
 use gpuwmm::backend::BackendError;
