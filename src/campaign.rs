@@ -380,13 +380,16 @@ fn escape(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
+/// An environment by its name, for the tests of this module and of its children.
+#[cfg(test)]
+fn test_env(name: &str) -> Environment {
+    name.parse().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_env as env;
     use super::*;
-
-    fn env(name: &str) -> Environment {
-        name.parse().unwrap()
-    }
 
     fn counts(pass: u64, fail: u64, timeout: u64, crash: u64) -> Counts {
         Counts {

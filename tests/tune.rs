@@ -28,23 +28,23 @@ fn run(args: &[String], dir: &Path) -> Output {
     gpuwmm(&args, dir)
 }
 
+/// The small tuning and `extra`, in `dir`, into `t/` with its profile at `profile`; it must
+/// succeed. Returns its output and the profile.
+fn tune_into_t(dir: &Path, profile: &str, extra: &[&str]) -> (Output, StressProfile) {
+    let into = ["--out", "t", "--profile-out", profile];
+    let args = small(&[&into[..], extra].concat());
+    let out = run(&args, dir);
+    assert!(out.status.success(), "{}", text(&out));
+    (out, StressProfile::load(&dir.join(profile)).unwrap())
+}
+
 #[test]
 fn tune_on_the_simulator_writes_a_labelled_profile_journal_summary_and_charts() {
     let dir = tempfile::tempdir().unwrap();
-    let args = small(&[
-        "--out",
-        "t",
-        "--profile-out",
-        "sim.toml",
-        "--max-threads",
-        "128",
-    ]);
-    let out = run(&args, dir.path());
-    assert!(out.status.success(), "{}", text(&out));
+    let (out, profile) = tune_into_t(dir.path(), "sim.toml", &["--max-threads", "128"]);
     let report = text(&out);
     assert!(report.contains("simulator"), "{report}");
 
-    let profile = StressProfile::load(&dir.path().join("sim.toml")).unwrap();
     assert!(profile.is_tuned());
     assert_eq!(profile.chip, "sim");
     let device = profile.provenance.device.clone().unwrap();
@@ -138,19 +138,8 @@ fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
 #[test]
 fn given_values_skip_their_stages_and_bad_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let args = small(&[
-        "--out",
-        "t",
-        "--profile-out",
-        "p.toml",
-        "--patch-words",
-        "2",
-        "--sequence",
-        "ld st2",
-    ]);
-    let out = run(&args, dir.path());
-    assert!(out.status.success(), "{}", text(&out));
-    let profile = StressProfile::load(&dir.path().join("p.toml")).unwrap();
+    let given = ["--patch-words", "2", "--sequence", "ld st2"];
+    let (_, profile) = tune_into_t(dir.path(), "p.toml", &given);
     assert_eq!(
         (profile.patch_words, profile.sequence.as_str()),
         (2, "ld st st")

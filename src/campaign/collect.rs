@@ -244,12 +244,8 @@ impl Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::campaign::test_env as env;
     use crate::check::Outcome;
-    use crate::env::Environment;
-
-    fn env(name: &str) -> Environment {
-        name.parse().unwrap()
-    }
 
     #[test]
     fn status_comes_from_progress_first_then_the_slurm_state() {

@@ -14,6 +14,7 @@ mod litmus_file;
 mod progress;
 mod ptx;
 mod replay;
+mod slurm_job;
 mod target;
 mod tune;
 mod tune_slurm;
