@@ -42,6 +42,13 @@ pub fn compile_corpus(tools: &CudaTools, relative: &str) -> Module {
     parse(&ptx).unwrap_or_else(|e| panic!("{relative}: {e}"))
 }
 
+/// Every corpus kernel, compiled ([`compile_corpus`]), with its path.
+pub fn corpus_modules(tools: &CudaTools) -> impl Iterator<Item = (&'static str, Module)> + '_ {
+    CORPUS
+        .into_iter()
+        .map(|path| (path, compile_corpus(tools, path)))
+}
+
 /// Assembles a module for `arch`, panicking with ptxas's message and the PTX on failure.
 pub fn assemble_or_panic(tools: &CudaTools, module: &Module, arch: &str, what: &str) -> Vec<u8> {
     let text = print(module);
