@@ -380,13 +380,16 @@ fn escape(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
+/// An environment by its name, for the tests of this module and of its children.
+#[cfg(test)]
+fn test_env(name: &str) -> Environment {
+    name.parse().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_env as env;
     use super::*;
-
-    fn env(name: &str) -> Environment {
-        name.parse().unwrap()
-    }
 
     fn counts(pass: u64, fail: u64, timeout: u64, crash: u64) -> Counts {
         Counts {
@@ -504,18 +507,7 @@ mod tests {
 
     #[test]
     fn counts_come_from_a_tally() {
-        use crate::check::RunRecord;
-        let record = |run, outcome| RunRecord {
-            run,
-            seed: run,
-            env: env("no-str-"),
-            stress_blocks: String::new(),
-            stress_iterations: 0,
-            outcome,
-            reason: String::new(),
-            kernel_us: 0.0,
-            wall_ms: 1.0,
-        };
+        let record = crate::check::RunRecord::for_test;
         let tally = Tally::of(&[
             record(0, Outcome::Pass),
             record(1, Outcome::Crash),

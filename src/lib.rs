@@ -31,6 +31,9 @@
 
 #![deny(unsafe_code)]
 
+#[macro_use]
+mod named;
+
 pub mod apps;
 pub mod backend;
 pub mod campaign;

@@ -194,6 +194,7 @@ impl App for TwoLaunches {
 }
 
 /// What a stress harness does to a launch: swap the module, grow the grid, append an argument.
+#[derive(Default)]
 struct Harness {
     module: Option<ModuleId>,
     seen: Vec<Launch>,
@@ -232,11 +233,7 @@ fn launcher_sees_every_app_launch_and_may_rewrite_it() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
     let loaded = LoadedApp::load(&app, &mut backend, &Module::default(), DEFAULT_ARCH).unwrap();
-    let mut harness = Harness {
-        module: None,
-        seen: Vec::new(),
-        after: 0,
-    };
+    let mut harness = Harness::default();
     let verdict = loaded
         .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 1))
         .unwrap();
@@ -415,11 +412,7 @@ fn manifest_check_kernel_runs_from_the_check_module_without_the_launcher() {
     let mut backend = MemBackend::new();
     let module = app.module(DEFAULT_ARCH).unwrap();
     let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH).unwrap();
-    let mut harness = Harness {
-        module: None,
-        seen: Vec::new(),
-        after: 0,
-    };
+    let mut harness = Harness::default();
     // Nothing executes on a MemBackend, so the status word stays 0: a pass.
     let verdict = loaded
         .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 3))

@@ -54,6 +54,8 @@ fn fence_everything(module: Module) -> Module {
 struct Tally {
     runs: u64,
     failures: u64,
+    /// Runs the backend ended at their deadline or instruction budget.
+    timeouts: u64,
     first_failure: Option<(u64, String)>,
     elapsed: Duration,
 }
@@ -61,6 +63,20 @@ struct Tally {
 /// Runs `app` once per seed in `seeds` (the seed drives both the scheduler and the inputs),
 /// stopping after `stop_after` failures. A backend error (timeout, fault) fails the test.
 fn campaign(
+    app: &dyn App,
+    config: SimConfig,
+    transform: fn(Module) -> Module,
+    seeds: std::ops::Range<u64>,
+    stop_after: u64,
+) -> Tally {
+    let model = config.model;
+    let tally = outcomes(app, config, transform, seeds, stop_after);
+    assert_eq!(tally.timeouts, 0, "{} ({model:?}): {tally:?}", app.name());
+    tally
+}
+
+/// Like [`campaign`], but counts timeouts as their own outcome instead of failing the test.
+fn outcomes(
     app: &dyn App,
     config: SimConfig,
     transform: fn(Module) -> Module,
@@ -92,6 +108,7 @@ fn campaign(
                     break;
                 }
             }
+            Err(e) if e.is_timeout() => tally.timeouts += 1,
             Err(e @ AppError::Backend { .. }) => {
                 panic!("{} ({model:?}), seed {seed}: {e}", app.name())
             }
@@ -116,11 +133,26 @@ fn every_app_passes_under_sc() {
     if tools_for_tests().is_none() {
         return;
     }
-    for name in ALL_APPS {
+    assert_every_run_passes(&ALL_APPS, MemoryModel::Sc, no_change, 0..100);
+}
+
+/// Asserts that every app of `names`, changed by `transform`, passes every run of `seeds` under
+/// `model`.
+fn assert_every_run_passes(
+    names: &[&str],
+    model: MemoryModel,
+    transform: fn(Module) -> Module,
+    seeds: std::ops::Range<u64>,
+) {
+    for name in names {
         let app = find_app(name).unwrap();
-        let t = campaign(app.as_ref(), sim(MemoryModel::Sc), no_change, 0..100, 1);
-        assert_eq!(t.failures, 0, "{name} under Sc: {:?}", t.first_failure);
-        eprintln!("{name}: {} Sc runs in {:?}", t.runs, t.elapsed);
+        let t = campaign(app.as_ref(), sim(model), transform, seeds.clone(), 1);
+        assert_eq!(
+            t.failures, 0,
+            "{name} under {model:?}: {:?}",
+            t.first_failure
+        );
+        eprintln!("{name}: {} {model:?} runs in {:?}", t.runs, t.elapsed);
     }
 }
 
@@ -129,18 +161,7 @@ fn every_app_passes_under_weak_with_a_fence_after_every_access() {
     if tools_for_tests().is_none() {
         return;
     }
-    for name in ALL_APPS {
-        let app = find_app(name).unwrap();
-        let t = campaign(
-            app.as_ref(),
-            sim(MemoryModel::Weak),
-            fence_everything,
-            1000..1100,
-            1,
-        );
-        assert_eq!(t.failures, 0, "{name} fenced, Weak: {:?}", t.first_failure);
-        eprintln!("{name}: {} fenced Weak runs in {:?}", t.runs, t.elapsed);
-    }
+    assert_every_run_passes(&ALL_APPS, MemoryModel::Weak, fence_everything, 1000..1100);
 }
 
 #[test]
@@ -311,18 +332,7 @@ fn queue_apps_pass_under_ptx_with_a_fence_after_every_access() {
     if tools_for_tests().is_none() {
         return;
     }
-    for name in QUEUE_APPS {
-        let app = find_app(name).unwrap();
-        let t = campaign(
-            app.as_ref(),
-            sim(MemoryModel::Ptx),
-            fence_everything,
-            0..RUNS_PTX,
-            1,
-        );
-        assert_eq!(t.failures, 0, "{name} fenced, Ptx: {:?}", t.first_failure);
-        eprintln!("{name}: {} fenced Ptx runs in {:?}", t.runs, t.elapsed);
-    }
+    assert_every_run_passes(&QUEUE_APPS, MemoryModel::Ptx, fence_everything, 0..RUNS_PTX);
 }
 
 #[test]
@@ -363,40 +373,12 @@ const RUNS_LS_BH: u64 = 50;
 /// size) and small enough that a run the weak model sends into a livelock ends quickly.
 const LS_BH_BUDGET: u64 = 5_000_000;
 
-/// Like [`campaign`], but counts timeouts as their own outcome instead of failing the test;
-/// returns (failures, timeouts, first failure).
-fn ls_bh_outcomes(
-    name: &str,
-    model: MemoryModel,
-    transform: fn(Module) -> Module,
-    seeds: std::ops::Range<u64>,
-) -> (u64, u64, Option<(u64, String)>) {
+/// The outcomes of `name` on seeds 0..RUNS_LS_BH under `model` with [`LS_BH_BUDGET`].
+fn ls_bh_outcomes(name: &str, model: MemoryModel, transform: fn(Module) -> Module) -> Tally {
     let app = find_app(name).unwrap();
     let mut config = sim(model);
     config.instruction_budget = LS_BH_BUDGET;
-    let mut backend = SimBackend::new(config);
-    let module = transform(app.module(DEFAULT_ARCH).unwrap());
-    let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let (mut failures, mut timeouts, mut first) = (0, 0, None);
-    for seed in seeds {
-        gpuwmm::backend::Backend::reseed(&mut backend, seed);
-        let options = RunOptions {
-            size: Size::Sim,
-            input_seed: seed,
-            deadline: Duration::from_secs(60),
-        };
-        match loaded.run(&mut backend, &mut DirectLauncher, &options) {
-            Ok(Verdict::Pass) => {}
-            Ok(Verdict::Fail { reason }) => {
-                failures += 1;
-                first.get_or_insert((seed, reason));
-            }
-            Err(e) if e.is_timeout() => timeouts += 1,
-            Err(e) => panic!("{name} ({model:?}), seed {seed}: {e}"),
-        }
-    }
-    (failures, timeouts, first)
+    outcomes(app.as_ref(), config, transform, 0..RUNS_LS_BH, u64::MAX)
 }
 
 #[test]
@@ -405,9 +387,8 @@ fn ls_bh_passes_under_sc() {
         return;
     }
     for name in ["ls-bh", "ls-bh-nf"] {
-        let (failures, timeouts, first) =
-            ls_bh_outcomes(name, MemoryModel::Sc, no_change, 0..RUNS_LS_BH);
-        assert_eq!((failures, timeouts), (0, 0), "{name} under Sc: {first:?}");
+        let t = ls_bh_outcomes(name, MemoryModel::Sc, no_change);
+        assert_eq!((t.failures, t.timeouts), (0, 0), "{name} under Sc: {t:?}");
     }
 }
 
@@ -417,14 +398,32 @@ fn ls_bh_passes_under_ptx_with_a_fence_after_every_access() {
         return;
     }
     for name in ["ls-bh", "ls-bh-nf"] {
-        let (failures, timeouts, first) =
-            ls_bh_outcomes(name, MemoryModel::Ptx, fence_everything, 0..RUNS_LS_BH);
+        let t = ls_bh_outcomes(name, MemoryModel::Ptx, fence_everything);
         assert_eq!(
-            (failures, timeouts),
+            (t.failures, t.timeouts),
             (0, 0),
-            "{name} fenced, Ptx: {first:?}"
+            "{name} fenced, Ptx: {t:?}"
         );
     }
+}
+
+/// Asserts that `name`, without fences added, fails under Ptx in `expected` of seeds
+/// 0..RUNS_LS_BH and that no run hangs (skipped without NVRTC).
+fn assert_ls_bh_fails_under_ptx(name: &str, expected: std::ops::RangeInclusive<u64>) {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let t = ls_bh_outcomes(name, MemoryModel::Ptx, no_change);
+    eprintln!(
+        "{name}: {} failures, {} timeouts in {RUNS_LS_BH} Ptx runs; first: {:?}",
+        t.failures, t.timeouts, t.first_failure
+    );
+    assert!(
+        expected.contains(&t.failures),
+        "{name}: {} failures in {RUNS_LS_BH} Ptx runs, expected {expected:?}",
+        t.failures
+    );
+    assert_eq!(t.timeouts, 0, "{name}: {} runs hung", t.timeouts);
 }
 
 /// Seeds 0..RUNS_LS_BH under Ptx: how many runs of ls-bh-nf failed (pinned from measurement: 50;
@@ -433,20 +432,10 @@ const FAILS_LS_BH_NF: std::ops::RangeInclusive<u64> = 45..=50;
 
 #[test]
 fn ls_bh_nf_fails_under_ptx_at_the_pinned_rate() {
-    if tools_for_tests().is_none() {
-        return;
-    }
-    let (failures, timeouts, first) =
-        ls_bh_outcomes("ls-bh-nf", MemoryModel::Ptx, no_change, 0..RUNS_LS_BH);
-    eprintln!("ls-bh-nf: {failures} failures, {timeouts} timeouts in {RUNS_LS_BH} Ptx runs; first: {first:?}");
-    assert!(
-        FAILS_LS_BH_NF.contains(&failures),
-        "ls-bh-nf: {failures} failures in {RUNS_LS_BH} Ptx runs, expected {FAILS_LS_BH_NF:?}"
-    );
     // Regression: a tree corrupted by stale reads once sent the summarisation's wait or the
     // force walk round a cycle, so runs hung (a timeout, which the GPU tests treat as an error);
     // the kernels now reject child cells not allocated after their parent, and every run ends.
-    assert_eq!(timeouts, 0, "ls-bh-nf: {timeouts} runs hung");
+    assert_ls_bh_fails_under_ptx("ls-bh-nf", FAILS_LS_BH_NF);
 }
 
 /// The provided fences are not enough under the PTX model (as the paper found on hardware):
@@ -456,17 +445,7 @@ const FAILS_LS_BH: std::ops::RangeInclusive<u64> = 45..=50;
 
 #[test]
 fn ls_bh_with_only_its_own_fences_fails_under_ptx() {
-    if tools_for_tests().is_none() {
-        return;
-    }
-    let (failures, timeouts, first) =
-        ls_bh_outcomes("ls-bh", MemoryModel::Ptx, no_change, 0..RUNS_LS_BH);
-    eprintln!("ls-bh: {failures} failures, {timeouts} timeouts in {RUNS_LS_BH} Ptx runs; first: {first:?}");
-    assert!(
-        FAILS_LS_BH.contains(&failures),
-        "ls-bh: {failures} failures in {RUNS_LS_BH} Ptx runs, expected {FAILS_LS_BH:?}"
-    );
-    assert_eq!(timeouts, 0, "ls-bh: {timeouts} runs hung");
+    assert_ls_bh_fails_under_ptx("ls-bh", FAILS_LS_BH);
 }
 
 // ---------------------------------------------------------------------------------------------

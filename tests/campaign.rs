@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn gpuwmm(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .args(args)
@@ -30,22 +32,8 @@ const CELLS: [(&str, &str); 4] = [
     ("cub-scan", "sys-str+"),
 ];
 
-fn campaign_args(runs: &str, out: &str) -> Vec<String> {
-    [
-        "campaign",
-        "--apps",
-        "cbe-dot,cub-scan",
-        "--envs",
-        "no-str-,sys-str+",
-        "--runs",
-        runs,
-        "--backend",
-        "sim",
-        "--out",
-        out,
-    ]
-    .map(String::from)
-    .to_vec()
+fn campaign_args<'a>(runs: &'a str, out: &'a str) -> Vec<&'a str> {
+    common::cli::campaign_args("cbe-dot,cub-scan", "no-str-,sys-str+", runs, out)
 }
 
 fn journal(out: &Path, app: &str, env: &str) -> PathBuf {
@@ -72,7 +60,6 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
     }
     let dir = tempfile::tempdir().unwrap();
     let args = campaign_args("50", "out");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = gpuwmm(dir.path(), &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let out = dir.path().join("out");
@@ -235,8 +222,7 @@ fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
         .collect();
 
     let mut args = campaign_args("200", "out");
-    args.push("--resume".into());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.push("--resume");
     let resumed = gpuwmm(dir.path(), &args);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
 

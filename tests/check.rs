@@ -39,27 +39,29 @@ fn numbers(rows: &[RunRecord]) -> Vec<u64> {
     rows.iter().map(|r| r.run).collect()
 }
 
+/// `check cbe-dot --env sys-str+ --runs 200 --backend sim` and `extra`, in `dir`, which must
+/// succeed; returns its output and the default journal it wrote.
+fn check_cbe_dot_200_times(dir: &Path, extra: &[&str]) -> (Output, PathBuf) {
+    let common = ["check", "cbe-dot", "--env", "sys-str+", "--runs", "200"];
+    let output = run(gpuwmm(dir)
+        .args(common)
+        .args(["--backend", "sim"])
+        .args(extra));
+    assert!(output.status.success());
+    (
+        output,
+        dir.join("results/check/cbe-dot-sys-str+-sim-seed1.csv"),
+    )
+}
+
 #[test]
 fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
     if tools_for_tests().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let output = run(gpuwmm(dir.path()).args([
-        "check",
-        "cbe-dot",
-        "--env",
-        "sys-str+",
-        "--runs",
-        "200",
-        "--backend",
-        "sim",
-    ]));
-    assert!(output.status.success());
+    let (output, journal) = check_cbe_dot_200_times(dir.path(), &[]);
     let text = stdout(&output);
-    let journal = dir
-        .path()
-        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
     let rows = rows(&journal);
     assert_eq!(numbers(&rows), (0..200).collect::<Vec<_>>());
     let fails = rows.iter().filter(|r| r.outcome == Outcome::Fail).count();
@@ -102,22 +104,7 @@ fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let output = run(gpuwmm(dir.path()).args([
-        "check",
-        "cbe-dot",
-        "--env",
-        "sys-str+",
-        "--runs",
-        "200",
-        "--backend",
-        "sim",
-        "--fences",
-        "all",
-    ]));
-    assert!(output.status.success());
-    let journal = dir
-        .path()
-        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    let (_, journal) = check_cbe_dot_200_times(dir.path(), &["--fences", "all"]);
     let rows = rows(&journal);
     assert_eq!(rows.len(), 200);
     assert!(rows.iter().all(|r| r.outcome == Outcome::Pass));

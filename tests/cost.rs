@@ -2,15 +2,10 @@
 //! it writes, an interrupted measurement resumed, and bad input.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn gpuwmm(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::cli::gpuwmm;
 
 fn ok(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

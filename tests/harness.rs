@@ -56,14 +56,14 @@ fn snapshot_small_kernel_with_sys_stress() {
     insta::assert_snapshot!(print(&out));
 }
 
+/// Kernel `kernel` of PTX fixture `file`, harnessed without stress.
+fn harness_fixture(file: &str, kernel: &str) -> Module {
+    harness(&ptx_fixture(file), kernel, &HarnessOptions::default()).unwrap()
+}
+
 #[test]
 fn snapshot_shapes_kernel_without_stress() {
-    let out = harness(
-        &ptx_fixture("shapes.ptx"),
-        "shapes",
-        &HarnessOptions::default(),
-    )
-    .unwrap();
+    let out = harness_fixture("shapes.ptx", "shapes");
     insta::assert_snapshot!(print(&out));
 }
 
@@ -113,12 +113,7 @@ fn the_application_part_reads_real_tid_x_once_and_keeps_laneid() {
 
 #[test]
 fn appends_the_control_parameter_and_flattens_reqntid() {
-    let out = harness(
-        &ptx_fixture("harness_small.ptx"),
-        "small",
-        &HarnessOptions::default(),
-    )
-    .unwrap();
+    let out = harness_fixture("harness_small.ptx", "small");
     let k = kernel(&out, "small");
     assert_eq!(k.params.len(), 2);
     assert_eq!(k.params[1].decl, ".param .u64 small_gpuwmm_ctrl");

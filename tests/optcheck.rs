@@ -24,8 +24,7 @@ fn corpus_round_trips_through_parse_and_print_and_assembles() {
     let Some(tools) = tools_for_tests() else {
         return;
     };
-    for path in CORPUS {
-        let module = compile_corpus(&tools, path);
+    for (path, module) in corpus_modules(&tools) {
         let printed = print(&module);
         assert_eq!(
             print(&parse(&printed).unwrap()),
@@ -43,8 +42,7 @@ fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
     let Some(tools) = tools_for_tests() else {
         return;
     };
-    for path in CORPUS {
-        let module = compile_corpus(&tools, path);
+    for (path, module) in corpus_modules(&tools) {
         for granularity in [Granularity::Instruction, Granularity::SourceLine] {
             let sites = fence_sites(&module, granularity);
             let all: Vec<_> = sites.iter().collect();

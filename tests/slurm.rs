@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::cli::SMALL_TUNE;
+
 const APPS: &str = "cbe-dot,sdk-red";
 const ENVS: &str = "no-str-,sys-str+";
 /// Runs per cell: enough that the slowest cell (sdk-red under sys-str+, about 9 s for 300 runs
@@ -40,19 +43,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn campaign_args<'a>(runs: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "campaign",
-        "--apps",
-        APPS,
-        "--envs",
-        ENVS,
-        "--runs",
-        runs,
-        "--backend",
-        "sim",
-        "--out",
-        out,
-    ]
+    common::cli::campaign_args(APPS, ENVS, runs, out)
 }
 
 /// Exit code 2 and a message on stderr that contains `expected`.
@@ -334,33 +325,16 @@ fn a_campaign_on_slurm_with_a_task_killed_and_requeued_collects_the_local_campai
     );
 }
 
-/// The small simulator tuning of tests/tune.rs: 3 tests × 2 distances × 4 locations, 2
-/// sequences, spreads 1–2, 6 executions each.
-const SMALL_TUNE: [&str; 18] = [
-    "tune",
-    "--backend",
-    "sim",
-    "--distances",
-    "2",
-    "--locations",
-    "4",
-    "--executions",
-    "6",
-    "--max-sequence",
-    "1",
-    "--max-spread",
-    "2",
-    "--block-threads",
-    "32",
-    "--max-threads",
-    "128",
-    "--seed=7",
-];
+/// The small simulator tuning of tests/tune.rs, with at most 128 threads.
+fn small_tune() -> Vec<&'static str> {
+    let extra = ["--max-threads", "128", "--seed=7"];
+    SMALL_TUNE.iter().chain(&extra).copied().collect()
+}
 
 #[test]
 fn tune_dry_run_writes_one_script_per_gpu_kind_each_resuming_its_own_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = SMALL_TUNE.to_vec();
+    let mut args = small_tune();
     args.extend([
         "--slurm",
         "--constraint",
@@ -420,7 +394,7 @@ fn a_tuning_job_on_slurm_writes_the_profile_of_its_gpu_kind() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut args = SMALL_TUNE.to_vec();
+    let mut args = small_tune();
     args.extend([
         "--slurm",
         "--constraint",

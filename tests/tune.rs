@@ -4,15 +4,10 @@
 use gpuwmm::profile::StressProfile;
 use gpuwmm::tune::TuneRow;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn gpuwmm(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::cli::{gpuwmm, SMALL_TUNE};
 
 fn text(o: &Output) -> String {
     format!(
@@ -22,28 +17,10 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// 3 tests x 2 distances x 4 locations, 2 sequences, spreads 1-2; 6 executions each.
-const SMALL: [&str; 16] = [
-    "tune",
-    "--backend",
-    "sim",
-    "--distances",
-    "2",
-    "--locations",
-    "4",
-    "--executions",
-    "6",
-    "--max-sequence",
-    "1",
-    "--max-spread",
-    "2",
-    "--block-threads",
-    "32",
-    "--seed=7",
-];
-
+/// [`SMALL_TUNE`] with seed 7, then `extra`.
 fn small(extra: &[&str]) -> Vec<String> {
-    SMALL.iter().chain(extra).map(|s| s.to_string()).collect()
+    let seeded = SMALL_TUNE.iter().chain(&["--seed=7"]);
+    seeded.chain(extra).map(|s| s.to_string()).collect()
 }
 
 fn run(args: &[String], dir: &Path) -> Output {
@@ -51,23 +28,23 @@ fn run(args: &[String], dir: &Path) -> Output {
     gpuwmm(&args, dir)
 }
 
+/// The small tuning and `extra`, in `dir`, into `t/` with its profile at `profile`; it must
+/// succeed. Returns its output and the profile.
+fn tune_into_t(dir: &Path, profile: &str, extra: &[&str]) -> (Output, StressProfile) {
+    let into = ["--out", "t", "--profile-out", profile];
+    let args = small(&[&into[..], extra].concat());
+    let out = run(&args, dir);
+    assert!(out.status.success(), "{}", text(&out));
+    (out, StressProfile::load(&dir.join(profile)).unwrap())
+}
+
 #[test]
 fn tune_on_the_simulator_writes_a_labelled_profile_journal_summary_and_charts() {
     let dir = tempfile::tempdir().unwrap();
-    let args = small(&[
-        "--out",
-        "t",
-        "--profile-out",
-        "sim.toml",
-        "--max-threads",
-        "128",
-    ]);
-    let out = run(&args, dir.path());
-    assert!(out.status.success(), "{}", text(&out));
+    let (out, profile) = tune_into_t(dir.path(), "sim.toml", &["--max-threads", "128"]);
     let report = text(&out);
     assert!(report.contains("simulator"), "{report}");
 
-    let profile = StressProfile::load(&dir.path().join("sim.toml")).unwrap();
     assert!(profile.is_tuned());
     assert_eq!(profile.chip, "sim");
     let device = profile.provenance.device.clone().unwrap();
@@ -161,19 +138,8 @@ fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
 #[test]
 fn given_values_skip_their_stages_and_bad_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let args = small(&[
-        "--out",
-        "t",
-        "--profile-out",
-        "p.toml",
-        "--patch-words",
-        "2",
-        "--sequence",
-        "ld st2",
-    ]);
-    let out = run(&args, dir.path());
-    assert!(out.status.success(), "{}", text(&out));
-    let profile = StressProfile::load(&dir.path().join("p.toml")).unwrap();
+    let given = ["--patch-words", "2", "--sequence", "ld st2"];
+    let (_, profile) = tune_into_t(dir.path(), "p.toml", &given);
     assert_eq!(
         (profile.patch_words, profile.sequence.as_str()),
         (2, "ld st st")

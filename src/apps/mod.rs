@@ -39,7 +39,6 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -68,22 +67,10 @@ impl Size {
     }
 }
 
-impl fmt::Display for Size {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Size {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Size, String> {
-        Size::ALL
-            .into_iter()
-            .find(|size| size.name() == s)
-            .ok_or_else(|| format!("unknown size '{s}' (expected sim or gpu)"))
-    }
-}
+display_by_name!(Size, name);
+parse_by_name!(Size, name, String, |s| format!(
+    "unknown size '{s}' (expected sim or gpu)"
+));
 
 /// The result of one run's post-condition check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -4,9 +4,6 @@
 //! between the two for the typed helpers of [`super::RunContext`], and [`ElemType`] names the
 //! element types an `app.toml` may declare.
 
-use std::fmt;
-use std::str::FromStr;
-
 /// An element type of an app buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElemType {
@@ -56,22 +53,10 @@ impl ElemType {
     }
 }
 
-impl fmt::Display for ElemType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ElemType {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<ElemType, String> {
-        ElemType::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown element type '{s}' (expected u32, i32, f32 or u64)"))
-    }
-}
+display_by_name!(ElemType, name);
+parse_by_name!(ElemType, name, String, |s| format!(
+    "unknown element type '{s}' (expected u32, i32, f32 or u64)"
+));
 
 /// A host value with a fixed little-endian device representation.
 pub trait Word: Copy + Default {

@@ -9,7 +9,7 @@
 
 use super::plan::{CampaignPlan, PlannedCell};
 use super::{CampaignTable, Counts};
-use crate::check::journal::{read_meta, JournalError};
+use crate::check::journal::{deserialize_rows, read_meta, JournalError};
 use crate::check::{CheckMeta, RunRecord, Stop, Tally};
 use crate::slurm::{is_failed_state, is_running_state, is_waiting_state};
 use std::collections::BTreeMap;
@@ -169,15 +169,11 @@ fn read_complete_rows(journal: &Path) -> Result<Vec<RunRecord>, CollectError> {
     })?;
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let mut reader = csv::Reader::from_reader(&bytes[..complete]);
-    let mut records = Vec::new();
-    for (i, row) in reader.deserialize().enumerate() {
-        records.push(row.map_err(|e: csv::Error| CollectError::BadRow {
-            path: journal.to_path_buf(),
-            line: i as u64 + 2,
-            message: e.to_string(),
-        })?);
-    }
-    Ok(records)
+    deserialize_rows(&mut reader).map_err(|(line, message)| CollectError::BadRow {
+        path: journal.to_path_buf(),
+        line,
+        message,
+    })
 }
 
 impl Collected {
@@ -248,12 +244,8 @@ impl Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::campaign::test_env as env;
     use crate::check::Outcome;
-    use crate::env::Environment;
-
-    fn env(name: &str) -> Environment {
-        name.parse().unwrap()
-    }
 
     #[test]
     fn status_comes_from_progress_first_then_the_slurm_state() {
@@ -278,17 +270,7 @@ mod tests {
     }
 
     fn record(run: u64, outcome: Outcome) -> RunRecord {
-        RunRecord {
-            run,
-            seed: run,
-            env: env("no-str-"),
-            stress_blocks: String::new(),
-            stress_iterations: 0,
-            outcome,
-            reason: String::new(),
-            kernel_us: 0.0,
-            wall_ms: 1.0,
-        }
+        RunRecord::for_test(run, outcome)
     }
 
     #[test]

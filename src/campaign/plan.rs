@@ -133,10 +133,7 @@ impl CampaignPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(name: &str) -> Environment {
-        name.parse().unwrap()
-    }
+    use crate::campaign::test_env as env;
 
     #[test]
     fn a_plan_lists_cells_app_by_app_and_reads_back_as_written() {

@@ -193,43 +193,41 @@ pub fn run_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::executor::{MockExecutor, MOCK_CALIBRATION_ERROR};
     use crate::check::journal::read_rows;
-    use crate::ptx::passes::fences::FenceSite;
 
-    /// Fails every third run; counts what it is asked.
-    struct Mock {
-        runs: Vec<u64>,
+    /// Fails every third run (10 ms each); keeps the run numbers it is asked for.
+    fn mock() -> MockExecutor<Vec<u64>> {
+        MockExecutor {
+            state: Vec::new(),
+            answer: |runs, r| {
+                runs.push(r.run);
+                let outcome = if r.run % 3 == 2 {
+                    Outcome::Fail
+                } else {
+                    Outcome::Pass
+                };
+                RunRecord {
+                    run: r.run,
+                    seed: r.seed,
+                    env: r.env,
+                    stress_blocks: String::new(),
+                    stress_iterations: r.stress_iterations,
+                    outcome,
+                    reason: String::new(),
+                    kernel_us: 1.0,
+                    wall_ms: 10.0,
+                }
+            },
+        }
     }
 
-    impl Executor for Mock {
-        fn provenance(&self) -> String {
-            "mock".into()
-        }
-        fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
-            Ok(Vec::new())
-        }
-        fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
-            Err(ExecError::Calibration("hangs".into()))
-        }
-        fn execute(&mut self, r: &RunRequest) -> Result<RunRecord, ExecError> {
-            self.runs.push(r.run);
-            let outcome = if r.run % 3 == 2 {
-                Outcome::Fail
-            } else {
-                Outcome::Pass
-            };
-            Ok(RunRecord {
-                run: r.run,
-                seed: r.seed,
-                env: r.env,
-                stress_blocks: String::new(),
-                stress_iterations: r.stress_iterations,
-                outcome,
-                reason: String::new(),
-                kernel_us: 1.0,
-                wall_ms: 10.0,
-            })
-        }
+    /// A new check journaled at `j.csv` in a temporary folder (kept while the folder lives).
+    fn new_check(stop: Stop) -> (tempfile::TempDir, CheckMeta, Journal<RunRecord>) {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = meta(stop);
+        let journal = Journal::create(&dir.path().join("j.csv"), &meta).unwrap();
+        (dir, meta, journal)
     }
 
     fn meta(stop: Stop) -> CheckMeta {
@@ -251,11 +249,9 @@ mod tests {
 
     #[test]
     fn a_resumed_check_goes_on_from_the_next_run_and_loses_nothing() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, meta, mut journal) = new_check(Stop::Runs(10));
         let path = dir.path().join("j.csv");
-        let meta = meta(Stop::Runs(10));
-        let mut journal = Journal::create(&path, &meta).unwrap();
-        let mut mock = Mock { runs: Vec::new() };
+        let mut mock = mock();
         let stop_after_4 = |_: &RunRecord, t: &Tally| assert!(t.runs <= 4);
         let runs_so_far = std::cell::Cell::new(0);
         let interrupted = || {
@@ -283,7 +279,7 @@ mod tests {
             &|| false,
         )
         .unwrap();
-        assert_eq!(mock.runs, (0..10).collect::<Vec<_>>());
+        assert_eq!(mock.state, (0..10).collect::<Vec<_>>());
         assert_eq!((tally.runs, tally.errors()), (10, 3));
         let rows: Vec<RunRecord> = read_rows(&path).unwrap();
         let numbers: Vec<u64> = rows.iter().map(|r| r.run).collect();
@@ -294,11 +290,8 @@ mod tests {
 
     #[test]
     fn a_timed_check_stops_when_the_runs_add_up_to_its_duration() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.csv");
-        let meta = meta(Stop::Seconds(0.095));
-        let mut journal = Journal::create(&path, &meta).unwrap();
-        let mut mock = Mock { runs: Vec::new() };
+        let (_dir, meta, mut journal) = new_check(Stop::Seconds(0.095));
+        let mut mock = mock();
         let tally = run_check(&mut mock, &mut journal, &meta, &[], &mut |_, _| {}, &|| {
             false
         })
@@ -309,19 +302,19 @@ mod tests {
 
     #[test]
     fn calibration_that_fails_falls_back_and_says_why() {
-        let mut mock = Mock { runs: Vec::new() };
+        let mut mock = mock();
         let env = "sys-str-".parse().unwrap();
         let (iterations, calibration, error) =
             calibrate_stress(&mut mock, env, &Fences::AsIs, 1).unwrap();
         assert_eq!((iterations, calibration), (FALLBACK_ITERATIONS, None));
-        assert_eq!(error.as_deref(), Some("hangs"));
+        assert_eq!(error.as_deref(), Some(MOCK_CALIBRATION_ERROR));
         let none = calibrate_stress(&mut mock, "no-str+".parse().unwrap(), &Fences::AsIs, 1);
         assert_eq!(none.unwrap().0, 0);
     }
 
     #[test]
     fn the_tally_counts_every_outcome_kind_as_an_error_but_pass() {
-        let mut record = Mock { runs: vec![] }
+        let mut record = mock()
             .execute(&RunRequest {
                 run: 0,
                 seed: 0,

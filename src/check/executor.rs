@@ -3,7 +3,7 @@
 //!
 //! [`super::local::LocalExecutor`] runs in this process; [`super::supervisor::Supervisor`] runs
 //! a worker process that is restarted after a timeout or a crash. The `check` and `harden`
-//! drivers only see this trait, so their tests use a mock.
+//! drivers only see this trait, so their tests use one mock ([`MockExecutor`]).
 
 use super::calibrate::Calibration;
 use super::outcome::RunRecord;
@@ -56,5 +56,34 @@ pub trait Executor {
     /// in the same order. One after the other unless the executor can do better.
     fn execute_many(&mut self, requests: &[RunRequest]) -> Vec<Result<RunRecord, ExecError>> {
         requests.iter().map(|r| self.execute(r)).collect()
+    }
+}
+
+/// What [`MockExecutor`] answers every calibration with.
+#[cfg(test)]
+pub(crate) const MOCK_CALIBRATION_ERROR: &str = "a mock has no kernel to calibrate";
+
+/// The drivers' unit tests' executor: no fence sites, a calibration that fails (so the
+/// fallback applies), and each run answered by `answer` from the request, with `state` for what
+/// a test keeps to look at afterwards.
+#[cfg(test)]
+pub(crate) struct MockExecutor<S> {
+    pub state: S,
+    pub answer: fn(&mut S, &RunRequest) -> RunRecord,
+}
+
+#[cfg(test)]
+impl<S> Executor for MockExecutor<S> {
+    fn provenance(&self) -> String {
+        "mock".into()
+    }
+    fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
+        Ok(Vec::new())
+    }
+    fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
+        Err(ExecError::Calibration(MOCK_CALIBRATION_ERROR.into()))
+    }
+    fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError> {
+        Ok((self.answer)(&mut self.state, request))
     }
 }

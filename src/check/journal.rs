@@ -288,15 +288,23 @@ pub fn read_rows<R: DeserializeOwned>(path: &Path) -> Result<Vec<R>, JournalErro
         line: 0,
         message: e.to_string(),
     })?;
-    let mut rows = Vec::new();
-    for (i, row) in reader.deserialize().enumerate() {
-        rows.push(row.map_err(|e: csv::Error| JournalError::BadRow {
-            path: path.to_path_buf(),
-            line: i as u64 + 2,
-            message: e.to_string(),
-        })?);
-    }
-    Ok(rows)
+    deserialize_rows(&mut reader).map_err(|(line, message)| JournalError::BadRow {
+        path: path.to_path_buf(),
+        line,
+        message,
+    })
+}
+
+/// Every row `reader` holds, or for the first that does not parse, its line in the file (the
+/// header is line 1) and what is wrong with it.
+pub fn deserialize_rows<R: DeserializeOwned, Source: std::io::Read>(
+    reader: &mut csv::Reader<Source>,
+) -> Result<Vec<R>, (u64, String)> {
+    reader
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| row.map_err(|e: csv::Error| (i as u64 + 2, e.to_string())))
+        .collect()
 }
 
 /// Cuts a last line that has no newline (a row whose write a kill interrupted).

@@ -2,8 +2,6 @@
 
 use crate::env::Environment;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// The outcome of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -48,22 +46,8 @@ impl Outcome {
     }
 }
 
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Outcome {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Outcome, String> {
-        Outcome::ALL
-            .into_iter()
-            .find(|o| o.name() == s)
-            .ok_or_else(|| format!("unknown outcome '{s}'"))
-    }
-}
+display_by_name!(Outcome, name);
+parse_by_name!(Outcome, name, String, |s| format!("unknown outcome '{s}'"));
 
 /// One run, as the journal records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,4 +69,22 @@ pub struct RunRecord {
     pub kernel_us: f64,
     /// Wall time of the whole run in milliseconds, set-up and check included.
     pub wall_ms: f64,
+}
+
+#[cfg(test)]
+impl RunRecord {
+    /// A run of the unit tests: run `run` with that seed under no-str-, taking 1 ms.
+    pub(crate) fn for_test(run: u64, outcome: Outcome) -> RunRecord {
+        RunRecord {
+            run,
+            seed: run,
+            env: "no-str-".parse().unwrap(),
+            stress_blocks: String::new(),
+            stress_iterations: 0,
+            outcome,
+            reason: String::new(),
+            kernel_us: 0.0,
+            wall_ms: 1.0,
+        }
+    }
 }

@@ -75,42 +75,35 @@ fn panicked() -> ExecError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::executor::MockExecutor;
     use crate::check::outcome::Outcome;
     use crate::check::spec::Fences;
     use std::time::Duration;
 
     /// Answers a run after a delay that shrinks with its number, so that later runs of a batch
     /// finish first; the outcome depends on the seed only.
-    struct Slow;
-
-    impl Executor for Slow {
-        fn provenance(&self) -> String {
-            "slow".into()
-        }
-        fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
-            Ok(Vec::new())
-        }
-        fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
-            Err(ExecError::Calibration("none".into()))
-        }
-        fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError> {
-            std::thread::sleep(Duration::from_millis(20 - request.run % 4 * 5));
-            Ok(RunRecord {
-                run: request.run,
-                seed: request.seed,
-                env: request.env,
-                stress_blocks: String::new(),
-                stress_iterations: 0,
-                outcome: if request.seed.is_multiple_of(3) {
-                    Outcome::Fail
-                } else {
-                    Outcome::Pass
-                },
-                reason: String::new(),
-                kernel_us: 0.0,
-                wall_ms: 0.0,
-            })
-        }
+    fn slow() -> Box<dyn Executor + Send> {
+        Box::new(MockExecutor {
+            state: (),
+            answer: |_, request| {
+                std::thread::sleep(Duration::from_millis(20 - request.run % 4 * 5));
+                RunRecord {
+                    run: request.run,
+                    seed: request.seed,
+                    env: request.env,
+                    stress_blocks: String::new(),
+                    stress_iterations: 0,
+                    outcome: if request.seed.is_multiple_of(3) {
+                        Outcome::Fail
+                    } else {
+                        Outcome::Pass
+                    },
+                    reason: String::new(),
+                    kernel_us: 0.0,
+                    wall_ms: 0.0,
+                }
+            },
+        })
     }
 
     #[test]
@@ -124,8 +117,8 @@ mod tests {
                 stress_iterations: 0,
             })
             .collect();
-        let mut one = Pool::new(vec![Box::new(Slow)]);
-        let mut three = Pool::new(vec![Box::new(Slow), Box::new(Slow), Box::new(Slow)]);
+        let mut one = Pool::new(vec![slow()]);
+        let mut three = Pool::new(vec![slow(), slow(), slow()]);
         assert_eq!(three.parallelism(), 3);
         let key = |r: Vec<Result<RunRecord, ExecError>>| -> Vec<(u64, Outcome)> {
             r.into_iter()

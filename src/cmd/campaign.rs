@@ -1,13 +1,15 @@
 //! `gpuwmm campaign`: a check of every app under every environment, one journal per cell, and
 //! the matrix as the paper's tables show it.
 //!
-//! Each cell is an ordinary check (see [`super::check`]), so `--resume` and `gpuwmm replay` work
+//! Each cell is an ordinary check (see [`super::check_job`]), so `--resume` and `gpuwmm replay` work
 //! on a cell's journal as on any check's; the worker of an app is kept across its environments.
 //! The cells run here, one after another, or (`--slurm`, see [`super::campaign_slurm`]) as the
 //! tasks of a Slurm job array, each running one cell (`--cell`) of the folder's plan.
 
 use super::campaign_slurm;
-use super::check::{given_stop, open_check, record_confidence, CheckJob, OpenCheck, DEFAULT_STOP};
+use super::check_job::{
+    given_stop, open_check, record_confidence, CheckJob, OpenCheck, DEFAULT_STOP,
+};
 use super::journals::newest_to_resume;
 use super::target::Executors;
 use super::{CmdResult, Failure};

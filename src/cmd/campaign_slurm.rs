@@ -5,6 +5,7 @@
 //! The batch script, `sbatch` and the task states are [`gpuwmm::slurm`]'s; the plan and the
 //! reading back are [`gpuwmm::campaign`]'s. This module only wires them to the command line.
 
+use super::slurm_job::job_command;
 use super::{CmdResult, Failure};
 use crate::cli::CampaignArgs;
 use gpuwmm::campaign::collect::collect as collect_cells;
@@ -16,18 +17,6 @@ use std::path::{Path, PathBuf};
 
 /// The batch script's name in the campaign folder.
 const SCRIPT: &str = "campaign.sbatch";
-
-/// Options of the submitting command that its array tasks do not get: flags, then options with
-/// a value (`--out` is given again, absolute).
-const SLURM_FLAGS: [&str; 3] = ["--slurm", "--dry-run", "--resume"];
-const SLURM_VALUED: [&str; 6] = [
-    "--partition",
-    "--gres",
-    "--time",
-    "--array-limit",
-    "--sbatch-arg",
-    "--out",
-];
 
 /// Writes the plan and the batch script into `out` and submits the job array (or with
 /// `--dry-run`, prints the script and the command that would submit it).
@@ -79,16 +68,8 @@ fn array_job(
     out: &Path,
     logs: PathBuf,
 ) -> Result<BatchJob, Failure> {
-    let exe = std::env::current_exe()?;
-    let mut command = vec![exe.display().to_string(), "campaign".to_string()];
-    let given: Vec<String> = std::env::args()
-        .skip_while(|a| a != "campaign")
-        .skip(1)
-        .collect();
-    command.extend(slurm::strip_options(&given, &SLURM_FLAGS, &SLURM_VALUED));
+    let mut command = job_command("campaign", "--array-limit", out)?;
     command.extend([
-        "--out".to_string(),
-        out.display().to_string(),
         "--resume".to_string(),
         "--cell".to_string(),
         TASK_ID.to_string(),

@@ -1,16 +1,18 @@
 //! `gpuwmm check`: run an app under a testing environment, journal every run, sum up (in words,
 //! or as one JSON document with `--json`). The journal naming and `--resume` rules here (numbered
-//! default names, the newest unfinished journal) are shared by `harden` and `campaign`.
+//! default names, the newest unfinished journal; see [`super::journals`]) are shared by `harden`
+//! and `campaign`, and opening a check ([`super::check_job`]) by `campaign`.
 
-use super::journals::{choose_journal, now, print_json, refuse_another_journal};
-use super::target::{calibrate, resolve, Executors};
-use super::{CmdResult, Failure};
-use crate::cli::{CheckArgs, StopArgs, TargetArgs};
-use gpuwmm::check::journal::{read_meta, read_rows, set_meta_entry};
-use gpuwmm::check::{run_check, BackendChoice, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
+use super::check_job::{given_stop, open_check, record_confidence, CheckJob};
+use super::journals::{choose_journal, print_json, resuming_note};
+use super::progress::{stop_length, stop_position};
+use super::target::Executors;
+use super::CmdResult;
+use crate::cli::CheckArgs;
+use gpuwmm::check::journal::{read_meta, read_rows};
+use gpuwmm::check::{BackendChoice, CheckMeta, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
-use gpuwmm::ptx::passes::fences::select_sites;
 use gpuwmm::stats::{Rate, ZeroErrorBound};
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -52,20 +54,6 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         println!("chart: {}", chart.display());
     }
     Ok(())
-}
-
-/// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`
-/// (removed there when the runs had an error, e.g. after a resume). The journal holds the
-/// results, so a sidecar that cannot be updated is a warning.
-pub fn record_confidence(journal: &Path, tally: &Tally) -> Option<ZeroErrorBound> {
-    let confidence = ZeroErrorBound::of(tally.runs, tally.errors());
-    if let Err(e) = set_meta_entry(journal, "confidence", &confidence) {
-        eprintln!(
-            "warning: the sidecar of {} has no confidence entry: {e}",
-            journal.display()
-        );
-    }
-    confidence
 }
 
 /// `check --json`: the check's results as one document.
@@ -202,133 +190,6 @@ fn check_unfinished(path: &Path, stop: Option<Stop>) -> bool {
     })
 }
 
-/// One check to start, or to resume from its journal: what `check` runs, and each cell of
-/// `campaign`.
-pub struct CheckJob<'a> {
-    pub app: &'a str,
-    pub env: Environment,
-    /// `as-is`, `all`, `none` or site ids (see [`parse_fences`]); ignored on resume.
-    pub fences: &'a str,
-    /// The stop; `None` keeps the one recorded on resume, and is 1000 runs for a new check.
-    pub stop: Option<Stop>,
-    pub journal: &'a Path,
-    pub resume: bool,
-    pub target: &'a TargetArgs,
-}
-
-/// A check whose journal is open: what it is and the runs recorded so far.
-pub struct OpenCheck {
-    pub journal: Journal<RunRecord>,
-    pub meta: CheckMeta,
-    pub done: Vec<RunRecord>,
-}
-
-impl OpenCheck {
-    /// Whether the runs recorded already reach the stop.
-    pub fn finished(&self) -> bool {
-        self.meta.stop.reached(&Tally::of(&self.done))
-    }
-
-    /// Runs the check to its stop (a finished one needs no executor), calling `progress` after
-    /// each run; returns the tally of all its runs, those before a resume included.
-    pub fn run(
-        &mut self,
-        executors: &mut Executors,
-        progress: &mut dyn FnMut(&Tally),
-    ) -> Result<Tally, Failure> {
-        if self.finished() {
-            return Ok(Tally::of(&self.done));
-        }
-        let executor = executors.get(&self.meta.target)?;
-        Ok(run_check(
-            executor,
-            &mut self.journal,
-            &self.meta,
-            &self.done,
-            &mut |_, tally| progress(tally),
-            &|| false,
-        )?)
-    }
-}
-
-/// Starts the check `spec` describes (resolving the target, calibrating stress, creating the
-/// journal), or with `resume` reopens its journal.
-pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenCheck, Failure> {
-    if spec.resume {
-        return resume(spec);
-    }
-    let resolved = resolve(spec.app, spec.target)?;
-    let fences = parse_fences(spec.fences, &resolved.target)?;
-    let calibrator = executors.get(&resolved.target)?;
-    let seed = spec.target.backend.seed;
-    let (stress_iterations, calibration, calibration_error) =
-        calibrate(calibrator, spec.env, &fences, seed)?;
-    let meta = CheckMeta {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started: now(),
-        target: resolved.target,
-        env: spec.env,
-        fences,
-        seed,
-        stop: spec.stop.unwrap_or(DEFAULT_STOP),
-        stress_iterations,
-        calibration,
-        calibration_error,
-        provenance: calibrator.provenance(),
-        profile_source: resolved.profile_source,
-    };
-    let journal = Journal::create(spec.journal, &meta).map_err(Failure::bad_input)?;
-    Ok(OpenCheck {
-        journal,
-        meta,
-        done: Vec::new(),
-    })
-}
-
-/// Reopens a journal; the app and environment given must be the ones it records.
-fn resume(spec: &CheckJob) -> Result<OpenCheck, Failure> {
-    let path = spec.journal;
-    let (journal, mut meta, done): (_, CheckMeta, _) =
-        Journal::resume(path).map_err(Failure::bad_input)?;
-    refuse_another_journal(
-        path,
-        "check",
-        (&meta.target.app, meta.env),
-        (spec.app, spec.env),
-    )?;
-    // A new stop given with --resume extends (or shortens) the check.
-    if let Some(stop) = spec.stop {
-        meta.stop = stop;
-    }
-    Ok(OpenCheck {
-        journal,
-        meta,
-        done,
-    })
-}
-
-/// A check's stop when none is given.
-pub const DEFAULT_STOP: Stop = Stop::Runs(1000);
-
-/// The stop given on the command line, if any.
-pub fn given_stop(args: &StopArgs) -> Option<Stop> {
-    match (args.runs, args.duration) {
-        (_, Some(d)) => Some(Stop::Seconds(d.as_secs_f64())),
-        (Some(n), None) => Some(Stop::Runs(n)),
-        (None, None) => None,
-    }
-}
-
-/// `as-is`, or a site selection checked against the app's sites.
-pub fn parse_fences(spec: &str, target: &gpuwmm::check::Target) -> Result<Fences, Failure> {
-    if spec.trim() == "as-is" {
-        return Ok(Fences::AsIs);
-    }
-    let sites = gpuwmm::check::local::target_sites(target).map_err(Failure::bad_input)?;
-    let chosen = select_sites(&sites, spec).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
-    Ok(Fences::Sites(chosen.iter().map(|s| s.id).collect()))
-}
-
 fn report_start(meta: &CheckMeta, path: &Path, done: usize) {
     eprintln!("{}", meta.provenance);
     eprintln!(
@@ -341,11 +202,7 @@ fn report_start(meta: &CheckMeta, path: &Path, done: usize) {
         stress_text(meta),
         meta.profile_source,
         path.display(),
-        if done > 0 {
-            format!(" (resuming after {done} runs)")
-        } else {
-            String::new()
-        }
+        resuming_note(done)
     );
 }
 
@@ -361,19 +218,12 @@ fn stress_text(meta: &CheckMeta) -> String {
 }
 
 fn progress_bar(stop: &Stop) -> ProgressBar {
-    let (len, unit) = match *stop {
-        Stop::Runs(n) => (n, "runs"),
-        Stop::Seconds(s) => ((s * 1e3) as u64, "ms"),
-    };
+    let (len, unit) = stop_length(stop);
     super::progress::bar(len, &format!("{{pos}}/{{len}} {unit}"))
 }
 
 fn update(bar: &ProgressBar, stop: &Stop, tally: &Tally) {
-    let position = match stop {
-        Stop::Runs(_) => tally.runs,
-        Stop::Seconds(_) => tally.elapsed_ms as u64,
-    };
-    bar.set_position(position);
+    bar.set_position(stop_position(stop, tally));
     bar.set_message(format!(
         "{} runs, {} errors, rate {:.2}%",
         tally.runs,

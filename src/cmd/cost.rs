@@ -1,6 +1,7 @@
 //! `gpuwmm cost`: resolve each app's variants (finding or making the harden result `emp`
 //! needs), measure them app by app into `cost.csv`, and write the summaries and charts.
 
+use super::check_job::given_stop;
 use super::journals::now;
 use super::target::resolve;
 use super::Failure;
@@ -157,11 +158,7 @@ fn plan(args: &CostArgs) -> Result<CostMeta, Failure> {
 }
 
 fn stop(args: &CostArgs) -> Stop {
-    match (args.stop.runs, args.stop.duration) {
-        (_, Some(d)) => Stop::Seconds(d.as_secs_f64()),
-        (Some(n), None) => Stop::Runs(n),
-        (None, None) => Stop::Runs(DEFAULT_REPETITIONS),
-    }
+    given_stop(&args.stop).unwrap_or(Stop::Runs(DEFAULT_REPETITIONS))
 }
 
 /// The harden result of app number `i`: the file given for it, or with `auto` the newest one

@@ -2,7 +2,9 @@
 //! and show the fences it keeps as source lines and a patch (or, with `--json`, one JSON
 //! document); what it came to is also recorded in the journal's sidecar.
 
-use super::journals::{choose_journal, now, print_json, refuse_another_journal};
+use super::check_job::stop_of;
+use super::journals::{choose_journal, now, print_json, refuse_another_journal, resuming_note};
+use super::progress::{stop_length, stop_position};
 use super::target::{calibrate, executor, resolve, worker_executor};
 use super::{CmdResult, Failure};
 use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
@@ -339,12 +341,12 @@ fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
 
 /// The stability check asked for, else 10,000 runs on the simulator and an hour on a GPU.
 fn stable_stop(args: &StableArgs, target: &Target) -> Stop {
-    match (args.stable_runs, args.stable_duration) {
-        (_, Some(d)) => Stop::Seconds(d.as_secs_f64()),
-        (Some(n), None) => Stop::Runs(n),
-        (None, None) if target.backend == BackendChoice::Sim => Stop::Runs(SIM_STABLE_RUNS),
-        (None, None) => Stop::Seconds(GPU_STABLE_SECONDS),
-    }
+    let given = stop_of(args.stable_runs, args.stable_duration);
+    given.unwrap_or(if target.backend == BackendChoice::Sim {
+        Stop::Runs(SIM_STABLE_RUNS)
+    } else {
+        Stop::Seconds(GPU_STABLE_SECONDS)
+    })
 }
 
 /// Fences the app has of its own stay in every run: the search only decides about the others.
@@ -417,11 +419,7 @@ fn report_start(meta: &HardenMeta, path: &Path, done: usize) {
         meta.seed,
         meta.stress_iterations,
         path.display(),
-        if done > 0 {
-            format!(" (resuming after {done} runs)")
-        } else {
-            String::new()
-        }
+        resuming_note(done)
     );
 }
 
@@ -455,18 +453,11 @@ impl Printer {
         if self.current != Some(p.query.index) {
             self.current = Some(p.query.index);
             self.bar.set_prefix(format!("{} ", query_text(p)));
-            let (length, unit) = match p.stop {
-                Stop::Runs(n) => (n, "runs"),
-                Stop::Seconds(s) => ((s * 1e3) as u64, "ms"),
-            };
+            let (length, unit) = stop_length(&p.stop);
             self.bar.set_length(length);
             self.bar.set_message(unit);
         }
-        let position = match p.stop {
-            Stop::Runs(_) => p.tally.runs,
-            Stop::Seconds(_) => p.tally.elapsed_ms as u64,
-        };
-        self.bar.set_position(position);
+        self.bar.set_position(stop_position(&p.stop, p.tally));
         if let Some(answer) = p.answer {
             let line = format!("{} -> {}", query_text(p), answer_text(p, answer));
             match self.to_stderr {

@@ -1,6 +1,7 @@
-//! What several commands share about their output files: default journal names and which one
-//! `--resume` continues, refusing a journal of another app, the timestamp journals record, and
-//! printing a result as JSON. Here once, rather than lent by one command to the others.
+//! What several commands share about their output files: default journal names, which one
+//! `--resume` continues and how a command says so, refusing a journal of another app, the
+//! timestamp journals record, and printing a result as JSON. Here once, rather than lent by one
+//! command to the others.
 
 use super::{CmdResult, Failure};
 use crate::cli::{BackendArgs, JournalArgs};
@@ -107,6 +108,14 @@ pub fn refuse_another_journal(
     )))
 }
 
+/// What a command says of a journal it continues after `done` runs (nothing for a new one).
+pub fn resuming_note(done: usize) -> String {
+    match done {
+        0 => String::new(),
+        _ => format!(" (resuming after {done} runs)"),
+    }
+}
+
 /// The current time, UTC, RFC 3339 (seconds).
 pub fn now() -> String {
     let secs = std::time::SystemTime::now()
@@ -152,6 +161,12 @@ mod tests {
         ] {
             assert_eq!(civil_from_days(days), date, "{days}");
         }
+    }
+
+    #[test]
+    fn only_a_continued_journal_gets_a_resuming_note() {
+        assert_eq!(resuming_note(0), "");
+        assert_eq!(resuming_note(12), " (resuming after 12 runs)");
     }
 
     #[test]

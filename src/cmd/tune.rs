@@ -8,12 +8,13 @@ use anyhow::{anyhow, Context};
 use gpuwmm::backend::select::provenance;
 use gpuwmm::backend::{BackendKind, DeviceInfo};
 use gpuwmm::check::journal::{read_meta, Journal};
-use gpuwmm::litmus::LitmusShape;
 use gpuwmm::naming;
 use gpuwmm::profile::{self, Provenance, StressProfile};
 use gpuwmm::ptx::passes::stress::{parse_sequence, sequence_to_string};
 use gpuwmm::tune::runner::{BackendRunner, RunnerSettings};
-use gpuwmm::tune::{charts, report, tune, Budgets, Given, Progress, TuneOutcome, TuneRow, Tuner};
+use gpuwmm::tune::{
+    charts, report, tune, Budgets, ChoiceStage, Given, Progress, TuneOutcome, TuneRow, Tuner,
+};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -324,10 +325,28 @@ impl StageBars {
     }
 }
 
+/// The chart of stage 2 or 3 (`what`: its title and what its candidates are): each
+/// candidate's score per test, the chosen one marked.
+fn choice_chart<T>(
+    meta: &TuneMeta,
+    stage: &ChoiceStage<T>,
+    (title, candidates): (&str, &str),
+    labels: &[String],
+) -> Result<String, gpuwmm::plot::PlotError> {
+    charts::score_chart(
+        &format!("{title} ({})", meta.chip),
+        &meta.provenance,
+        candidates,
+        labels,
+        &meta.budgets.tests,
+        &stage.scores,
+        stage.best.map(|(c, _)| c),
+    )
+}
+
 /// summary.md and the charts, next to the journal.
 fn write_results(out: &Path, meta: &TuneMeta, outcome: &TuneOutcome) -> Result<(), Failure> {
     let note = meta.provenance.as_str();
-    let tests: &[LitmusShape] = &meta.budgets.tests;
     let mut files = vec![("summary.md", report::markdown(outcome, &meta.budgets, note))];
     if let Some(stage) = &outcome.patch_stage {
         let title = format!(
@@ -338,29 +357,13 @@ fn write_results(out: &Path, meta: &TuneMeta, outcome: &TuneOutcome) -> Result<(
     }
     if let Some(stage) = &outcome.sequence_stage {
         let labels = report::sequence_labels(&stage.candidates);
-        let svg = charts::score_chart(
-            &format!("Stage 2: access sequences ({})", meta.chip),
-            note,
-            "access sequence σ",
-            &labels,
-            tests,
-            &stage.scores,
-            stage.best.map(|(c, _)| c),
-        )?;
-        files.push(("sequences.svg", svg));
+        let what = ("Stage 2: access sequences", "access sequence σ");
+        files.push(("sequences.svg", choice_chart(meta, stage, what, &labels)?));
     }
     if let Some(stage) = &outcome.spread_stage {
         let labels: Vec<String> = stage.candidates.iter().map(u32::to_string).collect();
-        let svg = charts::score_chart(
-            &format!("Stage 3: spread ({})", meta.chip),
-            note,
-            "spread (stressed regions)",
-            &labels,
-            tests,
-            &stage.scores,
-            stage.best.map(|(c, _)| c),
-        )?;
-        files.push(("spread.svg", svg));
+        let what = ("Stage 3: spread", "spread (stressed regions)");
+        files.push(("spread.svg", choice_chart(meta, stage, what, &labels)?));
     }
     for (name, text) in files {
         let path = out.join(name);

@@ -5,6 +5,7 @@
 //! where a tuning's always goes, `tuning/<chip>.toml`, under the chip the job's GPU names. The
 //! batch script and `sbatch` are [`gpuwmm::slurm`]'s.
 
+use super::slurm_job::job_command;
 use super::{CmdResult, Failure};
 use crate::cli::TuneArgs;
 use gpuwmm::slurm::{self, BatchJob, RESUME};
@@ -12,16 +13,6 @@ use std::path::Path;
 
 /// Where the per-kind tunings go without --out.
 const DEFAULT_OUT: &str = "results/tune/slurm";
-
-const SLURM_FLAGS: [&str; 3] = ["--slurm", "--dry-run", "--resume"];
-const SLURM_VALUED: [&str; 6] = [
-    "--constraint",
-    "--partition",
-    "--gres",
-    "--time",
-    "--sbatch-arg",
-    "--out",
-];
 
 /// Writes one batch script per GPU kind into the out folder and submits them (or with
 /// `--dry-run`, prints them and the commands that would submit them). Every script is checked
@@ -73,18 +64,8 @@ pub fn submit(args: &TuneArgs) -> CmdResult {
 /// `<base>/<kind>/`.
 fn tune_job(args: &TuneArgs, kind: &str, base: &Path) -> Result<BatchJob, Failure> {
     let folder = base.join(folder_name(kind));
-    let exe = std::env::current_exe()?;
-    let mut command = vec![exe.display().to_string(), "tune".to_string()];
-    let given: Vec<String> = std::env::args()
-        .skip_while(|a| a != "tune")
-        .skip(1)
-        .collect();
-    command.extend(slurm::strip_options(&given, &SLURM_FLAGS, &SLURM_VALUED));
-    command.extend([
-        "--out".to_string(),
-        folder.display().to_string(),
-        RESUME.to_string(),
-    ]);
+    let mut command = job_command("tune", "--constraint", &folder)?;
+    command.push(RESUME.to_string());
     let mut extra = vec![format!("--constraint={kind}")];
     extra.extend(args.slurm.sbatch_arg.iter().cloned());
     Ok(BatchJob {

@@ -76,6 +76,15 @@ impl Launcher for Timing {
     }
 }
 
+impl AppMeasurement {
+    /// The backend's power meter, which energy windows need.
+    fn meter(&self) -> Result<&PowerMeter, CostError> {
+        self.meter
+            .as_ref()
+            .ok_or_else(|| CostError::Energy("no meter".into()))
+    }
+}
+
 impl Measurement for AppMeasurement {
     fn time_method(&self) -> TimeMethod {
         match self.backend.info().backend {
@@ -133,22 +142,14 @@ impl Measurement for AppMeasurement {
     }
 
     fn energy_mj(&mut self) -> Result<f64, CostError> {
-        let meter = self
-            .meter
-            .as_ref()
-            .ok_or_else(|| CostError::Energy("no meter".into()))?;
-        meter
+        self.meter()?
             .total_energy_mj()
             .map(|mj| mj as f64)
             .map_err(|e| CostError::Energy(e.to_string()))
     }
 
     fn power_mw(&mut self) -> Result<f64, CostError> {
-        let meter = self
-            .meter
-            .as_ref()
-            .ok_or_else(|| CostError::Energy("no meter".into()))?;
-        meter
+        self.meter()?
             .power_mw()
             .map(f64::from)
             .map_err(|e| CostError::Energy(e.to_string()))

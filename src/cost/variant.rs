@@ -12,8 +12,6 @@ use crate::ptx::passes::fences::{
 use crate::ptx::Module;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 /// A fence set whose cost is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -39,22 +37,10 @@ impl Variant {
     }
 }
 
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Variant {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Variant, String> {
-        Variant::ALL
-            .into_iter()
-            .find(|v| v.name() == s)
-            .ok_or_else(|| format!("unknown variant '{s}' (expected no, emp or cons)"))
-    }
-}
+display_by_name!(Variant, name);
+parse_by_name!(Variant, name, String, |s| format!(
+    "unknown variant '{s}' (expected no, emp or cons)"
+));
 
 /// The fences of a harden result: site ids at the hardening's granularity, each with its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

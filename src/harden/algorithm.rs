@@ -24,8 +24,6 @@
 use crate::ptx::passes::fences::FenceKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use thiserror::Error;
 
 /// Fence-site ids, sorted ascending. Ids are ordered by code location.
@@ -49,6 +47,8 @@ pub enum Phase {
 }
 
 impl Phase {
+    const ALL: [Phase; 4] = [Phase::Binary, Phase::Linear, Phase::Stable, Phase::Kind];
+
     fn name(self) -> &'static str {
         match self {
             Phase::Binary => "binary",
@@ -59,27 +59,16 @@ impl Phase {
     }
 }
 
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+display_by_name!(Phase, name);
 
 /// A phase name that is not `binary`, `linear` or `stable`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("unknown phase '{0}': expected 'binary', 'linear', 'stable' or 'kind'")]
 pub struct ParsePhaseError(pub String);
 
-impl FromStr for Phase {
-    type Err = ParsePhaseError;
-
-    fn from_str(s: &str) -> Result<Phase, ParsePhaseError> {
-        [Phase::Binary, Phase::Linear, Phase::Stable, Phase::Kind]
-            .into_iter()
-            .find(|phase| phase.name() == s)
-            .ok_or_else(|| ParsePhaseError(s.to_string()))
-    }
-}
+parse_by_name!(Phase, name, ParsePhaseError, |s| ParsePhaseError(
+    s.to_string()
+));
 
 /// One question to a [`FenceChecker`]: does the application run without errors with `fences`?
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

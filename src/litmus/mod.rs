@@ -12,7 +12,7 @@ pub mod run;
 
 use crate::ptx::passes::fences::FenceKind;
 use serde::{Deserialize, Serialize};
-use std::fmt::{self, Write};
+use std::fmt::Write;
 use std::str::FromStr;
 
 /// The shape of a litmus test.
@@ -69,12 +69,9 @@ impl LitmusShape {
     }
 }
 
-impl fmt::Display for LitmusShape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+display_by_name!(LitmusShape, name);
 
+/// Unlike [`parse_by_name`]'s, any case: `MP` is `mp`.
 impl FromStr for LitmusShape {
     type Err = String;
 

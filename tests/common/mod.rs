@@ -1,5 +1,8 @@
-//! Helpers shared by the integration tests that run the CUDA tools (no GPU needed).
+//! Helpers shared by the integration tests that run the CUDA tools (no GPU needed); [`cli`]
+//! holds those of the tests that run the built binary.
 #![allow(dead_code)]
+
+pub mod cli;
 
 use gpuwmm::backend::cuda::CudaBackend;
 use gpuwmm::backend::BackendError;
@@ -37,6 +40,13 @@ pub fn compile_corpus(tools: &CudaTools, relative: &str) -> Module {
         .unwrap_or_else(|e| panic!("{relative}: {e}"))
         .ptx;
     parse(&ptx).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+/// Every corpus kernel, compiled ([`compile_corpus`]), with its path.
+pub fn corpus_modules(tools: &CudaTools) -> impl Iterator<Item = (&'static str, Module)> + '_ {
+    CORPUS
+        .into_iter()
+        .map(|path| (path, compile_corpus(tools, path)))
 }
 
 /// Assembles a module for `arch`, panicking with ptxas's message and the PTX on failure.

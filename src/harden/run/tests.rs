@@ -2,47 +2,37 @@
 //! cut anywhere.
 
 use super::*;
-use crate::check::calibrate::Calibration;
+use crate::check::executor::MockExecutor;
 use crate::check::journal::read_rows;
-use crate::check::spec::CalibrationRequest;
 use std::path::Path;
 
-/// Site 2 is the one fence that matters: without it about one run in three fails.
-struct Mock {
-    executed: Vec<(Fences, u64)>,
-}
-
-impl Executor for Mock {
-    fn provenance(&self) -> String {
-        "mock".into()
-    }
-    fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
-        Ok(Vec::new())
-    }
-    fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
-        Err(ExecError::Calibration("mock".into()))
-    }
-    fn execute(&mut self, r: &RunRequest) -> Result<RunRecord, ExecError> {
-        self.executed.push((r.fences.clone(), r.run));
-        let Fences::Sites(ids) = &r.fences else {
-            panic!("a hardening always names its fences");
-        };
-        let fails = !ids.contains(&2) && r.seed.is_multiple_of(3);
-        Ok(RunRecord {
-            run: r.run,
-            seed: r.seed,
-            env: r.env,
-            stress_blocks: "1".into(),
-            stress_iterations: r.stress_iterations,
-            outcome: if fails { Outcome::Fail } else { Outcome::Pass },
-            reason: if fails {
-                "lost update".into()
-            } else {
-                String::new()
-            },
-            kernel_us: 2.0,
-            wall_ms: 1.0,
-        })
+/// Site 2 is the one fence that matters: without it about one run in three fails. Keeps the
+/// fences and run number of every run it is asked for.
+fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
+    MockExecutor {
+        state: Vec::new(),
+        answer: |executed, r| {
+            executed.push((r.fences.clone(), r.run));
+            let Fences::Sites(ids) = &r.fences else {
+                panic!("a hardening always names its fences");
+            };
+            let fails = !ids.contains(&2) && r.seed.is_multiple_of(3);
+            RunRecord {
+                run: r.run,
+                seed: r.seed,
+                env: r.env,
+                stress_blocks: "1".into(),
+                stress_iterations: r.stress_iterations,
+                outcome: if fails { Outcome::Fail } else { Outcome::Pass },
+                reason: if fails {
+                    "lost update".into()
+                } else {
+                    String::new()
+                },
+                kernel_us: 2.0,
+                wall_ms: 1.0,
+            }
+        },
     }
 }
 
@@ -94,9 +84,7 @@ fn session(path: &Path, meta: &HardenMeta) -> Session {
             Vec::new(),
         )
     };
-    let mut mock = Mock {
-        executed: Vec::new(),
-    };
+    let mut mock = mock();
     let mut queries = Vec::new();
     let mut progress = |p: &QueryProgress| {
         if let Some(answer) = p.answer {
@@ -107,7 +95,7 @@ fn session(path: &Path, meta: &HardenMeta) -> Session {
     Session {
         queries,
         result,
-        executed: mock.executed.len(),
+        executed: mock.state.len(),
     }
 }
 

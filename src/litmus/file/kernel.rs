@@ -257,14 +257,9 @@ fn barrier_ids(test: &LitmusFile) -> Result<BTreeMap<(u32, i64), u32>, Refusal> 
             let Instr::Barrier { arrive, operands } = &step.instr else {
                 continue;
             };
-            let construct = || step.text.clone();
+            let refused = |why| Err(refuse(test, step.line, step.text.clone(), why));
             if *arrive {
-                return Err(refuse(
-                    test,
-                    step.line,
-                    construct(),
-                    "`bar.cta.arrive` (arriving without waiting)",
-                ));
+                return refused("`bar.cta.arrive` (arriving without waiting)");
             }
             match operands.as_slice() {
                 [Value::Imm(id)] if (0..16).contains(id) => {
@@ -272,29 +267,12 @@ fn barrier_ids(test: &LitmusFile) -> Result<BTreeMap<(u32, i64), u32>, Refusal> 
                         .or_default()
                         .insert(*id);
                 }
-                [Value::Imm(_)] => {
-                    return Err(refuse(
-                        test,
-                        step.line,
-                        construct(),
-                        "barrier ids go from 0 to 15",
-                    ))
-                }
-                [Value::Reg(_)] => {
-                    return Err(refuse(
-                        test,
-                        step.line,
-                        construct(),
-                        "a barrier id in a register",
-                    ))
-                }
+                [Value::Imm(_)] => return refused("barrier ids go from 0 to 15"),
+                [Value::Reg(_)] => return refused("a barrier id in a register"),
                 _ => {
-                    return Err(refuse(
-                        test,
-                        step.line,
-                        construct(),
+                    return refused(
                         "named barriers with a thread count (or Dat3M's extra barrier operands)",
-                    ))
+                    )
                 }
             }
         }

@@ -791,19 +791,25 @@ impl<'p, 'a> ConditionParser<'p, 'a> {
     }
 
     fn or(&mut self) -> Result<Expr, LitmusFileError> {
-        let mut e = self.and()?;
-        while self.peek() == Some(&Token::Or) {
-            self.bump();
-            e = Expr::Or(Box::new(e), Box::new(self.and()?));
-        }
-        Ok(e)
+        self.left_assoc(&Token::Or, Self::and, Expr::Or)
     }
 
     fn and(&mut self) -> Result<Expr, LitmusFileError> {
-        let mut e = self.not()?;
-        while self.peek() == Some(&Token::And) {
+        self.left_assoc(&Token::And, Self::not, Expr::And)
+    }
+
+    /// Operands that `operand` reads, joined by `operator` to the left: `a op b op c` is
+    /// `join(join(a, b), c)`.
+    fn left_assoc(
+        &mut self,
+        operator: &Token,
+        operand: fn(&mut Self) -> Result<Expr, LitmusFileError>,
+        join: fn(Box<Expr>, Box<Expr>) -> Expr,
+    ) -> Result<Expr, LitmusFileError> {
+        let mut e = operand(self)?;
+        while self.peek() == Some(operator) {
             self.bump();
-            e = Expr::And(Box::new(e), Box::new(self.not()?));
+            e = join(Box::new(e), Box::new(operand(self)?));
         }
         Ok(e)
     }

@@ -9,7 +9,6 @@ use crate::ptx::ir::{Function, Instruction, Loc, Module, SourcePos, Statement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::str::FromStr;
 
 /// How fine-grained candidate sites are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -129,28 +128,14 @@ impl FenceKind {
     }
 }
 
-impl fmt::Display for FenceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.opcode())
-    }
-}
-
-impl FromStr for FenceKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FenceKind::ALL
-            .into_iter()
-            .find(|k| k.opcode() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = FenceKind::ALL.iter().map(|k| k.opcode()).collect();
-                format!(
-                    "unknown fence kind '{s}' (expected one of: {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
+display_by_name!(FenceKind, opcode);
+parse_by_name!(FenceKind, opcode, String, |s| {
+    let names: Vec<_> = FenceKind::ALL.iter().map(|k| k.opcode()).collect();
+    format!(
+        "unknown fence kind '{s}' (expected one of: {})",
+        names.join(", ")
+    )
+});
 
 /// Every candidate fence site of the module, in module order.
 pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> {

@@ -1,0 +1,56 @@
+//! What the command-line tests share: running the built binary in a folder, and the argument
+//! lists that several of them start from (a small simulator tuning, a simulator campaign).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the built `gpuwmm` with `args` in `dir` and waits for it.
+pub fn gpuwmm(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// A tuning small enough for CI on the simulator: 3 tests × 2 distances × 4 locations, 2
+/// sequences, spreads 1–2, 6 executions each (the seed is the caller's).
+pub const SMALL_TUNE: [&str; 15] = [
+    "tune",
+    "--backend",
+    "sim",
+    "--distances",
+    "2",
+    "--locations",
+    "4",
+    "--executions",
+    "6",
+    "--max-sequence",
+    "1",
+    "--max-spread",
+    "2",
+    "--block-threads",
+    "32",
+];
+
+/// A simulator campaign of `apps` × `envs` (comma-separated), `runs` runs a cell, into `out`.
+pub fn campaign_args<'a>(
+    apps: &'a str,
+    envs: &'a str,
+    runs: &'a str,
+    out: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "campaign",
+        "--apps",
+        apps,
+        "--envs",
+        envs,
+        "--runs",
+        runs,
+        "--backend",
+        "sim",
+        "--out",
+        out,
+    ]
+}
