@@ -469,18 +469,12 @@ fn cccl_scan_passes_under_sc() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    for name in CCCL_SCAN_APPS {
-        let app = find_app(name).unwrap();
-        let t = campaign(
-            app.as_ref(),
-            sim(MemoryModel::Sc),
-            no_change,
-            0..RUNS_CCCL_SCAN,
-            1,
-        );
-        assert_eq!(t.failures, 0, "{name} under Sc: {:?}", t.first_failure);
-        eprintln!("{name}: {} Sc runs in {:?}", t.runs, t.elapsed);
-    }
+    assert_every_run_passes(
+        &CCCL_SCAN_APPS,
+        MemoryModel::Sc,
+        no_change,
+        0..RUNS_CCCL_SCAN,
+    );
 }
 
 #[test]
@@ -488,18 +482,8 @@ fn cccl_scan_passes_under_ptx_with_a_fence_after_every_access() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    for name in CCCL_SCAN_APPS {
-        let app = find_app(name).unwrap();
-        let t = campaign(
-            app.as_ref(),
-            sim(MemoryModel::Ptx),
-            fence_everything,
-            0..RUNS_CCCL_SCAN,
-            1,
-        );
-        assert_eq!(t.failures, 0, "{name} fenced, Ptx: {:?}", t.first_failure);
-        eprintln!("{name}: {} fenced Ptx runs in {:?}", t.runs, t.elapsed);
-    }
+    let seeds = 0..RUNS_CCCL_SCAN;
+    assert_every_run_passes(&CCCL_SCAN_APPS, MemoryModel::Ptx, fence_everything, seeds);
 }
 
 /// No false alarm: CUB's own ordering (writer st.release.gpu, reader membar.gl) is enough under
@@ -509,18 +493,10 @@ fn cccl_scan_as_shipped_passes_under_ptx() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    let app = find_app("cccl-scan").unwrap();
-    let module = app.module(DEFAULT_ARCH).unwrap();
+    let module = find_app("cccl-scan").unwrap().module(DEFAULT_ARCH).unwrap();
     assert!(module.fence_count() > 0, "CUB's membar.gl is in the PTX");
-    let t = campaign(
-        app.as_ref(),
-        sim(MemoryModel::Ptx),
-        no_change,
-        0..RUNS_CCCL_SCAN_SHIPPED,
-        1,
-    );
-    assert_eq!(t.failures, 0, "cccl-scan, Ptx: {:?}", t.first_failure);
-    eprintln!("cccl-scan: {} Ptx runs in {:?}", t.runs, t.elapsed);
+    let seeds = 0..RUNS_CCCL_SCAN_SHIPPED;
+    assert_every_run_passes(&["cccl-scan"], MemoryModel::Ptx, no_change, seeds);
 }
 
 /// Runs `name` under Ptx for seeds 0..RUNS_CCCL_SCAN, its module as the registry gives it, and

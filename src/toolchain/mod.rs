@@ -307,17 +307,8 @@ pub fn repo_root() -> PathBuf {
 /// ([`report_test_skip`]) and returns `None`.
 pub fn tools_for_tests() -> Option<CudaTools> {
     let tools = CudaTools::locate();
-    if tools.is_complete() {
-        return Some(tools);
-    }
-    if std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
-        panic!(
-            "{REQUIRE_TOOLS_ENV}=1 but CUDA tools are missing:\n{}",
-            tools.describe()
-        );
-    }
-    report_test_skip("CUDA tools not found (run scripts/setup-cuda-tools.sh)");
-    None
+    let complete = tools.is_complete();
+    tools_or_skip(tools, complete, "CUDA tools")
 }
 
 /// For tests of apps that include CCCL headers: [`tools_for_tests`], and the CCCL include
@@ -325,16 +316,24 @@ pub fn tools_for_tests() -> Option<CudaTools> {
 /// reported as a skip.
 pub fn cccl_tools_for_tests() -> Option<CudaTools> {
     let tools = tools_for_tests()?;
-    if tools.cccl_include.is_some() {
+    let found = tools.cccl_include.is_some();
+    tools_or_skip(tools, found, "CCCL headers")
+}
+
+/// `tools` when `present`; otherwise a panic under `GPUWMM_REQUIRE_TOOLS=1`, or a reported skip.
+fn tools_or_skip(tools: CudaTools, present: bool, what: &str) -> Option<CudaTools> {
+    if present {
         return Some(tools);
     }
     if std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| v == "1") {
         panic!(
-            "{REQUIRE_TOOLS_ENV}=1 but the CCCL headers are missing:\n{}",
+            "{REQUIRE_TOOLS_ENV}=1 but {what} are missing:\n{}",
             tools.describe()
         );
     }
-    report_test_skip("CCCL headers not found (run scripts/setup-cuda-tools.sh)");
+    report_test_skip(&format!(
+        "{what} not found (run scripts/setup-cuda-tools.sh)"
+    ));
     None
 }
 
