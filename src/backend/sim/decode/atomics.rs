@@ -35,14 +35,11 @@ impl Decoder<'_, '_> {
             Src::Imm(0)
         };
         Ok(Op::Atom {
-            space: a.space,
             op,
-            ty: a.ty,
             d,
-            addr,
             b,
             c,
-            order: a.order,
+            mem: a.at(addr),
         })
     }
 }
@@ -88,14 +85,17 @@ mod tests {
             first_op("atom.global.add.u32 %r1, [%rd1], 5;").unwrap(),
             Op::Atom {
                 op: AtomOp::Add,
-                space: Space::Global,
+                mem: MemRef {
+                    space: Space::Global,
+                    ..
+                },
                 ..
             }
         ));
-        let Op::Atom { order, .. } = first_op("red.global.add.u32 [%rd1], 5;").unwrap() else {
+        let Op::Atom { mem, .. } = first_op("red.global.add.u32 [%rd1], 5;").unwrap() else {
             panic!("red is not an atom");
         };
-        assert!(order.reduction);
+        assert!(mem.order.reduction);
     }
 
     #[test]

@@ -20,6 +20,19 @@ pub(super) struct Access {
     pub order: Order,
 }
 
+impl Access {
+    /// The access at `addr`.
+    pub fn at(self, addr: Addr) -> MemRef {
+        MemRef {
+            space: self.space,
+            ty: self.ty,
+            n: self.n,
+            addr,
+            order: self.order,
+        }
+    }
+}
+
 impl Decoder<'_, '_> {
     /// Any memory instruction: the shared qualifiers, then the family's operands.
     pub(super) fn memory(&mut self, i: &Instruction, m: &[&str]) -> R<Op> {
@@ -60,14 +73,7 @@ impl Decoder<'_, '_> {
             _ => return bad("vector width does not match the operand"),
         }
         let addr = self.addr(&ops[1], a.space)?;
-        Ok(Op::Ld {
-            space: a.space,
-            ty: a.ty,
-            n: a.n,
-            d,
-            addr,
-            order: a.order,
-        })
+        Ok(Op::Ld { d, mem: a.at(addr) })
     }
 
     /// `st{.v2,.v4} [addr], s`.
@@ -84,14 +90,7 @@ impl Decoder<'_, '_> {
             o if a.n == 1 => s[0] = self.src(o, a.ty)?,
             _ => return bad("vector width does not match the operand"),
         }
-        Ok(Op::St {
-            space: a.space,
-            ty: a.ty,
-            n: a.n,
-            s,
-            addr,
-            order: a.order,
-        })
+        Ok(Op::St { s, mem: a.at(addr) })
     }
 }
 
@@ -162,7 +161,7 @@ mod tests {
 
     fn order_of(body: &str) -> Order {
         match first_op(body).unwrap() {
-            Op::Ld { order, .. } | Op::St { order, .. } => order,
+            Op::Ld { mem, .. } | Op::St { mem, .. } => mem.order,
             op => panic!("not a load or store: {op:?}"),
         }
     }
@@ -172,18 +171,20 @@ mod tests {
         assert_eq!(
             first_op("ld.global.u32 %r1, [%rd1+8];").unwrap(),
             Op::Ld {
-                space: Space::Global,
-                ty: Ty {
-                    kind: Kind::U,
-                    bits: 32
-                },
-                n: 1,
                 d: [0, 2, 2, 2],
-                addr: Addr {
-                    base: Some(1),
-                    offset: 8
+                mem: MemRef {
+                    space: Space::Global,
+                    ty: Ty {
+                        kind: Kind::U,
+                        bits: 32
+                    },
+                    n: 1,
+                    addr: Addr {
+                        base: Some(1),
+                        offset: 8
+                    },
+                    order: Order::default(),
                 },
-                order: Order::default(),
             }
         );
     }
@@ -202,7 +203,7 @@ mod tests {
     fn vector_accesses_need_a_matching_operand() {
         assert!(matches!(
             first_op("st.global.v2.u32 [%rd1], {%r1, %r2};").unwrap(),
-            Op::St { n: 2, .. }
+            Op::St { mem, .. } if mem.n == 2
         ));
         assert!(matches!(
             first_op("ld.global.v4.u32 {%r1, %r2}, [%rd1];"),
