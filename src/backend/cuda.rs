@@ -317,29 +317,29 @@ fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Resul
 }
 
 fn device_name(device: sys::CUdevice) -> Result<String> {
-    let mut name = [0 as c_char; 256];
-    check(
+    c_string_out::<256>("cuDeviceGetName", |buf, len| {
         // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
-        unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, device) },
-        "cuDeviceGetName",
-    )?;
-    name[name.len() - 1] = 0;
-    // SAFETY: the buffer is NUL-terminated (forced above).
-    Ok(unsafe { CStr::from_ptr(name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
+        unsafe { sys::cuDeviceGetName(buf, len, device) }
+    })
 }
 
 fn pci_bus_id(device: sys::CUdevice) -> Result<String> {
-    let mut id = [0 as c_char; 64];
-    check(
+    c_string_out::<64>("cuDeviceGetPCIBusId", |buf, len| {
         // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
-        unsafe { sys::cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as c_int, device) },
-        "cuDeviceGetPCIBusId",
-    )?;
-    id[id.len() - 1] = 0;
+        unsafe { sys::cuDeviceGetPCIBusId(buf, len, device) }
+    })
+}
+
+/// A string the driver writes into a buffer of `N` chars by `call(buffer, N)`.
+fn c_string_out<const N: usize>(
+    what: &str,
+    call: impl FnOnce(*mut c_char, c_int) -> CUresult,
+) -> Result<String> {
+    let mut buf = [0 as c_char; N];
+    check(call(buf.as_mut_ptr(), N as c_int), what)?;
+    buf[N - 1] = 0;
     // SAFETY: the buffer is NUL-terminated (forced above).
-    Ok(unsafe { CStr::from_ptr(id.as_ptr()) }
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned())
 }

@@ -76,22 +76,15 @@ fn atom_type_ok(op: AtomOp, ty: Ty) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     #[test]
     fn atom_decodes_its_operation_and_red_is_a_reduction() {
-        assert!(matches!(
-            first_op("atom.global.add.u32 %r1, [%rd1], 5;").unwrap(),
-            Op::Atom {
-                op: AtomOp::Add,
-                mem: MemRef {
-                    space: Space::Global,
-                    ..
-                },
-                ..
-            }
-        ));
+        assert_decodes(
+            "atom.global.add.u32 %r1, [%rd1], 5;",
+            "Atom { op: Add, d: 0, b: Imm(5), c: Imm(0), mem: MemRef { space: Global,",
+        );
         let Op::Atom { mem, .. } = first_op("red.global.add.u32 [%rd1], 5;").unwrap() else {
             panic!("red is not an atom");
         };
@@ -103,14 +96,8 @@ mod tests {
         assert!(unsupported("atom.global.add.b32 %r1, [%rd1], 5;"));
         assert!(unsupported("atom.global.exch.u32 %r1, [%rd1], 5;"));
         assert!(unsupported("atom.global.inc.u64 %rd2, [%rd1], 5;"));
-        assert!(matches!(
-            first_op("atom.global.cas.b32 %r1, [%rd1], 0, 9;").unwrap(),
-            Op::Atom {
-                op: AtomOp::Cas,
-                c: Src::Imm(9),
-                ..
-            }
-        ));
+        let cas = "atom.global.cas.b32 %r1, [%rd1], 0, 9;";
+        assert_decodes(cas, "Atom { op: Cas, d: 0, b: Imm(0), c: Imm(9),");
     }
 
     #[test]

@@ -29,13 +29,9 @@ impl Decoder<'_, '_> {
     pub(super) fn selp(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
         let ty = one_type(m, &[])?;
         expect(ops, 4)?;
-        Ok(Op::Selp {
-            ty,
-            d: self.dst(&ops[0])?,
-            a: self.src(&ops[1], ty)?,
-            b: self.src(&ops[2], ty)?,
-            c: self.src(&ops[3], Ty::PRED)?,
-        })
+        let d = self.dst(&ops[0])?;
+        let (a, b, c) = self.sources3(ops, ty, Ty::PRED)?;
+        Ok(Op::Selp { ty, d, a, b, c })
     }
 
     /// A call-site `.param` declaration inside a `{ }` block: a fresh local-memory slot.
@@ -166,13 +162,7 @@ impl Decoder<'_, '_> {
                 combine,
             });
         }
-        let (p, q) = match &ops[0] {
-            Operand::Other(t) if t.contains('|') => {
-                let (p, q) = t.split_once('|').unwrap_or_default();
-                (self.reg(p.trim()), Some(self.reg(q.trim())))
-            }
-            o => (self.dst(o)?, None),
-        };
+        let (p, q) = self.dst_pair(&ops[0])?;
         Ok(Op::Setp {
             cmp,
             ty,
@@ -212,20 +202,15 @@ pub(super) fn cmp_of(w: &str) -> Option<Cmp> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     #[test]
     fn setp_decodes_its_comparison_and_refuses_predicate_operands() {
-        assert!(matches!(
-            first_op("setp.lt.s32 %p1, %r1, %r2;").unwrap(),
-            Op::Setp {
-                cmp: Cmp::Lt,
-                q: None,
-                combine: None,
-                ..
-            }
-        ));
+        assert_decodes(
+            "setp.lt.s32 %p1, %r1, %r2;",
+            "Setp { cmp: Lt, ty: Ty { kind: S, bits: 32 }, ftz: false, p: 2, q: None, a: Reg(0),",
+        );
         assert!(unsupported("setp.eq.pred %p1, %p2, %p3;"));
     }
 

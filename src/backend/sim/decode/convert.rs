@@ -121,19 +121,18 @@ impl Decoder<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
-    use crate::backend::sim::isa::*;
+    use super::super::testing::{assert_decodes, run, unsupported};
 
     #[test]
     fn mov_of_a_vector_decodes_to_pack_and_unpack() {
-        assert!(matches!(
-            first_op("mov.b64 %rd1, {%r1, %r2};").unwrap(),
-            Op::Pack { bits: 32, n: 2, .. }
-        ));
-        assert!(matches!(
-            first_op("mov.b32 {%h1, %h2}, %r1;").unwrap(),
-            Op::Unpack { bits: 16, n: 2, .. }
-        ));
+        assert_decodes(
+            "mov.b64 %rd1, {%r1, %r2};",
+            "Pack { bits: 32, n: 2, d: 2, parts: [Reg(0), Reg(1), Imm(0), Imm(0)] }",
+        );
+        assert_decodes(
+            "mov.b32 {%h1, %h2}, %r1;",
+            "Unpack { bits: 16, n: 2, d: [0, 1,",
+        );
     }
 
     #[test]
@@ -152,21 +151,13 @@ mod tests {
 
     #[test]
     fn cvta_records_the_space_and_the_direction() {
-        assert!(matches!(
-            first_op("cvta.to.global.u64 %rd1, %rd2;").unwrap(),
-            Op::Cvta {
-                space: Space::Global,
-                to_generic: false,
-                ..
-            }
-        ));
-        assert!(matches!(
-            first_op("cvta.shared.u64 %rd1, %rd2;").unwrap(),
-            Op::Cvta {
-                space: Space::Shared,
-                to_generic: true,
-                ..
-            }
-        ));
+        assert_decodes(
+            "cvta.to.global.u64 %rd1, %rd2;",
+            "Cvta { space: Global, to_generic: false, d: 0, a: Reg(1) }",
+        );
+        assert_decodes(
+            "cvta.shared.u64 %rd1, %rd2;",
+            "Cvta { space: Shared, to_generic: true,",
+        );
     }
 }

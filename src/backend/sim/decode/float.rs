@@ -52,21 +52,22 @@ impl Decoder<'_, '_> {
         d: Reg,
         ops: &[Operand],
     ) -> R<Op> {
+        let (a, b, c) = self.sources3(ops, ty, ty)?;
         Ok(Op::Fma {
             ty,
             mode,
             sat,
             d,
-            a: self.src(&ops[1], ty)?,
-            b: self.src(&ops[2], ty)?,
-            c: self.src(&ops[3], ty)?,
+            a,
+            b,
+            c,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     #[test]
@@ -86,10 +87,10 @@ mod tests {
         assert!(unsupported("min.rz.f32 %f1, %f2, %f3;"));
         assert!(unsupported("mul.lo.f32 %f1, %f2, %f3;"));
         assert!(unsupported("mad.wide.f32 %f1, %f2, %f3, %f4;"));
-        assert!(matches!(
-            first_op("mad.rn.f64 %fd1, %fd2, %fd3, %fd4;").unwrap(),
-            Op::Fma { .. }
-        ));
+        assert_decodes(
+            "mad.rn.f64 %fd1, %fd2, %fd3, %fd4;",
+            "Fma { ty: Ty { kind: F, bits: 64 }, sat: false, d: 0, a: Reg(1), b: Reg(2), c: Reg(3),",
+        );
     }
 
     #[test]

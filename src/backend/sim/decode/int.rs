@@ -10,11 +10,8 @@ use crate::ptx::Operand;
 impl Decoder<'_, '_> {
     /// The binary operations; float types go to [`float_op`].
     pub(super) fn binary(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let (float_mode, m) = split_float_mode(m);
-        let m = &m[..];
-        let sat = m.contains(&"sat");
-        let mode = mad_mode(m);
-        let ty = one_type(m, &["sat", "lo", "hi", "wide"])?;
+        let w = arith_words(m)?;
+        let (float_mode, sat, mode, ty) = (w.float_mode, w.sat, w.mode, w.ty);
         expect(ops, 3)?;
         let d = self.dst(&ops[0])?;
         let a = self.src(&ops[1], ty)?;
@@ -67,13 +64,9 @@ impl Decoder<'_, '_> {
             return Err(Why::Unsupported);
         }
         expect(ops, 4)?;
-        Ok(Op::Sad {
-            ty,
-            d: self.dst(&ops[0])?,
-            a: self.src(&ops[1], ty)?,
-            b: self.src(&ops[2], ty)?,
-            c: self.src(&ops[3], ty)?,
-        })
+        let d = self.dst(&ops[0])?;
+        let (a, b, c) = self.sources3(ops, ty, ty)?;
+        Ok(Op::Sad { ty, d, a, b, c })
     }
 
     /// `bfind{.shiftamt}`: the position of the most significant non-sign bit.
@@ -125,11 +118,8 @@ impl Decoder<'_, '_> {
 
     /// `mad` on integers (`.lo`, `.hi`, `.wide`); `mad` and `fma` on floats go to `fma`.
     pub(super) fn mad(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let (float_mode, m) = split_float_mode(m);
-        let m = &m[..];
-        let sat = m.contains(&"sat");
-        let mode = mad_mode(m);
-        let ty = one_type(m, &["sat", "lo", "hi", "wide"])?;
+        let w = arith_words(m)?;
+        let (float_mode, sat, mode, ty) = (w.float_mode, w.sat, w.mode, w.ty);
         expect(ops, 4)?;
         let d = self.dst(&ops[0])?;
         if ty.is_float() {
@@ -153,13 +143,14 @@ impl Decoder<'_, '_> {
         } else {
             ty
         };
+        let (a, b, c) = self.sources3(ops, ty, c_ty)?;
         Ok(Op::Mad {
             mode,
             ty,
             d,
-            a: self.src(&ops[1], ty)?,
-            b: self.src(&ops[2], ty)?,
-            c: self.src(&ops[3], c_ty)?,
+            a,
+            b,
+            c,
         })
     }
 
@@ -247,15 +238,31 @@ impl Decoder<'_, '_> {
                     return Err(Why::Unsupported);
                 }
                 expect(ops, 4)?;
-                Ok(Op::Prmt {
-                    d: self.dst(&ops[0])?,
-                    a: self.src(&ops[1], ty)?,
-                    b: self.src(&ops[2], ty)?,
-                    c: self.src(&ops[3], ty)?,
-                })
+                let d = self.dst(&ops[0])?;
+                let (a, b, c) = self.sources3(ops, ty, ty)?;
+                Ok(Op::Prmt { d, a, b, c })
             }
         }
     }
+}
+
+/// The modifiers of a binary operation or a `mad`: float rounding, saturation, the integer
+/// multiply mode and the one type.
+struct ArithWords {
+    float_mode: FloatMode,
+    sat: bool,
+    mode: Option<MadMode>,
+    ty: Ty,
+}
+
+fn arith_words(m: &[&str]) -> R<ArithWords> {
+    let (float_mode, m) = split_float_mode(m);
+    Ok(ArithWords {
+        float_mode,
+        sat: m.contains(&"sat"),
+        mode: mad_mode(&m),
+        ty: one_type(&m, &["sat", "lo", "hi", "wide"])?,
+    })
 }
 
 /// The integer operation of a binary opcode; predicates only take the logical ones.
@@ -295,7 +302,7 @@ pub(super) fn mad_mode(m: &[&str]) -> Option<MadMode> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     const S32: Ty = Ty {
@@ -319,14 +326,10 @@ mod tests {
 
     #[test]
     fn mul_wide_decodes_only_up_to_32_bits() {
-        assert!(matches!(
-            first_op("mul.wide.s32 %rd1, %r1, %r2;").unwrap(),
-            Op::MulWide {
-                signed: true,
-                bits: 32,
-                ..
-            }
-        ));
+        assert_decodes(
+            "mul.wide.s32 %rd1, %r1, %r2;",
+            "MulWide { signed: true, bits: 32, d: 0, a: Reg(1), b: Reg(2) }",
+        );
         assert!(unsupported("mul.wide.u64 %rd1, %rd2, %rd3;"));
     }
 
@@ -334,10 +337,10 @@ mod tests {
     fn saturation_and_predicate_arithmetic_are_refused_where_ptx_has_none() {
         assert!(unsupported("add.sat.u32 %r1, %r2, %r3;"));
         assert!(unsupported("add.pred %p1, %p2, %p3;"));
-        assert!(matches!(
-            first_op("and.pred %p1, %p2, %p3;").unwrap(),
-            Op::Int { op: IntOp::And, .. }
-        ));
+        assert_decodes(
+            "and.pred %p1, %p2, %p3;",
+            "Int { op: And, ty: Ty { kind: Pred,",
+        );
     }
 
     #[test]
@@ -357,14 +360,9 @@ mod tests {
         let body = "add.cc.u32 %r1, 0xffffffff, 1;\naddc.u32 %r2, 0, 0;\n\
                     st.global.u32 [%out], %r2;";
         assert_eq!(run(body), 1);
-        assert!(matches!(
-            first_op("addc.cc.u32 %r1, %r2, %r3;").unwrap(),
-            Op::Carry {
-                op: CarryOp::Add,
-                use_cf: true,
-                set_cf: true,
-                ..
-            }
-        ));
+        assert_decodes(
+            "addc.cc.u32 %r1, %r2, %r3;",
+            "Carry { op: Add, ty: Ty { kind: U, bits: 32 }, use_cf: true, set_cf: true,",
+        );
     }
 }

@@ -156,7 +156,7 @@ fn ordering_word(w: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     fn order_of(body: &str) -> Order {
@@ -201,10 +201,10 @@ mod tests {
 
     #[test]
     fn vector_accesses_need_a_matching_operand() {
-        assert!(matches!(
-            first_op("st.global.v2.u32 [%rd1], {%r1, %r2};").unwrap(),
-            Op::St { mem, .. } if mem.n == 2
-        ));
+        assert_decodes(
+            "st.global.v2.u32 [%rd1], {%r1, %r2};",
+            "St { s: [Reg(1), Reg(2), Imm(0), Imm(0)], mem: MemRef { space: Global,",
+        );
         assert!(matches!(
             first_op("ld.global.v4.u32 {%r1, %r2}, [%rd1];"),
             Err(crate::backend::BackendError::BadModule(_))

@@ -148,6 +148,26 @@ impl Decoder<'_, '_> {
         }
     }
 
+    /// A destination that may be a pair `p|q` (`setp`, `shfl`): the second is optional.
+    pub(super) fn dst_pair(&mut self, o: &Operand) -> R<(Reg, Option<Reg>)> {
+        match o {
+            Operand::Other(t) if t.contains('|') => {
+                let (p, q) = t.split_once('|').unwrap_or_default();
+                Ok((self.reg(p.trim()), Some(self.reg(q.trim()))))
+            }
+            o => Ok((self.dst(o)?, None)),
+        }
+    }
+
+    /// The sources `a, b, c` of a four-operand instruction `d, a, b, c`; `c` has type `c_ty`.
+    pub(super) fn sources3(&mut self, ops: &[Operand], ty: Ty, c_ty: Ty) -> R<(Src, Src, Src)> {
+        Ok((
+            self.src(&ops[1], ty)?,
+            self.src(&ops[2], ty)?,
+            self.src(&ops[3], c_ty)?,
+        ))
+    }
+
     pub(super) fn src(&mut self, o: &Operand, ty: Ty) -> R<Src> {
         match o {
             Operand::Register(r) => Ok(match special(r) {

@@ -72,13 +72,7 @@ impl Decoder<'_, '_> {
             kind: Kind::B,
             bits: 32,
         };
-        let (d, p) = match &ops[0] {
-            Operand::Other(t) if t.contains('|') => {
-                let (d, p) = t.split_once('|').unwrap_or_default();
-                (self.reg(d.trim()), Some(self.reg(p.trim())))
-            }
-            o => (self.dst(o)?, None),
-        };
+        let (d, p) = self.dst_pair(&ops[0])?;
         Ok(Op::Shfl {
             mode,
             d,
@@ -126,7 +120,7 @@ impl Decoder<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{first_op, run, unsupported};
+    use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::backend::sim::isa::*;
 
     #[test]
@@ -158,22 +152,14 @@ mod tests {
 
     #[test]
     fn warp_collectives_decode_their_mode() {
-        assert!(matches!(
-            first_op("shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;").unwrap(),
-            Op::Shfl {
-                mode: ShflMode::Bfly,
-                p: None,
-                ..
-            }
-        ));
-        assert!(matches!(
-            first_op("vote.sync.ballot.b32 %r1, %p1, -1;").unwrap(),
-            Op::Vote {
-                mode: VoteMode::Ballot,
-                negate: false,
-                ..
-            }
-        ));
+        assert_decodes(
+            "shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;",
+            "Shfl { mode: Bfly, d: 0, p: None, a: Reg(1), b: Imm(1), c: Imm(31),",
+        );
+        assert_decodes(
+            "vote.sync.ballot.b32 %r1, %p1, -1;",
+            "Vote { mode: Ballot, d: 1, a: Reg(0), negate: false, mask: Imm(4294967295) }",
+        );
         assert!(unsupported("shfl.up.b32 %r1, %r2, 1, 0;"));
     }
 

@@ -52,3 +52,14 @@ pub fn run(body: &str) -> u64 {
     sim.copy_out(out, 0, &mut bytes).expect("copy out");
     u64::from_le_bytes(bytes)
 }
+
+/// Asserts that `body`'s first instruction decodes to an op whose `{:?}` starts with `prefix`
+/// (the variant and the fields that matter, in declaration order).
+#[track_caller]
+pub fn assert_decodes(body: &str, prefix: &str) {
+    let shown = format!("{:?}", first_op(body).expect("decodes"));
+    assert!(
+        shown.starts_with(prefix),
+        "`{body}` decoded to {shown}, expected {prefix}…"
+    );
+}
