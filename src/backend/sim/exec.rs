@@ -157,6 +157,12 @@ impl Machine<'_> {
         stop
     }
 
+    /// The values of three sources.
+    #[inline(always)]
+    fn vals3(&self, base: usize, t: usize, s: [Src; 3]) -> [u64; 3] {
+        s.map(|s| self.val(base, t, s))
+    }
+
     #[inline]
     fn set(&mut self, base: usize, d: Reg, v: u64) {
         self.regs[base + d as usize] = v;
@@ -229,13 +235,8 @@ impl Machine<'_> {
                 b,
                 c,
             } => {
-                let v = alu::mad(
-                    mode,
-                    ty,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::mad(mode, ty, a, b, c);
                 self.set(base, d, v);
             }
             Op::Carry {
@@ -254,11 +255,7 @@ impl Machine<'_> {
                 } else {
                     0
                 };
-                let (a, b, c) = (
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
                 let (v, carry) = alu::carry(op, ty, a, b, c, cf);
                 self.set(base, d, v);
                 if set_cf {
@@ -266,12 +263,8 @@ impl Machine<'_> {
                 }
             }
             Op::Sad { ty, d, a, b, c } => {
-                let v = alu::sad(
-                    ty,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::sad(ty, a, b, c);
                 self.set(base, d, v);
             }
             _ => unreachable!("step dispatches only integer ops to step_int"),
@@ -288,12 +281,8 @@ impl Machine<'_> {
                 self.set(base, d, v);
             }
             Op::Bfe { ty, d, a, b, c } => {
-                let v = alu::bfe(
-                    ty,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::bfe(ty, a, b, c);
                 self.set(base, d, v);
             }
             Op::Bfi {
@@ -314,11 +303,8 @@ impl Machine<'_> {
                 self.set(base, d, v);
             }
             Op::Prmt { d, a, b, c } => {
-                let v = alu::prmt(
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::prmt(a, b, c);
                 self.set(base, d, v);
             }
             _ => unreachable!("step dispatches only bit manipulation to step_bits"),
@@ -351,14 +337,8 @@ impl Machine<'_> {
                 b,
                 c,
             } => {
-                let v = alu::fma(
-                    ty,
-                    mode,
-                    sat,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::fma(ty, mode, sat, a, b, c);
                 self.set(base, d, v);
             }
             Op::Unary { op, ty, mode, d, a } => {

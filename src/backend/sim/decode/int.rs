@@ -214,23 +214,23 @@ impl Decoder<'_, '_> {
         match base {
             "bfe" => {
                 expect(ops, 4)?;
-                Ok(Op::Bfe {
-                    ty,
-                    d: self.dst(&ops[0])?,
-                    a: self.src(&ops[1], ty)?,
-                    b: self.src(&ops[2], u32t)?,
-                    c: self.src(&ops[3], u32t)?,
-                })
+                let d = self.dst(&ops[0])?;
+                let a = self.src(&ops[1], ty)?;
+                let (b, c) = (self.src(&ops[2], u32t)?, self.src(&ops[3], u32t)?);
+                Ok(Op::Bfe { ty, d, a, b, c })
             }
             "bfi" => {
                 expect(ops, 5)?;
+                let d = self.dst(&ops[0])?;
+                let (f, b) = (self.src(&ops[1], ty)?, self.src(&ops[2], ty)?);
+                let (c, len) = (self.src(&ops[3], u32t)?, self.src(&ops[4], u32t)?);
                 Ok(Op::Bfi {
                     ty,
-                    d: self.dst(&ops[0])?,
-                    f: self.src(&ops[1], ty)?,
-                    b: self.src(&ops[2], ty)?,
-                    c: self.src(&ops[3], u32t)?,
-                    len: self.src(&ops[4], u32t)?,
+                    d,
+                    f,
+                    b,
+                    c,
+                    len,
                 })
             }
             _ => {
