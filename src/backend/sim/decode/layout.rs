@@ -130,3 +130,42 @@ pub(super) fn collect_labels(body: &[Statement]) -> HashMap<String, u32> {
     }
     labels
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(text: &str) -> VarDecl {
+        parse_var(text).unwrap().unwrap()
+    }
+
+    #[test]
+    fn shared_variables_are_laid_out_at_their_alignment_and_globals_at_their_address() {
+        let vars = [
+            decl(".shared .align 4 .b8 small[3];"),
+            decl(".shared .align 16 .b8 wide[32];"),
+            decl(".extern .shared .align 16 .b8 dynamic[];"),
+            decl(".global .u32 counter;"),
+        ];
+        let globals = HashMap::from([("counter".to_string(), 0x1000)]);
+        let m = module_symbols(&vars, &globals);
+        assert_eq!(m.symbols["small"], Symbol::Shared(0));
+        assert_eq!(m.symbols["wide"], Symbol::Shared(16));
+        assert_eq!(m.shared_bytes, 48);
+        assert_eq!(m.dynamic_shared, vec![("dynamic".to_string(), 16)]);
+        assert_eq!(m.symbols["counter"], Symbol::Global(0x1000));
+    }
+
+    #[test]
+    fn labels_count_instructions_only() {
+        let module = ptx::parse(
+            ".version 8.8\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n\
+             .reg .b32 %r<2>;\nTOP:\nmov.u32 %r1, 1;\nNEXT:\nbra TOP;\n}\n",
+        )
+        .unwrap();
+        let body = module.kernels().next().unwrap().body.as_deref().unwrap();
+        let labels = collect_labels(body);
+        assert_eq!(labels["TOP"], 0);
+        assert_eq!(labels["NEXT"], 1);
+    }
+}
