@@ -317,29 +317,29 @@ fn attribute(device: sys::CUdevice, attribute: sys::CUdevice_attribute) -> Resul
 }
 
 fn device_name(device: sys::CUdevice) -> Result<String> {
-    let mut name = [0 as c_char; 256];
-    check(
+    c_string_out::<256>("cuDeviceGetName", |buf, len| {
         // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
-        unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, device) },
-        "cuDeviceGetName",
-    )?;
-    name[name.len() - 1] = 0;
-    // SAFETY: the buffer is NUL-terminated (forced above).
-    Ok(unsafe { CStr::from_ptr(name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
+        unsafe { sys::cuDeviceGetName(buf, len, device) }
+    })
 }
 
 fn pci_bus_id(device: sys::CUdevice) -> Result<String> {
-    let mut id = [0 as c_char; 64];
-    check(
+    c_string_out::<64>("cuDeviceGetPCIBusId", |buf, len| {
         // SAFETY: the buffer holds `len` chars; the driver writes a NUL-terminated string into it.
-        unsafe { sys::cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as c_int, device) },
-        "cuDeviceGetPCIBusId",
-    )?;
-    id[id.len() - 1] = 0;
+        unsafe { sys::cuDeviceGetPCIBusId(buf, len, device) }
+    })
+}
+
+/// A string the driver writes into a buffer of `N` chars by `call(buffer, N)`.
+fn c_string_out<const N: usize>(
+    what: &str,
+    call: impl FnOnce(*mut c_char, c_int) -> CUresult,
+) -> Result<String> {
+    let mut buf = [0 as c_char; N];
+    check(call(buf.as_mut_ptr(), N as c_int), what)?;
+    buf[N - 1] = 0;
     // SAFETY: the buffer is NUL-terminated (forced above).
-    Ok(unsafe { CStr::from_ptr(id.as_ptr()) }
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned())
 }
@@ -657,6 +657,25 @@ impl CudaBackend {
         }
     }
 
+    /// One copy between host and device: checks `len` bytes of `buffer` at `offset`, issues
+    /// `call(device address, stream)` (nothing for an empty copy) and waits for it.
+    fn copy(
+        &mut self,
+        buffer: &Buffer,
+        offset: usize,
+        len: usize,
+        what: &str,
+        call: impl FnOnce(sys::CUdeviceptr, sys::CUstream) -> CUresult,
+    ) -> Result<()> {
+        self.usable()?;
+        let at = self.range(buffer, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        check(call(at, self.stream), what)?;
+        self.wait(None)
+    }
+
     fn range(&self, buffer: &Buffer, offset: usize, len: usize) -> Result<sys::CUdeviceptr> {
         let a = self.allocation(buffer)?;
         match offset.checked_add(len) {
@@ -803,47 +822,33 @@ impl Backend for CudaBackend {
     }
 
     fn copy_in(&mut self, buffer: Buffer, offset: usize, data: &[u8]) -> Result<()> {
-        self.usable()?;
-        let dst = self.range(&buffer, offset, data.len())?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        check(
-            // SAFETY: `dst..dst+len` lies inside a live allocation (checked by `range`); `data` is
-            // valid for `len` bytes and stays borrowed until the wait below finished the copy.
-            unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    dst,
-                    data.as_ptr() as *const c_void,
-                    data.len(),
-                    self.stream,
-                )
-            },
+        self.copy(
+            &buffer,
+            offset,
+            data.len(),
             "cuMemcpyHtoDAsync",
-        )?;
-        self.wait(None)
+            |dst, stream| {
+                // SAFETY: `dst..dst+len` lies inside a live allocation (checked by `range`); `data` is
+                // valid for `len` bytes and stays borrowed until the wait in `copy` finished the copy.
+                unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        dst,
+                        data.as_ptr() as *const c_void,
+                        data.len(),
+                        stream,
+                    )
+                }
+            },
+        )
     }
 
     fn copy_out(&mut self, buffer: Buffer, offset: usize, out: &mut [u8]) -> Result<()> {
-        self.usable()?;
-        let src = self.range(&buffer, offset, out.len())?;
-        if out.is_empty() {
-            return Ok(());
-        }
-        check(
+        let len = out.len();
+        self.copy(&buffer, offset, len, "cuMemcpyDtoHAsync", |src, stream| {
             // SAFETY: `src..src+len` lies inside a live allocation (checked by `range`); `out` is
-            // valid for `len` bytes and stays borrowed until the wait below finished the copy.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    out.as_mut_ptr() as *mut c_void,
-                    src,
-                    out.len(),
-                    self.stream,
-                )
-            },
-            "cuMemcpyDtoHAsync",
-        )?;
-        self.wait(None)
+            // valid for `len` bytes and stays borrowed until the wait in `copy` finished the copy.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr() as *mut c_void, src, len, stream) }
+        })
     }
 
     fn memset(&mut self, buffer: Buffer, byte: u8) -> Result<()> {

@@ -27,6 +27,16 @@ pub fn sext(v: u64, bits: u8) -> i64 {
     }
 }
 
+/// A loaded value in its destination register: sign-extended for `.s` types, else as read.
+#[inline]
+pub fn extend(ty: Ty, v: u64) -> u64 {
+    if ty.signed() {
+        sext(v, ty.bits) as u64
+    } else {
+        v
+    }
+}
+
 /// The value as the type reads it, widened to 64 bits (sign-extended for `.s` types).
 #[inline]
 pub fn norm(v: u64, ty: Ty) -> u64 {

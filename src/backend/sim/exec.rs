@@ -157,23 +157,60 @@ impl Machine<'_> {
         stop
     }
 
+    /// The values of three sources.
+    #[inline(always)]
+    fn vals3(&self, base: usize, t: usize, s: [Src; 3]) -> [u64; 3] {
+        s.map(|s| self.val(base, t, s))
+    }
+
     #[inline]
     fn set(&mut self, base: usize, d: Reg, v: u64) {
         self.regs[base + d as usize] = v;
     }
 
+    /// Executes one instruction of thread `t` (its registers start at `base`), by family.
     #[inline(always)]
     fn step(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
         match inst.op {
-            Op::Mov { ty, d, a } => {
-                let v = self.val(base, t, a);
-                let v = if ty.is_float() {
-                    v
-                } else {
-                    v & alu::mask(ty.bits)
-                };
-                self.set(base, d, v);
+            Op::Int { .. }
+            | Op::MulWide { .. }
+            | Op::Mad { .. }
+            | Op::Carry { .. }
+            | Op::Sad { .. } => self.step_int(t, base, inst)?,
+            Op::Bfind { .. } | Op::Bfe { .. } | Op::Bfi { .. } | Op::Prmt { .. } => {
+                self.step_bits(t, base, inst.op)
             }
+            Op::Float { .. } | Op::Fma { .. } | Op::Unary { .. } => {
+                self.step_float(t, base, inst.op)
+            }
+            Op::Setp { .. } | Op::Set { .. } | Op::Selp { .. } => {
+                self.step_compare(t, base, inst.op)
+            }
+            Op::Mov { .. }
+            | Op::Cvt { .. }
+            | Op::Cvta { .. }
+            | Op::Pack { .. }
+            | Op::Unpack { .. } => self.step_move(t, base, inst.op),
+            Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
+            Op::BarRed { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::ActiveMask { .. } => {
+                return Ok(self.step_warp(t, base, inst.op))
+            }
+            Op::Bra { .. }
+            | Op::Call { .. }
+            | Op::Return
+            | Op::Exit
+            | Op::Bar
+            | Op::Fence { .. }
+            | Op::Nop
+            | Op::Trap => return self.step_control(t, inst),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Integer arithmetic; integer division by zero faults.
+    #[inline(always)]
+    fn step_int(&mut self, t: usize, base: usize, inst: &Inst) -> Result<(), BackendError> {
+        match inst.op {
             Op::Int { op, ty, d, a, b } => {
                 let (a, b) = (self.val(base, t, a), self.val(base, t, b));
                 let v = alu::int_op(op, ty, a, b)
@@ -198,15 +235,86 @@ impl Machine<'_> {
                 b,
                 c,
             } => {
-                let v = alu::mad(
-                    mode,
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::mad(mode, ty, a, b, c);
+                self.set(base, d, v);
+            }
+            Op::Carry {
+                op,
+                ty,
+                use_cf,
+                set_cf,
+                d,
+                cc,
+                a,
+                b,
+                c,
+            } => {
+                let cf = if use_cf {
+                    self.regs[base + cc as usize] & 1
+                } else {
+                    0
+                };
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let (v, carry) = alu::carry(op, ty, a, b, c, cf);
+                self.set(base, d, v);
+                if set_cf {
+                    self.set(base, cc, carry);
+                }
+            }
+            Op::Sad { ty, d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::sad(ty, a, b, c);
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only integer ops to step_int"),
+        }
+        Ok(())
+    }
+
+    /// Bit manipulation: `bfind`, `bfe`, `bfi`, `prmt`.
+    #[inline(always)]
+    fn step_bits(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Bfind { ty, shiftamt, d, a } => {
+                let v = alu::bfind(ty, shiftamt, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::Bfe { ty, d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::bfe(ty, a, b, c);
+                self.set(base, d, v);
+            }
+            Op::Bfi {
+                ty,
+                d,
+                f,
+                b,
+                c,
+                len,
+            } => {
+                let v = alu::bfi(
                     ty,
-                    self.val(base, t, a),
+                    self.val(base, t, f),
                     self.val(base, t, b),
                     self.val(base, t, c),
+                    self.val(base, t, len),
                 );
                 self.set(base, d, v);
             }
+            Op::Prmt { d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::prmt(a, b, c);
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only bit manipulation to step_bits"),
+        }
+    }
+
+    /// Float arithmetic and the unary operations.
+    #[inline(always)]
+    fn step_float(&mut self, t: usize, base: usize, op: Op) {
+        match op {
             Op::Float {
                 op,
                 ty,
@@ -229,20 +337,22 @@ impl Machine<'_> {
                 b,
                 c,
             } => {
-                let v = alu::fma(
-                    ty,
-                    mode,
-                    sat,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::fma(ty, mode, sat, a, b, c);
                 self.set(base, d, v);
             }
             Op::Unary { op, ty, mode, d, a } => {
                 let v = alu::unary(op, ty, mode, self.val(base, t, a));
                 self.set(base, d, v);
             }
+            _ => unreachable!("step dispatches only float ops to step_float"),
+        }
+    }
+
+    /// Comparisons (`setp`, `set`) and selection (`selp`).
+    #[inline(always)]
+    fn step_compare(&mut self, t: usize, base: usize, op: Op) {
+        match op {
             Op::Setp {
                 cmp,
                 ty,
@@ -301,6 +411,23 @@ impl Machine<'_> {
                 };
                 self.set(base, d, v);
             }
+            _ => unreachable!("step dispatches only comparisons to step_compare"),
+        }
+    }
+
+    /// Moves, packing and conversions.
+    #[inline(always)]
+    fn step_move(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Mov { ty, d, a } => {
+                let v = self.val(base, t, a);
+                let v = if ty.is_float() {
+                    v
+                } else {
+                    v & alu::mask(ty.bits)
+                };
+                self.set(base, d, v);
+            }
             Op::Cvt {
                 dst,
                 src,
@@ -332,85 +459,6 @@ impl Machine<'_> {
                 };
                 self.set(base, d, v);
             }
-            Op::Bfe { ty, d, a, b, c } => {
-                let v = alu::bfe(
-                    ty,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
-                self.set(base, d, v);
-            }
-            Op::Bfi {
-                ty,
-                d,
-                f,
-                b,
-                c,
-                len,
-            } => {
-                let v = alu::bfi(
-                    ty,
-                    self.val(base, t, f),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                    self.val(base, t, len),
-                );
-                self.set(base, d, v);
-            }
-            Op::Carry {
-                op,
-                ty,
-                use_cf,
-                set_cf,
-                d,
-                cc,
-                a,
-                b,
-                c,
-            } => {
-                let cf = if use_cf {
-                    self.regs[base + cc as usize] & 1
-                } else {
-                    0
-                };
-                let (a, b, c) = (
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
-                let (v, carry) = alu::carry(op, ty, a, b, c, cf);
-                self.set(base, d, v);
-                if set_cf {
-                    self.set(base, cc, carry);
-                }
-            }
-            Op::Sad { ty, d, a, b, c } => {
-                let v = alu::sad(
-                    ty,
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
-                self.set(base, d, v);
-            }
-            Op::Bfind { ty, shiftamt, d, a } => {
-                let v = alu::bfind(ty, shiftamt, self.val(base, t, a));
-                self.set(base, d, v);
-            }
-            Op::BarRed { p, negate, .. } => {
-                let p = (self.val(base, t, p) != 0) ^ negate;
-                self.threads[t].warp_args[0] = u64::from(p);
-                return Ok(Flow::Stop(QuantumEnd::Barrier));
-            }
-            Op::Prmt { d, a, b, c } => {
-                let v = alu::prmt(
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                );
-                self.set(base, d, v);
-            }
             Op::Pack { bits, n, d, parts } => {
                 let mut v = 0;
                 for (k, p) in parts.iter().take(n as usize).enumerate() {
@@ -428,37 +476,66 @@ impl Machine<'_> {
                     );
                 }
             }
-            Op::Ld {
-                space,
-                ty,
-                n,
-                d,
-                addr,
-                order,
-            } => self.exec_ld(t, base, inst.line, space, ty, n, d, addr, order)?,
-            Op::St {
-                space,
-                ty,
-                n,
-                s,
-                addr,
-                order,
-            } => self.exec_st(t, base, inst.line, space, ty, n, s, addr, order)?,
-            Op::Atom {
-                space,
-                op,
-                ty,
-                d,
-                addr,
-                b,
-                c,
-                order,
-            } => {
-                let at = self.address(base, addr);
+            _ => unreachable!("step dispatches only moves and conversions to step_move"),
+        }
+    }
+
+    /// Loads, stores and atomics.
+    #[inline(always)]
+    fn step_memory(&mut self, t: usize, base: usize, inst: &Inst) -> Result<(), BackendError> {
+        match inst.op {
+            Op::Ld { d, mem } => self.exec_ld(t, base, inst.line, d, mem)?,
+            Op::St { s, mem } => self.exec_st(t, base, inst.line, s, mem)?,
+            Op::Atom { op, d, b, c, mem } => {
+                let at = self.address(base, mem.addr);
                 let (b, c) = (self.val(base, t, b), self.val(base, t, c));
-                let old = self.atomic(t, inst.line, space, op, ty, at, b, c, order)?;
+                let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
                 self.set(base, d, old);
             }
+            _ => unreachable!("step dispatches only memory ops to step_memory"),
+        }
+        Ok(())
+    }
+
+    /// Warp and block collectives: the thread stops until its warp or block arrives, except
+    /// `activemask`, which reads the warp's state at once.
+    #[inline(always)]
+    fn step_warp(&mut self, t: usize, base: usize, op: Op) -> Flow {
+        match op {
+            Op::BarRed { p, negate, .. } => {
+                let p = (self.val(base, t, p) != 0) ^ negate;
+                self.threads[t].warp_args[0] = u64::from(p);
+                return Flow::Stop(QuantumEnd::Barrier);
+            }
+            Op::Shfl { a, b, c, mask, .. } => {
+                self.threads[t].warp_args = [
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                    self.val(base, t, mask),
+                ];
+                return Flow::Stop(QuantumEnd::Warp);
+            }
+            Op::Vote {
+                a, negate, mask, ..
+            } => {
+                let p = (self.val(base, t, a) != 0) ^ negate;
+                self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
+                return Flow::Stop(QuantumEnd::Warp);
+            }
+            Op::ActiveMask { d } => {
+                let v = self.active_mask(t);
+                self.set(base, d, u64::from(v));
+            }
+            _ => unreachable!("step dispatches only collectives to step_warp"),
+        }
+        Flow::Next
+    }
+
+    /// Control flow, barriers and fences.
+    #[inline(always)]
+    fn step_control(&mut self, t: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
             Op::Bra { target } => return Ok(Flow::Jump(target)),
             Op::Call { site } => return Ok(Flow::Call(site)),
             Op::Return => return Ok(Flow::Return),
@@ -467,26 +544,7 @@ impl Machine<'_> {
             Op::Fence { reach, sc } => self.fence(t, reach, sc),
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
-            Op::Shfl { a, b, c, mask, .. } => {
-                self.threads[t].warp_args = [
-                    self.val(base, t, a),
-                    self.val(base, t, b),
-                    self.val(base, t, c),
-                    self.val(base, t, mask),
-                ];
-                return Ok(Flow::Stop(QuantumEnd::Warp));
-            }
-            Op::Vote {
-                a, negate, mask, ..
-            } => {
-                let p = (self.val(base, t, a) != 0) ^ negate;
-                self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
-                return Ok(Flow::Stop(QuantumEnd::Warp));
-            }
-            Op::ActiveMask { d } => {
-                let v = self.active_mask(t);
-                self.set(base, d, u64::from(v));
-            }
+            _ => unreachable!("step dispatches only control ops to step_control"),
         }
         Ok(Flow::Next)
     }
@@ -538,39 +596,39 @@ impl Machine<'_> {
         b.wrapping_add(addr.offset as u64)
     }
 
-    /// A vector access must be aligned to its whole size.
-    fn check_vector_alignment(
+    /// The first address of a load or store and the size of one element; a vector access must
+    /// be aligned to its whole size.
+    fn vector_start(
         &self,
+        base: usize,
         line: u32,
         access: Access,
-        at: u64,
-        size: u64,
-        n: u8,
-    ) -> Result<(), BackendError> {
-        let bytes = size * u64::from(n);
-        if n > 1 && !at.is_multiple_of(bytes) {
+        mem: MemRef,
+    ) -> Result<(u64, u64), BackendError> {
+        let at = self.address(base, mem.addr);
+        let size = mem.size();
+        let bytes = size * u64::from(mem.n);
+        if mem.n > 1 && !at.is_multiple_of(bytes) {
             return Err(self.mem_fault(line, access, "vector", at, bytes, MemFault::Misaligned));
         }
-        Ok(())
+        Ok((at, size))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `ld`: each element into its register (sign-extended for signed types); a plain global
+    /// load under the PTX model may be deferred instead.
     fn exec_ld(
         &mut self,
         t: usize,
         base: usize,
         line: u32,
-        space: Space,
-        ty: Ty,
-        n: u8,
         d: [Reg; 4],
-        addr: Addr,
-        order: Order,
+        mem: MemRef,
     ) -> Result<(), BackendError> {
-        let at = self.address(base, addr);
-        let size = u64::from(ty.bytes());
-        self.check_vector_alignment(line, Access::Load, at, size, n)?;
-        if n == 1 && self.ptx && self.may_defer(t, space, at, order) {
+        let (at, size) = self.vector_start(base, line, Access::Load, mem)?;
+        let MemRef {
+            space, ty, order, ..
+        } = mem;
+        if mem.n == 1 && self.ptx && self.may_defer(t, space, at, order) {
             self.mem
                 .check(at, size)
                 .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
@@ -585,7 +643,7 @@ impl Machine<'_> {
             th.deferred += 1;
             return Ok(());
         }
-        for (k, r) in d.iter().take(n as usize).enumerate() {
+        for (k, r) in d.iter().take(mem.n as usize).enumerate() {
             let v = self.load(
                 t,
                 line,
@@ -594,43 +652,25 @@ impl Machine<'_> {
                 size,
                 order,
             )?;
-            let v = if ty.signed() {
-                alu::sext(v, ty.bits) as u64
-            } else {
-                v
-            };
-            self.set(base, *r, v);
+            self.set(base, *r, alu::extend(ty, v));
         }
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `st`: each element, truncated to the element size.
     fn exec_st(
         &mut self,
         t: usize,
         base: usize,
         line: u32,
-        space: Space,
-        ty: Ty,
-        n: u8,
         s: [Src; 4],
-        addr: Addr,
-        order: Order,
+        mem: MemRef,
     ) -> Result<(), BackendError> {
-        let at = self.address(base, addr);
-        let size = u64::from(ty.bytes());
-        self.check_vector_alignment(line, Access::Store, at, size, n)?;
-        for (k, src) in s.iter().take(n as usize).enumerate() {
+        let (at, size) = self.vector_start(base, line, Access::Store, mem)?;
+        for (k, src) in s.iter().take(mem.n as usize).enumerate() {
             let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
-            self.store(
-                t,
-                line,
-                space,
-                at.wrapping_add(k as u64 * size),
-                size,
-                v,
-                order,
-            )?;
+            let at = at.wrapping_add(k as u64 * size);
+            self.store(t, line, mem.space, at, size, v, mem.order)?;
         }
         Ok(())
     }
@@ -821,20 +861,22 @@ impl Machine<'_> {
         }
     }
 
+    /// `atom` and `red` at `addr` (already computed from `mem.addr`): returns the old value.
     #[allow(clippy::too_many_arguments)]
     fn atomic(
         &mut self,
         t: usize,
         line: u32,
-        space: Space,
         op: AtomOp,
-        ty: Ty,
+        mem: MemRef,
         addr: u64,
         b: u64,
         c: u64,
-        order: Order,
     ) -> Result<u64, BackendError> {
-        let size = u64::from(ty.bytes());
+        let MemRef {
+            space, ty, order, ..
+        } = mem;
+        let size = mem.size();
         let (target, a) = resolve(space, addr);
         match target {
             Region::Global | Region::Const => {}
@@ -933,12 +975,7 @@ impl Machine<'_> {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
             let v = self.load_global(t, p.line, p.addr, size, p.order)?;
-            let v = if p.ty.signed() {
-                alu::sext(v, p.ty.bits) as u64
-            } else {
-                v
-            };
-            self.set(base, p.d, v);
+            self.set(base, p.d, alu::extend(p.ty, v));
         }
         Ok(())
     }
@@ -954,13 +991,13 @@ impl Machine<'_> {
         if inst.guard != NO_GUARD && reg(inst.guard & !GUARD_NEGATED) {
             return true;
         }
-        let touches = |space: Space, addr: Addr, ty: Ty, n: u8| {
-            if addr.base.is_some_and(reg) {
+        let touches = |mem: MemRef| {
+            if mem.addr.base.is_some_and(reg) {
                 return true;
             }
-            let at = self.address(base, addr);
-            let (target, at) = resolve(space, at);
-            let bytes = u64::from(ty.bytes()) * u64::from(n);
+            let at = self.address(base, mem.addr);
+            let (target, at) = resolve(mem.space, at);
+            let bytes = mem.size() * u64::from(mem.n);
             target == Region::Global
                 && pending
                     .iter()
@@ -991,29 +1028,11 @@ impl Machine<'_> {
                     || src(b)
                     || combine.is_some_and(|c| src(c.c))
             }
-            Op::Ld {
-                space,
-                ty,
-                n,
-                d,
-                addr,
-                order,
-            } => {
-                order.acquires
-                    || d[..n as usize].iter().any(|r| reg(*r))
-                    || touches(space, addr, ty, n)
+            Op::Ld { d, mem } => {
+                mem.order.acquires || d[..mem.n as usize].iter().any(|r| reg(*r)) || touches(mem)
             }
-            Op::St {
-                space,
-                ty,
-                n,
-                s,
-                addr,
-                order,
-            } => {
-                order.releases
-                    || s[..n as usize].iter().any(|s| src(*s))
-                    || touches(space, addr, ty, n)
+            Op::St { s, mem } => {
+                mem.order.releases || s[..mem.n as usize].iter().any(|s| src(*s)) || touches(mem)
             }
             Op::Bra { .. } | Op::Nop => false,
             _ => true,

@@ -109,6 +109,24 @@ pub struct Addr {
     pub offset: i64,
 }
 
+/// Where a load, store or atomic goes and how it is ordered (what `Ld`, `St` and `Atom` share).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemRef {
+    pub space: Space,
+    pub ty: Ty,
+    /// Elements of a vector access: 1, 2 or 4 (always 1 for atomics).
+    pub n: u8,
+    pub addr: Addr,
+    pub order: Order,
+}
+
+impl MemRef {
+    /// Bytes of one element.
+    pub fn size(self) -> u64 {
+        u64::from(self.ty.bytes())
+    }
+}
+
 /// Two-operand integer operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntOp {
@@ -508,31 +526,20 @@ pub enum Op {
         a: Src,
     },
     Ld {
-        space: Space,
-        ty: Ty,
-        n: u8,
         d: [Reg; 4],
-        addr: Addr,
-        order: Order,
+        mem: MemRef,
     },
     St {
-        space: Space,
-        ty: Ty,
-        n: u8,
         s: [Src; 4],
-        addr: Addr,
-        order: Order,
+        mem: MemRef,
     },
     /// `atom` (and `red`, whose destination is the sink register).
     Atom {
-        space: Space,
         op: AtomOp,
-        ty: Ty,
         d: Reg,
-        addr: Addr,
         b: Src,
         c: Src,
-        order: Order,
+        mem: MemRef,
     },
     Bra {
         target: u32,

@@ -376,12 +376,36 @@ impl SimBackend {
 }
 
 impl SimBackend {
+    /// Kernel `kernel` of `module`: its index in the module and its decoded form.
+    fn find_kernel(&self, module: ModuleId, kernel: &str) -> Result<(usize, &Kernel)> {
+        let m = self
+            .modules
+            .get(module.0)
+            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
+        let index = *m
+            .by_name
+            .get(kernel)
+            .ok_or_else(|| BackendError::NoKernel(kernel.to_string()))?;
+        Ok((index, &m.kernels[index]))
+    }
+
+    /// Queues a launch of kernel `index` of `module` with its parameter buffer (and the hint of
+    /// [`Backend::end_next_launch_with_app`], if one was given).
+    fn enqueue(&mut self, module: ModuleId, index: usize, config: &LaunchConfig, params: Vec<u8>) {
+        self.queue.push(QueuedLaunch {
+            module: module.0,
+            kernel: index,
+            config: *config,
+            params,
+            stress_from: self.stress_from.take(),
+        });
+    }
+
     /// Byte offset and size of each parameter of `kernel` in `module`, in order: what
     /// `cuFuncGetParamInfo` reports on a GPU. `None` when there is no such module or kernel.
     pub fn kernel_params(&self, module: ModuleId, kernel: &str) -> Option<Vec<(u64, u64)>> {
-        let m = self.modules.get(module.0)?;
-        let index = *m.by_name.get(kernel)?;
-        Some(m.kernels[index].params.clone())
+        let (_, k) = self.find_kernel(module, kernel).ok()?;
+        Some(k.params.clone())
     }
 
     /// Queues a launch whose arguments are the raw bytes of each parameter, in order (as a
@@ -394,16 +418,8 @@ impl SimBackend {
         config: &LaunchConfig,
         args: &[&[u8]],
     ) -> Result<()> {
-        let m = self
-            .modules
-            .get(module.0)
-            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
-        let index = *m
-            .by_name
-            .get(kernel)
-            .ok_or_else(|| BackendError::NoKernel(kernel.to_string()))?;
+        let (index, k) = self.find_kernel(module, kernel)?;
         check_config(config)?;
-        let k = &m.kernels[index];
         if args.len() != k.params.len() {
             return Err(BackendError::BadLaunch(format!(
                 "kernel '{kernel}' takes {} parameters, {} given",
@@ -421,13 +437,7 @@ impl SimBackend {
             }
             params[offset as usize..(offset + size) as usize].copy_from_slice(bytes);
         }
-        self.queue.push(QueuedLaunch {
-            module: module.0,
-            kernel: index,
-            config: *config,
-            params,
-            stress_from: self.stress_from.take(),
-        });
+        self.enqueue(module, index, config, params);
         Ok(())
     }
 }
@@ -529,23 +539,10 @@ impl Backend for SimBackend {
         config: &LaunchConfig,
         args: &[KernelArg],
     ) -> Result<()> {
-        let m = self
-            .modules
-            .get(module.0)
-            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
-        let index = *m
-            .by_name
-            .get(kernel)
-            .ok_or_else(|| BackendError::NoKernel(kernel.to_string()))?;
+        let (index, k) = self.find_kernel(module, kernel)?;
         check_config(config)?;
-        let params = param_buffer(&m.kernels[index], args)?;
-        self.queue.push(QueuedLaunch {
-            module: module.0,
-            kernel: index,
-            config: *config,
-            params,
-            stress_from: self.stress_from.take(),
-        });
+        let params = param_buffer(k, args)?;
+        self.enqueue(module, index, config, params);
         Ok(())
     }
 

@@ -54,6 +54,10 @@
 //! overlap a word written with another size, see the newest value; shared memory is sequentially
 //! consistent. Nothing it does is weaker than PTX.
 
+mod ordering;
+
+pub use self::ordering::{access_order, fence_order};
+
 use super::isa::Reach;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

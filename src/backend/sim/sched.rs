@@ -139,6 +139,11 @@ fn dims(d: (u32, u32, u32)) -> [u32; 3] {
     [d.0, d.1, d.2]
 }
 
+/// The x, y, z coordinates of linear index `i` in a grid or block of extent `dim` (x fastest).
+fn unflatten(i: u32, dim: [u32; 3]) -> [u32; 3] {
+    [i % dim[0], (i / dim[0]) % dim[1], i / (dim[0] * dim[1])]
+}
+
 impl<'a> Machine<'a> {
     pub fn new(
         k: &'a Kernel,
@@ -156,11 +161,7 @@ impl<'a> Machine<'a> {
         let mut threads = Vec::with_capacity(nthreads);
         let mut blocks = Vec::with_capacity(nblocks as usize);
         for b in 0..nblocks {
-            let ctaid = [
-                b % grid_dim[0],
-                (b / grid_dim[0]) % grid_dim[1],
-                b / (grid_dim[0] * grid_dim[1]),
-            ];
+            let ctaid = unflatten(b, grid_dim);
             blocks.push(Block {
                 ctaid,
                 live: per_block,
@@ -168,11 +169,7 @@ impl<'a> Machine<'a> {
                 cache: StaleCache::default(),
             });
             for lin in 0..per_block {
-                let tid = [
-                    lin % block_dim[0],
-                    (lin / block_dim[0]) % block_dim[1],
-                    lin / (block_dim[0] * block_dim[1]),
-                ];
+                let tid = unflatten(lin, block_dim);
                 threads.push(Thread {
                     pc: 0,
                     state: State::Running,
