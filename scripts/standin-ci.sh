@@ -17,7 +17,10 @@ gpuwmm=target/release/gpuwmm
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-"$gpuwmm" devices | grep -q 'cuda:0: gpuwmm stand-in (simulator)' || {
+# Read the whole listing first: `grep -q` in a pipe may exit before gpuwmm has printed it all, and
+# the broken pipe then fails the pipeline under pipefail (a flaky CI failure, seen once).
+devices="$("$gpuwmm" devices)"
+grep -q 'cuda:0: gpuwmm stand-in (simulator)' <<<"$devices" || {
     echo "the stand-in driver was not picked up from $standin" >&2
     exit 1
 }
