@@ -2,11 +2,13 @@
 //! operational weak-memory model, so that every driver, application and pass runs end to end
 //! without a GPU. Every result it produces is a property of this model, not of hardware.
 //!
-//! Files: `decode.rs` turns PTX into compact instructions (`isa.rs`) once per module;
+//! Files: `decode/` turns PTX into compact instructions (`isa.rs`) once per module, one file per
+//! instruction family;
 //! `vars.rs` lays out variables and parameters; `sched.rs` runs a launch (scheduler, barriers,
 //! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
 //! semantics (`rounding.rs` the directed roundings and `.ftz` it cannot take from Rust);
-//! `memory.rs` global memory; `ptx_model.rs` the PTX memory model; `weak.rs` the store
+//! `memory.rs` global memory; `ptx_model.rs` the PTX memory model (`ptx_model/ordering.rs`: what
+//! an access's or fence's qualifiers mean to it); `weak.rs` the store
 //! buffers and stale caches of the older store-buffer model.
 //!
 //! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or
