@@ -4,13 +4,8 @@
 
 use std::process::{Command, Output};
 
-fn gpuwmm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
+mod common;
+use common::cli::gpuwmm_in_repo as gpuwmm;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -11,7 +11,9 @@ use gpuwmm::litmus::file::kernel::translate;
 use gpuwmm::litmus::file::parse::parse_file;
 use gpuwmm::litmus::file::run::{run_litmus_file, FileOutcome, FileRunError, FileSettings};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod common;
+use common::cli::gpuwmm_in_repo as gpuwmm;
 
 fn repo(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
@@ -45,14 +47,6 @@ fn finding(o: &FileOutcome) -> Finding {
         not_finished: o.not_finished,
         reached: o.reached(),
     }
-}
-
-fn gpuwmm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
 }
 
 #[test]

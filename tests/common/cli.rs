@@ -13,6 +13,12 @@ pub fn gpuwmm(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// Runs the built `gpuwmm` with `args` in the repository root (where `apps/` and the fixtures
+/// lie) and waits for it.
+pub fn gpuwmm_in_repo(args: &[&str]) -> Output {
+    gpuwmm(args, Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// A tuning small enough for CI on the simulator: 3 tests × 2 distances × 4 locations, 2
 /// sequences, spreads 1–2, 6 executions each (the seed is the caller's).
 pub const SMALL_TUNE: [&str; 15] = [
