@@ -341,25 +341,35 @@ fn queue_apps_without_fences_fail_under_ptx_at_the_pinned_rate() {
         return;
     }
     for (name, expected) in [("ct-octree", FAILS_CT_OCTREE), ("tpo-tm", FAILS_TPO_TM)] {
-        let app = find_app(name).unwrap();
-        let t = campaign(
-            app.as_ref(),
-            sim(MemoryModel::Ptx),
-            no_change,
-            0..RUNS_PTX,
-            u64::MAX,
-        );
-        eprintln!(
-            "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
-            t.failures, t.runs, t.elapsed, t.first_failure
-        );
-        assert!(
-            expected.contains(&t.failures),
-            "{name}: {} of {} Ptx runs failed, expected {expected:?}",
-            t.failures,
-            t.runs
-        );
+        assert_fails_under_ptx_at_the_pinned_rate(name, 0..RUNS_PTX, expected);
     }
+}
+
+/// Runs `name` under Ptx for `seeds`, its module as the registry gives it, and checks the
+/// failure count against `expected`.
+fn assert_fails_under_ptx_at_the_pinned_rate(
+    name: &str,
+    seeds: std::ops::Range<u64>,
+    expected: std::ops::RangeInclusive<u64>,
+) {
+    let app = find_app(name).unwrap();
+    let t = campaign(
+        app.as_ref(),
+        sim(MemoryModel::Ptx),
+        no_change,
+        seeds,
+        u64::MAX,
+    );
+    eprintln!(
+        "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
+        t.failures, t.runs, t.elapsed, t.first_failure
+    );
+    assert!(
+        expected.contains(&t.failures),
+        "{name}: {} of {} Ptx runs failed, expected {expected:?}",
+        t.failures,
+        t.runs
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -499,29 +509,6 @@ fn cccl_scan_as_shipped_passes_under_ptx() {
     assert_every_run_passes(&["cccl-scan"], MemoryModel::Ptx, no_change, seeds);
 }
 
-/// Runs `name` under Ptx for seeds 0..RUNS_CCCL_SCAN, its module as the registry gives it, and
-/// checks the failure count against `expected`.
-fn cccl_scan_variant_fails_under_ptx(name: &str, expected: std::ops::RangeInclusive<u64>) {
-    let app = find_app(name).unwrap();
-    let t = campaign(
-        app.as_ref(),
-        sim(MemoryModel::Ptx),
-        no_change,
-        0..RUNS_CCCL_SCAN,
-        u64::MAX,
-    );
-    eprintln!(
-        "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
-        t.failures, t.runs, t.elapsed, t.first_failure
-    );
-    assert!(
-        expected.contains(&t.failures),
-        "{name}: {} of {} Ptx runs failed, expected {expected:?}",
-        t.failures,
-        t.runs
-    );
-}
-
 /// Without CUB's reader-side membar.gl (its st.release stays) the look-back reads stale values.
 #[test]
 fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
@@ -533,7 +520,11 @@ fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
         .module(DEFAULT_ARCH)
         .unwrap();
     assert_eq!(module.fence_count(), 0);
-    cccl_scan_variant_fails_under_ptx("cccl-scan-nf", FAILS_CCCL_SCAN_NF);
+    assert_fails_under_ptx_at_the_pinned_rate(
+        "cccl-scan-nf",
+        0..RUNS_CCCL_SCAN,
+        FAILS_CCCL_SCAN_NF,
+    );
 }
 
 /// With CUB's st.release.gpu status stores weakened to relaxed (its membar.gl stays), the writer
@@ -550,5 +541,9 @@ fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
     let text = gpuwmm::ptx::print(&module);
     assert!(!text.contains("st.release"), "no release store is left");
     assert!(text.contains("membar.gl"), "the reader's fence stays");
-    cccl_scan_variant_fails_under_ptx("cccl-scan-rlx", FAILS_CCCL_SCAN_RLX);
+    assert_fails_under_ptx_at_the_pinned_rate(
+        "cccl-scan-rlx",
+        0..RUNS_CCCL_SCAN,
+        FAILS_CCCL_SCAN_RLX,
+    );
 }
