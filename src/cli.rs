@@ -320,23 +320,8 @@ pub struct TuneSlurmArgs {
     /// use: one job each.
     #[arg(long, requires = "slurm", required_if_eq("slurm", "true"))]
     pub constraint: Vec<String>,
-    /// The partition the jobs run in.
-    #[arg(long, requires = "slurm")]
-    pub partition: Option<String>,
-    /// Generic resources of each job, e.g. `gpu:1`.
-    #[arg(long, requires = "slurm")]
-    pub gres: Option<String>,
-    /// Time limit of each job, in Slurm's format (e.g. `2-00:00:00`).
-    #[arg(long, requires = "slurm")]
-    pub time: Option<String>,
-    /// Another sbatch option for every job's script, one per use (e.g. `--sbatch-arg=--mem=8G`).
-    #[arg(
-        long,
-        requires = "slurm",
-        allow_hyphen_values = true,
-        value_name = "ARG"
-    )]
-    pub sbatch_arg: Vec<String>,
+    #[command(flatten)]
+    pub sbatch: SbatchArgs,
     /// Write the batch scripts, print them and the sbatch commands, and submit nothing.
     #[arg(long, requires = "slurm")]
     pub dry_run: bool,
@@ -388,19 +373,29 @@ pub struct SlurmArgs {
     /// resuming its cell's journal in --out (a shared file system), and print the job id.
     #[arg(long)]
     pub slurm: bool,
-    /// The partition the tasks run in.
-    #[arg(long, requires = "slurm")]
-    pub partition: Option<String>,
-    /// Generic resources of each task, e.g. `gpu:1`.
-    #[arg(long, requires = "slurm")]
-    pub gres: Option<String>,
-    /// Time limit of each task, in Slurm's format (e.g. `1:10:00`).
-    #[arg(long, requires = "slurm")]
-    pub time: Option<String>,
+    #[command(flatten)]
+    pub sbatch: SbatchArgs,
     /// At most this many tasks at once (`--array=0-N%K`).
     #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
     pub array_limit: Option<u32>,
-    /// Another sbatch option for the batch script, one per use (e.g. `--sbatch-arg=--mem=8G`).
+    /// Write the plan and the batch script, print the sbatch command, and submit nothing.
+    #[arg(long, requires = "slurm")]
+    pub dry_run: bool,
+}
+
+/// What every Slurm job gpuwmm submits may ask of sbatch (for a campaign, of each array task).
+#[derive(Debug, Clone, Args)]
+pub struct SbatchArgs {
+    /// The partition the jobs run in.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Generic resources of each job, e.g. `gpu:1`.
+    #[arg(long, requires = "slurm")]
+    pub gres: Option<String>,
+    /// Time limit of each job, in Slurm's format (e.g. `1:10:00` or `2-00:00:00`).
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// Another sbatch option for every batch script, one per use (e.g. `--sbatch-arg=--mem=8G`).
     #[arg(
         long,
         requires = "slurm",
@@ -408,9 +403,6 @@ pub struct SlurmArgs {
         value_name = "ARG"
     )]
     pub sbatch_arg: Vec<String>,
-    /// Write the plan and the batch script, print the sbatch command, and submit nothing.
-    #[arg(long, requires = "slurm")]
-    pub dry_run: bool,
 }
 
 /// How long the stability check runs.

@@ -21,6 +21,16 @@ pub struct StressSettings {
     pub seed: u64,
 }
 
+/// The application's launch that a harnessed kernel stands in for: the harnessed module's
+/// kernel, the grid and block the application asked for, and its arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct AppLaunch<'a> {
+    pub module: ModuleId,
+    pub kernel: &'a str,
+    pub config: &'a LaunchConfig,
+    pub args: &'a [KernelArg],
+}
+
 /// Owns the scratchpad and the control-block buffer for the harnessed launches of one run.
 pub struct StressedLauncher {
     scratch: Buffer,
@@ -44,64 +54,54 @@ impl StressedLauncher {
         self.scratch
     }
 
-    /// Launches harnessed `kernel` as if it were launched with `app` and `args`.
+    /// Launches the harnessed kernel of `app` as if it were the application's launch.
     pub fn launch(
         &mut self,
         backend: &mut dyn Backend,
-        module: ModuleId,
-        kernel: &str,
-        app: &LaunchConfig,
-        args: &[KernelArg],
+        app: AppLaunch<'_>,
         settings: &StressSettings,
     ) -> Result<ControlBlock> {
-        let control = ControlBlock::new(&self.params(app, settings)).map_err(bad_launch)?;
-        self.launch_control(backend, module, kernel, app, args, control)
+        let control = ControlBlock::new(&self.params(app.config, settings)).map_err(bad_launch)?;
+        self.launch_control(backend, app, control)
     }
 
     /// [`Self::launch`] with `sys` stress at exactly `locations` (scratchpad word indices), as
     /// tuning needs; `settings.spread` and `settings.patch_words` are not used.
-    #[allow(clippy::too_many_arguments)] // `launch`'s seven, and where the stress goes
     pub fn launch_at(
         &mut self,
         backend: &mut dyn Backend,
-        module: ModuleId,
-        kernel: &str,
-        app: &LaunchConfig,
-        args: &[KernelArg],
+        app: AppLaunch<'_>,
         settings: &StressSettings,
         locations: &[u32],
     ) -> Result<ControlBlock> {
         let params = ControlParams {
             spread: 0,
-            ..self.params(app, settings)
+            ..self.params(app.config, settings)
         };
         let control = ControlBlock::new(&params)
             .and_then(|c| c.at_locations(locations.to_vec()))
             .map_err(bad_launch)?;
-        self.launch_control(backend, module, kernel, app, args, control)
+        self.launch_control(backend, app, control)
     }
 
     fn launch_control(
         &mut self,
         backend: &mut dyn Backend,
-        module: ModuleId,
-        kernel: &str,
-        app: &LaunchConfig,
-        args: &[KernelArg],
+        app: AppLaunch<'_>,
         control: ControlBlock,
     ) -> Result<ControlBlock> {
         let bytes = control.to_bytes();
         let buffer = self.control_buffer(backend, bytes.len())?;
         backend.copy_in(buffer, 0, &bytes)?;
         let (grid, block) = control.launch_grid();
-        let mut full_args = args.to_vec();
+        let mut full_args = app.args.to_vec();
         full_args.push(KernelArg::ptr(buffer));
         let config = LaunchConfig {
             grid,
             block,
-            shared_bytes: app.shared_bytes,
+            shared_bytes: app.config.shared_bytes,
         };
-        backend.launch(module, kernel, &config, &full_args)?;
+        backend.launch(app.module, app.kernel, &config, &full_args)?;
         Ok(control)
     }
 

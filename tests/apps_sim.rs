@@ -241,14 +241,13 @@ impl gpuwmm::apps::Launcher for Stress {
         backend: &mut dyn gpuwmm::backend::Backend,
         launch: &mut gpuwmm::apps::Launch,
     ) -> Result<(), gpuwmm::backend::BackendError> {
-        let control = self.launcher.launch(
-            backend,
-            self.module,
-            &launch.kernel,
-            &launch.config,
-            &launch.args,
-            &self.settings,
-        )?;
+        let app = gpuwmm::stressed::AppLaunch {
+            module: self.module,
+            kernel: &launch.kernel,
+            config: &launch.config,
+            args: &launch.args,
+        };
+        let control = self.launcher.launch(backend, app, &self.settings)?;
         let (grid, block) = control.launch_grid();
         launch.module = self.module;
         launch.config.grid = grid;

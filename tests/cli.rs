@@ -197,18 +197,7 @@ fn devices_always_lists_the_simulator() {
 fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
     let out = gpuwmm(&["apps"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    for name in [
-        "cbe-dot",
-        "cbe-ht",
-        "ct-octree",
-        "tpo-tm",
-        "ls-bh",
-        "ls-bh-nf",
-        "sdk-red",
-        "sdk-red-nf",
-        "cub-scan",
-        "cub-scan-nf",
-    ] {
+    for name in gpuwmm::apps::builtin::BUILTIN_APP_NAMES {
         assert!(
             stdout(&out).lines().any(|l| l == name),
             "{name} missing:\n{}",

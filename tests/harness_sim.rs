@@ -9,7 +9,7 @@ use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};
-use gpuwmm::stressed::{StressSettings, StressedLauncher};
+use gpuwmm::stressed::{AppLaunch, StressSettings, StressedLauncher};
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -68,16 +68,13 @@ fn run_harnessed(stress: StressStrategy, randomise: bool, seed: u64) -> (Vec<i32
         patch_words: 32,
         seed,
     };
-    launcher
-        .launch(
-            &mut sim,
-            module,
-            "shapes",
-            &SHAPES,
-            &[KernelArg::ptr(out)],
-            &settings,
-        )
-        .unwrap();
+    let app = AppLaunch {
+        module,
+        kernel: "shapes",
+        config: &SHAPES,
+        args: &[KernelArg::ptr(out)],
+    };
+    launcher.launch(&mut sim, app, &settings).unwrap();
     sim.synchronize(DEADLINE).unwrap();
     let scratch = launcher.scratch();
     (read_i32(&mut sim, out), read_i32(&mut sim, scratch))

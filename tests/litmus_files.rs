@@ -194,33 +194,10 @@ fn refused_tests_name_file_line_and_construct() {
 
 #[test]
 fn the_command_runs_a_directory_past_refused_and_malformed_tests() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo("tests/litmus/MP+membar.gl.litmus"),
-        dir.path().join("a.litmus"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("b.litmus"),
-        "PTX b\n{ x=0; }\n P0@cta 0,gpu 0 ;\n fence.proxy.alias ;\nexists (x == 1)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("c.litmus"),
-        "PTX c\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == )\n",
-    )
-    .unwrap();
-    let out = gpuwmm(&[
-        "litmus",
-        "run",
-        dir.path().to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--executions",
-        "50",
-        "--csv",
-        dir.path().join("table.csv").to_str().unwrap(),
-    ]);
+    let texts = [("b.litmus", PROXY_FENCE), ("c.litmus", EMPTY_COMPARISON)];
+    let dir = folder_of(&[("a.litmus", "tests/litmus/MP+membar.gl.litmus")], &texts);
+    let table = dir.path().join("table.csv");
+    let out = litmus_run_on_sim(dir.path(), &["--executions", "50", "--csv", path(&table)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -230,44 +207,25 @@ fn the_command_runs_a_directory_past_refused_and_malformed_tests() {
         "{stdout}"
     );
     assert!(stdout.contains("c.litmus:5: in the condition"), "{stdout}");
-    let table = std::fs::read_to_string(dir.path().join("table.csv")).unwrap();
+    let table = std::fs::read_to_string(table).unwrap();
     assert_eq!(table.lines().count(), 4, "{table}");
 }
 
 #[test]
 fn the_command_exits_1_when_a_forbidden_state_is_reached() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo("tests/litmus/MP+volatile.litmus"),
-        dir.path().join("MP+volatile.litmus"),
-    )
-    .unwrap();
     // A deliberately wrong expectation: SB's final state r0=0 is reached under SC, so calling
     // it forbidden must make the run unsound, whatever the model.
-    std::fs::write(
-        dir.path().join("sb.litmus"),
-        "PTX sb\n{ x=0; y=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 0)\n",
-    )
-    .unwrap();
+    let texts = [
+        ("sb.litmus", SB_UNFENCED),
+        ("expected.csv", SB_CALLED_FORBIDDEN),
+    ];
+    let dir = folder_of(
+        &[("MP+volatile.litmus", "tests/litmus/MP+volatile.litmus")],
+        &texts,
+    );
     let csv = dir.path().join("expected.csv");
-    std::fs::write(
-        &csv,
-        "test,expected,sc_reachable,tier\nsb.litmus,forbidden,no,A-ld/st/fence\nMP+volatile.litmus,allowed,no,A-ld/st/fence\n",
-    )
-    .unwrap();
-    let out = gpuwmm(&[
-        "litmus",
-        "run",
-        dir.path().to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--sim-model",
-        "sc",
-        "--executions",
-        "500",
-        "--expect",
-        csv.to_str().unwrap(),
-    ]);
+    let expect = ["--expect", path(&csv)];
+    let out = litmus_run_on_sim(dir.path(), &[&SC_500[..], &expect].concat());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("UNSOUND"), "{stdout}");
@@ -276,4 +234,42 @@ fn the_command_exits_1_when_a_forbidden_state_is_reached() {
         stdout.contains("2 tests: ok 0, UNSOUND 1, not seen 1, not comparable 0"),
         "{stdout}"
     );
+}
+
+/// `gpuwmm litmus run DIR --backend sim OPTIONS…`.
+fn litmus_run_on_sim(dir: &Path, options: &[&str]) -> std::process::Output {
+    let mut args = vec!["litmus", "run", path(dir), "--backend", "sim"];
+    args.extend_from_slice(options);
+    gpuwmm(&args)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Sequential consistency, 500 executions a test.
+const SC_500: [&str; 4] = ["--sim-model", "sc", "--executions", "500"];
+
+/// A test the simulator refuses: a proxy fence.
+const PROXY_FENCE: &str =
+    "PTX b\n{ x=0; }\n P0@cta 0,gpu 0 ;\n fence.proxy.alias ;\nexists (x == 1)\n";
+/// A malformed test: a comparison without its right-hand side.
+const EMPTY_COMPARISON: &str =
+    "PTX c\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == )\n";
+/// A store and a load of one location in two blocks, with no ordering.
+const SB_UNFENCED: &str = "PTX sb\n{ x=0; y=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 0)\n";
+/// Expectations that call the unfenced test's reachable state forbidden.
+const SB_CALLED_FORBIDDEN: &str = "test,expected,sc_reachable,tier\nsb.litmus,forbidden,no,A-ld/st/fence\nMP+volatile.litmus,allowed,no,A-ld/st/fence\n";
+
+/// A temporary folder holding copies of repository files (`(name, repository path)`) and files
+/// with the given texts (`(name, text)`).
+fn folder_of(copies: &[(&str, &str)], texts: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, source) in copies {
+        std::fs::copy(repo(source), dir.path().join(name)).unwrap();
+    }
+    for (name, text) in texts {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
 }

@@ -19,7 +19,7 @@ use crate::env::{Environment, StressKind};
 use crate::ptx::passes::fences::{fence_sites, insert_kinded_fences, FenceKind, FenceSite};
 use crate::ptx::passes::harness::{harness_kernels, HarnessOptions};
 use crate::ptx::{self, Module};
-use crate::stressed::{StressSettings, StressedLauncher};
+use crate::stressed::{AppLaunch, StressSettings, StressedLauncher};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -336,14 +336,13 @@ impl Launcher for RunLauncher<'_> {
         if s.end == StressEnd::WithApp {
             backend.end_next_launch_with_app(u32::try_from(app_blocks).unwrap_or(u32::MAX));
         }
-        let control = s.launcher.launch(
-            backend,
-            s.module,
-            &launch.kernel,
-            &launch.config,
-            &launch.args,
-            &settings,
-        )?;
+        let app = AppLaunch {
+            module: s.module,
+            kernel: &launch.kernel,
+            config: &launch.config,
+            args: &launch.args,
+        };
+        let control = s.launcher.launch(backend, app, &settings)?;
         let (grid, block) = control.launch_grid();
         launch.module = s.module;
         launch.config.grid = grid;

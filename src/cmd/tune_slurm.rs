@@ -67,7 +67,7 @@ fn tune_job(args: &TuneArgs, kind: &str, base: &Path) -> Result<BatchJob, Failur
     let mut command = job_command("tune", "--constraint", &folder)?;
     command.push(RESUME.to_string());
     let mut extra = vec![format!("--constraint={kind}")];
-    extra.extend(args.slurm.sbatch_arg.iter().cloned());
+    extra.extend(args.slurm.sbatch.sbatch_arg.iter().cloned());
     Ok(BatchJob {
         name: format!("gpuwmm-tune-{}", folder_name(kind)),
         description: vec![
@@ -81,9 +81,9 @@ fn tune_job(args: &TuneArgs, kind: &str, base: &Path) -> Result<BatchJob, Failur
         array: None,
         workdir: std::env::current_dir()?,
         logs: base.join("slurm"),
-        partition: args.slurm.partition.clone(),
-        gres: args.slurm.gres.clone(),
-        time: args.slurm.time.clone(),
+        partition: args.slurm.sbatch.partition.clone(),
+        gres: args.slurm.sbatch.gres.clone(),
+        time: args.slurm.sbatch.time.clone(),
         extra,
         resume_if: Some(folder.join("tune.csv")),
         command,

@@ -12,7 +12,7 @@ use crate::litmus::{Histogram, LitmusShape, LitmusTest, KERNEL};
 use crate::ptx::passes::harness::{harness, HarnessOptions};
 use crate::ptx::passes::stress::{StressOp, StressStrategy};
 use crate::ptx::{parse, print};
-use crate::stressed::{StressSettings, StressedLauncher};
+use crate::stressed::{AppLaunch, StressSettings, StressedLauncher};
 use rand::seq::index;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -172,15 +172,13 @@ impl<'b> BackendRunner<'b> {
         self.backend.memset(self.out, 0)?;
         self.backend.reseed(stress.seed);
         let launcher = self.launcher.as_mut().expect("released only at the end");
-        launcher.launch_at(
-            self.backend,
+        let launch = AppLaunch {
             module,
-            KERNEL,
-            &app,
-            &args,
-            &stress,
-            &locations,
-        )?;
+            kernel: KERNEL,
+            config: &app,
+            args: &args,
+        };
+        launcher.launch_at(self.backend, launch, &stress, &locations)?;
         self.backend.synchronize(s.deadline)?;
         let mut bytes = vec![0u8; s.instances as usize * 8];
         self.backend.copy_out(self.out, 0, &mut bytes)?;
