@@ -17,13 +17,8 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn malformed_ptx_names_file_and_line_and_exits_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.ptx");
-    std::fs::write(
-        &path,
-        ".version 8.8\n.visible .entry k()\n{\n\tmov.u32 %r1, 1;\n\t??? x;\n}\n",
-    )
-    .unwrap();
+    let bad = ".version 8.8\n.visible .entry k()\n{\n\tmov.u32 %r1, 1;\n\t??? x;\n}\n";
+    let (_dir, path) = common::file_in_temp_dir("bad.ptx", bad);
     let out = gpuwmm(&["ptx", "sites", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -158,14 +158,11 @@ fn sequential_consistency_reaches_exactly_the_sc_reachable_states() {
 
 #[test]
 fn refused_tests_name_file_line_and_construct() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("arrive.litmus");
-    std::fs::write(
-        &path,
+    let (_dir, path) = common::file_in_temp_dir(
+        "arrive.litmus",
         "PTX arrive\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n st.weak x, 1 | bar.cta.arrive 1, 64 ;\n \
          bar.cta.sync 1 | ld.weak r0, x ;\nexists (P1:r0 == 0)\n",
-    )
-    .unwrap();
+    );
     let test = parse_file(&path).unwrap();
     let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Sc, 1));
     let err = run_litmus_file(&mut sim, &test, &FileSettings::default(), 1, |_| {}).unwrap_err();
@@ -179,12 +176,10 @@ fn refused_tests_name_file_line_and_construct() {
         "{text}"
     );
 
-    let gpu = dir.path().join("two-gpus.litmus");
-    std::fs::write(
-        &gpu,
+    let (_dir, gpu) = common::file_in_temp_dir(
+        "two-gpus.litmus",
         "PTX two\n{ }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 0)\n",
-    )
-    .unwrap();
+    );
     let r = translate(&parse_file(&gpu).unwrap(), 64).unwrap_err();
     assert_eq!(
         (r.line, r.reason.as_str()),

@@ -106,3 +106,12 @@ pub fn is_standin(backend: &CudaBackend) -> bool {
     use gpuwmm::backend::Backend;
     backend.info().name.contains("stand-in")
 }
+
+/// A temporary folder holding one file, `name`, with `text`; the folder goes when the first
+/// value is dropped.
+pub fn file_in_temp_dir(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
