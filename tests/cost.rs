@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::cli::gpuwmm;
+use common::cli::{gpuwmm, SMALL_HARDEN_CBE_DOT};
 
 fn ok(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -21,23 +21,15 @@ fn ok(out: &Output) -> String {
 fn harden_cbe_dot(dir: &Path) -> String {
     let journal = dir.join("h.csv");
     let journal = journal.to_str().unwrap();
-    ok(&gpuwmm(
-        &[
-            "harden",
-            "cbe-dot",
-            "--backend",
-            "sim",
-            "--stable-runs",
-            "300",
-            "--iterations",
-            "8",
-            "--minimise-kind",
-            "off",
-            "--journal",
-            journal,
-        ],
-        dir,
-    ));
+    let quick = [
+        "--iterations",
+        "8",
+        "--minimise-kind",
+        "off",
+        "--journal",
+        journal,
+    ];
+    ok(&gpuwmm(&[&SMALL_HARDEN_CBE_DOT[..], &quick].concat(), dir));
     journal.to_string()
 }
 

@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::cli::SMALL_HARDEN_CBE_DOT;
+
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `gpuwmm harden <app> --backend sim --journal <journal> <extra...>`, run in the repository so
@@ -326,14 +330,7 @@ fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one
     let in_dir = |extra: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
         command
-            .args([
-                "harden",
-                "cbe-dot",
-                "--backend",
-                "sim",
-                "--stable-runs",
-                "300",
-            ])
+            .args(SMALL_HARDEN_CBE_DOT)
             .args(extra)
             .current_dir(dir.path());
         command

@@ -39,6 +39,16 @@ pub const SMALL_TUNE: [&str; 15] = [
     "32",
 ];
 
+/// A hardening of cbe-dot on the simulator short enough for CI: 300-run stability checks.
+pub const SMALL_HARDEN_CBE_DOT: [&str; 6] = [
+    "harden",
+    "cbe-dot",
+    "--backend",
+    "sim",
+    "--stable-runs",
+    "300",
+];
+
 /// A simulator campaign of `apps` × `envs` (comma-separated), `runs` runs a cell, into `out`.
 pub fn campaign_args<'a>(
     apps: &'a str,
