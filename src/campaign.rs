@@ -24,6 +24,8 @@ pub enum CampaignError {
     EmptyList(&'static str),
     #[error("{message}")]
     UnknownEnv { name: String, message: String },
+    #[error("unknown application '{name}' (known: {known})")]
+    UnknownApp { name: String, known: String },
 }
 
 /// `all` (every environment of the paper), or environments separated by commas, in the order
@@ -46,13 +48,19 @@ pub fn parse_envs(list: &str) -> Result<Vec<Environment>, CampaignError> {
 }
 
 /// `all` (every name in `known`), or app names separated by commas, in the order given and
-/// without repeats. Names are not checked here: finding an app is the caller's business.
+/// without repeats; a name not in `known` is refused before anything is written.
 pub fn parse_apps(list: &str, known: &[&str]) -> Result<Vec<String>, CampaignError> {
     if list.trim() == "all" {
         return non_empty(known.iter().map(|s| s.to_string()).collect(), "app");
     }
     let mut apps: Vec<String> = Vec::new();
     for name in names(list) {
+        if !known.contains(&name) {
+            return Err(CampaignError::UnknownApp {
+                name: name.to_string(),
+                known: known.join(", "),
+            });
+        }
         if !apps.iter().any(|a| a == name) {
             apps.push(name.to_string());
         }
@@ -533,7 +541,12 @@ mod tests {
             Err(CampaignError::EmptyList("environment"))
         );
         assert_eq!(parse_apps("all", &["a", "b"]).unwrap(), ["a", "b"]);
-        assert_eq!(parse_apps("b,a,b", &["a"]).unwrap(), ["b", "a"]);
+        assert_eq!(parse_apps("b,a,b", &["a", "b"]).unwrap(), ["b", "a"]);
+        let unknown = parse_apps("a,nope", &["a", "b"]).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "unknown application 'nope' (known: a, b)"
+        );
         assert_eq!(parse_apps("", &["a"]), Err(CampaignError::EmptyList("app")));
     }
 }

@@ -353,3 +353,75 @@ fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() 
     assert_eq!(sidecar["confidence"], document["confidence"]);
     assert_eq!(sidecar["result"]["fences"], document["fences"]);
 }
+
+/// Regression: `gpuwmm devices | head -1` panicked with "failed printing to stdout: Broken pipe"
+/// (exit 101) once the reader had gone. A closed pipe now ends a command quietly, with success.
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("check.csv");
+    let litmus = [
+        "litmus",
+        "run",
+        "tests/litmus/MP+membar.gl.litmus",
+        "--backend",
+        "sim",
+    ];
+    let mut commands = vec![vec!["devices"], vec!["apps"], litmus.to_vec()];
+    if gpuwmm::toolchain::tools_for_tests().is_some() {
+        let check = [
+            "check",
+            "cbe-dot",
+            "--backend",
+            "sim",
+            "--runs",
+            "5",
+            "--journal",
+        ];
+        commands.push([&check[..], &[journal.to_str().unwrap()]].concat());
+    }
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(writer)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+}
+
+/// Regression: `harden` with worker processes and `cost` reported an unknown app as a worker's
+/// failure (exit code 1), and `campaign` wrote its plan before finding out.
+#[test]
+fn an_unknown_app_is_bad_input_and_nothing_is_written() {
+    let commands: [&[&str]; 4] = [
+        &["check", "nope", "--runs", "1"],
+        &["harden", "nope", "--jobs", "2"],
+        &["cost", "nope", "--runs", "1"],
+        &[
+            "campaign",
+            "--apps",
+            "cbe-dot,nope",
+            "--envs",
+            "no-str-",
+            "--runs",
+            "1",
+        ],
+    ];
+    for args in commands {
+        let dir = tempfile::tempdir().unwrap();
+        let out = common::cli::gpuwmm(&[args, &["--backend", "sim"]].concat(), dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("unknown application 'nope' (known: cbe-ht, cbe-dot,"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(written.is_empty(), "{args:?} wrote {written:?}");
+    }
+}

@@ -419,3 +419,36 @@ fn the_fences_and_the_journal_do_not_depend_on_jobs() {
     assert!(outputs[0].1.len() > 100);
     assert_eq!(outputs[0], outputs[1]);
 }
+
+/// Regression: a hardening that ran out of rounds without a stable fence set exited 0, so a CI
+/// job could not tell it from a hardened app. It now exits 1, after writing its report.
+#[test]
+fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("unstable.csv");
+    // One run per reduction query drops fences the 300-run stability check then misses.
+    let one_round = [
+        "--max-rounds",
+        "1",
+        "--iterations",
+        "1",
+        "--minimise-kind",
+        "off",
+    ];
+    let out = harden_command("cbe-dot", &journal, &[&one_round[..], &["--json"]].concat())
+        .args(["--stable-runs", "300"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: no stable fence set: after 1 round(s)"),
+        "{stderr}"
+    );
+    let document: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(document["stable"], false);
+    assert!(journal.with_extension("patch").is_file());
+}

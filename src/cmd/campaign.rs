@@ -68,11 +68,11 @@ pub fn run(args: &CampaignArgs) -> CmdResult {
     };
     let table = campaign.run_cells(&cells)?;
     write_summaries(std::slice::from_ref(&table), None, &out).map_err(anyhow::Error::from)?;
-    print!("{}", table.to_markdown());
-    println!(
+    out!("{}", table.to_markdown())?;
+    outln!(
         "\nsummary: {0}/summary.md, {0}/summary.csv, chart {0}/summary.svg",
         out.display()
-    );
+    )?;
     Ok(())
 }
 

@@ -36,7 +36,7 @@ pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdRe
     plan.write(&out).map_err(anyhow::Error::from)?;
     let command = slurm::sbatch_command(&script_path).join(" ");
     if args.slurm.dry_run {
-        print!("{script}");
+        out!("{script}")?;
         eprintln!(
             "dry run: wrote {} and {}; submit with:\n{command}",
             script_path.display(),
@@ -57,7 +57,7 @@ pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdRe
         out.display(),
         out.display()
     );
-    println!("{job_id}");
+    outln!("{job_id}")?;
     Ok(())
 }
 
@@ -111,14 +111,14 @@ pub fn collect(dir: &Path) -> CmdResult {
     let status = collected.status_markdown();
     write_summaries(&tables, Some(&status), dir).map_err(anyhow::Error::from)?;
     for table in &tables {
-        println!("{}", table.to_markdown());
+        outln!("{}", table.to_markdown())?;
     }
-    print!("{status}");
-    println!(
+    out!("{status}")?;
+    outln!(
         "\n{}; summary: {1}/summary.md, {1}/summary.csv, chart {1}/summary.svg",
         collected.status_line(),
         dir.display()
-    );
+    )?;
     Ok(())
 }
 

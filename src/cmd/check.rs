@@ -49,9 +49,9 @@ pub fn run(args: &CheckArgs) -> CmdResult {
     if args.json {
         return print_json(&CheckDocument::new(&check.meta, &tally, &path, chart));
     }
-    print_summary(&check.meta, &tally, &path, confidence.as_ref());
+    print_summary(&check.meta, &tally, &path, confidence.as_ref())?;
     if let Some(chart) = chart {
-        println!("chart: {}", chart.display());
+        outln!("chart: {}", chart.display())?;
     }
     Ok(())
 }
@@ -237,35 +237,36 @@ fn print_summary(
     tally: &Tally,
     path: &Path,
     confidence: Option<&ZeroErrorBound>,
-) {
-    println!("{}", meta.provenance);
-    println!(
+) -> std::io::Result<()> {
+    outln!("{}", meta.provenance)?;
+    outln!(
         "app {} | env {} | fences {}",
         meta.target.app,
         meta.env,
         meta.fences.label()
-    );
-    println!("runs {} in {:.1} s", tally.runs, tally.elapsed_ms / 1e3);
+    )?;
+    outln!("runs {} in {:.1} s", tally.runs, tally.elapsed_ms / 1e3)?;
     let kinds: Vec<String> = gpuwmm::check::Outcome::ALL
         .iter()
         .map(|o| format!("{o} {}", tally.count(*o)))
         .collect();
-    println!("outcomes: {}", kinds.join(", "));
+    outln!("outcomes: {}", kinds.join(", "))?;
     let rate = tally.error_rate();
-    println!(
+    outln!(
         "error rate {rate} (95% Wilson interval){}",
         if rate.is_effective() {
             " — effective (above 5%)"
         } else {
             ""
         }
-    );
+    )?;
     if let Some(confidence) = confidence {
-        println!("confidence: {confidence}");
+        outln!("confidence: {confidence}")?;
     }
     if let Some((run, outcome, reason)) = &tally.first_error {
-        println!("first error: run {run}, {outcome}: {reason}");
-        println!("replay it with: gpuwmm replay {} {run}", path.display());
+        outln!("first error: run {run}, {outcome}: {reason}")?;
+        outln!("replay it with: gpuwmm replay {} {run}", path.display())?;
     }
-    println!("journal: {}", path.display());
+    outln!("journal: {}", path.display())?;
+    Ok(())
 }

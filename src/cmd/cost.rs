@@ -6,7 +6,6 @@ use super::journals::now;
 use super::target::resolve;
 use super::Failure;
 use crate::cli::CostArgs;
-use clap::ValueEnum;
 use gpuwmm::apps::find_app;
 use gpuwmm::backend::select::provenance;
 use gpuwmm::check::journal::{read_meta_entry, set_meta_entry};
@@ -50,7 +49,7 @@ pub fn run(args: &CostArgs) -> super::CmdResult {
     write_outputs(&out, &summary)?;
     set_meta_entry(journal.path(), "result", &summary)
         .map_err(|e| anyhow::anyhow!("cannot record the result in the sidecar: {e}"))?;
-    println!("{}", summary.markdown());
+    outln!("{}", summary.markdown())?;
     eprintln!("wrote {}", out.display());
     Ok(())
 }
@@ -121,11 +120,11 @@ fn plan(args: &CostArgs) -> Result<CostMeta, Failure> {
     let mut apps = Vec::new();
     for (i, name) in args.apps.iter().enumerate() {
         let target = resolve(name, &args.target)?.target;
+        let app = target_app(&target).map_err(Failure::bad_input)?;
         let emp = match variants.contains(&Variant::Emp) {
             true => Some(emp_result(args, i, &target)?),
             false => None,
         };
-        let app = target_app(&target).map_err(Failure::bad_input)?;
         apps.push(AppPlan {
             cons_fences: AppMeasurement::cons_fences(&*app).map_err(Failure::bad_input)?,
             fence_kind: emp
@@ -236,21 +235,17 @@ fn auto_emp(args: &CostArgs, target: &Target) -> Result<HardenResult, Failure> {
 /// Runs `gpuwmm harden` on the same backend, letting it print its progress.
 fn run_harden(args: &CostArgs, name: &str) -> Result<(), Failure> {
     let b = &args.target.backend;
-    let value = |v: Option<clap::builder::PossibleValue>| {
-        v.map_or(String::new(), |v| v.get_name().to_string())
-    };
     let status = Command::new(std::env::current_exe()?)
-        .args([
-            "harden",
-            name,
-            "--backend",
-            &value(b.backend.to_possible_value()),
-        ])
-        .args(["--sim-model", &value(b.sim_model.to_possible_value())])
+        .args(["harden", name, "--backend", b.backend.name()])
+        .args(["--sim-model", b.sim_model.name()])
         .args(["--seed", &b.seed.to_string()])
         .status()?;
     if !status.success() {
-        return Err(anyhow::anyhow!("`gpuwmm harden {name}` failed ({status})").into());
+        return Err(anyhow::anyhow!(
+            "`gpuwmm harden {name}` failed ({status}; its error above says why): pass --emp FILE \
+             or leave emp out (--variants no,cons)"
+        )
+        .into());
     }
     Ok(())
 }

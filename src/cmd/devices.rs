@@ -6,13 +6,13 @@ use gpuwmm::backend::{cuda, Backend, DeviceInfo};
 
 pub fn run() -> CmdResult {
     match cuda::list_devices() {
-        Ok(gpus) if gpus.is_empty() => println!("cuda: the driver answers but reports no GPU"),
+        Ok(gpus) if gpus.is_empty() => outln!("cuda: the driver answers but reports no GPU")?,
         Ok(gpus) => {
             for (ordinal, gpu) in gpus.iter().enumerate() {
-                print_device(&format!("cuda:{ordinal}"), gpu);
+                print_device(&format!("cuda:{ordinal}"), gpu)?;
             }
         }
-        Err(e) => println!("cuda: none ({e})"),
+        Err(e) => outln!("cuda: none ({e})")?,
     }
     for model in [MemoryModel::Ptx, MemoryModel::Sc, MemoryModel::Weak] {
         let sim = SimBackend::new(SimConfig::new(model, 0));
@@ -21,15 +21,15 @@ pub fn run() -> CmdResult {
             MemoryModel::Weak => "sim (--sim-model weak)",
             MemoryModel::Sc => "sim (--sim-model sc)",
         };
-        print_device(name, sim.info());
+        print_device(name, sim.info())?;
     }
     Ok(())
 }
 
-fn print_device(id: &str, d: &DeviceInfo) {
+fn print_device(id: &str, d: &DeviceInfo) -> std::io::Result<()> {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
-    println!("{id}: {}", d.name);
-    println!(
+    outln!("{id}: {}", d.name)?;
+    outln!(
         "    compute capability {}.{}, {} SMs, {} threads/SM, {} resident threads, L2 {} KiB",
         d.compute_capability.0,
         d.compute_capability.1,
@@ -37,11 +37,11 @@ fn print_device(id: &str, d: &DeviceInfo) {
         d.max_threads_per_sm,
         d.max_resident_threads,
         d.l2_bytes / 1024
-    );
-    println!(
+    )?;
+    outln!(
         "    NVML energy counter: {}, NVML power: {}, driver: {}",
         yes_no(d.energy_counter),
         yes_no(d.power_readable),
         d.driver
-    );
+    )
 }

@@ -5,7 +5,7 @@
 use super::check_job::stop_of;
 use super::journals::{choose_journal, now, print_json, refuse_another_journal, resuming_note};
 use super::progress::{stop_length, stop_position};
-use super::target::{calibrate, executor, resolve, worker_executor};
+use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
 use super::{CmdResult, Failure};
 use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
@@ -13,7 +13,7 @@ use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
 use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
-use gpuwmm::harden::algorithm::Phase;
+use gpuwmm::harden::algorithm::{Insertion, Phase};
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
 use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
@@ -21,6 +21,7 @@ use gpuwmm::stats::ZeroErrorBound;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -53,15 +54,33 @@ pub fn run(args: &HardenArgs) -> CmdResult {
     let files = (path.as_path(), patch_path.as_path());
     let document = HardenDocument::new(&meta, &hardened, &report, &printer, files, clock);
     record_result(&path, &document);
-    if args.json {
-        return print_json(&document);
+    if let Some(closed) = printer.stdout_error {
+        return Err(closed.into());
     }
-    print_fences(&meta, &hardened, &report);
-    print_kind_choices(&meta, &hardened, &path);
-    print_original_fences(&meta)?;
-    print_patch(&report, &patch_path);
-    print_summary(&meta, &hardened, clock, &path, document.confidence.as_ref());
-    Ok(())
+    if args.json {
+        print_json(&document)?;
+    } else {
+        print_fences(&meta, &hardened, &report)?;
+        print_kind_choices(&meta, &hardened, &path)?;
+        print_original_fences(&meta)?;
+        print_patch(&report, &patch_path)?;
+        print_summary(&meta, &hardened, clock, &path, document.confidence.as_ref())?;
+    }
+    match hardened.insertion.stable {
+        true => Ok(()),
+        false => Err(not_stable(&hardened.insertion)),
+    }
+}
+
+/// A hardening that ran out of rounds is a failure (exit code 1), though its report and patch
+/// (the last round's fences) are written and printed.
+fn not_stable(insertion: &Insertion) -> Failure {
+    anyhow::anyhow!(
+        "no stable fence set: after {} round(s) the fences kept still failed the stability check \
+         (more --max-rounds or --iterations may help); the report above is the last round's",
+        insertion.rounds
+    )
+    .into()
 }
 
 /// Whether the hardening journaled at `path` has not ended: its sidecar has no `result` yet (see
@@ -322,6 +341,7 @@ fn pooled_executor(target: &Target, args: &HardenArgs) -> Result<Box<dyn Executo
     if jobs <= 1 || args.target.in_process {
         return executor(target, args.target.in_process);
     }
+    find_and_compile_app(target)?;
     let workers = (0..jobs)
         .map(|_| worker_executor(target))
         .collect::<Result<Vec<_>, _>>()?;
@@ -393,14 +413,14 @@ fn print_original_fences(meta: &HardenMeta) -> Result<(), Failure> {
         return Ok(());
     };
     let own = own_fences(&original.module(DEFAULT_ARCH)?);
-    println!(
+    outln!(
         "\noriginal idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
          so the patch below is made against a source that still has them.",
         original.name(),
         own.len(),
         fence_places(&own),
         meta.target.app
-    );
+    )?;
     Ok(())
 }
 
@@ -434,6 +454,9 @@ struct Printer {
     passed_stability: Option<u64>,
     /// Runs of the last stability check.
     last_stability: Option<u64>,
+    /// The first failed write of a line to stdout (a closed pipe); the hardening goes on and
+    /// ends with it once its result is recorded.
+    stdout_error: Option<std::io::Error>,
 }
 
 impl Printer {
@@ -446,6 +469,7 @@ impl Printer {
             to_stderr,
             passed_stability: None,
             last_stability: None,
+            stdout_error: None,
         }
     }
 
@@ -462,7 +486,11 @@ impl Printer {
             let line = format!("{} -> {}", query_text(p), answer_text(p, answer));
             match self.to_stderr {
                 true => self.bar.suspend(|| eprintln!("{line}")),
-                false => self.bar.suspend(|| println!("{line}")),
+                false => {
+                    if let Err(e) = self.bar.suspend(|| outln!("{line}")) {
+                        self.stdout_error.get_or_insert(e);
+                    }
+                }
             }
             // A query without `I` runs to the hardening's stability stop.
             if p.query.iterations.is_none() {
@@ -567,50 +595,61 @@ fn cwd_as_spelled_in(path: &Path, cwd: &Path) -> PathBuf {
     }
 }
 
-fn print_fences(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) {
+fn print_fences(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    report: &FenceReport,
+) -> std::io::Result<()> {
     let count = report.placed.len() + report.unplaced.len();
     if hardened.kinds.is_empty() {
-        println!(
+        outln!(
             "\nfinal fences: {count} ({}, in CUDA `{}`)",
-            meta.target.fence_kind, report.statement
-        );
+            meta.target.fence_kind,
+            report.statement
+        )?;
     } else {
-        println!("\nfinal fences: {count}, each of the weakest kind that passed");
+        outln!("\nfinal fences: {count}, each of the weakest kind that passed")?;
     }
     for fence in &report.placed {
         let kind = match hardened.kinds.is_empty() {
             true => String::new(),
             false => format!("{}  ", fence.kind),
         };
-        println!(
+        outln!(
             "  #{:<3} {}:{}  [{}]  {kind}{}",
-            fence.site.id, report.path, fence.line, fence.site.function, fence.text
-        );
+            fence.site.id,
+            report.path,
+            fence.line,
+            fence.site.function,
+            fence.text
+        )?;
     }
     for header in &report.headers {
-        println!("  the patch needs `#include {header}` in the source");
+        outln!("  the patch needs `#include {header}` in the source")?;
     }
     for site in &report.unplaced {
-        println!(
+        outln!(
             "  #{:<3} [{}] no line in the app's source (left out of the patch): {}",
             site.id,
             site.function,
             site.ptx.join("; ")
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn print_patch(report: &FenceReport, patch_path: &Path) {
+fn print_patch(report: &FenceReport, patch_path: &Path) -> std::io::Result<()> {
     if report.patch.is_empty() {
-        println!("\nno patch: no fence to insert in the source");
-        return;
+        outln!("\nno patch: no fence to insert in the source")?;
+        return Ok(());
     }
-    println!(
+    outln!(
         "\npatch (written to {}; apply it in {} with `git apply` or `patch -p1`):",
         patch_path.display(),
         report.root.display()
-    );
-    print!("{}", report.patch);
+    )?;
+    out!("{}", report.patch)?;
+    Ok(())
 }
 
 fn print_summary(
@@ -619,90 +658,94 @@ fn print_summary(
     clock: Instant,
     path: &Path,
     confidence: Option<&ZeroErrorBound>,
-) {
+) -> std::io::Result<()> {
     let i = &hardened.insertion;
     let t = &hardened.totals;
-    println!("\nsummary");
-    println!(
+    outln!("\nsummary")?;
+    outln!(
         "  fences: {} initial -> {} final {}",
         meta.sites.len(),
         i.fences.len(),
         braces(&i.fences, &BTreeMap::new())
-    );
-    println!(
+    )?;
+    outln!(
         "  rounds {}, final I {}, queries {}",
-        i.rounds, i.final_iterations, i.queries
-    );
+        i.rounds,
+        i.final_iterations,
+        i.queries
+    )?;
     if hardened.kind_queries > 0 {
-        println!(
+        outln!(
             "  kinds: {} more queries, trying each fence's weaker kinds",
             hardened.kind_queries
-        );
+        )?;
     }
-    println!(
+    outln!(
         "  runs {} ({} from the journal), failures seen {}",
         t.runs,
         hardened.replayed,
         t.errors()
-    );
-    println!(
+    )?;
+    outln!(
         "  wall time {:.1} s (runs {:.1} s)",
         clock.elapsed().as_secs_f64(),
         t.elapsed_ms / 1e3
-    );
-    println!(
+    )?;
+    outln!(
         "  stable: {} (stability check {})",
         if i.stable { "yes" } else { "no" },
         meta.stable
-    );
+    )?;
     if let Some(confidence) = confidence {
-        println!("  confidence: {confidence}");
+        outln!("  confidence: {confidence}")?;
     }
     // The provenance line says when the results are the simulator's.
-    println!("  {}", meta.provenance);
-    println!("  journal: {}", path.display());
+    outln!("  {}", meta.provenance)?;
+    outln!("  journal: {}", path.display())?;
     if let Some(row) = first_failure(path) {
-        println!(
+        outln!(
             "  first failure: query #{} run {}; replay it with: gpuwmm replay {} {} --query {}",
             row.query,
             row.run,
             path.display(),
             row.run,
             row.query
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Per kept fence, the kind kept and why each weaker kind tried was not (with the command that
 /// replays the run that refuted it).
-fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) {
+fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) -> io::Result<()> {
     if hardened.kinds.is_empty() {
-        return;
+        return Ok(());
     }
     let rows: Vec<HardenRow> = read_rows(journal).unwrap_or_default();
-    println!(
+    outln!(
         "\nfence kinds (from {}, weaker kinds tried in the order {}):",
         meta.target.fence_kind,
         FenceKind::WEAKENING.map(|k| k.to_string()).join(", ")
-    );
+    )?;
     for choice in &hardened.kinds {
-        println!("  #{:<3} keeps {}", choice.site, choice.kind);
+        outln!("  #{:<3} keeps {}", choice.site, choice.kind)?;
         for (kind, query) in &choice.rejected {
             let failed = rows
                 .iter()
                 .find(|r| r.query == *query && r.outcome.is_error());
             match failed {
-                Some(r) => println!(
+                Some(r) => outln!(
                     "        {kind} failed (query #{query} run {}: {}); replay: gpuwmm replay {} {} --query {query}",
                     r.run,
                     r.outcome,
                     journal.display(),
                     r.run
                 ),
-                None => println!("        {kind} failed (query #{query})"),
-            }
+                None => outln!("        {kind} failed (query #{query})"),
+            }?;
         }
     }
+    Ok(())
 }
 
 /// The journal's first run that did not pass, if it can be read.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Prints `document` as pretty JSON on stdout (`--json`).
 pub fn print_json(document: &impl Serialize) -> CmdResult {
-    println!("{}", serde_json::to_string_pretty(document)?);
+    outln!("{}", serde_json::to_string_pretty(document)?)?;
     Ok(())
 }
 

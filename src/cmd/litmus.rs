@@ -33,8 +33,8 @@ pub fn run(args: &LitmusArgs) -> CmdResult {
         },
     )?;
     bar.finish_and_clear();
-    println!("{}", provenance(opened.backend.as_ref()));
-    println!(
+    outln!("{}", provenance(opened.backend.as_ref()))?;
+    outln!(
         "distance {} words, fences t0 {} / t1 {}, {} access, {} launches x {} instances, seed {}",
         test.distance,
         fence_name(test.fences[0]),
@@ -43,15 +43,15 @@ pub fn run(args: &LitmusArgs) -> CmdResult {
         args.iterations,
         args.instances,
         args.backend.seed
-    );
-    print!("{}", histogram.report(test.shape));
+    )?;
+    out!("{}", histogram.report(test.shape))?;
     let total = histogram.total().max(1);
-    println!(
+    outln!(
         "weak rate {:.4}% ({} of {})",
         100.0 * histogram.weak(test.shape) as f64 / total as f64,
         histogram.weak(test.shape),
         histogram.total()
-    );
+    )?;
     Ok(())
 }
 

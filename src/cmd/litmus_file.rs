@@ -43,15 +43,15 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         deadline: args.deadline,
     };
     let mut opened = open(args, settings.instances, true)?;
-    println!("{}", provenance(opened.backend.as_ref()));
-    println!(
+    outln!("{}", provenance(opened.backend.as_ref()))?;
+    outln!(
         "{} test(s), {} executions each, {} instance(s) per launch, distance {} words, seed {}",
         files.len(),
         settings.executions,
         settings.instances,
         settings.distance,
         args.backend.seed
-    );
+    )?;
     let bar = progress_bar(files.len() as u64 * settings.executions);
     let mut table = Table::default();
     let mut malformed = 0;
@@ -60,7 +60,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         let finding = match parse_file(file) {
             Err(e @ LitmusFileError::Syntax { .. }) => {
                 malformed += 1;
-                bar.suspend(|| println!("error: {e}\n"));
+                bar.suspend(|| outln!("error: {e}\n"))?;
                 Finding::NotRun(format!("malformed: {e}"))
             }
             Err(e) => return Err(Failure::bad_input(e)),
@@ -74,7 +74,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
                 );
                 match result {
                     Ok(outcome) => {
-                        bar.suspend(|| println!("{}", outcome.report()));
+                        bar.suspend(|| outln!("{}", outcome.report()))?;
                         if outcome.backend_lost {
                             opened = open(args, settings.instances, false)?;
                         }
@@ -85,14 +85,14 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
                         }
                     }
                     Err(FileRunError::Refused(r)) => {
-                        bar.suspend(|| println!("Test {} refused: {r}\n", test.name));
+                        bar.suspend(|| outln!("Test {} refused: {r}\n", test.name))?;
                         Finding::NotRun(format!(
                             "refused (line {}): `{}`: {}",
                             r.line, r.construct, r.reason
                         ))
                     }
                     Err(FileRunError::Backend(e)) => {
-                        bar.suspend(|| println!("Test {} failed on the backend: {e}\n", test.name));
+                        bar.suspend(|| outln!("Test {} failed on the backend: {e}\n", test.name))?;
                         Finding::NotRun(format!("backend: {}", first_line(&e.to_string())))
                     }
                 }
@@ -112,14 +112,14 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
 fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> CmdResult {
     let summary = table.summary();
     if expect {
-        print!("\n{}", table.render());
-        println!("{summary}");
+        out!("\n{}", table.render())?;
+        outln!("{summary}")?;
     }
     if let Some(path) = &args.csv {
         table
             .write_csv(path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        println!("conformance table written to {}", path.display());
+        outln!("conformance table written to {}", path.display())?;
     }
     if malformed > 0 {
         return Err(Failure {

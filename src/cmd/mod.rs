@@ -1,5 +1,23 @@
 //! One module per subcommand; each turns parsed arguments into library calls and prints results.
 
+/// `println!` that returns the write's error instead of panicking: a reader that stops early
+/// (`gpuwmm devices | head -1`) closes the pipe, and the command then ends with that error, which
+/// `main` treats as success. Defined before the modules so that each can use it.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod apps;
 mod campaign;
 mod campaign_slurm;

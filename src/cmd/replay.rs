@@ -21,8 +21,8 @@ use std::path::Path;
 pub fn run(args: &ReplayArgs) -> CmdResult {
     let subject = open_subject(&args.journal, args.run, args.query)?;
     let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
-    println!("{}", executor.provenance());
-    print_run(&args.journal, &subject);
+    outln!("{}", executor.provenance())?;
+    print_run(&args.journal, &subject)?;
     let r = &subject.recorded;
     let request = RunRequest {
         run: r.run,
@@ -32,7 +32,7 @@ pub fn run(args: &ReplayArgs) -> CmdResult {
         stress_iterations: r.stress_iterations,
     };
     let replayed = executor.execute(&request)?;
-    print_comparison(&subject, &replayed);
+    print_comparison(&subject, &replayed)?;
     Ok(())
 }
 
@@ -167,10 +167,10 @@ fn not_there(journal: &Path, what: &str, span: &str) -> Failure {
 }
 
 /// What the run was: the check or query it belongs to, its seed and everything drawn from it.
-fn print_run(journal: &Path, subject: &Subject) {
+fn print_run(journal: &Path, subject: &Subject) -> std::io::Result<()> {
     let r = &subject.recorded;
     let plan = RunPlan::from_seed(r.seed);
-    println!(
+    outln!(
         "journal {}: {} under {}, {}seed {}, recorded by: {}",
         journal.display(),
         subject.target.app,
@@ -178,39 +178,44 @@ fn print_run(journal: &Path, subject: &Subject) {
         subject.query,
         subject.seed,
         subject.provenance
-    );
-    println!("run {}", r.run);
-    println!("  seed          {}", r.seed);
-    println!("  environment   {}", r.env);
-    println!("  fences        {}", subject.fences.label());
+    )?;
+    outln!("run {}", r.run)?;
+    outln!("  seed          {}", r.seed)?;
+    outln!("  environment   {}", r.env)?;
+    outln!("  fences        {}", subject.fences.label())?;
     if r.env.stresses() {
-        println!(
+        outln!(
             "  stress        {} iterations of '{}', {}% of each launch's blocks added as \
              stressing blocks (per launch: {})",
             r.stress_iterations,
             subject.target.profile.sequence,
             plan.stress_percent,
             r.stress_blocks
-        );
+        )?;
     } else {
-        println!("  stress        none");
+        outln!("  stress        none")?;
     }
-    println!(
+    outln!(
         "  run plan      stress percent {}, input seed {}, control seed {}, backend seed {}",
-        plan.stress_percent, plan.input_seed, plan.control_seed, plan.backend_seed
-    );
+        plan.stress_percent,
+        plan.input_seed,
+        plan.control_seed,
+        plan.backend_seed
+    )?;
+    Ok(())
 }
 
 /// The recorded and replayed outcomes side by side, and whether they agree.
-fn print_comparison(subject: &Subject, replayed: &RunRecord) {
+fn print_comparison(subject: &Subject, replayed: &RunRecord) -> std::io::Result<()> {
     let recorded = &subject.recorded;
-    println!("recorded      {}", outcome_text(recorded));
-    println!("replayed      {}", outcome_text(replayed));
+    outln!("recorded      {}", outcome_text(recorded))?;
+    outln!("replayed      {}", outcome_text(replayed))?;
     if recorded.stress_blocks != replayed.stress_blocks {
-        println!(
+        outln!(
             "  stressing blocks differ: recorded {}, replayed {}",
-            recorded.stress_blocks, replayed.stress_blocks
-        );
+            recorded.stress_blocks,
+            replayed.stress_blocks
+        )?;
     }
     if recorded.outcome == replayed.outcome {
         let detail = if recorded.reason == replayed.reason {
@@ -218,14 +223,16 @@ fn print_comparison(subject: &Subject, replayed: &RunRecord) {
         } else {
             " (with a different reason)"
         };
-        println!("reproduced: {}{detail}", replayed.outcome);
+        outln!("reproduced: {}{detail}", replayed.outcome)?;
     } else {
-        println!(
+        outln!(
             "differs: recorded {}, replayed {}",
-            recorded.outcome, replayed.outcome
-        );
+            recorded.outcome,
+            replayed.outcome
+        )?;
     }
-    println!("note: {}", determinism_note(subject.target.backend));
+    outln!("note: {}", determinism_note(subject.target.backend))?;
+    Ok(())
 }
 
 fn outcome_text(r: &RunRecord) -> String {

@@ -62,8 +62,7 @@ fn probe(args: &BackendArgs) -> Result<Probed, Failure> {
 /// The executor for `target`: a supervised worker process (this binary's hidden `worker`
 /// subcommand), or this process with `in_process`.
 pub fn executor(target: &Target, in_process: bool) -> Result<Box<dyn Executor>, Failure> {
-    // Find and compile the app here first, so that a bad name or source is reported as such.
-    gpuwmm::check::local::target_sites(target).map_err(Failure::bad_input)?;
+    find_and_compile_app(target)?;
     if in_process {
         return Ok(Box::new(
             LocalExecutor::open(target).map_err(setup_failure)?,
@@ -71,6 +70,13 @@ pub fn executor(target: &Target, in_process: bool) -> Result<Box<dyn Executor>, 
     }
     let supervised: Box<dyn Executor> = worker_executor(target)?;
     Ok(supervised)
+}
+
+/// Finds and compiles `target`'s app in this process, before any worker starts or journal is
+/// written, so that a bad name or source is reported as bad input (exit code 2).
+pub fn find_and_compile_app(target: &Target) -> Result<(), Failure> {
+    gpuwmm::check::local::target_sites(target).map_err(Failure::bad_input)?;
+    Ok(())
 }
 
 /// A supervised worker process for `target`.

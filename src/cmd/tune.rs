@@ -82,7 +82,7 @@ pub fn run(args: &TuneArgs) -> CmdResult {
     runner.release()?;
     write_results(&out, &meta, &outcome)?;
     let profile = write_profile(&profile_path, &outcome, &meta, &chip)?;
-    print_summary(&outcome, &profile, &profile_path, &out);
+    print_summary(&outcome, &profile, &profile_path, &out)?;
     Ok(())
 }
 
@@ -411,23 +411,29 @@ fn write_profile(
     Ok(profile)
 }
 
-fn print_summary(outcome: &TuneOutcome, profile: &StressProfile, path: &Path, out: &Path) {
+fn print_summary(
+    outcome: &TuneOutcome,
+    profile: &StressProfile,
+    path: &Path,
+    out: &Path,
+) -> std::io::Result<()> {
     let how = |s: &gpuwmm::tune::Source| match s {
         gpuwmm::tune::Source::Measured(how) => format!("measured ({how})"),
         gpuwmm::tune::Source::Given => "given".to_string(),
         gpuwmm::tune::Source::Fallback(why) => format!("DEFAULT: {why}"),
     };
-    println!(
+    outln!(
         "critical patch size {} words: {}",
         profile.patch_words,
         how(&outcome.patch_words.source)
-    );
-    println!(
+    )?;
+    outln!(
         "access sequence {}: {}",
         sequence_to_string(&outcome.sequence.value),
         how(&outcome.sequence.source)
-    );
-    println!("spread {}: {}", profile.spread, how(&outcome.spread.source));
-    println!("profile: {}", path.display());
-    println!("journal, summary.md and charts: {}", out.display());
+    )?;
+    outln!("spread {}: {}", profile.spread, how(&outcome.spread.source))?;
+    outln!("profile: {}", path.display())?;
+    outln!("journal, summary.md and charts: {}", out.display())?;
+    Ok(())
 }

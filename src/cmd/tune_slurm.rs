@@ -46,7 +46,7 @@ pub fn submit(args: &TuneArgs) -> CmdResult {
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         let command = slurm::sbatch_command(&path).join(" ");
         if args.slurm.dry_run {
-            print!("{script}");
+            out!("{script}")?;
             eprintln!("dry run: wrote {}; submit with:\n{command}", path.display());
             continue;
         }
@@ -55,7 +55,7 @@ pub fn submit(args: &TuneArgs) -> CmdResult {
             "submitted tuning job {job_id} for GPU kind {kind}: journal in {}",
             base.join(folder_name(kind)).display()
         );
-        println!("{kind} {job_id}");
+        outln!("{kind} {job_id}")?;
     }
     Ok(())
 }

@@ -160,6 +160,16 @@ pub enum SimModel {
 }
 
 impl SimModel {
+    /// The name as the command line (`--sim-model`) and journals spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimModel::Ptx => "ptx",
+            SimModel::Weak => "weak",
+            SimModel::WeakStale => "weak-stale",
+            SimModel::Sc => "sc",
+        }
+    }
+
     /// The default simulator settings for this model and seed.
     pub fn config(self, seed: u64) -> SimConfig {
         let model = match self {
@@ -569,6 +579,17 @@ impl Backend for SimBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sim_model_is_named_as_clap_and_the_journals_spell_it() {
+        use clap::ValueEnum;
+        for model in SimModel::value_variants() {
+            let clap_name = model.to_possible_value().unwrap();
+            assert_eq!(model.name(), clap_name.get_name());
+            let json = serde_json::to_string(model).unwrap();
+            assert_eq!(json, format!("\"{}\"", model.name()));
+        }
+    }
 
     const PAIR: &str = r#"
 .version 8.8
