@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::cli::words;
 
 fn gpuwmm(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
@@ -138,17 +139,7 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "campaign",
-        "--apps",
-        "cbe-dot",
-        "--envs",
-        "no-str-",
-        "--runs",
-        "5",
-        "--backend",
-        "sim",
-    ];
+    let args = words("campaign --apps cbe-dot --envs no-str- --runs 5 --backend sim");
     for _ in 0..2 {
         let output = gpuwmm(dir.path(), &args);
         assert!(output.status.success(), "{}", text(&output.stderr));
@@ -251,16 +242,7 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
     let dir = tempfile::tempdir().unwrap();
     let check = gpuwmm(
         dir.path(),
-        &[
-            "check",
-            "cbe-dot",
-            "--env",
-            "sys-str+",
-            "--runs",
-            "40",
-            "--backend",
-            "sim",
-        ],
+        &words("check cbe-dot --env sys-str+ --runs 40 --backend sim"),
     );
     assert!(check.status.success(), "{}", text(&check.stderr));
     let path = dir
@@ -330,16 +312,7 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     let dir = tempfile::tempdir().unwrap();
     let harden = gpuwmm(
         dir.path(),
-        &[
-            "harden",
-            "cbe-dot",
-            "--backend",
-            "sim",
-            "--stable-runs",
-            "100",
-            "--journal",
-            "h.csv",
-        ],
+        &words("harden cbe-dot --backend sim --stable-runs 100 --journal h.csv"),
     );
     assert!(harden.status.success(), "{}", text(&harden.stderr));
     // The summary names the first failing run and how to replay it.

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::cli::words;
+
 fn gpuwmm(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
     command.current_dir(dir);
@@ -118,23 +121,8 @@ fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("broken.csv");
     let output = run(gpuwmm(dir.path())
-        .args([
-            "check",
-            "broken",
-            "--env",
-            "no-str+",
-            "--runs",
-            "60",
-            "--backend",
-            "sim",
-        ])
-        .args([
-            "--sim-budget",
-            "200000",
-            "--journal",
-            "broken.csv",
-            "--app-dir",
-        ])
+        .args(words("check broken --env no-str+ --runs 60 --backend sim"))
+        .args(words("--sim-budget 200000 --journal broken.csv --app-dir"))
         .arg(broken_app()));
     assert!(output.status.success());
     let rows = rows(&journal);
@@ -164,16 +152,7 @@ fn a_worker_that_dies_is_a_crash_and_a_fresh_worker_takes_over() {
     let dir = tempfile::tempdir().unwrap();
     let output = run(gpuwmm(dir.path())
         .env(gpuwmm::check::worker::ABORT_ON_RUN_VAR, "3")
-        .args([
-            "check",
-            "cbe-dot",
-            "--env",
-            "no-str-",
-            "--runs",
-            "10",
-            "--backend",
-            "sim",
-        ])
+        .args(words("check cbe-dot --env no-str- --runs 10 --backend sim"))
         .args(["--journal", "j.csv"]));
     assert!(output.status.success());
     let rows = rows(&dir.path().join("j.csv"));
@@ -201,18 +180,9 @@ fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
     }
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("j.csv");
-    let args = [
-        "check",
-        "cbe-dot",
-        "--env",
-        "sys-str+",
-        "--backend",
-        "sim",
-        "--journal",
-        "j.csv",
-    ];
+    let args = words("check cbe-dot --env sys-str+ --backend sim --journal j.csv");
     let mut child = gpuwmm(dir.path())
-        .args(args)
+        .args(&args)
         .args(["--runs", "1000000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -270,15 +240,7 @@ fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() 
     assert_eq!(std::fs::read(&first).unwrap(), before);
     // Resuming with another app is refused too.
     let other = run(gpuwmm(dir.path())
-        .args([
-            "check",
-            "cbe-ht",
-            "--env",
-            "no-str-",
-            "--backend",
-            "sim",
-            "--resume",
-        ])
+        .args(words("check cbe-ht --env no-str- --backend sim --resume"))
         .args(["--journal", first.to_str().unwrap()]));
     assert_eq!(other.status.code(), Some(2));
     assert_eq!(std::fs::read(&first).unwrap(), before);
@@ -367,14 +329,7 @@ fn bad_input_is_exit_code_2_with_a_message_that_says_what_is_wrong() {
             "sys-str+",
         ),
         (
-            &[
-                "check",
-                "cbe-dot",
-                "--backend",
-                "sim",
-                "--profile",
-                "bad.toml",
-            ],
+            &words("check cbe-dot --backend sim --profile bad.toml"),
             "bad.toml",
         ),
         (

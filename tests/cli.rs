@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 mod common;
-use common::cli::gpuwmm_in_repo as gpuwmm;
+use common::cli::{gpuwmm_in_repo as gpuwmm, words};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -51,14 +51,7 @@ fn cost_without_an_app_or_with_a_bad_list_is_bad_input() {
         "{}",
         stderr(&out)
     );
-    let out = gpuwmm(&[
-        "cost",
-        "cbe-dot",
-        "--backend",
-        "sim",
-        "--variants",
-        "emp,cons",
-    ]);
+    let out = gpuwmm(&words("cost cbe-dot --backend sim --variants emp,cons"));
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("must include `no`"),
@@ -127,16 +120,7 @@ fn instrument_strip_and_harness() {
 
 #[test]
 fn litmus_on_the_simulator_is_labelled_and_replayable() {
-    let args = [
-        "litmus",
-        "mp",
-        "--backend",
-        "sim",
-        "--iterations",
-        "3000",
-        "--seed",
-        "5",
-    ];
+    let args = words("litmus mp --backend sim --iterations 3000 --seed 5");
     let first = gpuwmm(&args);
     assert!(first.status.success(), "{}", stderr(&first));
     let text = stdout(&first);
@@ -147,16 +131,9 @@ fn litmus_on_the_simulator_is_labelled_and_replayable() {
 
 #[test]
 fn the_weak_stale_model_reaches_the_simulator() {
-    let out = gpuwmm(&[
-        "litmus",
-        "mp",
-        "--backend",
-        "sim",
-        "--sim-model",
-        "weak-stale",
-        "--iterations",
-        "10",
-    ]);
+    let out = gpuwmm(&words(
+        "litmus mp --backend sim --sim-model weak-stale --iterations 10",
+    ));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("store-buffer model of gpuwmm 0.1 (stale loads)"),
@@ -230,15 +207,7 @@ fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let check = [
-        "check",
-        "cbe-dot",
-        "--runs",
-        "100",
-        "--backend",
-        "sim",
-        "--json",
-    ];
+    let check = words("check cbe-dot --runs 100 --backend sim --json");
     let failing = json_of(dir.path(), &check);
     assert_eq!(failing["app"], "cbe-dot");
     assert_eq!(failing["env"], "sys-str+");
@@ -300,15 +269,7 @@ fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() 
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "harden",
-        "cbe-dot",
-        "--backend",
-        "sim",
-        "--stable-runs",
-        "200",
-        "--json",
-    ];
+    let args = words("harden cbe-dot --backend sim --stable-runs 200 --json");
     let document = json_of(dir.path(), &args);
     assert_eq!(document["app"], "cbe-dot");
     assert_eq!(document["backend"], "sim");
@@ -360,24 +321,10 @@ fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() 
 fn a_reader_that_stops_early_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("check.csv");
-    let litmus = [
-        "litmus",
-        "run",
-        "tests/litmus/MP+membar.gl.litmus",
-        "--backend",
-        "sim",
-    ];
+    let litmus = words("litmus run tests/litmus/MP+membar.gl.litmus --backend sim");
     let mut commands = vec![vec!["devices"], vec!["apps"], litmus.to_vec()];
     if gpuwmm::toolchain::tools_for_tests().is_some() {
-        let check = [
-            "check",
-            "cbe-dot",
-            "--backend",
-            "sim",
-            "--runs",
-            "5",
-            "--journal",
-        ];
+        let check = words("check cbe-dot --backend sim --runs 5 --journal");
         commands.push([&check[..], &[journal.to_str().unwrap()]].concat());
     }
     for args in commands {
@@ -402,15 +349,7 @@ fn an_unknown_app_is_bad_input_and_nothing_is_written() {
         &["check", "nope", "--runs", "1"],
         &["harden", "nope", "--jobs", "2"],
         &["cost", "nope", "--runs", "1"],
-        &[
-            "campaign",
-            "--apps",
-            "cbe-dot,nope",
-            "--envs",
-            "no-str-",
-            "--runs",
-            "1",
-        ],
+        &words("campaign --apps cbe-dot,nope --envs no-str- --runs 1"),
     ];
     for args in commands {
         let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::cli::{gpuwmm, SMALL_HARDEN_CBE_DOT};
+use common::cli::{gpuwmm, words, SMALL_HARDEN_CBE_DOT};
 
 fn ok(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -84,13 +84,7 @@ fn cost_of_cbe_dot_on_the_simulator_orders_cons_above_emp_above_no() {
         "not available on the simulator"
     );
     assert!(stdout.contains("simulated duration"), "{stdout}");
-    for file in [
-        "cost.csv",
-        "cost.json",
-        "summary.md",
-        "summary.json",
-        "cost.svg",
-    ] {
+    for file in words("cost.csv cost.json summary.md summary.json cost.svg") {
         assert!(out.join(file).exists(), "{file}");
     }
     assert!(!out.join("energy.svg").exists());
@@ -158,16 +152,7 @@ fn an_interrupted_cost_resumes_to_the_same_runs() {
 fn a_bad_harden_result_is_bad_input_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = gpuwmm(
-        &[
-            "cost",
-            "cbe-dot",
-            "--backend",
-            "sim",
-            "--emp",
-            "missing.json",
-            "--runs",
-            "5",
-        ],
+        &words("cost cbe-dot --backend sim --emp missing.json --runs 5"),
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(2));
@@ -211,16 +196,7 @@ fn emp_auto_takes_the_newest_stable_hardening_of_the_app_on_the_backend() {
     )
     .unwrap();
     let out = gpuwmm(
-        &[
-            "cost",
-            "cbe-dot",
-            "--backend",
-            "sim",
-            "--runs",
-            "20",
-            "--out",
-            "c",
-        ],
+        &words("cost cbe-dot --backend sim --runs 20 --out c"),
         dir.path(),
     );
     ok(&out);

@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::cli::SMALL_TUNE;
+use common::cli::{words, SMALL_TUNE};
 
 const APPS: &str = "cbe-dot,sdk-red";
 const ENVS: &str = "no-str-,sys-str+";
@@ -69,18 +69,9 @@ fn dry_run_writes_plan_and_script_prints_the_sbatch_command_and_submits_nothing(
     let dir = tempfile::tempdir().unwrap();
     let bin = fake_sbatch(dir.path(), "touch submitted; echo 9");
     let mut args = campaign_args("10", "c");
-    args.extend([
-        "--slurm",
-        "--partition",
-        "gpu",
-        "--gres",
-        "gpu:1",
-        "--array-limit",
-        "2",
-        "--sbatch-arg",
-        "--mem=4G",
-        "--dry-run",
-    ]);
+    args.extend(words(
+        "--slurm --partition gpu --gres gpu:1 --array-limit 2 --sbatch-arg --mem=4G --dry-run",
+    ));
     let output = gpuwmm_with_path(dir.path(), &args, Some(&bin));
     assert!(output.status.success(), "{}", text(&output.stderr));
     let script = text(&output.stdout);
@@ -109,13 +100,7 @@ fn dry_run_writes_plan_and_script_prints_the_sbatch_command_and_submits_nothing(
         )),
         "{exec}"
     );
-    for slurm_only in [
-        "--slurm",
-        "--partition",
-        "--dry-run",
-        "--sbatch-arg",
-        "--gres",
-    ] {
+    for slurm_only in words("--slurm --partition --dry-run --sbatch-arg --gres") {
         assert!(
             !exec.contains(slurm_only),
             "the task gets {slurm_only}: {exec}"
@@ -335,18 +320,9 @@ fn small_tune() -> Vec<&'static str> {
 fn tune_dry_run_writes_one_script_per_gpu_kind_each_resuming_its_own_journal() {
     let dir = tempfile::tempdir().unwrap();
     let mut args = small_tune();
-    args.extend([
-        "--slurm",
-        "--constraint",
-        "a100",
-        "--constraint",
-        "h100|h200",
-        "--gres",
-        "gpu:1",
-        "--out",
-        "t",
-        "--dry-run",
-    ]);
+    args.extend(words(
+        "--slurm --constraint a100 --constraint h100|h200 --gres gpu:1 --out t --dry-run",
+    ));
     let output = gpuwmm(dir.path(), &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let t = dir.path().join("t");
@@ -395,15 +371,9 @@ fn a_tuning_job_on_slurm_writes_the_profile_of_its_gpu_kind() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut args = small_tune();
-    args.extend([
-        "--slurm",
-        "--constraint",
-        "gpuwmm-local",
-        "--out",
-        "t",
-        "--profile-out",
-        "sim.toml",
-    ]);
+    args.extend(words(
+        "--slurm --constraint gpuwmm-local --out t --profile-out sim.toml",
+    ));
     let submitted = gpuwmm(dir.path(), &args);
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     let stdout = text(&submitted.stdout);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::cli::{gpuwmm, SMALL_TUNE};
+use common::cli::{gpuwmm, words, SMALL_TUNE};
 
 fn text(o: &Output) -> String {
     format!(
@@ -106,14 +106,7 @@ fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
     assert!(text(&again).contains("p.toml exists"), "{}", text(&again));
 
     let resumed = run(
-        &small(&[
-            "--out",
-            "t",
-            "--profile-out",
-            "p.toml",
-            "--resume",
-            "--force",
-        ]),
+        &small(&words("--out t --profile-out p.toml --resume --force")),
         dir.path(),
     );
     assert!(resumed.status.success(), "{}", text(&resumed));

@@ -4,6 +4,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The words of a command line written as one string (`"check cbe-dot --runs 10"`), for
+/// arguments without spaces.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Runs the built `gpuwmm` with `args` in `dir` and waits for it.
 pub fn gpuwmm(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
