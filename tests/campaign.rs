@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::cli::words;
+use common::cli::{assert_bad_input, words};
 
 fn gpuwmm(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
@@ -112,12 +112,7 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
     // Without --resume the same folder is refused, and nothing in it changes.
     let before = std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap();
     let again = gpuwmm(dir.path(), &args);
-    assert_eq!(again.status.code(), Some(2));
-    assert!(
-        text(&again.stderr).contains("--resume"),
-        "{}",
-        text(&again.stderr)
-    );
+    assert_bad_input(&again, "--resume");
     assert_eq!(
         std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap(),
         before
@@ -275,12 +270,7 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
     }
 
     let missing = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), "40"]);
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(
-        text(&missing.stderr).contains("run 40 is not in"),
-        "{}",
-        text(&missing.stderr)
-    );
+    assert_bad_input(&missing, "run 40 is not in");
     let nowhere = gpuwmm(dir.path(), &["replay", "no/such.csv", "0"]);
     assert_eq!(nowhere.status.code(), Some(2));
 }
@@ -367,9 +357,7 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
 
     // Without --query, or with a query that has no such run, it says what is wrong.
     let no_query = gpuwmm(dir.path(), &["replay", "h.csv", "0"]);
-    assert_eq!(no_query.status.code(), Some(2));
-    assert!(text(&no_query.stderr).contains("--query"));
+    assert_bad_input(&no_query, "--query");
     let absent = gpuwmm(dir.path(), &["replay", "h.csv", "0", "--query", "999"]);
-    assert_eq!(absent.status.code(), Some(2));
-    assert!(text(&absent.stderr).contains("query 999"));
+    assert_bad_input(&absent, "query 999");
 }

@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 mod common;
-use common::cli::{gpuwmm_in_repo as gpuwmm, words};
+use common::cli::{assert_bad_input, gpuwmm_in_repo as gpuwmm, words};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -20,44 +20,23 @@ fn malformed_ptx_names_file_and_line_and_exits_2() {
     let bad = ".version 8.8\n.visible .entry k()\n{\n\tmov.u32 %r1, 1;\n\t??? x;\n}\n";
     let (_dir, path) = common::file_in_temp_dir("bad.ptx", bad);
     let out = gpuwmm(&["ptx", "sites", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("bad.ptx:5: malformed instruction"),
-        "{}",
-        stderr(&out)
-    );
+    assert_bad_input(&out, "bad.ptx:5: malformed instruction");
 }
 
 #[test]
 fn missing_file_and_unknown_kind_exit_2() {
     let out = gpuwmm(&["ptx", "sites", "no/such/file.ptx"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("no/such/file.ptx"),
-        "{}",
-        stderr(&out)
-    );
+    assert_bad_input(&out, "no/such/file.ptx");
     let out = gpuwmm(&["ptx", "sites", "Cargo.toml"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("expected a .cu or .ptx file"));
+    assert_bad_input(&out, "expected a .cu or .ptx file");
 }
 
 #[test]
 fn cost_without_an_app_or_with_a_bad_list_is_bad_input() {
     let out = gpuwmm(&["cost", "--backend", "sim"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("name at least one app"),
-        "{}",
-        stderr(&out)
-    );
+    assert_bad_input(&out, "name at least one app");
     let out = gpuwmm(&words("cost cbe-dot --backend sim --variants emp,cons"));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("must include `no`"),
-        "{}",
-        stderr(&out)
-    );
+    assert_bad_input(&out, "must include `no`");
 }
 
 #[test]
@@ -94,8 +73,7 @@ fn instrument_inserts_the_chosen_fences_and_rejects_bad_ids() {
         "the original plus one per access"
     );
     let out = gpuwmm(&["ptx", "instrument", fixture, "--fences", "9"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no fence site 9"));
+    assert_bad_input(&out, "no fence site 9");
     let out = gpuwmm(&["ptx", "instrument", fixture, "--fence-kind", "membar.foo"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -177,8 +155,7 @@ fn apps_lists_every_case_study_and_rejects_a_bad_app_dir() {
         );
     }
     let out = gpuwmm(&["apps", "--app-dir", "no/such/dir"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no/such/dir"), "{}", stderr(&out));
+    assert_bad_input(&out, "no/such/dir");
 }
 
 #[test]

@@ -25,6 +25,13 @@ pub fn gpuwmm_in_repo(args: &[&str]) -> Output {
     gpuwmm(args, Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// Asserts that a command was refused as bad input: exit code 2 and `needle` in its stderr.
+pub fn assert_bad_input(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in:\n{stderr}");
+}
+
 /// A tuning small enough for CI on the simulator: 3 tests × 2 distances × 4 locations, 2
 /// sequences, spreads 1–2, 6 executions each (the seed is the caller's).
 pub const SMALL_TUNE: [&str; 15] = [
