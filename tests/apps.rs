@@ -669,10 +669,9 @@ fn manifest_bad_values() {
 
 #[test]
 fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     let write = |text: &str| std::fs::write(dir.path().join("app.toml"), text).unwrap();
 

@@ -6,7 +6,6 @@
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{Outcome, RunRecord};
 use gpuwmm::harden::run::HardenRow;
-use gpuwmm::toolchain::tools_for_tests;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -56,10 +55,9 @@ fn count(rows: &[RunRecord], outcome: Outcome) -> String {
 
 #[test]
 fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let args = campaign_args("50", "out");
     let output = gpuwmm(dir.path(), &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -130,10 +128,9 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
 
 #[test]
 fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinished() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let args = words("campaign --apps cbe-dot --envs no-str- --runs 5 --backend sim");
     for _ in 0..2 {
         let output = gpuwmm(dir.path(), &args);
@@ -177,10 +174,9 @@ fn complete_lines(path: &Path) -> String {
 
 #[test]
 fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let out = dir.path().join("out");
     let first = journal(&out, CELLS[0].0, CELLS[0].1);
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
@@ -231,10 +227,9 @@ fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
 
 #[test]
 fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let check = gpuwmm(
         dir.path(),
         &words("check cbe-dot --env sys-str+ --runs 40 --backend sim"),
@@ -296,10 +291,9 @@ fn replay_says_which_journals_it_supports() {
 
 #[test]
 fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let harden = gpuwmm(
         dir.path(),
         &words("harden cbe-dot --backend sim --stable-runs 100 --journal h.csv"),

@@ -6,7 +6,6 @@
 use gpuwmm::check::journal::{read_meta, read_meta_entry, read_rows};
 use gpuwmm::check::{CheckMeta, Outcome, RunRecord};
 use gpuwmm::stats::ZeroErrorBound;
-use gpuwmm::toolchain::tools_for_tests;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -59,10 +58,9 @@ fn check_cbe_dot_200_times(dir: &Path, extra: &[&str]) -> (Output, PathBuf) {
 
 #[test]
 fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (output, journal) = check_cbe_dot_200_times(dir.path(), &[]);
     let text = stdout(&output);
     let rows = rows(&journal);
@@ -103,10 +101,9 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
 
 #[test]
 fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let (_, journal) = check_cbe_dot_200_times(dir.path(), &["--fences", "all"]);
     let rows = rows(&journal);
     assert_eq!(rows.len(), 200);
@@ -115,10 +112,9 @@ fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
 
 #[test]
 fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let journal = dir.path().join("broken.csv");
     let output = run(gpuwmm(dir.path())
         .args(words("check broken --env no-str+ --runs 60 --backend sim"))
@@ -146,10 +142,9 @@ fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
 
 #[test]
 fn a_worker_that_dies_is_a_crash_and_a_fresh_worker_takes_over() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let output = run(gpuwmm(dir.path())
         .env(gpuwmm::check::worker::ABORT_ON_RUN_VAR, "3")
         .args(words("check cbe-dot --env no-str- --runs 10 --backend sim"))
@@ -175,10 +170,9 @@ fn wait_for_lines(path: &Path, lines: usize) {
 
 #[test]
 fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let journal = dir.path().join("j.csv");
     let args = words("check cbe-dot --env sys-str+ --backend sim --journal j.csv");
     let mut child = gpuwmm(dir.path())
@@ -216,10 +210,9 @@ fn short_check(dir: &Path, runs: &str) -> Command {
 
 #[test]
 fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     assert!(run(&mut short_check(dir.path(), "5")).status.success());
     let first = dir
         .path()
@@ -248,10 +241,9 @@ fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() 
 
 #[test]
 fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let nothing = run(short_check(dir.path(), "5").arg("--resume"));
     assert_eq!(nothing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("nothing to resume"));
@@ -287,10 +279,9 @@ fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
 
 #[test]
 fn a_check_without_errors_states_the_error_rate_its_runs_rule_out() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let output = run(short_check(dir.path(), "100").args(["--fences", "all"]));
     assert!(output.status.success());
     let text = stdout(&output);
@@ -314,10 +305,9 @@ fn a_check_without_errors_states_the_error_rate_its_runs_rule_out() {
 
 #[test]
 fn bad_input_is_exit_code_2_with_a_message_that_says_what_is_wrong() {
-    if tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     std::fs::write(dir.path().join("bad.toml"), "chip = 'x'\npatch_words = 0\n").unwrap();
     let cases: [(&[&str], &str); 4] = [
         (

@@ -180,10 +180,9 @@ fn json_of(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let check = words("check cbe-dot --runs 100 --backend sim --json");
     let failing = json_of(dir.path(), &check);
     assert_eq!(failing["app"], "cbe-dot");
@@ -242,10 +241,9 @@ fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
 
 #[test]
 fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let args = words("harden cbe-dot --backend sim --stable-runs 200 --json");
     let document = json_of(dir.path(), &args);
     assert_eq!(document["app"], "cbe-dot");

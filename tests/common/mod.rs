@@ -115,3 +115,10 @@ pub fn file_in_temp_dir(name: &str, text: &str) -> (tempfile::TempDir, std::path
     std::fs::write(&path, text).unwrap();
     (dir, path)
 }
+
+/// A temporary folder for a test that needs the CUDA tools, or `None` when they are missing
+/// ([`gpuwmm::toolchain::tools_for_tests`] then prints the skip line and the test returns).
+pub fn temp_dir_with_tools() -> Option<tempfile::TempDir> {
+    gpuwmm::toolchain::tools_for_tests()?;
+    Some(tempfile::tempdir().unwrap())
+}
