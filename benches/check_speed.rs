@@ -35,8 +35,8 @@ fn target() -> Target {
 }
 
 fn measure(name: &str, executor: &mut dyn Executor, env: Environment) {
-    let (iterations, _, _) =
-        calibrate_stress(executor, env, &Fences::AsIs, 1).expect("calibration");
+    let calibrated = calibrate_stress(executor, env, &Fences::AsIs, 1).expect("calibration");
+    let iterations = calibrated.stress_iterations;
     let start = Instant::now();
     let mut errors = 0;
     for run in 0..RUNS {

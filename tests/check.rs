@@ -85,14 +85,14 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
     // the README's figure: 177 calibrated stress iterations (seed 1); calibration doubles then
     // scales, so a change of the simulator's speed model moves it
     assert!(
-        (150..=210).contains(&meta.stress_iterations),
+        (150..=210).contains(&meta.stress.stress_iterations),
         "{}",
-        meta.stress_iterations
+        meta.stress.stress_iterations
     );
-    assert!(meta.calibration.is_some());
+    assert!(meta.stress.calibration.is_some());
     assert!(rows
         .iter()
-        .all(|r| r.stress_iterations == meta.stress_iterations));
+        .all(|r| r.stress_iterations == meta.stress.stress_iterations));
     // 4 sim-size blocks: 15-50% gives one or two stressing blocks.
     assert!(rows
         .iter()

@@ -73,12 +73,8 @@ pub struct CheckMeta {
     pub seed: u64,
     pub stop: Stop,
     /// The stress iterations every run uses, and how they were found.
-    pub stress_iterations: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<Calibration>,
-    /// Set when calibration failed and [`FALLBACK_ITERATIONS`] are used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration_error: Option<String>,
+    #[serde(flatten)]
+    pub stress: CalibratedStress,
     /// What ran the check (the simulator says it is one).
     pub provenance: String,
     /// Where the stress profile came from.
@@ -138,16 +134,37 @@ pub enum CheckError {
     Journal(#[from] JournalError),
 }
 
+/// The stress iterations every run of a check or hardening uses, and how they were found; the
+/// sidecars of both hold these three keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedStress {
+    pub stress_iterations: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    /// Set when calibration failed and [`FALLBACK_ITERATIONS`] are used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_error: Option<String>,
+}
+
+impl CalibratedStress {
+    /// No stress: an environment without stressing blocks.
+    pub const NONE: CalibratedStress = CalibratedStress {
+        stress_iterations: 0,
+        calibration: None,
+        calibration_error: None,
+    };
+}
+
 /// Calibrates stress for `env` (when it stresses), falling back to [`FALLBACK_ITERATIONS`] when
-/// the app cannot be measured. Returns the iterations, the calibration and the failure.
+/// the app cannot be measured, and saying why.
 pub fn calibrate_stress(
     executor: &mut dyn Executor,
     env: Environment,
     fences: &Fences,
     seed: u64,
-) -> Result<(u32, Option<Calibration>, Option<String>), ExecError> {
+) -> Result<CalibratedStress, ExecError> {
     if !env.stresses() {
-        return Ok((0, None, None));
+        return Ok(CalibratedStress::NONE);
     }
     let request = CalibrationRequest {
         env,
@@ -155,8 +172,16 @@ pub fn calibrate_stress(
         seed,
     };
     match executor.calibrate(&request) {
-        Ok(c) => Ok((c.iterations, Some(c), None)),
-        Err(ExecError::Calibration(e)) => Ok((FALLBACK_ITERATIONS, None, Some(e))),
+        Ok(c) => Ok(CalibratedStress {
+            stress_iterations: c.iterations,
+            calibration: Some(c),
+            calibration_error: None,
+        }),
+        Err(ExecError::Calibration(e)) => Ok(CalibratedStress {
+            stress_iterations: FALLBACK_ITERATIONS,
+            calibration: None,
+            calibration_error: Some(e),
+        }),
         Err(e) => Err(e),
     }
 }
@@ -179,7 +204,7 @@ pub fn run_check(
             seed: run_seed(meta.seed, next),
             env: meta.env,
             fences: meta.fences.clone(),
-            stress_iterations: meta.stress_iterations,
+            stress_iterations: meta.stress.stress_iterations,
         };
         let record = executor.execute(&request)?;
         journal.append(&record)?;
@@ -239,9 +264,10 @@ mod tests {
             fences: Fences::AsIs,
             seed: 5,
             stop,
-            stress_iterations: 7,
-            calibration: None,
-            calibration_error: None,
+            stress: CalibratedStress {
+                stress_iterations: 7,
+                ..CalibratedStress::NONE
+            },
             provenance: "mock".into(),
             profile_source: "test".into(),
         }
@@ -304,12 +330,18 @@ mod tests {
     fn calibration_that_fails_falls_back_and_says_why() {
         let mut mock = mock();
         let env = "sys-str-".parse().unwrap();
-        let (iterations, calibration, error) =
-            calibrate_stress(&mut mock, env, &Fences::AsIs, 1).unwrap();
-        assert_eq!((iterations, calibration), (FALLBACK_ITERATIONS, None));
-        assert_eq!(error.as_deref(), Some(MOCK_CALIBRATION_ERROR));
+        let fallback = calibrate_stress(&mut mock, env, &Fences::AsIs, 1).unwrap();
+        let why = Some(MOCK_CALIBRATION_ERROR.to_string());
+        assert_eq!(
+            fallback,
+            CalibratedStress {
+                stress_iterations: FALLBACK_ITERATIONS,
+                calibration: None,
+                calibration_error: why
+            }
+        );
         let none = calibrate_stress(&mut mock, "no-str+".parse().unwrap(), &Fences::AsIs, 1);
-        assert_eq!(none.unwrap().0, 0);
+        assert_eq!(none.unwrap(), CalibratedStress::NONE);
     }
 
     #[test]

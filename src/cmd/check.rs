@@ -213,7 +213,7 @@ fn stress_text(meta: &CheckMeta) -> String {
     let p = &meta.target.profile;
     format!(
         "{} iterations of '{}' x spread {} x patch {}",
-        meta.stress_iterations, p.sequence, p.spread, p.patch_words
+        meta.stress.stress_iterations, p.sequence, p.spread, p.patch_words
     )
 }
 

@@ -87,8 +87,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
     let fences = parse_fences(spec.fences, &resolved.target)?;
     let calibrator = executors.get(&resolved.target)?;
     let seed = spec.target.backend.seed;
-    let (stress_iterations, calibration, calibration_error) =
-        calibrate(calibrator, spec.env, &fences, seed)?;
+    let stress = calibrate(calibrator, spec.env, &fences, seed)?;
     let meta = CheckMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
@@ -97,9 +96,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
         fences,
         seed,
         stop: spec.stop.unwrap_or(DEFAULT_STOP),
-        stress_iterations,
-        calibration,
-        calibration_error,
+        stress,
         provenance: calibrator.provenance(),
         profile_source: resolved.profile_source,
     };

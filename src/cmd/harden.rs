@@ -307,8 +307,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     let sites: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();
     let all = Fences::Sites(sites.iter().map(|s| s.id).collect());
     let seed = args.target.backend.seed;
-    let (stress_iterations, calibration, calibration_error) =
-        calibrate(executor.as_mut(), args.env, &all, seed)?;
+    let stress = calibrate(executor.as_mut(), args.env, &all, seed)?;
     let minimise_kinds = minimise_kinds(args.minimise_kind, &resolved.target);
     let meta = HardenMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -320,9 +319,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
         seed,
         initial_iterations: args.iterations,
         max_rounds: args.max_rounds,
-        stress_iterations,
-        calibration,
-        calibration_error,
+        stress,
         sites,
         provenance: executor.provenance(),
         profile_source: resolved.profile_source,
@@ -437,7 +434,7 @@ fn report_start(meta: &HardenMeta, path: &Path, done: usize) {
         meta.max_rounds,
         meta.stable,
         meta.seed,
-        meta.stress_iterations,
+        meta.stress.stress_iterations,
         path.display(),
         resuming_note(done)
     );

@@ -6,7 +6,7 @@ use crate::cli::{BackendArgs, TargetArgs};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::{probe_backend, Probed};
 use gpuwmm::backend::BackendKind;
-use gpuwmm::check::driver::calibrate_stress;
+use gpuwmm::check::driver::{calibrate_stress, CalibratedStress};
 use gpuwmm::check::{BackendChoice, Executor, LocalExecutor, Supervisor, Target, WorkerCommand};
 use gpuwmm::profile::{self, StressProfile};
 
@@ -112,20 +112,14 @@ pub fn calibrate(
     env: gpuwmm::env::Environment,
     fences: &gpuwmm::check::Fences,
     seed: u64,
-) -> Result<Calibrated, Failure> {
+) -> Result<CalibratedStress, Failure> {
     let calibrated = calibrate_stress(executor, env, fences, seed)?;
-    if let (iterations, _, Some(e)) = &calibrated {
+    if let Some(e) = &calibrated.calibration_error {
+        let iterations = calibrated.stress_iterations;
         eprintln!("warning: stress calibration failed ({e}); using {iterations} iterations");
     }
     Ok(calibrated)
 }
-
-/// Stress iterations, the calibration behind them, and why calibration failed (if it did).
-pub type Calibrated = (
-    u32,
-    Option<gpuwmm::check::calibrate::Calibration>,
-    Option<String>,
-);
 
 /// An executor kept for the next check of the same target, so that a campaign starts one
 /// worker per app rather than one per cell.

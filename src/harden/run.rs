@@ -13,8 +13,7 @@ use super::algorithm::{
     empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
     Query,
 };
-use crate::check::calibrate::Calibration;
-use crate::check::driver::{Stop, Tally};
+use crate::check::driver::{CalibratedStress, Stop, Tally};
 use crate::check::executor::{ExecError, Executor};
 use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
@@ -148,12 +147,8 @@ pub struct HardenMeta {
     /// How long the stability check runs.
     pub stable: Stop,
     /// Stress iterations of every run, calibrated once with every fence inserted.
-    pub stress_iterations: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<Calibration>,
-    /// Set when calibration failed and a fallback is used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration_error: Option<String>,
+    #[serde(flatten)]
+    pub stress: CalibratedStress,
     /// The candidate sites: the search starts with a fence at each.
     pub sites: Vec<SiteSummary>,
     /// What ran the hardening (the simulator says it is one).
@@ -271,7 +266,7 @@ impl<'a> JournaledChecker<'a> {
             seed: run_seed(run_seed(self.meta.seed, query.index as u64), run),
             env: self.meta.env,
             fences: self.fences(query),
-            stress_iterations: self.meta.stress_iterations,
+            stress_iterations: self.meta.stress.stress_iterations,
         }
     }
 

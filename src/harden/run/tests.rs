@@ -56,9 +56,10 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         initial_iterations,
         max_rounds: 4,
         stable: Stop::Runs(40),
-        stress_iterations: 3,
-        calibration: None,
-        calibration_error: None,
+        stress: CalibratedStress {
+            stress_iterations: 3,
+            ..CalibratedStress::NONE
+        },
         sites: (0..5).map(site).collect(),
         provenance: "mock".into(),
         profile_source: "test".into(),
