@@ -272,9 +272,8 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
 
 #[test]
 fn replay_says_which_journals_it_supports() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("other.csv");
-    std::fs::write(&path, "round,sites,outcome\n0,1 2,stable\n").unwrap();
+    let tune_like = "round,sites,outcome\n0,1 2,stable\n";
+    let (dir, _journal) = common::file_in_temp_dir("other.csv", tune_like);
     std::fs::write(
         dir.path().join("other.json"),
         r#"{"kind": "tune", "app": "cbe-dot"}"#,

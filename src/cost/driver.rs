@@ -77,13 +77,89 @@ pub fn measure_app(
     record: &mut dyn FnMut(&CostRow) -> Result<(), CostError>,
     progress: &mut dyn FnMut(&CostProgress),
 ) -> Result<TimingEnd, CostError> {
-    let mut state = State::from_rows(plan, done);
     warm_up(measurement, plan)?;
-    let end = time_phase(measurement, plan, &mut state, record, progress)?;
-    if measurement.energy_method().is_available() {
-        energy_phase(measurement, plan, &mut state, record, progress)?;
+    let mut phases = Phases {
+        state: State::from_rows(plan, done),
+        measurement,
+        plan,
+        record,
+        progress,
+    };
+    let end = phases.time()?;
+    if phases.measurement.energy_method().is_available() {
+        phases.energy()?;
     }
     Ok(end)
+}
+
+/// The timing and energy phases of one app's measurement, and where their rows go.
+struct Phases<'a> {
+    measurement: &'a mut dyn Measurement,
+    plan: &'a CostPlan,
+    state: State,
+    record: &'a mut dyn FnMut(&CostRow) -> Result<(), CostError>,
+    progress: &'a mut dyn FnMut(&CostProgress),
+}
+
+impl Phases<'_> {
+    fn time(&mut self) -> Result<TimingEnd, CostError> {
+        let resumed_at = self.state.elapsed_s;
+        let start = self.measurement.now();
+        loop {
+            let p = self.state.progress(self.plan, Phase::Time);
+            (self.progress)(&p);
+            if target_met(self.plan, &p) {
+                return Ok(TimingEnd::TargetReached);
+            }
+            let stopped = match self.plan.stop {
+                Stop::Runs(n) => p.repetitions >= n,
+                Stop::Seconds(s) => p.elapsed_s >= s,
+            };
+            if stopped {
+                return Ok(TimingEnd::Stop);
+            }
+            let repetition = self.state.next_repetition(self.plan);
+            let seed = repetition_seed(self.plan, Phase::Time, None, repetition);
+            for &variant in &self.plan.variants {
+                let have = self.state.timing.get(&repetition);
+                if have.is_some_and(|by| by.contains_key(&variant)) {
+                    continue;
+                }
+                let sample = self.measurement.run(variant, seed)?;
+                let elapsed = resumed_at + (self.measurement.now() - start);
+                let elapsed_s = (elapsed * 1e6).round() / 1e6;
+                self.keep(timing_row(
+                    self.plan, variant, repetition, seed, sample, elapsed_s,
+                ))?;
+            }
+        }
+    }
+
+    fn energy(&mut self) -> Result<(), CostError> {
+        let n = self.plan.variants.len();
+        for window in 0..self.plan.windows.windows {
+            // Rotate the order window by window, so no variant always follows the same one.
+            for k in 0..n {
+                let variant = self.plan.variants[(k + window as usize) % n];
+                if self.state.windows.contains(&(variant, window)) {
+                    continue;
+                }
+                (self.progress)(&self.state.progress(self.plan, Phase::Energy));
+                for row in measure_window(self.measurement, self.plan, variant, window)? {
+                    self.keep(row)?;
+                }
+            }
+        }
+        (self.progress)(&self.state.progress(self.plan, Phase::Energy));
+        Ok(())
+    }
+
+    /// Records a new row and counts it in the state.
+    fn keep(&mut self, row: CostRow) -> Result<(), CostError> {
+        (self.record)(&row)?;
+        self.state.note(&row);
+        Ok(())
+    }
 }
 
 /// What is known of an app's measurement so far.
@@ -195,45 +271,6 @@ fn warm_up(measurement: &mut dyn Measurement, plan: &CostPlan) -> Result<(), Cos
     Ok(())
 }
 
-fn time_phase(
-    measurement: &mut dyn Measurement,
-    plan: &CostPlan,
-    state: &mut State,
-    record: &mut dyn FnMut(&CostRow) -> Result<(), CostError>,
-    progress: &mut dyn FnMut(&CostProgress),
-) -> Result<TimingEnd, CostError> {
-    let resumed_at = state.elapsed_s;
-    let start = measurement.now();
-    loop {
-        let p = state.progress(plan, Phase::Time);
-        progress(&p);
-        if target_met(plan, &p) {
-            return Ok(TimingEnd::TargetReached);
-        }
-        let stopped = match plan.stop {
-            Stop::Runs(n) => p.repetitions >= n,
-            Stop::Seconds(s) => p.elapsed_s >= s,
-        };
-        if stopped {
-            return Ok(TimingEnd::Stop);
-        }
-        let repetition = state.next_repetition(plan);
-        let seed = repetition_seed(plan, Phase::Time, None, repetition);
-        for &variant in &plan.variants {
-            let have = state.timing.get(&repetition);
-            if have.is_some_and(|by| by.contains_key(&variant)) {
-                continue;
-            }
-            let sample = measurement.run(variant, seed)?;
-            let elapsed = resumed_at + (measurement.now() - start);
-            let elapsed_s = (elapsed * 1e6).round() / 1e6;
-            let row = timing_row(plan, variant, repetition, seed, sample, elapsed_s);
-            record(&row)?;
-            state.note(&row);
-        }
-    }
-}
-
 fn timing_row(
     plan: &CostPlan,
     variant: Variant,
@@ -272,33 +309,6 @@ fn target_met(plan: &CostPlan, p: &CostProgress) -> bool {
         })
 }
 
-fn energy_phase(
-    measurement: &mut dyn Measurement,
-    plan: &CostPlan,
-    state: &mut State,
-    record: &mut dyn FnMut(&CostRow) -> Result<(), CostError>,
-    progress: &mut dyn FnMut(&CostProgress),
-) -> Result<(), CostError> {
-    let n = plan.variants.len();
-    for window in 0..plan.windows.windows {
-        // Rotate the order window by window, so no variant always follows the same one.
-        for k in 0..n {
-            let variant = plan.variants[(k + window as usize) % n];
-            if state.windows.contains(&(variant, window)) {
-                continue;
-            }
-            progress(&state.progress(plan, Phase::Energy));
-            for row in measure_window(measurement, plan, variant, window)? {
-                record(&row)?;
-                state.note(&row);
-            }
-        }
-    }
-    progress(&state.progress(plan, Phase::Energy));
-    Ok(())
-}
-
-/// One energy window of `variant`, after its idle gap: its runs as rows.
 fn measure_window(
     measurement: &mut dyn Measurement,
     plan: &CostPlan,
