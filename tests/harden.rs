@@ -422,3 +422,76 @@ fn the_fences_and_the_journal_do_not_depend_on_jobs() {
     assert!(outputs[0].1.len() > 100);
     assert_eq!(outputs[0], outputs[1]);
 }
+
+/// Regression: cccl-scan's look-back (CUB code inlined five frames deep, called at the
+/// `prefix_op(aggregate)` line) was attributed to the kernel line laid out just before it in the
+/// PTX, `s_exclusive = 0;` in tile 0's branch, so a harden patch put the look-back's fence in
+/// tile 0's branch. The site of the look-back's loads must be the line of the call, and the
+/// patch harden makes for it (the same sites and report functions `gpuwmm harden` uses) must put
+/// the fence after that line.
+#[test]
+fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
+    use gpuwmm::apps::{find_app, DEFAULT_ARCH};
+    use gpuwmm::harden::report::kinded_fence_report;
+    use gpuwmm::harden::run::SiteSummary;
+    use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
+    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let app = find_app("cccl-scan-nf").unwrap();
+    let sites = fence_sites(&app.module(DEFAULT_ARCH).unwrap(), Granularity::SourceLine);
+    let call = kernel_line("cccl-scan", "const int exclusive = prefix_op(aggregate);");
+    let tile_zero = kernel_line("cccl-scan", "s_exclusive = 0;");
+    let look_back: Vec<_> = sites
+        .iter()
+        .filter(|s| {
+            s.accesses
+                .iter()
+                .any(|a| a.ptx.starts_with("ld.relaxed.gpu"))
+        })
+        .collect();
+    assert_eq!(look_back.len(), 1, "{sites:#?}");
+    let site = look_back[0];
+    let source = site.source.as_ref().unwrap();
+    assert!(
+        source.file.ends_with("apps/cccl-scan/kernel.cu"),
+        "{source}"
+    );
+    assert_eq!(source.line as usize, call, "{site:#?}");
+    // Every load of the look-back (status polls and value loads) is in it, and no site names
+    // tile 0's line.
+    let loads = |s: &gpuwmm::ptx::passes::fences::FenceSite| {
+        s.accesses
+            .iter()
+            .filter(|a| a.ptx.starts_with("ld.relaxed.gpu") || a.ptx.starts_with("ld.cg"))
+            .count()
+    };
+    assert_eq!(loads(site), sites.iter().map(loads).sum::<usize>());
+    assert!(
+        sites
+            .iter()
+            .all(|s| s.source.as_ref().map(|l| l.line as usize) != Some(tile_zero)),
+        "{sites:#?}"
+    );
+
+    let summaries: Vec<SiteSummary> = sites.iter().map(SiteSummary::from).collect();
+    let report = kinded_fence_report(
+        &[(site.id, FenceKind::AcqRelGpu)],
+        &summaries,
+        app.source(),
+        FenceKind::AcqRelGpu,
+        Path::new(REPO),
+    )
+    .unwrap();
+    assert_eq!(report.placed.len(), 1);
+    assert_eq!(report.placed[0].line, call);
+    assert!(
+        report.patch.contains(&format!(
+            "         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
+             +        {}\n",
+            report.placed[0].statement
+        )),
+        "{}",
+        report.patch
+    );
+}

@@ -364,6 +364,7 @@ mod tests {
 
     const DOT: &str = include_str!("../../../tests/fixtures/ptx/dot_inlined.ptx");
     const SDK_RED: &str = include_str!("../../../tests/fixtures/ptx/sdk_red.ptx");
+    const NESTED: &str = include_str!("../../../tests/fixtures/ptx/nested_inlined.ptx");
 
     #[test]
     fn own_fences_are_found_with_their_source_line_and_are_what_strip_removes() {
@@ -554,5 +555,26 @@ mod tests {
     #[test]
     fn snapshot_stripped() {
         insta::assert_snapshot!(print(&strip_fences(&module()).0));
+    }
+
+    /// Each site as `#id file:line [function]`, then its accesses with their innermost lines.
+    fn listing(sites: &[FenceSite]) -> String {
+        let line = |l: &Option<SourceLine>| l.as_ref().map_or("-".to_string(), |l| l.to_string());
+        let mut text = String::new();
+        for site in sites {
+            text += &format!("#{} {} [{}]\n", site.id, line(&site.source), site.function);
+            for access in &site.accesses {
+                text += &format!("    {}  (inner {})\n", access.ptx, line(&access.inner));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn snapshot_sites_of_code_inlined_three_deep_from_a_header() {
+        // Both loads belong to the call at k.cu:12, the second one too although the store of
+        // line 14 comes between them in the PTX.
+        let sites = fence_sites(&parse(NESTED).unwrap(), Granularity::SourceLine);
+        insta::assert_snapshot!(listing(&sites));
     }
 }
