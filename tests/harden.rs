@@ -104,10 +104,9 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     // Under the PTX model the relaxed `atomicCAS` that takes the lock is no acquire: without a
     // fence after it the critical section may read a stale `*result` (the store-buffer model
     // of gpuwmm 0.1 found only the release-side fence).
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
@@ -156,10 +155,9 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
 /// fences after the lines of `<app>/kernel.cu` containing `sites`, and names the original
 /// idiom's own fences for comparison.
 fn assert_hardened_with(app: &str, sites: &[&str]) {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let nf = format!("{app}-nf");
     let stdout = harden(
         &nf,
@@ -208,10 +206,9 @@ fn harden_cub_scan_nf_keeps_the_reader_and_writer_side_fences_of_cub_scan() {
 
 #[test]
 fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let journal = dir.path().join("killed.csv");
     let stable = ["--stable-runs", "3000", "--minimise-kind", "off"];
     let mut child = harden_command("cbe-dot", &journal, &stable)
@@ -323,10 +320,9 @@ fn harden_keeps_gpu_scope_fences_for_a_handoff_across_blocks() {
 
 #[test]
 fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let in_dir = |extra: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
         command
@@ -391,10 +387,9 @@ fn rows_without_timing(journal: &Path) -> Vec<String> {
 
 #[test]
 fn the_fences_and_the_journal_do_not_depend_on_jobs() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let app_dir = Path::new(REPO).join("tests/fixtures/apps/handoff-grid");
     let mut outputs = Vec::new();
     for jobs in ["1", "2"] {
@@ -424,10 +419,9 @@ fn the_fences_and_the_journal_do_not_depend_on_jobs() {
 /// job could not tell it from a hardened app. It now exits 1, after writing its report.
 #[test]
 fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
+    let Some(dir) = common::temp_dir_with_tools() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let journal = dir.path().join("unstable.csv");
     // One run per reduction query drops fences the 300-run stability check then misses.
     let one_round = [
@@ -451,4 +445,77 @@ fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
     let document: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(document["stable"], false);
     assert!(journal.with_extension("patch").is_file());
+}
+
+/// Regression: cccl-scan's look-back (CUB code inlined five frames deep, called at the
+/// `prefix_op(aggregate)` line) was attributed to the kernel line laid out just before it in the
+/// PTX, `s_exclusive = 0;` in tile 0's branch, so a harden patch put the look-back's fence in
+/// tile 0's branch. The site of the look-back's loads must be the line of the call, and the
+/// patch harden makes for it (the same sites and report functions `gpuwmm harden` uses) must put
+/// the fence after that line.
+#[test]
+fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
+    use gpuwmm::apps::{find_app, DEFAULT_ARCH};
+    use gpuwmm::harden::report::kinded_fence_report;
+    use gpuwmm::harden::run::SiteSummary;
+    use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
+    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let app = find_app("cccl-scan-nf").unwrap();
+    let sites = fence_sites(&app.module(DEFAULT_ARCH).unwrap(), Granularity::SourceLine);
+    let call = kernel_line("cccl-scan", "const int exclusive = prefix_op(aggregate);");
+    let tile_zero = kernel_line("cccl-scan", "s_exclusive = 0;");
+    let look_back: Vec<_> = sites
+        .iter()
+        .filter(|s| {
+            s.accesses
+                .iter()
+                .any(|a| a.ptx.starts_with("ld.relaxed.gpu"))
+        })
+        .collect();
+    assert_eq!(look_back.len(), 1, "{sites:#?}");
+    let site = look_back[0];
+    let source = site.source.as_ref().unwrap();
+    assert!(
+        source.file.ends_with("apps/cccl-scan/kernel.cu"),
+        "{source}"
+    );
+    assert_eq!(source.line as usize, call, "{site:#?}");
+    // Every load of the look-back (status polls and value loads) is in it, and no site names
+    // tile 0's line.
+    let loads = |s: &gpuwmm::ptx::passes::fences::FenceSite| {
+        s.accesses
+            .iter()
+            .filter(|a| a.ptx.starts_with("ld.relaxed.gpu") || a.ptx.starts_with("ld.cg"))
+            .count()
+    };
+    assert_eq!(loads(site), sites.iter().map(loads).sum::<usize>());
+    assert!(
+        sites
+            .iter()
+            .all(|s| s.source.as_ref().map(|l| l.line as usize) != Some(tile_zero)),
+        "{sites:#?}"
+    );
+
+    let summaries: Vec<SiteSummary> = sites.iter().map(SiteSummary::from).collect();
+    let report = kinded_fence_report(
+        &[(site.id, FenceKind::AcqRelGpu)],
+        &summaries,
+        app.source(),
+        FenceKind::AcqRelGpu,
+        Path::new(REPO),
+    )
+    .unwrap();
+    assert_eq!(report.placed.len(), 1);
+    assert_eq!(report.placed[0].line, call);
+    assert!(
+        report.patch.contains(&format!(
+            "         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
+             +        {}\n",
+            report.placed[0].statement
+        )),
+        "{}",
+        report.patch
+    );
 }

@@ -110,7 +110,8 @@ pub fn query_fences(query: &Query, base: FenceKind) -> Fences {
 pub struct SiteSummary {
     pub id: usize,
     pub function: String,
-    /// The source file and line (of the outer frame), when the PTX has line info.
+    /// The source file and line (of the outermost call, for inlined code), when the PTX has line
+    /// info.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

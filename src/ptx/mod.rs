@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod ir;
+pub mod lines;
 pub mod parse;
 pub mod passes;
 pub mod print;

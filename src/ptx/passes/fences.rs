@@ -5,7 +5,8 @@
 //! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
 //! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
 
-use crate::ptx::ir::{Function, Instruction, Loc, Module, SourcePos, Statement};
+use crate::ptx::ir::{Function, Instruction, Module, SourcePos, Statement};
+use crate::ptx::lines::attribute_statements;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,8 +17,9 @@ use std::fmt;
 pub enum Granularity {
     /// One site per PTX access instruction.
     Instruction,
-    /// One site per source line (the outer frame of inlined code): all accesses a line compiles
-    /// to share a site, as in the paper's counts.
+    /// One site per source line (for inlined code, the line of the outermost call that leads to
+    /// it: [`crate::ptx::lines`]): all accesses a line compiles to share a site, as in the
+    /// paper's counts.
     #[default]
     SourceLine,
 }
@@ -52,7 +54,8 @@ pub struct FenceSite {
     /// Position in module order, starting at 0; stable for a given module and granularity.
     pub id: usize,
     pub function: String,
-    /// The source line of the outer frame (the line of the function the access was inlined into).
+    /// The source line of the outermost frame: for an inlined access, the line of the outermost
+    /// call that leads to it, in the function it was inlined into ([`crate::ptx::lines`]).
     pub source: Option<SourceLine>,
     pub accesses: Vec<Access>,
 }
@@ -161,15 +164,11 @@ fn function_accesses(
 ) -> Vec<(Option<SourceLine>, Vec<Access>)> {
     let mut groups: Vec<(Option<SourceLine>, Vec<Access>)> = Vec::new();
     let mut by_line: BTreeMap<SourceLine, usize> = BTreeMap::new();
-    let mut tracker = LocTracker::default();
-    for (index, statement) in function.body.iter().flatten().enumerate() {
-        let instruction = match statement {
-            Statement::Loc(loc) => {
-                tracker.see(loc);
-                continue;
-            }
-            Statement::Instruction(i) => i,
-            _ => continue,
+    let body = function.body.as_deref().unwrap_or_default();
+    for (index, (statement, attribution)) in body.iter().zip(attribute_statements(body)).enumerate()
+    {
+        let Statement::Instruction(instruction) = statement else {
+            continue;
         };
         if !instruction
             .memory_access()
@@ -180,9 +179,9 @@ fn function_accesses(
         let access = Access {
             statement: index,
             ptx: crate::ptx::print::instruction_text(instruction),
-            inner: tracker.inner.and_then(|p| source_line(module, p)),
+            inner: attribution.and_then(|a| source_line(module, a.inner)),
         };
-        let outer = tracker.outer.and_then(|p| source_line(module, p));
+        let outer = attribution.and_then(|a| source_line(module, a.outer));
         let group = match (&outer, granularity) {
             (Some(line), Granularity::SourceLine) => by_line.get(line).copied(),
             _ => None,
@@ -204,7 +203,7 @@ fn function_accesses(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnFence {
     pub function: String,
-    /// The source line of the outer frame, when the PTX has line info.
+    /// The source line of the outermost frame, when the PTX has line info.
     pub source: Option<SourceLine>,
     /// The fence instruction, as printed.
     pub ptx: String,
@@ -214,46 +213,20 @@ pub struct OwnFence {
 pub fn own_fences(module: &Module) -> Vec<OwnFence> {
     let mut fences = Vec::new();
     for function in module.functions() {
-        let mut tracker = LocTracker::default();
-        for statement in function.body.iter().flatten() {
-            match statement {
-                Statement::Loc(loc) => tracker.see(loc),
-                Statement::Instruction(i) if i.fence().is_some() => fences.push(OwnFence {
-                    function: function.name.clone(),
-                    source: tracker.outer.and_then(|p| source_line(module, p)),
-                    ptx: crate::ptx::print::instruction_text(i),
-                }),
-                _ => {}
-            }
-        }
-    }
-    fences
-}
-
-/// Follows `.loc` directives through a body: the innermost position, and the outer frame (the
-/// most recent position that is not inside inlined code, else the `inlined_at` call site).
-#[derive(Default)]
-struct LocTracker {
-    inner: Option<SourcePos>,
-    outer: Option<SourcePos>,
-}
-
-impl LocTracker {
-    fn see(&mut self, loc: &Loc) {
-        // Line 0 marks compiler-generated code: keep attributing to the previous line.
-        if loc.at.line == 0 {
-            return;
-        }
-        self.inner = Some(loc.at);
-        match loc.inlined_at {
-            None => self.outer = Some(loc.at),
-            Some(call_site) => {
-                if self.outer.is_none() {
-                    self.outer = Some(call_site);
+        let body = function.body.as_deref().unwrap_or_default();
+        for (statement, attribution) in body.iter().zip(attribute_statements(body)) {
+            if let Statement::Instruction(i) = statement {
+                if i.fence().is_some() {
+                    fences.push(OwnFence {
+                        function: function.name.clone(),
+                        source: attribution.and_then(|a| source_line(module, a.outer)),
+                        ptx: crate::ptx::print::instruction_text(i),
+                    });
                 }
             }
         }
     }
+    fences
 }
 
 fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
@@ -391,6 +364,7 @@ mod tests {
 
     const DOT: &str = include_str!("../../../tests/fixtures/ptx/dot_inlined.ptx");
     const SDK_RED: &str = include_str!("../../../tests/fixtures/ptx/sdk_red.ptx");
+    const NESTED: &str = include_str!("../../../tests/fixtures/ptx/nested_inlined.ptx");
 
     #[test]
     fn own_fences_are_found_with_their_source_line_and_are_what_strip_removes() {
@@ -581,5 +555,26 @@ mod tests {
     #[test]
     fn snapshot_stripped() {
         insta::assert_snapshot!(print(&strip_fences(&module()).0));
+    }
+
+    /// Each site as `#id file:line [function]`, then its accesses with their innermost lines.
+    fn listing(sites: &[FenceSite]) -> String {
+        let line = |l: &Option<SourceLine>| l.as_ref().map_or("-".to_string(), |l| l.to_string());
+        let mut text = String::new();
+        for site in sites {
+            text += &format!("#{} {} [{}]\n", site.id, line(&site.source), site.function);
+            for access in &site.accesses {
+                text += &format!("    {}  (inner {})\n", access.ptx, line(&access.inner));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn snapshot_sites_of_code_inlined_three_deep_from_a_header() {
+        // Both loads belong to the call at k.cu:12, the second one too although the store of
+        // line 14 comes between them in the PTX.
+        let sites = fence_sites(&parse(NESTED).unwrap(), Granularity::SourceLine);
+        insta::assert_snapshot!(listing(&sites));
     }
 }
