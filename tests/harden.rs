@@ -110,14 +110,7 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
-    let take = kernel_line("cbe-dot", "while (atomicCAS(lock, 0, 1) != 0) {");
-    let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
-    assert_eq!(
-        final_fence_lines(&stdout, "cbe-dot"),
-        vec![take, update],
-        "{stdout}"
-    );
-    assert_stable(&stdout);
+    let [_, update] = assert_cbe_dot_fenced_around_its_critical_section(&stdout);
     assert!(
         stdout.contains("simulator") && stdout.contains("not hardware"),
         "{stdout}"
@@ -237,14 +230,18 @@ fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
     assert!(after.len() > before.len());
     assert_consecutive(&journal_runs(&journal));
     assert!(stdout.contains("from the journal"), "{stdout}");
+    assert_cbe_dot_fenced_around_its_critical_section(&stdout);
+}
+
+/// The hardening ended stable with cbe-dot's two fences: after the `atomicCAS` that takes the
+/// lock and after the update of `*result` in the critical section; returns those two lines.
+fn assert_cbe_dot_fenced_around_its_critical_section(stdout: &str) -> [usize; 2] {
     let take = kernel_line("cbe-dot", "while (atomicCAS(lock, 0, 1) != 0) {");
     let update = kernel_line("cbe-dot", "*result = *result + cache[0];");
-    assert_eq!(
-        final_fence_lines(&stdout, "cbe-dot"),
-        vec![take, update],
-        "{stdout}"
-    );
-    assert_stable(&stdout);
+    let fences = final_fence_lines(stdout, "cbe-dot");
+    assert_eq!(fences, vec![take, update], "{stdout}");
+    assert_stable(stdout);
+    [take, update]
 }
 
 /// Rows beyond the header written so far (0 before the journal exists).
@@ -262,12 +259,10 @@ fn complete_lines(journal: &Path) -> Vec<String> {
 }
 
 /// `harden` of the handoff fixture `tests/fixtures/apps/handoff-<placement>` with kinds
-/// minimised; returns (site id, kind) of each final fence, from the "fence kinds" section.
-fn hardened_kinds(placement: &str) -> Vec<(String, String)> {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return Vec::new();
-    }
-    let dir = tempfile::tempdir().unwrap();
+/// minimised; returns (site id, kind) of each final fence, from the "fence kinds" section, or
+/// `None` without the CUDA tools.
+fn hardened_kinds(placement: &str) -> Option<Vec<(String, String)>> {
+    let dir = common::temp_dir_with_tools()?;
     let app = format!("handoff-{placement}");
     let app_dir = Path::new(REPO).join("tests/fixtures/apps").join(&app);
     let extra = [
@@ -284,38 +279,33 @@ fn hardened_kinds(placement: &str) -> Vec<(String, String)> {
         .split("fence kinds")
         .nth(1)
         .expect("a fence kinds section");
-    section
-        .lines()
-        .filter_map(|l| {
-            let (site, kind) = l.trim().split_once(" keeps ")?;
-            Some((site.to_string(), kind.to_string()))
-        })
-        .collect()
+    let kinds = section.lines().filter_map(|l| {
+        let (site, kind) = l.trim().split_once(" keeps ")?;
+        Some((site.to_string(), kind.to_string()))
+    });
+    Some(kinds.collect())
+}
+
+/// The handoff fixture keeps two fences, the writer's (after the data) and the reader's (after
+/// the flag loop), and both are of CTA scope exactly when `cta`.
+fn assert_handoff_keeps_two_fences(placement: &str, cta: bool) {
+    let Some(kinds) = hardened_kinds(placement) else {
+        return;
+    };
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    for (site, kind) in &kinds {
+        assert_eq!(kind.ends_with(".cta"), cta, "{site} keeps {kind}");
+    }
 }
 
 #[test]
 fn harden_keeps_cta_scope_fences_for_a_handoff_inside_one_block() {
-    let kinds = hardened_kinds("block");
-    if kinds.is_empty() && gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
-    // The writer's fence (after the data) and the reader's (after the flag loop).
-    assert_eq!(kinds.len(), 2, "{kinds:?}");
-    for (site, kind) in &kinds {
-        assert!(kind.ends_with(".cta"), "{site} keeps {kind}");
-    }
+    assert_handoff_keeps_two_fences("block", true);
 }
 
 #[test]
 fn harden_keeps_gpu_scope_fences_for_a_handoff_across_blocks() {
-    let kinds = hardened_kinds("grid");
-    if kinds.is_empty() && gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
-    assert_eq!(kinds.len(), 2, "{kinds:?}");
-    for (site, kind) in &kinds {
-        assert!(!kind.ends_with(".cta"), "{site} keeps {kind}");
-    }
+    assert_handoff_keeps_two_fences("grid", false);
 }
 
 #[test]
