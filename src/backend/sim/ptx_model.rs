@@ -55,8 +55,11 @@
 //! consistent. Nothing it does is weaker than PTX.
 
 mod ordering;
+mod view;
 
 pub use self::ordering::{access_order, fence_order};
+
+use self::view::View;
 
 use super::isa::Reach;
 use std::collections::HashMap;
@@ -68,8 +71,8 @@ pub const KEPT: usize = 4;
 /// Threads whose coherence position a location remembers one by one.
 const READERS: usize = 8;
 
-/// A released view: a vector clock over blocks, shared by the messages that carry it.
-type Released = Option<Rc<[u32]>>;
+/// A released view, shared by the messages that carry it.
+type Released = Option<Rc<View>>;
 
 /// One write to a location.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,8 +164,8 @@ impl Location {
     }
 
     /// Index of the oldest message thread `t`, with causal past `past`, may read.
-    fn lower_bound(&self, t: u32, past: Option<&[u32]>) -> usize {
-        let seen = |m: &Message| past.is_some_and(|p| p[m.block as usize] >= m.seq);
+    fn lower_bound(&self, t: u32, past: Option<&View>) -> usize {
+        let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq));
         let mut by_causality = self
             .msgs
             .iter()
@@ -193,22 +196,15 @@ fn morally_strong(m: &Message, t: u32, block: u32, reach: Reach) -> bool {
     m.writer == t || (includes(reach) && includes(m.reach))
 }
 
-/// `into = max(into, from)`, element-wise.
-fn join(into: &mut [u32], from: &[u32]) {
-    for (a, b) in into.iter_mut().zip(from) {
-        *a = (*a).max(*b);
-    }
-}
-
 /// `acc` joined with `more`, sharing where one contains the other.
 fn join_released(acc: &Released, more: &Released) -> Released {
     match (acc, more) {
         (None, x) | (x, None) => x.clone(),
         (Some(a), Some(b)) if Rc::ptr_eq(a, b) => Some(a.clone()),
         (Some(a), Some(b)) => {
-            let mut v = a.to_vec();
-            join(&mut v, b);
-            Some(v.into())
+            let mut v = View::clone(a);
+            v.join(b);
+            Some(Rc::new(v))
         }
     }
 }
@@ -266,15 +262,17 @@ pub struct PtxMemory {
     seq: Vec<u32>,
     locations: HashMap<u64, Location, BuildHasherDefault<WordHasher>>,
     /// Causal past per thread, made when the thread first needs one.
-    past: Vec<Option<Box<[u32]>>>,
+    past: Vec<Option<View>>,
     /// Writes each thread has observed with morally strong reads: in the causal past of what
     /// the thread does next, but not of their writers' earlier writes, so they join what the
     /// thread passes on (releases, fence-SC, barriers) and not what it must read itself.
-    observed: Vec<Option<Box<[u32]>>>,
+    /// Each is a point of the view ([`View::add_point`]): the observed write alone, not the
+    /// writes of its block before it, which reach nobody through the observation.
+    observed: Vec<Option<View>>,
     sync: Vec<Sync>,
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
-    sc_gpu: Vec<u32>,
-    sc_cta: HashMap<u32, Vec<u32>>,
+    sc_gpu: View,
+    sc_cta: HashMap<u32, View>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -292,21 +290,21 @@ impl PtxMemory {
             past: vec![None; threads],
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
-            sc_gpu: vec![0; blocks],
+            sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
         }
     }
 
-    fn past_mut(&mut self, t: u32) -> &mut [u32] {
+    fn past_mut(&mut self, t: u32) -> &mut View {
         let blocks = self.blocks;
-        self.past[t as usize].get_or_insert_with(|| vec![0; blocks].into_boxed_slice())
+        self.past[t as usize].get_or_insert_with(|| View::new(blocks))
     }
 
     /// What thread `t` passes on: its causal past and the writes it has observed.
-    fn passed_on(&mut self, t: u32) -> Vec<u32> {
-        let mut v = self.past_mut(t).to_vec();
+    fn passed_on(&mut self, t: u32) -> View {
+        let mut v = self.past_mut(t).clone();
         if let Some(o) = &self.observed[t as usize] {
-            join(&mut v, o);
+            v.join(o);
         }
         v
     }
@@ -333,7 +331,7 @@ impl PtxMemory {
         if loc.addr != addr || u64::from(loc.size) != size {
             return newest;
         }
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_deref());
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
         let last = loc.msgs.len() - 1;
         let i = if lower < last && pick < older {
             lower + (pick as usize) % (last - lower)
@@ -354,14 +352,15 @@ impl PtxMemory {
         m.value
     }
 
-    /// A morally strong read of `m`: its write joins the causal past, its released view is
+    /// A morally strong read of `m`: the write alone joins what the reader passes on, its
+    /// released view is
     /// collected for an acquire (unless the read cannot form an acquire pattern), and taken at
     /// once by an acquire read.
     fn observe(&mut self, a: Access, m: &Message, collect: bool, acquire_now: bool) {
         let blocks = self.blocks;
-        let seen = self.observed[a.thread as usize]
-            .get_or_insert_with(|| vec![0; blocks].into_boxed_slice());
-        seen[m.block as usize] = seen[m.block as usize].max(m.seq);
+        self.observed[a.thread as usize]
+            .get_or_insert_with(|| View::new(blocks))
+            .add_point(m.block, m.seq);
         if collect {
             let s = &mut self.sync[a.thread as usize];
             if m.block == a.block {
@@ -381,16 +380,16 @@ impl PtxMemory {
         let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
         let past = self.past_mut(t);
         if let Some(v) = &cta {
-            join(past, v);
+            past.join(v);
         }
         if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
-            join(past, v);
+            past.join(v);
         }
     }
 
     /// The release half: later strong writes pass on the thread's causal past.
     fn release(&mut self, t: u32, reach: Reach) {
-        let now: Rc<[u32]> = Rc::from(self.passed_on(t));
+        let now = Rc::new(self.passed_on(t));
         let s = &mut self.sync[t as usize];
         s.rel_cta = Some(now.clone());
         if reach == Reach::Gpu {
@@ -410,33 +409,36 @@ impl PtxMemory {
         self.acquire(t, reach);
         let blocks = self.blocks;
         let passed = self.passed_on(t);
-        let cta = self.sc_cta.entry(block).or_insert_with(|| vec![0; blocks]);
+        let cta = self
+            .sc_cta
+            .entry(block)
+            .or_insert_with(|| View::new(blocks));
         let mut before = cta.clone();
-        join(cta, &passed);
+        cta.join(&passed);
         if reach == Reach::Gpu {
-            join(&mut before, &self.sc_gpu);
-            join(&mut self.sc_gpu, &passed);
+            before.join(&self.sc_gpu);
+            self.sc_gpu.join(&passed);
         }
-        join(self.past_mut(t), &before);
+        self.past_mut(t).join(&before);
         self.release(t, reach);
     }
 
     /// `bar.sync`: every thread in `threads` gets the joined causal past of them all.
     pub fn barrier(&mut self, threads: &[u32]) {
-        let mut all = vec![0; self.blocks];
+        let mut all = View::new(self.blocks);
         for &t in threads {
             for v in [&self.past[t as usize], &self.observed[t as usize]]
                 .into_iter()
                 .flatten()
             {
-                join(&mut all, v);
+                all.join(v);
             }
         }
-        if all.iter().all(|&v| v == 0) {
+        if all.is_empty() {
             return;
         }
         for &t in threads {
-            self.past_mut(t).copy_from_slice(&all);
+            self.past[t as usize] = Some(all.clone());
         }
     }
 
@@ -508,18 +510,16 @@ impl PtxMemory {
             .entry(addr >> 2)
             .or_insert_with(|| Location::new(addr, size as u8, old));
         let prev = loc.newest();
-        let known = |v: &Option<Box<[u32]>>| {
-            v.as_ref()
-                .is_some_and(|v| v[prev.block as usize] >= prev.seq)
-        };
+        let known = |v: &Option<View>| v.as_ref().is_some_and(|v| v.covers(prev.block, prev.seq));
         let ordered = prev.ts == 0
             || prev.writer == a.thread
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
             || known(&self.past[a.thread as usize])
             || known(&self.observed[a.thread as usize]);
-        let past = self.past[a.thread as usize]
-            .get_or_insert_with(|| vec![0; self.blocks].into_boxed_slice());
-        past[b] = past[b].max(seq);
+        let blocks = self.blocks;
+        self.past[a.thread as usize]
+            .get_or_insert_with(|| View::new(blocks))
+            .advance(a.block, seq);
         loc.push(Message {
             racing: !ordered,
             ts,
