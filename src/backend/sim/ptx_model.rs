@@ -15,10 +15,13 @@
 //!   written in this launch) keeps its newest messages in coherence order (the order in which
 //!   writes happen). Global memory always holds the newest value, so the first write of a launch
 //!   also records the value it replaced, as a message everybody may read.
-//! - Every thread has a *causal past*: a vector clock with one sequence number per block
-//!   ("every write of block `b` up to number `n` happened before me"). It grows with the
-//!   thread's own writes, with writes it observes through morally strong reads, and with
-//!   synchronisation (acquire, fences, `bar.sync`).
+//! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
+//!   sequence number per block ("every write of block `b` up to number `n` happened before
+//!   me") and a few single writes. The clock grows with the thread's own writes and with
+//!   synchronisation (acquire, fences, `bar.sync`). A write the thread observes through a
+//!   morally strong read, or receives from a thread that observed it, is a single write: PTX
+//!   puts it in causality order (observation, then base causality) but not the writes its
+//!   writer made before it, which only a release of the writer carries.
 //! - Every thread also has what it may acquire (the views released by the writers of messages
 //!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
 //!   last release fence or release operation), per scope.
@@ -35,8 +38,9 @@
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
 //! - A morally strong read (same thread, or both strong with scopes that include each other)
-//!   puts the write it reads into the reader's causal past and collects the writer's released
-//!   view; an acquire read or a later acquire fence of a matching scope takes what was collected.
+//!   puts the write it reads, as a single write, into what the reader passes on (its own later
+//!   reads are held by coherence) and collects the writer's released view; an acquire read or
+//!   a later acquire fence of a matching scope takes what was collected.
 //! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
 //!   release writes release the causal past; weak writes release nothing. A read-modify-write
 //!   carries the view of the message it read forward (release sequences); a `cas` that does not
@@ -46,8 +50,11 @@
 //!   the other. `bar.sync` joins the causal pasts of the block's threads. A cta-scope release
 //!   reaches only readers in the same block.
 //!
-//! Where it is stronger than PTX (it can miss a weak behaviour): causality is tracked per block,
-//! so seeing one write of a block means seeing every earlier write of that block; coherence
+//! Where it is stronger than PTX (it can miss a weak behaviour): causality gained through
+//! synchronisation is tracked per block, so acquiring one write of a block (or writing one)
+//! means seeing every earlier write of that block; a view keeps at most
+//! [`POINTS`](view::POINTS) observed single writes and folds older ones into its clock, with
+//! the same effect for them; coherence
 //! order is the order in which writes happen, except that a reader may take one step back over
 //! a racing weak write; stores are never reordered with each other; only the
 //! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that
@@ -709,6 +716,53 @@ mod tests {
         m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    /// Regression (observed writes passed on as their block's history): a relaxed flag read
+    /// then two `fence.sc` made the second fence take the flag back from the fence-SC
+    /// frontier as "every write of the writer's block up to the flag", data included.
+    #[test]
+    fn two_fence_sc_after_a_relaxed_flag_read_do_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.fence_sc(1, 1, Reach::Gpu);
+        m.fence_sc(1, 1, Reach::Cta);
+        m.fence_sc(1, 1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Gpu), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through `bar.sync`): the barrier joined the observed flag into
+    /// the block's causal pasts as its writer's block history.
+    #[test]
+    fn a_barrier_after_a_relaxed_flag_read_does_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.barrier(&[1, 2]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        // The flag itself is passed on: the other thread reads it or newer.
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through a release): a third thread that acquires from the
+    /// observer gets the observed write, and not the writes before it.
+    #[test]
+    fn a_release_passes_on_an_observed_write_without_its_writers_earlier_writes() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
+        m.fence_acq_rel(2, Reach::Gpu);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), Y, 1), vec![1]);
     }
 
     #[test]
