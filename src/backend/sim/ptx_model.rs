@@ -66,7 +66,7 @@ mod view;
 
 pub use self::ordering::{access_order, fence_order};
 
-use self::view::View;
+use self::view::{Point, View};
 
 use super::isa::Reach;
 use std::collections::HashMap;
@@ -355,7 +355,7 @@ impl PtxMemory {
             return loc.msgs[i].value;
         }
         let m = loc.msgs[i].clone();
-        self.observe(a, &m, !a.reduction, a.acquires);
+        self.observe(a, addr, &m, !a.reduction, a.acquires);
         m.value
     }
 
@@ -363,11 +363,16 @@ impl PtxMemory {
     /// released view is
     /// collected for an acquire (unless the read cannot form an acquire pattern), and taken at
     /// once by an acquire read.
-    fn observe(&mut self, a: Access, m: &Message, collect: bool, acquire_now: bool) {
+    fn observe(&mut self, a: Access, addr: u64, m: &Message, collect: bool, acquire_now: bool) {
         let blocks = self.blocks;
         self.observed[a.thread as usize]
             .get_or_insert_with(|| View::new(blocks))
-            .add_point(m.block, m.seq);
+            .add_point(Point {
+                block: m.block,
+                seq: m.seq,
+                location: addr >> 2,
+                ts: m.ts,
+            });
         if collect {
             let s = &mut self.sync[a.thread as usize];
             if m.block == a.block {
@@ -445,7 +450,10 @@ impl PtxMemory {
             return;
         }
         for &t in threads {
-            self.past[t as usize] = Some(all.clone());
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
         }
     }
 
@@ -471,7 +479,7 @@ impl PtxMemory {
         let read = self.newest(addr, size);
         if let Some(m) = &read {
             if morally_strong(m, a.thread, a.block, a.reach) {
-                self.observe(a, m, !a.reduction, a.acquires);
+                self.observe(a, addr, m, !a.reduction, a.acquires);
             }
         }
         if cas && old == new {
