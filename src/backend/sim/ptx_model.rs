@@ -52,9 +52,9 @@
 //!
 //! Where it is stronger than PTX (it can miss a weak behaviour): causality gained through
 //! synchronisation is tracked per block, so acquiring one write of a block (or writing one)
-//! means seeing every earlier write of that block; a view keeps at most
-//! [`POINTS`](view::POINTS) observed single writes and folds older ones into its clock, with
-//! the same effect for them; coherence
+//! means seeing every earlier write of that block; a view keeps observed single writes for at
+//! most [`POINTS`](view::POINTS) locations (the newest of each) and folds the rest into its
+//! clock, with the same effect for them; coherence
 //! order is the order in which writes happen, except that a reader may take one step back over
 //! a racing weak write; stores are never reordered with each other; only the
 //! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that

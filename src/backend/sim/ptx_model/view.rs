@@ -217,8 +217,8 @@ mod tests {
     #[test]
     fn too_many_points_fold_the_first_into_the_clock_which_is_only_stronger() {
         let mut v = View::new(1);
-        for s in (2..=2 * (POINTS as u32 + 1)).step_by(2).rev() {
-            v.add_point(write(0, s));
+        for k in (1..=POINTS as u32 + 1).rev() {
+            v.add_point(write(0, 2 * k));
         }
         assert_eq!(v.points.len(), POINTS);
         // The first point (2) went into the clock, taking write 1 along.
