@@ -272,9 +272,8 @@ pub struct PtxMemory {
     past: Vec<Option<View>>,
     /// Writes each thread has observed with morally strong reads: in the causal past of what
     /// the thread does next, but not of their writers' earlier writes, so they join what the
-    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself.
-    /// Each is a point of the view ([`View::add_point`]): the observed write alone, not the
-    /// writes of its block before it, which reach nobody through the observation.
+    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself. Each
+    /// is a single write of the view ([`View::add_point`]), never its block's history.
     observed: Vec<Option<View>>,
     sync: Vec<Sync>,
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
@@ -359,10 +358,9 @@ impl PtxMemory {
         m.value
     }
 
-    /// A morally strong read of `m`: the write alone joins what the reader passes on, its
-    /// released view is
-    /// collected for an acquire (unless the read cannot form an acquire pattern), and taken at
-    /// once by an acquire read.
+    /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
+    /// and its released view is collected for an acquire (unless the read cannot form an
+    /// acquire pattern) and taken at once by an acquire read.
     fn observe(&mut self, a: Access, addr: u64, m: &Message, collect: bool, acquire_now: bool) {
         let blocks = self.blocks;
         self.observed[a.thread as usize]
