@@ -56,6 +56,8 @@ struct Tally {
     failures: u64,
     /// Runs the backend ended at their deadline or instruction budget.
     timeouts: u64,
+    /// Runs that ended in a kernel fault (e.g. a store out of bounds through a stale index).
+    faults: u64,
     first_failure: Option<(u64, String)>,
     elapsed: Duration,
 }
@@ -72,10 +74,12 @@ fn campaign(
     let model = config.model;
     let tally = outcomes(app, config, transform, seeds, stop_after);
     assert_eq!(tally.timeouts, 0, "{} ({model:?}): {tally:?}", app.name());
+    assert_eq!(tally.faults, 0, "{} ({model:?}): {tally:?}", app.name());
     tally
 }
 
-/// Like [`campaign`], but counts timeouts as their own outcome instead of failing the test.
+/// Like [`campaign`], but counts timeouts and kernel faults as their own outcomes instead of
+/// failing the test.
 fn outcomes(
     app: &dyn App,
     config: SimConfig,
@@ -110,7 +114,10 @@ fn outcomes(
             }
             Err(e) if e.is_timeout() => tally.timeouts += 1,
             Err(e @ AppError::Backend { .. }) => {
-                panic!("{} ({model:?}), seed {seed}: {e}", app.name())
+                tally.faults += 1;
+                tally
+                    .first_failure
+                    .get_or_insert((seed, format!("({model:?}) {e}")));
             }
             Err(e) => panic!("{}: {e}", app.name()),
         }
@@ -322,7 +329,11 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
 
 const QUEUE_APPS: [&str; 2] = ["ct-octree", "tpo-tm"];
 const RUNS_PTX: u64 = 200;
-/// Failures of the fence-less apps in seeds 0..RUNS_PTX (pinned from measurement).
+/// Failed or faulted runs of the fence-less apps in seeds 0..RUNS_PTX (pinned from measurement:
+/// ct-octree 182 failures and 18 faults, tpo-tm 200 failures; simulator figures). ct-octree's
+/// faults (a stale node count or index sends a store out of bounds) appeared when the model
+/// stopped letting `__syncthreads()` after a relaxed tail read act as an acquire of the queue
+/// item: it was 190..=200 failures and no fault before.
 const FAILS_CT_OCTREE: std::ops::RangeInclusive<u64> = 190..=200;
 const FAILS_TPO_TM: std::ops::RangeInclusive<u64> = 190..=200;
 
@@ -345,14 +356,15 @@ fn queue_apps_without_fences_fail_under_ptx_at_the_pinned_rate() {
 }
 
 /// Runs `name` under Ptx for `seeds`, its module as the registry gives it, and checks the
-/// failure count against `expected`.
+/// count of erroneous runs (a failed post-condition, or a kernel fault: a stale index read
+/// without fences may send a store out of bounds, as it may on a GPU) against `expected`.
 fn assert_fails_under_ptx_at_the_pinned_rate(
     name: &str,
     seeds: std::ops::Range<u64>,
     expected: std::ops::RangeInclusive<u64>,
 ) {
     let app = find_app(name).unwrap();
-    let t = campaign(
+    let t = outcomes(
         app.as_ref(),
         sim(MemoryModel::Ptx),
         no_change,
@@ -360,13 +372,14 @@ fn assert_fails_under_ptx_at_the_pinned_rate(
         u64::MAX,
     );
     eprintln!(
-        "{name}: {} of {} Ptx runs failed in {:?}; first: {:?}",
-        t.failures, t.runs, t.elapsed, t.first_failure
+        "{name}: {} failures and {} faults in {} Ptx runs, {:?}; first: {:?}",
+        t.failures, t.faults, t.runs, t.elapsed, t.first_failure
     );
+    assert_eq!(t.timeouts, 0, "{name}: {t:?}");
+    let errors = t.failures + t.faults;
     assert!(
-        expected.contains(&t.failures),
-        "{name}: {} of {} Ptx runs failed, expected {expected:?}",
-        t.failures,
+        expected.contains(&errors),
+        "{name}: {errors} of {} Ptx runs failed or faulted, expected {expected:?}",
         t.runs
     );
 }
@@ -397,7 +410,11 @@ fn ls_bh_passes_under_sc() {
     }
     for name in ["ls-bh", "ls-bh-nf"] {
         let t = ls_bh_outcomes(name, MemoryModel::Sc, no_change);
-        assert_eq!((t.failures, t.timeouts), (0, 0), "{name} under Sc: {t:?}");
+        assert_eq!(
+            (t.failures, t.timeouts, t.faults),
+            (0, 0, 0),
+            "{name} under Sc: {t:?}"
+        );
     }
 }
 
@@ -409,8 +426,8 @@ fn ls_bh_passes_under_ptx_with_a_fence_after_every_access() {
     for name in ["ls-bh", "ls-bh-nf"] {
         let t = ls_bh_outcomes(name, MemoryModel::Ptx, fence_everything);
         assert_eq!(
-            (t.failures, t.timeouts),
-            (0, 0),
+            (t.failures, t.timeouts, t.faults),
+            (0, 0, 0),
             "{name} fenced, Ptx: {t:?}"
         );
     }
@@ -433,6 +450,7 @@ fn assert_ls_bh_fails_under_ptx(name: &str, expected: std::ops::RangeInclusive<u
         t.failures
     );
     assert_eq!(t.timeouts, 0, "{name}: {} runs hung", t.timeouts);
+    assert_eq!(t.faults, 0, "{name}: {t:?}");
 }
 
 /// Seeds 0..RUNS_LS_BH under Ptx: how many runs of ls-bh-nf failed (pinned from measurement: 50;
@@ -468,10 +486,12 @@ const CCCL_SCAN_APPS: [&str; 3] = ["cccl-scan", "cccl-scan-nf", "cccl-scan-rlx"]
 const RUNS_CCCL_SCAN: u64 = 200;
 /// Runs of cccl-scan as shipped under Ptx: the no-false-alarm check (about 8 s in a release build).
 const RUNS_CCCL_SCAN_SHIPPED: u64 = 1000;
-/// Failures in seeds 0..RUNS_CCCL_SCAN under Ptx (pinned from measurement: 199 for -nf, 60 for
-/// -rlx; simulator figures).
+/// Failures in seeds 0..RUNS_CCCL_SCAN under Ptx (pinned from measurement: 199 for -nf, 179 for
+/// -rlx; simulator figures). -rlx was 60 until the model stopped passing an observed relaxed
+/// status on as its writer's whole history (through `fence.sc`, `bar.sync` or a release), which
+/// had hidden most of the stale values PTX allows behind the relaxed status stores.
 const FAILS_CCCL_SCAN_NF: std::ops::RangeInclusive<u64> = 190..=200;
-const FAILS_CCCL_SCAN_RLX: std::ops::RangeInclusive<u64> = 45..=75;
+const FAILS_CCCL_SCAN_RLX: std::ops::RangeInclusive<u64> = 165..=195;
 
 #[test]
 fn cccl_scan_passes_under_sc() {

@@ -8,7 +8,8 @@
 //! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
 //! semantics (`rounding.rs` the directed roundings and `.ftz` it cannot take from Rust);
 //! `memory.rs` global memory; `ptx_model.rs` the PTX memory model (`ptx_model/ordering.rs`: what
-//! an access's or fence's qualifiers mean to it); `weak.rs` the store
+//! an access's or fence's qualifiers mean to it; `ptx_model/view.rs`: a thread's causal past, a
+//! per-block clock plus single observed writes); `weak.rs` the store
 //! buffers and stale caches of the older store-buffer model.
 //!
 //! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or

@@ -15,10 +15,13 @@
 //!   written in this launch) keeps its newest messages in coherence order (the order in which
 //!   writes happen). Global memory always holds the newest value, so the first write of a launch
 //!   also records the value it replaced, as a message everybody may read.
-//! - Every thread has a *causal past*: a vector clock with one sequence number per block
-//!   ("every write of block `b` up to number `n` happened before me"). It grows with the
-//!   thread's own writes, with writes it observes through morally strong reads, and with
-//!   synchronisation (acquire, fences, `bar.sync`).
+//! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
+//!   sequence number per block ("every write of block `b` up to number `n` happened before
+//!   me") and a few single writes. The clock grows with the thread's own writes and with
+//!   synchronisation (acquire, fences, `bar.sync`). A write the thread observes through a
+//!   morally strong read, or receives from a thread that observed it, is a single write: PTX
+//!   puts it in causality order (observation, then base causality) but not the writes its
+//!   writer made before it, which only a release of the writer carries.
 //! - Every thread also has what it may acquire (the views released by the writers of messages
 //!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
 //!   last release fence or release operation), per scope.
@@ -35,8 +38,9 @@
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
 //! - A morally strong read (same thread, or both strong with scopes that include each other)
-//!   puts the write it reads into the reader's causal past and collects the writer's released
-//!   view; an acquire read or a later acquire fence of a matching scope takes what was collected.
+//!   puts the write it reads, as a single write, into what the reader passes on (its own later
+//!   reads are held by coherence) and collects the writer's released view; an acquire read or
+//!   a later acquire fence of a matching scope takes what was collected.
 //! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
 //!   release writes release the causal past; weak writes release nothing. A read-modify-write
 //!   carries the view of the message it read forward (release sequences); a `cas` that does not
@@ -46,8 +50,11 @@
 //!   the other. `bar.sync` joins the causal pasts of the block's threads. A cta-scope release
 //!   reaches only readers in the same block.
 //!
-//! Where it is stronger than PTX (it can miss a weak behaviour): causality is tracked per block,
-//! so seeing one write of a block means seeing every earlier write of that block; coherence
+//! Where it is stronger than PTX (it can miss a weak behaviour): causality gained through
+//! synchronisation is tracked per block, so acquiring one write of a block (or writing one)
+//! means seeing every earlier write of that block; a view keeps observed single writes for at
+//! most [`POINTS`](view::POINTS) locations (the newest of each) and folds the rest into its
+//! clock, with the same effect for them; coherence
 //! order is the order in which writes happen, except that a reader may take one step back over
 //! a racing weak write; stores are never reordered with each other; only the
 //! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that
@@ -55,8 +62,11 @@
 //! consistent. Nothing it does is weaker than PTX.
 
 mod ordering;
+mod view;
 
 pub use self::ordering::{access_order, fence_order};
+
+use self::view::{Point, View};
 
 use super::isa::Reach;
 use std::collections::HashMap;
@@ -68,8 +78,8 @@ pub const KEPT: usize = 4;
 /// Threads whose coherence position a location remembers one by one.
 const READERS: usize = 8;
 
-/// A released view: a vector clock over blocks, shared by the messages that carry it.
-type Released = Option<Rc<[u32]>>;
+/// A released view, shared by the messages that carry it.
+type Released = Option<Rc<View>>;
 
 /// One write to a location.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,8 +171,8 @@ impl Location {
     }
 
     /// Index of the oldest message thread `t`, with causal past `past`, may read.
-    fn lower_bound(&self, t: u32, past: Option<&[u32]>) -> usize {
-        let seen = |m: &Message| past.is_some_and(|p| p[m.block as usize] >= m.seq);
+    fn lower_bound(&self, t: u32, past: Option<&View>) -> usize {
+        let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq));
         let mut by_causality = self
             .msgs
             .iter()
@@ -193,22 +203,15 @@ fn morally_strong(m: &Message, t: u32, block: u32, reach: Reach) -> bool {
     m.writer == t || (includes(reach) && includes(m.reach))
 }
 
-/// `into = max(into, from)`, element-wise.
-fn join(into: &mut [u32], from: &[u32]) {
-    for (a, b) in into.iter_mut().zip(from) {
-        *a = (*a).max(*b);
-    }
-}
-
 /// `acc` joined with `more`, sharing where one contains the other.
 fn join_released(acc: &Released, more: &Released) -> Released {
     match (acc, more) {
         (None, x) | (x, None) => x.clone(),
         (Some(a), Some(b)) if Rc::ptr_eq(a, b) => Some(a.clone()),
         (Some(a), Some(b)) => {
-            let mut v = a.to_vec();
-            join(&mut v, b);
-            Some(v.into())
+            let mut v = View::clone(a);
+            v.join(b);
+            Some(Rc::new(v))
         }
     }
 }
@@ -266,15 +269,16 @@ pub struct PtxMemory {
     seq: Vec<u32>,
     locations: HashMap<u64, Location, BuildHasherDefault<WordHasher>>,
     /// Causal past per thread, made when the thread first needs one.
-    past: Vec<Option<Box<[u32]>>>,
+    past: Vec<Option<View>>,
     /// Writes each thread has observed with morally strong reads: in the causal past of what
     /// the thread does next, but not of their writers' earlier writes, so they join what the
-    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself.
-    observed: Vec<Option<Box<[u32]>>>,
+    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself. Each
+    /// is a single write of the view ([`View::add_point`]), never its block's history.
+    observed: Vec<Option<View>>,
     sync: Vec<Sync>,
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
-    sc_gpu: Vec<u32>,
-    sc_cta: HashMap<u32, Vec<u32>>,
+    sc_gpu: View,
+    sc_cta: HashMap<u32, View>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -292,21 +296,21 @@ impl PtxMemory {
             past: vec![None; threads],
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
-            sc_gpu: vec![0; blocks],
+            sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
         }
     }
 
-    fn past_mut(&mut self, t: u32) -> &mut [u32] {
+    fn past_mut(&mut self, t: u32) -> &mut View {
         let blocks = self.blocks;
-        self.past[t as usize].get_or_insert_with(|| vec![0; blocks].into_boxed_slice())
+        self.past[t as usize].get_or_insert_with(|| View::new(blocks))
     }
 
     /// What thread `t` passes on: its causal past and the writes it has observed.
-    fn passed_on(&mut self, t: u32) -> Vec<u32> {
-        let mut v = self.past_mut(t).to_vec();
+    fn passed_on(&mut self, t: u32) -> View {
+        let mut v = self.past_mut(t).clone();
         if let Some(o) = &self.observed[t as usize] {
-            join(&mut v, o);
+            v.join(o);
         }
         v
     }
@@ -333,7 +337,7 @@ impl PtxMemory {
         if loc.addr != addr || u64::from(loc.size) != size {
             return newest;
         }
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_deref());
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
         let last = loc.msgs.len() - 1;
         let i = if lower < last && pick < older {
             lower + (pick as usize) % (last - lower)
@@ -350,18 +354,23 @@ impl PtxMemory {
             return loc.msgs[i].value;
         }
         let m = loc.msgs[i].clone();
-        self.observe(a, &m, !a.reduction, a.acquires);
+        self.observe(a, addr, &m, !a.reduction, a.acquires);
         m.value
     }
 
-    /// A morally strong read of `m`: its write joins the causal past, its released view is
-    /// collected for an acquire (unless the read cannot form an acquire pattern), and taken at
-    /// once by an acquire read.
-    fn observe(&mut self, a: Access, m: &Message, collect: bool, acquire_now: bool) {
+    /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
+    /// and its released view is collected for an acquire (unless the read cannot form an
+    /// acquire pattern) and taken at once by an acquire read.
+    fn observe(&mut self, a: Access, addr: u64, m: &Message, collect: bool, acquire_now: bool) {
         let blocks = self.blocks;
-        let seen = self.observed[a.thread as usize]
-            .get_or_insert_with(|| vec![0; blocks].into_boxed_slice());
-        seen[m.block as usize] = seen[m.block as usize].max(m.seq);
+        self.observed[a.thread as usize]
+            .get_or_insert_with(|| View::new(blocks))
+            .add_point(Point {
+                block: m.block,
+                seq: m.seq,
+                location: addr >> 2,
+                ts: m.ts,
+            });
         if collect {
             let s = &mut self.sync[a.thread as usize];
             if m.block == a.block {
@@ -381,16 +390,16 @@ impl PtxMemory {
         let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
         let past = self.past_mut(t);
         if let Some(v) = &cta {
-            join(past, v);
+            past.join(v);
         }
         if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
-            join(past, v);
+            past.join(v);
         }
     }
 
     /// The release half: later strong writes pass on the thread's causal past.
     fn release(&mut self, t: u32, reach: Reach) {
-        let now: Rc<[u32]> = Rc::from(self.passed_on(t));
+        let now = Rc::new(self.passed_on(t));
         let s = &mut self.sync[t as usize];
         s.rel_cta = Some(now.clone());
         if reach == Reach::Gpu {
@@ -410,33 +419,39 @@ impl PtxMemory {
         self.acquire(t, reach);
         let blocks = self.blocks;
         let passed = self.passed_on(t);
-        let cta = self.sc_cta.entry(block).or_insert_with(|| vec![0; blocks]);
+        let cta = self
+            .sc_cta
+            .entry(block)
+            .or_insert_with(|| View::new(blocks));
         let mut before = cta.clone();
-        join(cta, &passed);
+        cta.join(&passed);
         if reach == Reach::Gpu {
-            join(&mut before, &self.sc_gpu);
-            join(&mut self.sc_gpu, &passed);
+            before.join(&self.sc_gpu);
+            self.sc_gpu.join(&passed);
         }
-        join(self.past_mut(t), &before);
+        self.past_mut(t).join(&before);
         self.release(t, reach);
     }
 
     /// `bar.sync`: every thread in `threads` gets the joined causal past of them all.
     pub fn barrier(&mut self, threads: &[u32]) {
-        let mut all = vec![0; self.blocks];
+        let mut all = View::new(self.blocks);
         for &t in threads {
             for v in [&self.past[t as usize], &self.observed[t as usize]]
                 .into_iter()
                 .flatten()
             {
-                join(&mut all, v);
+                all.join(v);
             }
         }
-        if all.iter().all(|&v| v == 0) {
+        if all.is_empty() {
             return;
         }
         for &t in threads {
-            self.past_mut(t).copy_from_slice(&all);
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
         }
     }
 
@@ -462,7 +477,7 @@ impl PtxMemory {
         let read = self.newest(addr, size);
         if let Some(m) = &read {
             if morally_strong(m, a.thread, a.block, a.reach) {
-                self.observe(a, m, !a.reduction, a.acquires);
+                self.observe(a, addr, m, !a.reduction, a.acquires);
             }
         }
         if cas && old == new {
@@ -508,18 +523,16 @@ impl PtxMemory {
             .entry(addr >> 2)
             .or_insert_with(|| Location::new(addr, size as u8, old));
         let prev = loc.newest();
-        let known = |v: &Option<Box<[u32]>>| {
-            v.as_ref()
-                .is_some_and(|v| v[prev.block as usize] >= prev.seq)
-        };
+        let known = |v: &Option<View>| v.as_ref().is_some_and(|v| v.covers(prev.block, prev.seq));
         let ordered = prev.ts == 0
             || prev.writer == a.thread
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
             || known(&self.past[a.thread as usize])
             || known(&self.observed[a.thread as usize]);
-        let past = self.past[a.thread as usize]
-            .get_or_insert_with(|| vec![0; self.blocks].into_boxed_slice());
-        past[b] = past[b].max(seq);
+        let blocks = self.blocks;
+        self.past[a.thread as usize]
+            .get_or_insert_with(|| View::new(blocks))
+            .advance(a.block, seq);
         loc.push(Message {
             racing: !ordered,
             ts,
@@ -709,6 +722,53 @@ mod tests {
         m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    /// Regression (observed writes passed on as their block's history): a relaxed flag read
+    /// then two `fence.sc` made the second fence take the flag back from the fence-SC
+    /// frontier as "every write of the writer's block up to the flag", data included.
+    #[test]
+    fn two_fence_sc_after_a_relaxed_flag_read_do_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.fence_sc(1, 1, Reach::Gpu);
+        m.fence_sc(1, 1, Reach::Cta);
+        m.fence_sc(1, 1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Gpu), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through `bar.sync`): the barrier joined the observed flag into
+    /// the block's causal pasts as its writer's block history.
+    #[test]
+    fn a_barrier_after_a_relaxed_flag_read_does_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.barrier(&[1, 2]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        // The flag itself is passed on: the other thread reads it or newer.
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through a release): a third thread that acquires from the
+    /// observer gets the observed write, and not the writes before it.
+    #[test]
+    fn a_release_passes_on_an_observed_write_without_its_writers_earlier_writes() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
+        m.fence_acq_rel(2, Reach::Gpu);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), Y, 1), vec![1]);
     }
 
     #[test]
