@@ -509,3 +509,35 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
         report.patch
     );
 }
+
+/// Regression: hardening cccl-scan-rlx (which keeps CUB's fences and weakens its release stores)
+/// reported that the variant "strips them from the PTX only", which is true of `-nf` variants
+/// alone; it is warned about its own fences at the start instead.
+#[test]
+fn a_variant_that_keeps_its_fences_is_not_said_to_strip_them() {
+    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let quick = [
+        "--max-rounds",
+        "1",
+        "--iterations",
+        "1",
+        "--stable-runs",
+        "20",
+    ];
+    let out = harden_command("cccl-scan-rlx", &dir.path().join("j.csv"), &quick)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stderr.contains("warning: cccl-scan-rlx already has 5 fence(s)"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("final fences"), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("strips them"), "{stdout}");
+}

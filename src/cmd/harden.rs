@@ -403,12 +403,16 @@ fn shown_path(file: &str, cwd: &Path) -> String {
 }
 
 /// For a `-nf` variant: the fences of the original idiom, to compare with the ones kept, and
-/// why the patch goes into a source that still has them.
+/// why the patch goes into a source that still has them. A variant that keeps its fences (`-rlx`
+/// weakens orderings instead) was warned about them at the start, and gets nothing here.
 fn print_original_fences(meta: &HardenMeta) -> Result<(), Failure> {
     let app = target_app(&meta.target)?;
     let Some(original) = app.unstripped() else {
         return Ok(());
     };
+    if !own_fences(&app.module(DEFAULT_ARCH)?).is_empty() {
+        return Ok(());
+    }
     let own = own_fences(&original.module(DEFAULT_ARCH)?);
     outln!(
         "\noriginal idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
