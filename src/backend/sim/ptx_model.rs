@@ -724,15 +724,21 @@ mod tests {
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
     }
 
+    /// Thread 0 (block 0) stores the payload `X` (weak) and then the flag `Y` (relaxed, gpu)
+    /// with nothing between; thread 1 (block 1) reads the flag with a relaxed gpu load.
+    fn relaxed_message_passing_read_by_thread_1(m: &mut PtxMemory) {
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(m, access(1, 1, Reach::Gpu), Y, 1), 1);
+    }
+
     /// Regression (observed writes passed on as their block's history): a relaxed flag read
     /// then two `fence.sc` made the second fence take the flag back from the fence-SC
     /// frontier as "every write of the writer's block up to the flag", data included.
     #[test]
     fn two_fence_sc_after_a_relaxed_flag_read_do_not_acquire_the_unreleased_payload() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
-        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        relaxed_message_passing_read_by_thread_1(&mut m);
         m.fence_sc(1, 1, Reach::Gpu);
         m.fence_sc(1, 1, Reach::Cta);
         m.fence_sc(1, 1, Reach::Gpu);
@@ -745,9 +751,7 @@ mod tests {
     #[test]
     fn a_barrier_after_a_relaxed_flag_read_does_not_acquire_the_unreleased_payload() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
-        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        relaxed_message_passing_read_by_thread_1(&mut m);
         m.barrier(&[1, 2]);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
         assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
@@ -760,9 +764,7 @@ mod tests {
     #[test]
     fn a_release_passes_on_an_observed_write_without_its_writers_earlier_writes() {
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
-        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        relaxed_message_passing_read_by_thread_1(&mut m);
         m.fence_acq_rel(1, Reach::Gpu);
         m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
         assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
