@@ -12,6 +12,7 @@ use common::gpu;
 
 use gpuwmm::backend::cuda::{list_devices, probe_driver, CudaBackend};
 use gpuwmm::backend::nvml::Nvml;
+use gpuwmm::backend::words::from_bytes;
 use gpuwmm::backend::{Backend, BackendError, KernelArg, LaunchConfig};
 use std::time::{Duration, Instant};
 
@@ -114,13 +115,6 @@ fn one_d(blocks: u32, threads: u32) -> LaunchConfig {
         block: (threads, 1, 1),
         shared_bytes: 0,
     }
-}
-
-fn u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 #[test]
@@ -243,7 +237,7 @@ fn add_one_kernel() {
     b.synchronize(GENEROUS).unwrap();
     let mut out = vec![0u8; input.len()];
     b.copy_out(data, 0, &mut out).unwrap();
-    let values = u32s(&out);
+    let values = from_bytes::<u32>(&out);
     assert!(values
         .iter()
         .enumerate()
@@ -256,7 +250,7 @@ fn add_one_kernel() {
         .unwrap();
     b.synchronize(GENEROUS).unwrap();
     b.copy_out(data, 0, &mut out).unwrap();
-    assert!(u32s(&out)
+    assert!(from_bytes::<u32>(&out)
         .iter()
         .enumerate()
         .all(|(i, &v)| v == i as u32 * 3 + 3));

@@ -5,6 +5,7 @@
 mod common;
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::words::read_buffer;
 use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
@@ -36,12 +37,7 @@ fn expected() -> Vec<i32> {
 }
 
 fn read_i32(sim: &mut SimBackend, buffer: gpuwmm::backend::Buffer) -> Vec<i32> {
-    let mut bytes = vec![0u8; buffer.bytes];
-    sim.copy_out(buffer, 0, &mut bytes).unwrap();
-    bytes
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    read_buffer(sim, buffer).unwrap()
 }
 
 fn run_plain(seed: u64) -> Vec<i32> {

@@ -2,6 +2,7 @@
 //! `tests/fixtures/ptx/sim_kernels.cu`) run through the `Backend` trait.
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::words::read_buffer;
 use gpuwmm::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
 use std::time::Duration;
 
@@ -26,21 +27,11 @@ fn launch(grid: u32, block: u32) -> LaunchConfig {
 }
 
 fn read_u32s(b: &mut SimBackend, buf: Buffer) -> Vec<u32> {
-    let mut bytes = vec![0u8; buf.bytes];
-    b.copy_out(buf, 0, &mut bytes).unwrap();
-    bytes
-        .chunks(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    read_buffer(b, buf).unwrap()
 }
 
 fn read_u64s(b: &mut SimBackend, buf: Buffer) -> Vec<u64> {
-    let mut bytes = vec![0u8; buf.bytes];
-    b.copy_out(buf, 0, &mut bytes).unwrap();
-    bytes
-        .chunks(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    read_buffer(b, buf).unwrap()
 }
 
 fn write_u32s(b: &mut SimBackend, buf: Buffer, values: &[u32]) {

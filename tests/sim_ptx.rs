@@ -6,6 +6,7 @@
 //! `atom.global.cas.b32`). Each test runs many seeded launches.
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
+use gpuwmm::backend::words::read_buffer;
 use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
 use std::time::Duration;
 
@@ -103,9 +104,7 @@ fn launch(grid: u32) -> LaunchConfig {
 }
 
 fn read_u32(b: &mut SimBackend, buf: gpuwmm::backend::Buffer) -> u32 {
-    let mut bytes = [0u8; 4];
-    b.copy_out(buf, 0, &mut bytes).unwrap();
-    u32::from_le_bytes(bytes)
+    read_buffer::<u32, _>(b, buf).unwrap()[0]
 }
 
 /// How many of `runs` message-passing launches read the flag but not the payload.

@@ -27,10 +27,11 @@ pub mod manifest;
 pub mod manifest_app;
 pub mod words;
 
+pub use crate::backend::words::Word;
 pub use builtin::{builtin_apps, find_app, load_app_dir, StrippedVariant};
 pub use manifest::{ManifestError, Problem};
 pub use manifest_app::ManifestApp;
-pub use words::{ElemType, Word};
+pub use words::ElemType;
 
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, ModuleId};
 use crate::ptx::{self, Module};
@@ -433,7 +434,7 @@ impl RunContext<'_> {
         buffer: Buffer,
         data: &[T],
     ) -> Result<(), AppError> {
-        let bytes = words::to_bytes(data);
+        let bytes = crate::backend::words::to_bytes(data);
         self.backend
             .copy_in(buffer, 0, &bytes)
             .map_err(|e| self.error(format!("writing buffer '{what}'"), e))
@@ -457,7 +458,7 @@ impl RunContext<'_> {
         self.backend
             .copy_out(buffer, 0, &mut bytes)
             .map_err(|e| self.error(format!("reading buffer '{what}'"), e))?;
-        Ok(words::from_bytes(&bytes))
+        Ok(crate::backend::words::from_bytes(&bytes))
     }
 
     /// Launches an app kernel through the driver's launcher and waits for it.

@@ -1,8 +1,8 @@
-//! Host-side element types of app buffers and their little-endian byte images.
+//! The element types an `app.toml` may declare for its buffers.
 //!
-//! Backends move bytes; apps think in `u32`, `i32`, `f32` and `u64` elements. [`Word`] converts
-//! between the two for the typed helpers of [`super::RunContext`], and [`ElemType`] names the
-//! element types an `app.toml` may declare.
+//! Backends move bytes; apps think in `u32`, `i32`, `f32` and `u64` elements.
+//! [`crate::backend::words::Word`] converts between the two for the typed helpers of
+//! [`super::RunContext`]; [`ElemType`] names the types a manifest may use.
 
 /// An element type of an app buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,62 +58,9 @@ parse_by_name!(ElemType, name, String, |s| format!(
     "unknown element type '{s}' (expected u32, i32, f32 or u64)"
 ));
 
-/// A host value with a fixed little-endian device representation.
-pub trait Word: Copy + Default {
-    const BYTES: usize;
-    fn put(self, out: &mut Vec<u8>);
-    /// Reads from exactly `Self::BYTES` bytes.
-    fn get(bytes: &[u8]) -> Self;
-}
-
-macro_rules! word {
-    ($t:ty, $n:expr) => {
-        impl Word for $t {
-            const BYTES: usize = $n;
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(bytes: &[u8]) -> Self {
-                let mut a = [0u8; $n];
-                a.copy_from_slice(&bytes[..$n]);
-                <$t>::from_le_bytes(a)
-            }
-        }
-    };
-}
-
-word!(u8, 1);
-word!(u32, 4);
-word!(i32, 4);
-word!(f32, 4);
-word!(u64, 8);
-
-/// The bytes of `data`, element after element.
-pub fn to_bytes<T: Word>(data: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() * T::BYTES);
-    for &x in data {
-        x.put(&mut out);
-    }
-    out
-}
-
-/// The elements of `bytes` (a trailing partial element is ignored).
-pub fn from_bytes<T: Word>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::BYTES).map(T::get).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn round_trip() {
-        let v = [1.5f32, -2.0, 16777216.0];
-        assert_eq!(from_bytes::<f32>(&to_bytes(&v)), v);
-        let u = [u64::MAX, 7];
-        assert_eq!(from_bytes::<u64>(&to_bytes(&u)), u);
-        assert_eq!(to_bytes(&[1u32]), vec![1, 0, 0, 0]);
-    }
 
     #[test]
     fn types_parse_and_know_their_sizes() {

@@ -5,13 +5,15 @@
 //! weak-memory model) that lets every driver run in CI without a GPU.
 //!
 //! - [`cuda`]: the real-GPU implementation (driver API through cudarc, loaded at run time);
-//! - [`nvml`]: power and energy readings of a GPU, for `cost` and `gpuwmm devices`.
+//! - [`nvml`]: power and energy readings of a GPU, for `cost` and `gpuwmm devices`;
+//! - [`words`]: host values and their byte images in device memory.
 
 pub mod cuda;
 pub mod nvml;
 
 pub mod select;
 pub mod sim;
+pub mod words;
 
 use serde::Serialize;
 use std::time::Duration;

@@ -13,8 +13,8 @@ use super::algorithm::{
     empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
     Query,
 };
-use crate::check::driver::{CalibratedStress, Stop, Tally};
-use crate::check::executor::{ExecError, Executor};
+use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
+use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
@@ -22,7 +22,7 @@ use crate::env::Environment;
 use crate::ptx::passes::fences::{FenceKind, FenceSite};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use thiserror::Error;
+use std::path::Path;
 
 /// One run of one query, as the hardening journal records it (flat, for CSV).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,19 +174,9 @@ impl HardenMeta {
     }
 }
 
-/// A hardening that cannot go on.
-#[derive(Debug, Error)]
-pub enum HardenError {
-    #[error(transparent)]
-    Exec(#[from] ExecError),
-    #[error(transparent)]
-    Journal(#[from] JournalError),
-    #[error(
-        "the journal does not match the search at query {query}: {message}; \
-         the journal belongs to another hardening"
-    )]
-    Mismatch { query: usize, message: String },
-}
+/// A hardening that cannot go on: the same causes as a check's. A journal that belongs to
+/// another search is a [`JournalError::Mismatch`] naming the query where the two part.
+pub type HardenError = CheckError;
 
 /// Where one query stands, reported after each of its runs and once when it is answered.
 #[derive(Debug, Clone, Copy)]
@@ -250,11 +240,11 @@ impl<'a> JournaledChecker<'a> {
                     describe(row.phase, row.round, row.iterations, &row.fences),
                     describe(query.phase, query.round, query.iterations, &label)
                 );
-                return Err(mismatch(query, message));
+                return Err(mismatch(self.journal.path(), query.index, message));
             }
             if row.run != expected as u64 {
                 let message = format!("run {} recorded where run {expected} belongs", row.run);
-                return Err(mismatch(query, message));
+                return Err(mismatch(self.journal.path(), query.index, message));
             }
         }
         Ok(rows.iter().map(HardenRow::record).collect())
@@ -327,11 +317,12 @@ fn describe(phase: Phase, round: u32, iterations: Option<u64>, fences: &str) -> 
     format!("{phase} round {round} with fences {{{fences}}} and {runs}")
 }
 
-fn mismatch(query: &Query, message: String) -> HardenError {
-    HardenError::Mismatch {
-        query: query.index,
-        message,
+fn mismatch(path: &Path, query: usize, message: String) -> HardenError {
+    JournalError::Mismatch {
+        path: path.to_path_buf(),
+        message: format!("at query {query}, {message}; the journal belongs to another hardening"),
     }
+    .into()
 }
 
 /// The answer a query's runs so far give: `false` after an error, `true` at the stop.
@@ -356,7 +347,7 @@ impl FenceChecker for JournaledChecker<'_> {
         for (i, record) in done.iter().enumerate() {
             if answer(&tally, &stop).is_some() {
                 let message = format!("{} runs recorded after its answer", done.len() - i);
-                return Err(mismatch(query, message));
+                return Err(mismatch(self.journal.path(), query.index, message));
             }
             tally.add(record);
             self.totals.add(record);
@@ -424,10 +415,11 @@ pub fn harden(
     let unused = checker.unused_rows();
     if unused > 0 {
         let message = format!("{unused} rows belong to queries the search never asked");
-        return Err(HardenError::Mismatch {
-            query: context.next_index,
+        return Err(mismatch(
+            checker.journal.path(),
+            context.next_index,
             message,
-        });
+        ));
     }
     Ok(Hardened {
         kind_queries: context.next_index - insertion.queries,

@@ -1,6 +1,7 @@
 //! Running a litmus test on a backend: allocate, launch repeatedly, collect the histogram.
 
 use super::{Histogram, LitmusTest, KERNEL};
+use crate::backend::words::read_buffer;
 use crate::backend::{Backend, KernelArg, LaunchConfig, Result};
 use std::time::Duration;
 
@@ -48,26 +49,16 @@ pub fn run_litmus(
     };
     let args = [KernelArg::ptr(mem), KernelArg::ptr(out)];
     let mut histogram = Histogram::default();
-    let mut bytes = vec![0u8; run.instances as usize * 8];
     for launch in 0..run.iterations {
         backend.memset(mem, 0)?;
         backend.memset(out, 0)?;
         backend.reseed(seed.wrapping_add(launch));
         backend.launch(module, KERNEL, &config, &args)?;
         backend.synchronize(run.deadline)?;
-        backend.copy_out(out, 0, &mut bytes)?;
-        histogram.add(&words_of(&bytes));
+        histogram.add(&read_buffer(backend, out)?);
         on_launch(&histogram);
     }
     backend.free(mem)?;
     backend.free(out)?;
     Ok(histogram)
-}
-
-/// Little-endian bytes read back from the device as 32-bit words.
-pub fn words_of(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }

@@ -6,8 +6,8 @@
 //! from a parameter and the harness pass adds the stress, so one module per (test, σ) serves
 //! every distance and location of a stage.
 
+use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, ModuleId};
-use crate::litmus::run::words_of;
 use crate::litmus::{Histogram, LitmusShape, LitmusTest, KERNEL};
 use crate::ptx::passes::harness::{harness, HarnessOptions};
 use crate::ptx::passes::stress::{StressOp, StressStrategy};
@@ -180,10 +180,8 @@ impl<'b> BackendRunner<'b> {
         };
         launcher.launch_at(self.backend, launch, &stress, &locations)?;
         self.backend.synchronize(s.deadline)?;
-        let mut bytes = vec![0u8; s.instances as usize * 8];
-        self.backend.copy_out(self.out, 0, &mut bytes)?;
         let mut histogram = Histogram::default();
-        histogram.add(&words_of(&bytes));
+        histogram.add(&read_buffer(self.backend, self.out)?);
         Ok(histogram.weak(cell.test))
     }
 }

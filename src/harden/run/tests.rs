@@ -174,10 +174,12 @@ fn a_journal_of_another_hardening_is_refused() {
     journal_with(&other, &meta(16), &rows[..5]);
     let error = session(&other, &meta(16)).result.unwrap_err();
     assert!(
-        matches!(error, HardenError::Mismatch { query: 0, .. }),
+        matches!(error, HardenError::Journal(JournalError::Mismatch { .. })),
         "{error}"
     );
-    assert!(error.to_string().contains("another hardening"), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("at query 0,"), "{message}");
+    assert!(message.contains("another hardening"), "{message}");
     // Runs out of order are refused too.
     let shuffled = dir.path().join("shuffled.csv");
     let mut swapped = rows[..3].to_vec();

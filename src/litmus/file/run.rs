@@ -10,9 +10,9 @@
 
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
+use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
 use crate::check::spec::run_seed;
-use crate::litmus::run::words_of;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
@@ -283,12 +283,8 @@ fn tally(
     outcome: &mut FileOutcome,
 ) -> Result<(), BackendError> {
     let layout = &kernel.layout;
-    let mut out = vec![0u8; n * layout.out_words() * 4];
-    backend.copy_out(buffers.out, 0, &mut out)?;
-    let out = words_of(&out);
-    let mut mem = vec![0u8; n * layout.instance_words() * 4];
-    backend.copy_out(buffers.mem, 0, &mut mem)?;
-    let mem = words_of(&mem);
+    let out: Vec<u32> = read_buffer(backend, buffers.out)?;
+    let mem: Vec<u32> = read_buffer(backend, buffers.mem)?;
     for k in 0..n {
         let state: Vec<u32> = outcome
             .observed
