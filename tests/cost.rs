@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::cli::{gpuwmm, words, SMALL_HARDEN_CBE_DOT};
+use common::cli::{assert_bad_input, gpuwmm, words, SMALL_HARDEN_CBE_DOT};
 
 fn ok(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -178,6 +178,36 @@ fn a_bad_harden_result_is_bad_input_naming_the_file() {
         stderr.contains("a hardening of cbe-dot, not of cbe-ht"),
         "{stderr}"
     );
+}
+
+/// Bug: `cost --emp` put the result's fences at the sites with the same ids now, without
+/// checking that the ids still name the accesses that were hardened (they do not after a change
+/// of the compiler or of the site finder).
+#[test]
+fn emp_refuses_a_hardening_whose_sites_access_something_else_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = harden_cbe_dot(dir.path());
+    let sidecar_path = Path::new(&journal).with_extension("json");
+    let mut sidecar: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sidecar_path).unwrap()).unwrap();
+    let fence = &mut sidecar["result"]["fences"][0];
+    assert!(
+        fence["ptx"].is_array(),
+        "harden records the accesses: {fence}"
+    );
+    fence["ptx"] = serde_json::json!(["ld.global.u32 %r9, [%rd9]"]);
+    std::fs::write(&sidecar_path, sidecar.to_string()).unwrap();
+    let cost = ["cost", "cbe-dot", "--backend", "sim", "--emp", &journal];
+    let out = gpuwmm(
+        &[&cost[..], &["--runs", "5", "--out", "c"]].concat(),
+        dir.path(),
+    );
+    assert_bad_input(
+        &out,
+        "is not the site that was hardened: it accessed `ld.global.u32 %r9",
+    );
+    assert_bad_input(&out, "harden the app again");
+    assert!(!dir.path().join("c").exists(), "nothing is written");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::cli::SMALL_HARDEN_CBE_DOT;
+use common::cli::{assert_bad_input, SMALL_HARDEN_CBE_DOT};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -540,4 +540,60 @@ fn a_variant_that_keeps_its_fences_is_not_said_to_strip_them() {
     );
     assert!(stdout.contains("final fences"), "{stdout}\n{stderr}");
     assert!(!stdout.contains("strips them"), "{stdout}");
+}
+
+/// Bug: `harden --resume` (and `replay`) put the journal's fences at the app's current sites by
+/// id without comparing the sites, so a journal made before the site finder changed (77e8c6a
+/// renumbered ls-bh's sites) would have resumed with its fences at other accesses.
+#[test]
+fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let journal = dir.path().join("h.csv");
+    let harden = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+            .args(SMALL_HARDEN_CBE_DOT)
+            .arg("--journal")
+            .arg(&journal)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = harden(&[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let sidecar_path = journal.with_extension("json");
+    let original = std::fs::read_to_string(&sidecar_path).unwrap();
+    let mut sidecar: serde_json::Value = serde_json::from_str(&original).unwrap();
+    sidecar["sites"][0]["line"] = 999.into();
+    std::fs::write(&sidecar_path, sidecar.to_string()).unwrap();
+    let rows = std::fs::read_to_string(&journal).unwrap();
+    let resumed = harden(&["--resume"]);
+    assert_bad_input(
+        &resumed,
+        "the app's fence sites are not those the journal recorded",
+    );
+    assert_bad_input(&resumed, "(site 0 was in ");
+    assert_bad_input(&resumed, ":999 (");
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), rows);
+    let replayed = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .arg("replay")
+        .arg(&journal)
+        .args(["0", "--query", "0"])
+        .output()
+        .unwrap();
+    assert_bad_input(&replayed, "cannot replay a run of ");
+    assert_bad_input(&replayed, "(site 0 was in ");
+    // With the sites as they were, the same journal resumes.
+    std::fs::write(&sidecar_path, original).unwrap();
+    let again = harden(&["--resume"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }

@@ -274,9 +274,10 @@ fn open_measurement(
 
 fn bad_input_if_app(e: CostError) -> Failure {
     match e {
-        CostError::App(_) | CostError::NoSuchSite { .. } | CostError::EmpResult { .. } => {
-            Failure::bad_input(e)
-        }
+        CostError::App(_)
+        | CostError::NoSuchSite { .. }
+        | CostError::AnotherSite { .. }
+        | CostError::EmpResult { .. } => Failure::bad_input(e),
         other => Failure::from(other),
     }
 }

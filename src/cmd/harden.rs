@@ -3,7 +3,9 @@
 //! document); what it came to is also recorded in the journal's sidecar.
 
 use super::check_job::stop_of;
-use super::journals::{choose_journal, now, print_json, refuse_another_journal, resuming_note};
+use super::journals::{
+    choose_journal, now, print_json, refuse_another_journal, refuse_changed_sites, resuming_note,
+};
 use super::progress::{stop_length, stop_position};
 use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
 use super::{CmdResult, Failure};
@@ -157,6 +159,8 @@ struct FenceEntry {
     line: Option<usize>,
     /// That line's text, trimmed.
     source: Option<String>,
+    /// The site's accesses as PTX text: `cost --emp` checks that the id still names them.
+    ptx: Vec<String>,
     kind: FenceKind,
     /// Whether the patch inserts it (a fence without a line in the app's source is left out).
     in_patch: bool,
@@ -242,6 +246,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         file: Some(file.clone()),
         line: Some(f.line),
         source: Some(f.text.clone()),
+        ptx: f.site.ptx.clone(),
         kind: f.kind,
         in_patch: true,
     });
@@ -251,6 +256,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         file: s.file.clone(),
         line: s.line.map(|l| l as usize),
         source: None,
+        ptx: s.ptx.clone(),
         kind: kind_of(s.id),
         in_patch: false,
     });
@@ -281,6 +287,7 @@ fn open(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     )?;
     warn_about_ignored_settings(args, &meta);
     let executor = pooled_executor(&meta.target, args)?;
+    refuse_changed_sites(path, "resume", &meta.sites, executor.as_ref())?;
     Ok((journal, meta, done, executor))
 }
 

@@ -5,7 +5,9 @@
 
 use super::{CmdResult, Failure};
 use crate::cli::{BackendArgs, JournalArgs};
+use gpuwmm::check::executor::Executor;
 use gpuwmm::env::Environment;
+use gpuwmm::harden::run::{changed_sites, SiteSummary};
 use gpuwmm::naming;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -106,6 +108,27 @@ pub fn refuse_another_journal(
         asked.0,
         asked.1
     )))
+}
+
+/// A harden journal names its fences by site id, so resuming or replaying it needs the app's
+/// sites now to be those it `recorded`; after the compiler or gpuwmm's site finder changed, the
+/// same ids can name other accesses. `doing` says what was refused (`resume`).
+pub fn refuse_changed_sites(
+    journal: &Path,
+    doing: &str,
+    recorded: &[SiteSummary],
+    executor: &dyn Executor,
+) -> Result<(), Failure> {
+    let now: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();
+    match changed_sites(recorded, &now) {
+        None => Ok(()),
+        Some(change) => Err(Failure::bad_input(anyhow::anyhow!(
+            "cannot {doing} {}: the app's fence sites are not those the journal recorded \
+             ({change}; the compiler or gpuwmm changed since): its fences would go to other \
+             accesses; start a new hardening",
+            journal.display()
+        ))),
+    }
 }
 
 /// What a command says of a journal it continues after `done` runs (nothing for a new one).

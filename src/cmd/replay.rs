@@ -5,6 +5,7 @@
 //! records the target, environment and stress iterations, and its rows the fences (a hardening
 //! tries a fence set per query), so the run is rebuilt from the journal alone.
 
+use super::journals::refuse_changed_sites;
 use super::target::setup_failure;
 use super::{CmdResult, Failure};
 use crate::cli::ReplayArgs;
@@ -14,13 +15,16 @@ use gpuwmm::check::{
     BackendChoice, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
 };
 use gpuwmm::env::Environment;
-use gpuwmm::harden::run::{HardenMeta, HardenRow};
+use gpuwmm::harden::run::{HardenMeta, HardenRow, SiteSummary};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 
 pub fn run(args: &ReplayArgs) -> CmdResult {
     let subject = open_subject(&args.journal, args.run, args.query)?;
     let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
+    if let Some(sites) = &subject.sites {
+        refuse_changed_sites(&args.journal, "replay a run of", sites, &executor)?;
+    }
     outln!("{}", executor.provenance())?;
     print_run(&args.journal, &subject)?;
     let r = &subject.recorded;
@@ -46,6 +50,8 @@ struct Subject {
     /// `harden query 3 (linear, round 0), ` (a prefix for the journal line), or empty for a check.
     query: String,
     fences: Fences,
+    /// The candidate sites a harden journal recorded (a check journal records none).
+    sites: Option<Vec<SiteSummary>>,
     recorded: RunRecord,
 }
 
@@ -81,6 +87,7 @@ fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<Subject, F
         provenance: meta.provenance,
         query: String::new(),
         fences: meta.fences,
+        sites: None,
         recorded,
     })
 }
@@ -118,6 +125,7 @@ fn harden_subject(
             row.phase, row.round
         ),
         fences,
+        sites: Some(meta.sites),
         recorded: row.record(),
     })
 }

@@ -41,13 +41,24 @@ struct Document {
 struct Fence {
     site: usize,
     kind: FenceKind,
+    /// The site's accesses (absent from documents written before harden recorded them).
+    #[serde(default)]
+    ptx: Option<Vec<String>>,
 }
 
-/// A harden sidecar: the result plus the target it was found for.
+/// A harden sidecar: the result plus the target it was found for, and every candidate site.
 #[derive(Debug, Deserialize)]
 struct Sidecar {
     target: SidecarTarget,
+    #[serde(default)]
+    sites: Vec<SidecarSite>,
     result: Option<Document>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SidecarSite {
+    id: usize,
+    ptx: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,7 +83,7 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
         .map_err(|e| bad(&json_path, format!("cannot read: {e}")))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| bad(&json_path, format!("line {}: not JSON: {e}", e.line())))?;
-    let (document, granularity) = if value.get("target").is_some() {
+    let (document, granularity, mut accesses) = if value.get("target").is_some() {
         let sidecar: Sidecar = serde_json::from_value(value)
             .map_err(|e| bad(&json_path, format!("not a harden journal's sidecar: {e}")))?;
         let document = sidecar.result.ok_or_else(|| {
@@ -82,15 +93,22 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
                  `gpuwmm harden … --resume`",
             )
         })?;
-        (document, sidecar.target.granularity)
+        let sites = sidecar.sites.into_iter().map(|s| (s.id, s.ptx)).collect();
+        (document, sidecar.target.granularity, sites)
     } else {
         let document: Document = serde_json::from_value(value)
             .map_err(|e| bad(&json_path, format!("not a harden result: {e}")))?;
         let granularity = document.granularity.unwrap_or_default();
-        (document, granularity)
+        (document, granularity, BTreeMap::new())
     };
+    for fence in &document.fences {
+        if let Some(ptx) = &fence.ptx {
+            accesses.insert(fence.site, ptx.clone());
+        }
+    }
     let fences: BTreeMap<usize, FenceKind> =
         document.fences.iter().map(|f| (f.site, f.kind)).collect();
+    accesses.retain(|id, _| fences.contains_key(id));
     Ok(HardenResult {
         app: document.app,
         backend: document.backend,
@@ -99,6 +117,7 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
         fences: EmpFences {
             granularity,
             fences,
+            accesses,
             source: path.display().to_string(),
         },
     })
@@ -130,6 +149,14 @@ pub fn newest_harden_result(
 mod tests {
     use super::*;
 
+    /// An empty harden journal `h.csv` in `dir` with `sidecar` as its `h.json`.
+    fn journal_with_sidecar(dir: &Path, sidecar: &str) -> PathBuf {
+        let journal = dir.join("h.csv");
+        std::fs::write(&journal, "").unwrap();
+        std::fs::write(dir.join("h.json"), sidecar).unwrap();
+        journal
+    }
+
     #[test]
     fn a_json_document_names_its_fences_and_defaults_to_line_sites() {
         let dir = tempfile::tempdir().unwrap();
@@ -151,15 +178,41 @@ mod tests {
     }
 
     #[test]
-    fn an_unfinished_hardening_is_refused_with_what_to_do() {
+    fn the_accesses_of_the_chosen_sites_come_from_the_sidecar_or_the_document() {
         let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("h.csv");
-        std::fs::write(&journal, "").unwrap();
+        let journal = journal_with_sidecar(
+            dir.path(),
+            r#"{"target": {"granularity": "instruction"},
+                "sites": [{"id": 0, "function": "k", "ptx": ["st.global.u32 [%rd1], 1"]},
+                          {"id": 1, "function": "k", "ptx": ["ld.global.u32 %r1, [%rd2]"]}],
+                "result": {"app": "cbe-dot", "backend": "sim", "stable": true,
+                           "fence_kind": "fence.sc.gpu",
+                           "fences": [{"site": 1, "kind": "fence.sc.gpu"}]}}"#,
+        );
+        let from_sidecar = read_harden_result(&journal).unwrap().fences.accesses;
+        let only_site_1 = BTreeMap::from([(1, vec!["ld.global.u32 %r1, [%rd2]".to_string()])]);
+        assert_eq!(from_sidecar, only_site_1);
+        let document = dir.path().join("d.json");
         std::fs::write(
-            dir.path().join("h.json"),
-            r#"{"target": {"granularity": "instruction"}, "seed": 1}"#,
+            &document,
+            r#"{"app": "cbe-dot", "backend": "sim", "stable": true, "fence_kind": "fence.sc.gpu",
+                "fences": [{"site": 1, "kind": "fence.sc.gpu",
+                            "ptx": ["ld.global.u32 %r1, [%rd2]"]}]}"#,
         )
         .unwrap();
+        assert_eq!(
+            read_harden_result(&document).unwrap().fences.accesses,
+            only_site_1
+        );
+    }
+
+    #[test]
+    fn an_unfinished_hardening_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = journal_with_sidecar(
+            dir.path(),
+            r#"{"target": {"granularity": "instruction"}, "seed": 1}"#,
+        );
         let e = read_harden_result(&journal).unwrap_err().to_string();
         assert!(
             e.contains("has not finished") && e.contains("h.json"),

@@ -48,4 +48,13 @@ pub enum CostError {
     EmpResult { path: String, message: String },
     #[error("fence site {site} does not exist (the app has {sites} sites at this granularity)")]
     NoSuchSite { site: usize, sites: usize },
+    #[error(
+        "fence site {site} is not the site that was hardened: it accessed `{recorded}`, and now \
+         accesses `{now}` (the compiler or gpuwmm changed since); harden the app again"
+    )]
+    AnotherSite {
+        site: usize,
+        recorded: String,
+        now: String,
+    },
 }

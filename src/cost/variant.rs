@@ -7,7 +7,8 @@
 
 use super::CostError;
 use crate::ptx::passes::fences::{
-    fence_sites, insert_fences, insert_kinded_fences, strip_fences, FenceKind, Granularity,
+    fence_sites, insert_fences, insert_kinded_fences, strip_fences, FenceKind, FenceSite,
+    Granularity,
 };
 use crate::ptx::Module;
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,10 @@ parse_by_name!(Variant, name, String, |s| format!(
 pub struct EmpFences {
     pub granularity: Granularity,
     pub fences: BTreeMap<usize, FenceKind>,
+    /// The accesses (PTX text) of each fence's site when it was hardened, where the result
+    /// records them: a site that accesses something else now is another site.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accesses: BTreeMap<usize, Vec<String>>,
     /// Where they come from (the harden journal), for the record.
     pub source: String,
 }
@@ -85,12 +90,31 @@ pub fn variant_module(
                         site: id,
                         sites: sites.len(),
                     })?;
+                    refuse_another_site(emp, site)?;
                     Ok((site, kind))
                 })
                 .collect::<Result<Vec<_>, CostError>>()?;
             Ok(insert_kinded_fences(base, &chosen))
         }
     }
+}
+
+/// A fence of `emp` goes at `site` (the site with its id now) only if the site still accesses
+/// what the hardening recorded for it: after the compiler or gpuwmm's site finder changed, the
+/// same id can name other accesses.
+fn refuse_another_site(emp: &EmpFences, site: &FenceSite) -> Result<(), CostError> {
+    let Some(recorded) = emp.accesses.get(&site.id) else {
+        return Ok(());
+    };
+    let now: Vec<&str> = site.accesses.iter().map(|a| a.ptx.as_str()).collect();
+    if now == *recorded {
+        return Ok(());
+    }
+    Err(CostError::AnotherSite {
+        site: site.id,
+        recorded: recorded.join("; "),
+        now: now.join("; "),
+    })
 }
 
 /// Parses `no,emp,cons` (any non-empty subset, in any order; kept in that order).
@@ -143,6 +167,7 @@ mod tests {
         let emp = EmpFences {
             granularity: Granularity::Instruction,
             fences: BTreeMap::from([(1, FenceKind::AcqRelGpu)]),
+            accesses: BTreeMap::new(),
             source: "test".into(),
         };
         let fenced = variant_module(&base, Variant::Emp, Some(&emp), FenceKind::ScGpu).unwrap();
@@ -156,10 +181,39 @@ mod tests {
         let emp = EmpFences {
             granularity: Granularity::Instruction,
             fences: BTreeMap::from([(9, FenceKind::ScGpu)]),
+            accesses: BTreeMap::new(),
             source: "test".into(),
         };
         let e = variant_module(&base(), Variant::Emp, Some(&emp), FenceKind::ScGpu).unwrap_err();
         assert!(e.to_string().contains("site 9"), "{e}");
+    }
+
+    /// Bug: `cost --emp` put a harden result's fences at the sites with the same ids now, even
+    /// where the compiler or the site finder had changed what those ids name.
+    #[test]
+    fn an_emp_site_that_accesses_something_else_now_is_refused() {
+        let base = base();
+        let sites = fence_sites(&base, Granularity::Instruction);
+        let ptx_of = |id: usize| vec![sites[id].accesses[0].ptx.clone()];
+        let mut emp = EmpFences {
+            granularity: Granularity::Instruction,
+            fences: BTreeMap::from([(1, FenceKind::ScGpu)]),
+            accesses: BTreeMap::from([(1, ptx_of(1))]),
+            source: "test".into(),
+        };
+        assert!(variant_module(&base, Variant::Emp, Some(&emp), FenceKind::ScGpu).is_ok());
+        emp.accesses.insert(1, ptx_of(2));
+        let e = variant_module(&base, Variant::Emp, Some(&emp), FenceKind::ScGpu).unwrap_err();
+        assert!(matches!(e, CostError::AnotherSite { site: 1, .. }), "{e}");
+        let message = e.to_string();
+        assert!(
+            message.contains(&format!("accessed `{}`", ptx_of(2)[0])),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("now accesses `{}`", ptx_of(1)[0])),
+            "{message}"
+        );
     }
 
     #[test]

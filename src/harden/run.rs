@@ -132,6 +132,38 @@ impl From<&FenceSite> for SiteSummary {
     }
 }
 
+impl SiteSummary {
+    /// Where the site is and what it accesses, for messages.
+    pub fn describe(&self) -> String {
+        let place = match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!(" at {file}:{line}"),
+            _ => String::new(),
+        };
+        format!("in {}{place} ({})", self.function, self.ptx.join("; "))
+    }
+}
+
+/// How the app's sites `now` differ from the sites a journal `recorded`, in words (`None` when
+/// they are the same). Fences are named by site id, so a journal made before the compiler or the
+/// site finder changed would put its fences at other accesses if it were resumed.
+pub fn changed_sites(recorded: &[SiteSummary], now: &[SiteSummary]) -> Option<String> {
+    if let Some((was, is)) = recorded.iter().zip(now).find(|(was, is)| was != is) {
+        return Some(format!(
+            "site {} was {}, and is now {}",
+            was.id,
+            was.describe(),
+            is.describe()
+        ));
+    }
+    (recorded.len() != now.len()).then(|| {
+        format!(
+            "the journal has {} sites, the app now has {}",
+            recorded.len(),
+            now.len()
+        )
+    })
+}
+
 /// Everything a hardening is, stored beside its journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HardenMeta {
