@@ -165,6 +165,37 @@ fn tune_folders(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Bug: a Slurm tuning job killed after it wrote its profile, and requeued, resumed with
+/// `--resume` and stopped at "p.toml exists": the profile it had written itself was refused.
+#[test]
+fn a_resumed_tuning_writes_its_own_profile_again_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, written) = tune_into_t(dir.path(), "p.toml", &[]);
+    let profile = dir.path().join("p.toml");
+    let text_of = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let first = text_of(&profile);
+    let (resumed, again) = tune_into_t(dir.path(), "p.toml", &["--resume"]);
+    assert!(
+        text(&resumed).contains("configurations recorded"),
+        "{}",
+        text(&resumed)
+    );
+    assert_eq!(again, written);
+    assert_eq!(
+        text_of(&profile),
+        first,
+        "the same tuning writes the same profile"
+    );
+    // A profile that another tuning wrote (another start) is still refused.
+    std::fs::write(&profile, first.replace("date = \"", "date = \"1999")).unwrap();
+    let other = run(
+        &small(&words("--out t --profile-out p.toml --resume")),
+        dir.path(),
+    );
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other));
+    assert!(text(&other).contains("p.toml exists"), "{}", text(&other));
+}
+
 #[test]
 fn a_repeated_tuning_writes_a_new_folder_and_resume_finds_the_unfinished_one() {
     let dir = tempfile::tempdir().unwrap();

@@ -61,7 +61,7 @@ pub fn run(args: &TuneArgs) -> CmdResult {
         .profile_out
         .clone()
         .unwrap_or_else(|| profile::default_dir().join(format!("{chip}.toml")));
-    refuse_to_overwrite(&profile_path, args.force)?;
+    refuse_to_overwrite(&profile_path, args, &out.join("tune.csv"))?;
     let (journal, recorded, meta) = open_journal(&out.join("tune.csv"), meta, args.resume)?;
     let fallback = profile::default_for(&info);
     report_start(&meta, &out, recorded.len());
@@ -211,14 +211,31 @@ fn same_tuning(recorded: &TuneMeta, asked: &TuneMeta) -> bool {
     asked == *recorded
 }
 
-fn refuse_to_overwrite(path: &Path, force: bool) -> Result<(), Failure> {
-    if path.exists() && !force {
+/// An existing profile is replaced only with `--force`, or with `--resume` when the tuning in
+/// `journal` wrote it itself before it was stopped (a Slurm job requeued after its profile was
+/// written resumes, replays its journal and writes the same profile again).
+fn refuse_to_overwrite(path: &Path, args: &TuneArgs, journal: &Path) -> Result<(), Failure> {
+    let ours = || args.resume && written_by(path, journal);
+    if path.exists() && !args.force && !ours() {
         return Err(Failure::bad_input(anyhow!(
             "{} exists: pass --force to replace it, or --profile-out to write elsewhere",
             path.display()
         )));
     }
     Ok(())
+}
+
+/// Whether the profile at `path` is the one the tuning journaled at `journal` writes: its
+/// provenance names that tuning's start and device.
+fn written_by(path: &Path, journal: &Path) -> bool {
+    let (Ok(profile), Ok(meta)) = (StressProfile::load(path), read_meta::<TuneMeta>(journal))
+    else {
+        return false;
+    };
+    let p = &profile.provenance;
+    p.source == "tune"
+        && p.date.as_deref() == Some(meta.started.as_str())
+        && p.device.as_deref() == Some(meta.provenance.as_str())
 }
 
 /// A new journal, or with `resume` the recorded one, whose measurements must be of the same
