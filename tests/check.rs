@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::cli::words;
+use common::cli::{assert_bad_input, words};
 
 fn gpuwmm(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
@@ -206,6 +206,47 @@ fn short_check(dir: &Path, runs: &str) -> Command {
     command.args(["check", "cbe-dot", "--env", "no-str-", "--backend", "sim"]);
     command.args(["--runs", runs]);
     command
+}
+
+/// Bug: a check with `--fences` ids recorded only the ids, so `--resume` (and `replay`) after
+/// the compiler or the site finder changed put its fences at other accesses without a word.
+#[test]
+fn a_check_with_fences_by_id_records_the_sites_and_refuses_to_resume_when_they_changed() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let journal = dir.path().join("c.csv");
+    let check = |runs: &str, extra: &[&str]| {
+        let mut command = short_check(dir.path(), runs);
+        run(command
+            .args(["--fences", "1,2", "--journal", "c.csv"])
+            .args(extra))
+    };
+    assert!(check("5", &[]).status.success());
+    let sidecar_path = journal.with_extension("json");
+    let original = std::fs::read_to_string(&sidecar_path).unwrap();
+    let meta: CheckMeta = read_meta(&journal).unwrap();
+    assert_eq!(meta.sites.len(), 4, "cbe-dot's four line sites: {original}");
+    let mut sidecar: serde_json::Value = serde_json::from_str(&original).unwrap();
+    sidecar["sites"][2]["ptx"] = serde_json::json!(["ld.global.u32 %r9, [%rd9]"]);
+    std::fs::write(&sidecar_path, sidecar.to_string()).unwrap();
+    let resumed = check("10", &["--resume"]);
+    assert_bad_input(
+        &resumed,
+        "cannot resume c.csv: the app's fence sites are not those",
+    );
+    assert_bad_input(&resumed, "(site 2 was in dot at ");
+    assert_eq!(rows(&journal).len(), 5, "nothing is run");
+    let replayed = run(gpuwmm(dir.path()).args(["replay", "c.csv", "0"]));
+    assert_bad_input(&replayed, "cannot replay a run of c.csv");
+    // As recorded, the sites let the check go on; a check of the app as is records none.
+    std::fs::write(&sidecar_path, original).unwrap();
+    assert!(check("10", &["--resume"]).status.success());
+    assert_eq!(rows(&journal).len(), 10);
+    let as_is = run(short_check(dir.path(), "1").args(["--journal", "a.csv"]));
+    assert!(as_is.status.success());
+    let sidecar = std::fs::read_to_string(dir.path().join("a.json")).unwrap();
+    assert!(!sidecar.contains("\"sites\""), "{sidecar}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::calibrate::Calibration;
 use super::executor::{ExecError, Executor};
 use super::journal::{Journal, JournalError};
 use super::outcome::{Outcome, RunRecord};
-use super::spec::{run_seed, CalibrationRequest, Fences, RunRequest, Target};
+use super::spec::{run_seed, CalibrationRequest, Fences, RunRequest, SiteSummary, Target};
 use crate::env::Environment;
 use crate::stats::Rate;
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,10 @@ pub struct CheckMeta {
     pub target: Target,
     pub env: Environment,
     pub fences: Fences,
+    /// The app's candidate sites when `fences` names sites by id (absent for `as-is`, and in
+    /// journals from before sites were recorded): a resume or replay checks them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteSummary>,
     /// The check's seed; run `r` has seed [`run_seed`]`(seed, r)`.
     pub seed: u64,
     pub stop: Stop,
@@ -262,6 +266,7 @@ mod tests {
             target: crate::check::spec::test_target(),
             env: "sys-str+".parse().unwrap(),
             fences: Fences::AsIs,
+            sites: Vec::new(),
             seed: 5,
             stop,
             stress: CalibratedStress {

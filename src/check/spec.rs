@@ -7,7 +7,7 @@
 use crate::apps::Size;
 use crate::env::Environment;
 use crate::profile::StressProfile;
-use crate::ptx::passes::fences::{FenceKind, Granularity};
+use crate::ptx::passes::fences::{FenceKind, FenceSite, Granularity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -152,6 +152,66 @@ pub fn run_seed(master: u64, run: u64) -> u64 {
 
 /// A simulator target for unit tests of the drivers (their executors are mocks: nothing is
 /// compiled or run).
+/// A candidate fence site as a journal records it: enough to report a fence without the
+/// compiler, and to tell whether a site id still names the same accesses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteSummary {
+    pub id: usize,
+    pub function: String,
+    /// The source file and line (of the outermost call, for inlined code), when the PTX has line
+    /// info.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The site's access instructions, as PTX text.
+    pub ptx: Vec<String>,
+}
+
+impl From<&FenceSite> for SiteSummary {
+    fn from(site: &FenceSite) -> SiteSummary {
+        SiteSummary {
+            id: site.id,
+            function: site.function.clone(),
+            file: site.source.as_ref().map(|s| s.file.clone()),
+            line: site.source.as_ref().map(|s| s.line),
+            ptx: site.accesses.iter().map(|a| a.ptx.clone()).collect(),
+        }
+    }
+}
+
+impl SiteSummary {
+    /// Where the site is and what it accesses, for messages.
+    pub fn describe(&self) -> String {
+        let place = match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!(" at {file}:{line}"),
+            _ => String::new(),
+        };
+        format!("in {}{place} ({})", self.function, self.ptx.join("; "))
+    }
+}
+
+/// How the app's sites `now` differ from the sites a journal `recorded`, in words (`None` when
+/// they are the same). Fences are named by site id, so a journal made before the compiler or the
+/// site finder changed would put its fences at other accesses if it were resumed or replayed.
+pub fn changed_sites(recorded: &[SiteSummary], now: &[SiteSummary]) -> Option<String> {
+    if let Some((was, is)) = recorded.iter().zip(now).find(|(was, is)| was != is) {
+        return Some(format!(
+            "site {} was {}, and is now {}",
+            was.id,
+            was.describe(),
+            is.describe()
+        ));
+    }
+    (recorded.len() != now.len()).then(|| {
+        format!(
+            "the journal has {} sites, the app now has {}",
+            recorded.len(),
+            now.len()
+        )
+    })
+}
+
 #[cfg(test)]
 pub(crate) fn test_target() -> Target {
     serde_json::from_value(serde_json::json!({
@@ -161,6 +221,17 @@ pub(crate) fn test_target() -> Target {
         "deadline_ms": 1000, "stress_factor": 10.0
     }))
     .expect("a valid target")
+}
+
+#[cfg(test)]
+pub(crate) fn test_site(id: usize) -> SiteSummary {
+    SiteSummary {
+        id,
+        function: "k".into(),
+        file: Some("k.cu".into()),
+        line: Some(10 + id as u32),
+        ptx: vec!["st.global.u32 [%rd1], %r1".into()],
+    }
 }
 
 #[cfg(test)]
@@ -192,5 +263,38 @@ mod tests {
         assert_eq!(Fences::AsIs.label(), "as-is");
         assert_eq!(Fences::Sites(vec![]).label(), "none");
         assert_eq!(Fences::Sites(vec![0, 3]).label(), "0 3");
+    }
+
+    #[test]
+    fn the_same_sites_are_no_change() {
+        let sites: Vec<SiteSummary> = (0..3).map(test_site).collect();
+        assert_eq!(changed_sites(&sites, &sites.clone()), None);
+    }
+
+    #[test]
+    fn a_site_that_moved_or_vanished_is_a_change_named_by_its_id() {
+        let recorded: Vec<SiteSummary> = (0..3).map(test_site).collect();
+        let mut moved = recorded.clone();
+        moved[1].line = Some(99);
+        let message = changed_sites(&recorded, &moved).unwrap();
+        assert!(
+            message.starts_with("site 1 was in k at k.cu:11 ("),
+            "{message}"
+        );
+        assert!(
+            message.contains("is now in k at k.cu:99 (st.global"),
+            "{message}"
+        );
+        let mut other_access = recorded.clone();
+        other_access[2].ptx = vec!["ld.global.u32 %r2, [%rd2]".into()];
+        let message = changed_sites(&recorded, &other_access).unwrap();
+        assert!(
+            message.contains("now in k at k.cu:12 (ld.global.u32"),
+            "{message}"
+        );
+        assert_eq!(
+            changed_sites(&recorded, &recorded[..2]).as_deref(),
+            Some("the journal has 3 sites, the app now has 2")
+        );
     }
 }

@@ -2,11 +2,13 @@
 //! `campaign` runs, with the stop, fence and confidence rules they share (`harden` and `cost`
 //! read their stops here too). Here once, rather than lent by `check` to its siblings.
 
-use super::journals::{now, refuse_another_journal};
+use super::journals::{now, refuse_another_journal, refuse_changed_sites};
 use super::target::{calibrate, resolve, Executors};
 use super::Failure;
 use crate::cli::{StopArgs, TargetArgs};
 use gpuwmm::check::journal::set_meta_entry;
+use gpuwmm::check::local::target_sites;
+use gpuwmm::check::spec::SiteSummary;
 use gpuwmm::check::{run_check, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::ptx::passes::fences::select_sites;
@@ -84,7 +86,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
         return resume(spec);
     }
     let resolved = resolve(spec.app, spec.target)?;
-    let fences = parse_fences(spec.fences, &resolved.target)?;
+    let (fences, sites) = parse_fences(spec.fences, &resolved.target)?;
     let calibrator = executors.get(&resolved.target)?;
     let seed = spec.target.backend.seed;
     let stress = calibrate(calibrator, spec.env, &fences, seed)?;
@@ -94,6 +96,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
         target: resolved.target,
         env: spec.env,
         fences,
+        sites,
         seed,
         stop: spec.stop.unwrap_or(DEFAULT_STOP),
         stress,
@@ -119,6 +122,10 @@ fn resume(spec: &CheckJob) -> Result<OpenCheck, Failure> {
         (&meta.target.app, meta.env),
         (spec.app, spec.env),
     )?;
+    if !meta.sites.is_empty() {
+        let now = target_sites(&meta.target).map_err(Failure::bad_input)?;
+        refuse_changed_sites(path, "resume", &meta.sites, &now)?;
+    }
     // A new stop given with --resume extends (or shortens) the check.
     if let Some(stop) = spec.stop {
         meta.stop = stop;
@@ -148,14 +155,19 @@ pub fn stop_of(runs: Option<u64>, duration: Option<Duration>) -> Option<Stop> {
     }
 }
 
-/// `as-is`, or a site selection checked against the app's sites.
-pub fn parse_fences(spec: &str, target: &gpuwmm::check::Target) -> Result<Fences, Failure> {
+/// `as-is`, or a site selection checked against the app's sites, with those sites (which the
+/// journal records, so that a resume can tell whether the ids still name them).
+pub fn parse_fences(
+    spec: &str,
+    target: &gpuwmm::check::Target,
+) -> Result<(Fences, Vec<SiteSummary>), Failure> {
     if spec.trim() == "as-is" {
-        return Ok(Fences::AsIs);
+        return Ok((Fences::AsIs, Vec::new()));
     }
-    let sites = gpuwmm::check::local::target_sites(target).map_err(Failure::bad_input)?;
+    let sites = target_sites(target).map_err(Failure::bad_input)?;
     let chosen = select_sites(&sites, spec).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
-    Ok(Fences::Sites(chosen.iter().map(|s| s.id).collect()))
+    let fences = Fences::Sites(chosen.iter().map(|s| s.id).collect());
+    Ok((fences, sites.iter().map(SiteSummary::from).collect()))
 }
 
 #[cfg(test)]

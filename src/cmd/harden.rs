@@ -287,7 +287,7 @@ fn open(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
     )?;
     warn_about_ignored_settings(args, &meta);
     let executor = pooled_executor(&meta.target, args)?;
-    refuse_changed_sites(path, "resume", &meta.sites, executor.as_ref())?;
+    refuse_changed_sites(path, "resume", &meta.sites, &executor.sites()?)?;
     Ok((journal, meta, done, executor))
 }
 

@@ -5,10 +5,10 @@
 
 use super::{CmdResult, Failure};
 use crate::cli::{BackendArgs, JournalArgs};
-use gpuwmm::check::executor::Executor;
+use gpuwmm::check::spec::{changed_sites, SiteSummary};
 use gpuwmm::env::Environment;
-use gpuwmm::harden::run::{changed_sites, SiteSummary};
 use gpuwmm::naming;
+use gpuwmm::ptx::passes::fences::FenceSite;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -110,22 +110,23 @@ pub fn refuse_another_journal(
     )))
 }
 
-/// A harden journal names its fences by site id, so resuming or replaying it needs the app's
-/// sites now to be those it `recorded`; after the compiler or gpuwmm's site finder changed, the
-/// same ids can name other accesses. `doing` says what was refused (`resume`).
+/// A journal that names fences by site id (a hardening's, or a check's with `--fences`) can be
+/// resumed or replayed only while the app's sites (`now`) are those it `recorded`: after the
+/// compiler or gpuwmm's site finder changed, the same ids can name other accesses. `doing` says
+/// what is refused (`resume`).
 pub fn refuse_changed_sites(
     journal: &Path,
     doing: &str,
     recorded: &[SiteSummary],
-    executor: &dyn Executor,
+    now: &[FenceSite],
 ) -> Result<(), Failure> {
-    let now: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();
+    let now: Vec<SiteSummary> = now.iter().map(SiteSummary::from).collect();
     match changed_sites(recorded, &now) {
         None => Ok(()),
         Some(change) => Err(Failure::bad_input(anyhow::anyhow!(
             "cannot {doing} {}: the app's fence sites are not those the journal recorded \
              ({change}; the compiler or gpuwmm changed since): its fences would go to other \
-             accesses; start a new hardening",
+             accesses; start a new journal",
             journal.display()
         ))),
     }

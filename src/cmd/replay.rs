@@ -22,8 +22,9 @@ use std::path::Path;
 pub fn run(args: &ReplayArgs) -> CmdResult {
     let subject = open_subject(&args.journal, args.run, args.query)?;
     let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
-    if let Some(sites) = &subject.sites {
-        refuse_changed_sites(&args.journal, "replay a run of", sites, &executor)?;
+    if !subject.sites.is_empty() {
+        let now = executor.sites()?;
+        refuse_changed_sites(&args.journal, "replay a run of", &subject.sites, &now)?;
     }
     outln!("{}", executor.provenance())?;
     print_run(&args.journal, &subject)?;
@@ -50,8 +51,9 @@ struct Subject {
     /// `harden query 3 (linear, round 0), ` (a prefix for the journal line), or empty for a check.
     query: String,
     fences: Fences,
-    /// The candidate sites a harden journal recorded (a check journal records none).
-    sites: Option<Vec<SiteSummary>>,
+    /// The candidate sites the journal recorded (a check journal with `--fences as-is`, or from
+    /// before sites were recorded, has none).
+    sites: Vec<SiteSummary>,
     recorded: RunRecord,
 }
 
@@ -87,7 +89,7 @@ fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<Subject, F
         provenance: meta.provenance,
         query: String::new(),
         fences: meta.fences,
-        sites: None,
+        sites: meta.sites,
         recorded,
     })
 }
@@ -125,7 +127,7 @@ fn harden_subject(
             row.phase, row.round
         ),
         fences,
-        sites: Some(meta.sites),
+        sites: meta.sites,
         recorded: row.record(),
     })
 }

@@ -17,9 +17,10 @@ use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
+pub use crate::check::spec::{changed_sites, SiteSummary};
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
-use crate::ptx::passes::fences::{FenceKind, FenceSite};
+use crate::ptx::passes::fences::FenceKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,66 +103,6 @@ pub fn query_fences(query: &Query, base: FenceKind) -> Fences {
     }
     let kind_of = |id: &usize| query.kinds.get(id).copied().unwrap_or(base);
     Fences::Kinded(query.fences.iter().map(|id| (*id, kind_of(id))).collect())
-}
-
-/// A candidate fence site as the hardening records it: enough to report a fence without the
-/// compiler.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SiteSummary {
-    pub id: usize,
-    pub function: String,
-    /// The source file and line (of the outermost call, for inlined code), when the PTX has line
-    /// info.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// The site's access instructions, as PTX text.
-    pub ptx: Vec<String>,
-}
-
-impl From<&FenceSite> for SiteSummary {
-    fn from(site: &FenceSite) -> SiteSummary {
-        SiteSummary {
-            id: site.id,
-            function: site.function.clone(),
-            file: site.source.as_ref().map(|s| s.file.clone()),
-            line: site.source.as_ref().map(|s| s.line),
-            ptx: site.accesses.iter().map(|a| a.ptx.clone()).collect(),
-        }
-    }
-}
-
-impl SiteSummary {
-    /// Where the site is and what it accesses, for messages.
-    pub fn describe(&self) -> String {
-        let place = match (&self.file, self.line) {
-            (Some(file), Some(line)) => format!(" at {file}:{line}"),
-            _ => String::new(),
-        };
-        format!("in {}{place} ({})", self.function, self.ptx.join("; "))
-    }
-}
-
-/// How the app's sites `now` differ from the sites a journal `recorded`, in words (`None` when
-/// they are the same). Fences are named by site id, so a journal made before the compiler or the
-/// site finder changed would put its fences at other accesses if it were resumed.
-pub fn changed_sites(recorded: &[SiteSummary], now: &[SiteSummary]) -> Option<String> {
-    if let Some((was, is)) = recorded.iter().zip(now).find(|(was, is)| was != is) {
-        return Some(format!(
-            "site {} was {}, and is now {}",
-            was.id,
-            was.describe(),
-            is.describe()
-        ));
-    }
-    (recorded.len() != now.len()).then(|| {
-        format!(
-            "the journal has {} sites, the app now has {}",
-            recorded.len(),
-            now.len()
-        )
-    })
 }
 
 /// Everything a hardening is, stored beside its journal.

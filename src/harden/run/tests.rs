@@ -36,16 +36,6 @@ fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
     }
 }
 
-fn site(id: usize) -> SiteSummary {
-    SiteSummary {
-        id,
-        function: "k".into(),
-        file: Some("k.cu".into()),
-        line: Some(10 + id as u32),
-        ptx: vec!["st.global.u32 [%rd1], %r1".into()],
-    }
-}
-
 fn meta(initial_iterations: u64) -> HardenMeta {
     HardenMeta {
         tool_version: "test".into(),
@@ -60,7 +50,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
             stress_iterations: 3,
             ..CalibratedStress::NONE
         },
-        sites: (0..5).map(site).collect(),
+        sites: (0..5).map(crate::check::spec::test_site).collect(),
         provenance: "mock".into(),
         profile_source: "test".into(),
         minimise_kinds: false,
@@ -189,38 +179,5 @@ fn a_journal_of_another_hardening_is_refused() {
     assert!(
         error.to_string().contains("run 1 recorded where run 0"),
         "{error}"
-    );
-}
-
-#[test]
-fn the_same_sites_are_no_change() {
-    let sites: Vec<SiteSummary> = (0..3).map(site).collect();
-    assert_eq!(changed_sites(&sites, &sites.clone()), None);
-}
-
-#[test]
-fn a_site_that_moved_or_vanished_is_a_change_named_by_its_id() {
-    let recorded: Vec<SiteSummary> = (0..3).map(site).collect();
-    let mut moved = recorded.clone();
-    moved[1].line = Some(99);
-    let message = changed_sites(&recorded, &moved).unwrap();
-    assert!(
-        message.starts_with("site 1 was in k at k.cu:11 ("),
-        "{message}"
-    );
-    assert!(
-        message.contains("is now in k at k.cu:99 (st.global"),
-        "{message}"
-    );
-    let mut other_access = recorded.clone();
-    other_access[2].ptx = vec!["ld.global.u32 %r2, [%rd2]".into()];
-    let message = changed_sites(&recorded, &other_access).unwrap();
-    assert!(
-        message.contains("now in k at k.cu:12 (ld.global.u32"),
-        "{message}"
-    );
-    assert_eq!(
-        changed_sites(&recorded, &recorded[..2]).as_deref(),
-        Some("the journal has 3 sites, the app now has 2")
     );
 }
