@@ -17,8 +17,8 @@ pub const PORTABLE_ARCH: &str = "portable";
 /// Compiles a CUDA source to PTX for `arch` (an `sm_XY`, or [`PORTABLE_ARCH`]) with line info.
 /// Where the tools' root has CCCL headers, every compilation can include them (`<cub/...>`,
 /// `<cuda/...>`): their folder goes on the include path, with the shims CUB needs under NVRTC.
-/// The `.file` directive of the PTX records `path` as given, so fence sites can show the source
-/// line.
+/// The `.file` directive of the PTX records `path` (made absolute), so fence sites can show the
+/// source line.
 pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, ToolchainError> {
     let tools = CudaTools::locate();
     let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
@@ -35,10 +35,13 @@ pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, Too
         None if includes_cccl(source) => return Err(tools.require_cccl().unwrap_err()),
         None => {}
     }
+    // NVRTC makes a relative name absolute against the working directory; naming the file
+    // absolutely keeps the cache key and the `.file` directive in step.
+    let name = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let compiled = PtxCache::with_default_dir().get_or_compile(
         &nvrtc,
         source,
-        &path.to_string_lossy(),
+        &name.to_string_lossy(),
         &options,
     )?;
     Ok(compiled.ptx)

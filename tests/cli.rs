@@ -339,3 +339,40 @@ fn an_unknown_app_is_bad_input_and_nothing_is_written() {
         assert!(written.is_empty(), "{args:?} wrote {written:?}");
     }
 }
+
+/// Bug: the PTX cache keyed a compilation by the file name as given, and NVRTC makes a relative
+/// name absolute against the working directory, so the same `kernel.cu` compiled from another
+/// folder came back from the cache naming the first folder's file (seen as
+/// `/work/h19b/apps/…` after a worktree had been removed).
+#[test]
+fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let kernel = "extern \"C\" __global__ void k(int *p) { p[0] = 1; }\n";
+    let sites_in = |folder: &str| {
+        let folder = dir.path().join(folder);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("kernel.cu"), kernel).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+            .args(["ptx", "sites", "kernel.cu"])
+            .env("GPUWMM_CACHE_DIR", dir.path().join("cache"))
+            .current_dir(&folder)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        sites_in("a").contains("/a/kernel.cu:1"),
+        "{}",
+        sites_in("a")
+    );
+    let second = sites_in("b");
+    assert!(second.contains("/b/kernel.cu:1"), "{second}");
+    assert!(!second.contains("/a/kernel.cu"), "{second}");
+}

@@ -194,8 +194,12 @@ impl SiteSummary {
 /// How the app's sites `now` differ from the sites a journal `recorded`, in words (`None` when
 /// they are the same). Fences are named by site id, so a journal made before the compiler or the
 /// site finder changed would put its fences at other accesses if it were resumed or replayed.
+/// The source file's path is left out: it is where the checkout lies, not what the site is.
 pub fn changed_sites(recorded: &[SiteSummary], now: &[SiteSummary]) -> Option<String> {
-    if let Some((was, is)) = recorded.iter().zip(now).find(|(was, is)| was != is) {
+    let same = |was: &SiteSummary, is: &SiteSummary| {
+        (was.id, &was.function, was.line, &was.ptx) == (is.id, &is.function, is.line, &is.ptx)
+    };
+    if let Some((was, is)) = recorded.iter().zip(now).find(|(was, is)| !same(was, is)) {
         return Some(format!(
             "site {} was {}, and is now {}",
             was.id,
@@ -266,9 +270,12 @@ mod tests {
     }
 
     #[test]
-    fn the_same_sites_are_no_change() {
+    fn the_same_sites_are_no_change_wherever_the_checkout_lies() {
         let sites: Vec<SiteSummary> = (0..3).map(test_site).collect();
         assert_eq!(changed_sites(&sites, &sites.clone()), None);
+        let mut moved_checkout = sites.clone();
+        moved_checkout[0].file = Some("/elsewhere/k.cu".into());
+        assert_eq!(changed_sites(&sites, &moved_checkout), None);
     }
 
     #[test]
