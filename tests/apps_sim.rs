@@ -566,3 +566,72 @@ fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
         FAILS_CCCL_SCAN_RLX,
     );
 }
+
+/// Fences (`fence.sc.gpu`) after the instruction-granularity sites `ids` of cccl-scan-rlx, each
+/// checked to be the value store (`st.cg`) of a `SetPartial` or `SetInclusive`.
+fn fence_value_stores(module: Module, ids: &[usize]) -> Module {
+    let sites = fence_sites(&module, Granularity::Instruction);
+    let chosen: Vec<_> = ids.iter().map(|&id| &sites[id]).collect();
+    for site in &chosen {
+        let ptx = &site.accesses[0].ptx;
+        assert!(ptx.starts_with("st.cg.u32"), "site {}: {ptx}", site.id);
+    }
+    insert_fences(&module, &chosen, FenceKind::ScGpu)
+}
+
+/// `SetPartial`'s value store (site 8) and tile 0's `SetInclusive` (site 10) ordered before their
+/// status stores; the final `SetInclusive` of the other tiles (site 18) not.
+fn fence_partial_and_tile_zero(module: Module) -> Module {
+    fence_value_stores(module, &[8, 10])
+}
+
+fn fence_every_value_store(module: Module) -> Module {
+    fence_value_stores(module, &[8, 10, 18])
+}
+
+const RUNS_STAGGER: u64 = 300;
+/// Failures of cccl-scan-rlx with fences at sites 8 and 10 only, seeds 0..RUNS_STAGGER, under
+/// the default scheduler (pinned from measurement: 58; simulator figures).
+const FAILS_FINAL_SET_INCLUSIVE: std::ops::RangeInclusive<u64> = 50..=66;
+
+/// Bug: with every block of a launch starting at once, the simulator never needed cccl-scan's
+/// final `SetInclusive` ordered (0 failures in 12,000 runs), though PTX allows its stale value:
+/// a block sees a predecessor's INCLUSIVE status only if it starts after that predecessor's
+/// whole look-back. Launches that start their blocks one after another expose it.
+#[test]
+fn cccl_scan_rlx_needs_its_final_set_inclusive_ordered_once_blocks_start_staggered() {
+    if cccl_tools_for_tests().is_none() {
+        return;
+    }
+    let app = find_app("cccl-scan-rlx").unwrap();
+    let seeds = || 0..RUNS_STAGGER;
+    let at_once = SimConfig {
+        stagger_probability: 0.0,
+        ..sim(MemoryModel::Ptx)
+    };
+    let together = campaign(&*app, at_once, fence_partial_and_tile_zero, seeds(), 1);
+    assert_eq!(
+        together.failures, 0,
+        "blocks started together: {together:?}"
+    );
+    let staggered = campaign(
+        &*app,
+        sim(MemoryModel::Ptx),
+        fence_partial_and_tile_zero,
+        seeds(),
+        u64::MAX,
+    );
+    eprintln!("cccl-scan-rlx, sites 8 and 10 fenced: {staggered:?}");
+    assert!(
+        FAILS_FINAL_SET_INCLUSIVE.contains(&staggered.failures),
+        "{staggered:?}"
+    );
+    let fenced = campaign(
+        &*app,
+        sim(MemoryModel::Ptx),
+        fence_every_value_store,
+        seeds(),
+        1,
+    );
+    assert_eq!(fenced.failures, 0, "{fenced:?}");
+}

@@ -101,6 +101,7 @@
 
 mod alu;
 mod decode;
+mod dispatch;
 mod exec;
 mod isa;
 mod memory;
@@ -205,6 +206,10 @@ pub struct SimConfig {
     pub store_buffer_capacity: usize,
     /// Most instructions a thread runs per scheduling pick. Default 8.
     pub max_quantum: u32,
+    /// Chance that a launch starts its application blocks one after another, in order, rather
+    /// than all at once (`dispatch.rs`), as a GPU dispatching blocks as resources free. Default
+    /// 0.5 (0 for the `weak` model); 0 is the scheduler before staggering existed.
+    pub stagger_probability: f64,
     /// PTX model: chance that a load which may read an older write than the newest does so
     /// (then uniformly among those it may read). Default 0.5.
     pub older_value_probability: f64,
@@ -229,6 +234,7 @@ impl Default for SimConfig {
             stale_probability: 0.5,
             store_buffer_capacity: 16,
             max_quantum: 8,
+            stagger_probability: 0.5,
             older_value_probability: 0.5,
             defer_probability: 0.25,
             cta_drains: false,
@@ -239,9 +245,16 @@ impl Default for SimConfig {
 impl SimConfig {
     /// The default settings with this model and seed.
     pub fn new(model: MemoryModel, seed: u64) -> SimConfig {
+        // The store-buffer model is kept so that its journals replay as recorded: it keeps the
+        // scheduler it was recorded with.
+        let stagger_probability = match model {
+            MemoryModel::Weak => 0.0,
+            _ => SimConfig::default().stagger_probability,
+        };
         SimConfig {
             model,
             seed,
+            stagger_probability,
             ..SimConfig::default()
         }
     }

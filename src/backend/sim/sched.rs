@@ -13,6 +13,7 @@
 //! thread that has exited stays schedulable until its store buffer is empty.
 
 use super::decode::Kernel;
+use super::dispatch;
 use super::isa::*;
 use super::memory::GlobalMemory;
 use super::ptx_model::PtxMemory;
@@ -249,8 +250,10 @@ impl<'a> Machine<'a> {
         let start = Instant::now();
         let max_quantum = self.cfg.max_quantum.max(1);
         let mut steps = 0u64;
-        while !self.runnable.is_empty() && self.app_unfinished > 0 {
+        let mut waiting = self.hold_back_staggered_blocks();
+        while (!self.runnable.is_empty() || !waiting.is_empty()) && self.app_unfinished > 0 {
             steps += 1;
+            self.admit_due_blocks(&mut waiting, steps);
             if self.executed > self.cfg.instruction_budget {
                 return Err(BackendError::Hang(format!(
                     "{} thread-instructions executed, more than the budget of {} (a hang or a \
@@ -310,6 +313,44 @@ impl<'a> Machine<'a> {
         }
         let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
         Ok((self.executed, longest))
+    }
+
+    /// Takes the blocks that a staggered launch starts later out of the runnable set; returns
+    /// them with their start steps, soonest last. The plan covers every block, stressing blocks
+    /// included, so that ending a launch with the application changes no choice before its end.
+    fn hold_back_staggered_blocks(&mut self) -> Vec<(u64, u32)> {
+        let per_block = self.block_dim.iter().product::<u32>();
+        let starts = dispatch::start_steps(
+            self.blocks.len() as u32,
+            per_block,
+            self.cfg.stagger_probability,
+            self.rng,
+        );
+        let mut waiting: Vec<(u64, u32)> = (0..self.blocks.len() as u32)
+            .filter(|&b| starts[b as usize] > 0)
+            .map(|b| (starts[b as usize], b))
+            .collect();
+        if !waiting.is_empty() {
+            let threads = &self.threads;
+            self.runnable
+                .retain(|&t| starts[threads[t as usize].block as usize] == 0);
+            waiting.reverse();
+        }
+        waiting
+    }
+
+    /// Starts the held-back blocks whose step has come, and the next one at once when no thread
+    /// that has started can run.
+    fn admit_due_blocks(&mut self, waiting: &mut Vec<(u64, u32)>, steps: u64) {
+        while let Some(&(start, block)) = waiting.last() {
+            if start > steps && !self.runnable.is_empty() {
+                break;
+            }
+            waiting.pop();
+            let per_block = self.block_dim.iter().product::<u32>();
+            self.runnable
+                .extend(block * per_block..(block + 1) * per_block);
+        }
     }
 
     fn maybe_drain(&mut self, t: usize) {
