@@ -1,8 +1,9 @@
 //! One kernel launch: the per-launch machine state and the seeded random scheduler.
 //!
-//! Every block is resident at once. The scheduler keeps a list of runnable threads; each step it
-//! picks one uniformly at random (so every runnable thread keeps being picked and spin loops make
-//! progress) and runs it for a random quantum of `1..=max_quantum` instructions. The unit of
+//! Every block is resident; a launch starts them all at once or, with the config's stagger
+//! probability, one after another in block order (`dispatch.rs`). The scheduler keeps a list of
+//! runnable threads; each step it picks one uniformly at random (so every runnable thread keeps
+//! being picked and spin loops make progress) and runs it for a random quantum of `1..=max_quantum` instructions. The unit of
 //! scheduling is the *thread*, not the warp: threads of one warp interleave freely, which exposes
 //! more interleavings than a GPU would (a superset of warp-lockstep behaviour for
 //! race-free-per-warp code). Warp-synchronous instructions (`shfl.sync`, `vote.sync`) are a
