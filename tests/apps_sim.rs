@@ -604,34 +604,25 @@ fn cccl_scan_rlx_needs_its_final_set_inclusive_ordered_once_blocks_start_stagger
         return;
     }
     let app = find_app("cccl-scan-rlx").unwrap();
-    let seeds = || 0..RUNS_STAGGER;
+    let runs = |config: SimConfig, transform: fn(Module) -> Module, stop_after: u64| {
+        campaign(&*app, config, transform, 0..RUNS_STAGGER, stop_after)
+    };
+    let ptx = sim(MemoryModel::Ptx);
     let at_once = SimConfig {
         stagger_probability: 0.0,
-        ..sim(MemoryModel::Ptx)
+        ..ptx.clone()
     };
-    let together = campaign(&*app, at_once, fence_partial_and_tile_zero, seeds(), 1);
+    let together = runs(at_once, fence_partial_and_tile_zero, 1);
     assert_eq!(
         together.failures, 0,
         "blocks started together: {together:?}"
     );
-    let staggered = campaign(
-        &*app,
-        sim(MemoryModel::Ptx),
-        fence_partial_and_tile_zero,
-        seeds(),
-        u64::MAX,
-    );
+    let staggered = runs(ptx.clone(), fence_partial_and_tile_zero, u64::MAX);
     eprintln!("cccl-scan-rlx, sites 8 and 10 fenced: {staggered:?}");
     assert!(
         FAILS_FINAL_SET_INCLUSIVE.contains(&staggered.failures),
         "{staggered:?}"
     );
-    let fenced = campaign(
-        &*app,
-        sim(MemoryModel::Ptx),
-        fence_every_value_store,
-        seeds(),
-        1,
-    );
+    let fenced = runs(ptx, fence_every_value_store, 1);
     assert_eq!(fenced.failures, 0, "{fenced:?}");
 }
