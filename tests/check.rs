@@ -168,6 +168,34 @@ fn wait_for_lines(path: &Path, lines: usize) {
     }
 }
 
+/// Bug: a second `--resume` of a check that was still running appended to the same journal,
+/// interleaving the two commands' rows.
+#[test]
+fn a_check_still_running_refuses_a_second_resume_of_its_journal() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let journal = dir.path().join("busy.csv");
+    let mut first = short_check(dir.path(), "1000000")
+        .args(["--journal", "busy.csv"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&journal, 3);
+    let second = run(short_check(dir.path(), "10").args(["--journal", "busy.csv", "--resume"]));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_bad_input(&second, "is being written by another gpuwmm process");
+    let rows_after_kill = rows(&journal).len();
+    let third = run(short_check(dir.path(), "10").args(["--journal", "busy.csv", "--resume"]));
+    assert!(
+        third.status.success(),
+        "once the writer is gone the journal resumes"
+    );
+    assert!(rows(&journal).len() >= rows_after_kill.max(10));
+}
+
 #[test]
 fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
     let Some(dir) = common::temp_dir_with_tools() else {

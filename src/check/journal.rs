@@ -43,6 +43,12 @@ pub enum JournalError {
     BadMeta { path: PathBuf, message: String },
     #[error("cannot resume {}: {message}", .path.display())]
     Mismatch { path: PathBuf, message: String },
+    #[error(
+        "journal {} is being written by another gpuwmm process: let it finish, or stop it, then \
+         resume",
+        .0.display()
+    )]
+    Busy(PathBuf),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
@@ -83,6 +89,7 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
                 std::io::ErrorKind::AlreadyExists => JournalError::Exists(path.to_path_buf()),
                 _ => io(path)(e),
             })?;
+        lock(&file, path)?;
         let meta_file = meta_path(path);
         let text = serde_json::to_string_pretty(meta).expect("meta serialises");
         std::fs::write(&meta_file, text + "\n").map_err(io(&meta_file))?;
@@ -101,12 +108,13 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
         path: &Path,
     ) -> Result<(Journal<R>, M, Vec<R>), JournalError> {
         let meta = read_meta(path)?;
-        truncate_partial_row(path)?;
-        let rows = read_rows(path)?;
         let file = OpenOptions::new()
             .append(true)
             .open(path)
             .map_err(io(path))?;
+        lock(&file, path)?;
+        truncate_partial_row(path)?;
+        let rows = read_rows(path)?;
         let journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -139,6 +147,17 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
             .write_all(bytes)
             .and_then(|()| self.file.flush())
             .map_err(io(&self.path))
+    }
+}
+
+/// Takes the journal's advisory lock for as long as `file` is open (the process's end, a kill
+/// included, releases it), so that two commands never append to one journal: a second `--resume`
+/// of a running check, or a requeued job whose first attempt is still being stopped, is refused.
+/// Where the file system has no locks, the journal goes on without one.
+fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) | Err(std::fs::TryLockError::Error(_)) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(JournalError::Busy(path.to_path_buf())),
     }
 }
 
@@ -367,6 +386,34 @@ mod tests {
         assert_eq!(rows, [row(0), row(1)]);
         journal.append(&row(2)).unwrap();
         assert_eq!(read_rows::<Row>(&path).unwrap().len(), 3);
+    }
+
+    /// Bug: nothing stopped two commands from appending to one journal (a second `--resume`
+    /// beside a running one, or a requeued job beside its first attempt), which interleaves
+    /// their rows.
+    #[test]
+    fn a_journal_being_written_cannot_be_resumed_until_its_writer_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.csv");
+        let mut writer = Journal::<Row>::create(&path, &1).unwrap();
+        writer.append(&row(0)).unwrap();
+        let busy = Journal::<Row>::resume::<u32>(&path).err().unwrap();
+        assert!(matches!(busy, JournalError::Busy(_)), "{busy}");
+        assert!(
+            busy.to_string().contains("another gpuwmm process"),
+            "{busy}"
+        );
+        let (mut second, _, rows) = {
+            drop(writer);
+            Journal::<Row>::resume::<u32>(&path).unwrap()
+        };
+        assert_eq!(rows, [row(0)]);
+        assert!(
+            Journal::<Row>::resume::<u32>(&path).is_err(),
+            "the resumer holds it now"
+        );
+        second.append(&row(1)).unwrap();
+        assert_eq!(read_rows::<Row>(&path).unwrap(), [row(0), row(1)]);
     }
 
     #[test]
