@@ -206,9 +206,9 @@ pub struct SimConfig {
     pub store_buffer_capacity: usize,
     /// Most instructions a thread runs per scheduling pick. Default 8.
     pub max_quantum: u32,
-    /// Chance that a launch starts its application blocks one after another, in order, rather
-    /// than all at once (`dispatch.rs`), as a GPU dispatching blocks as resources free. Default
-    /// 0.5 (0 for the `weak` model); 0 is the scheduler before staggering existed.
+    /// Chance that a launch starts its blocks one after another, in order, rather than all at
+    /// once (`dispatch.rs`), as a GPU dispatching blocks as resources free. Default 0.5 (0 for
+    /// the `weak` model); 0 is the scheduler before staggering existed.
     pub stagger_probability: f64,
     /// PTX model: chance that a load which may read an older write than the newest does so
     /// (then uniformly among those it may read). Default 0.5.

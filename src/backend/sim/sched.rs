@@ -3,12 +3,13 @@
 //! Every block is resident; a launch starts them all at once or, with the config's stagger
 //! probability, one after another in block order (`dispatch.rs`). The scheduler keeps a list of
 //! runnable threads; each step it picks one uniformly at random (so every runnable thread keeps
-//! being picked and spin loops make progress) and runs it for a random quantum of `1..=max_quantum` instructions. The unit of
-//! scheduling is the *thread*, not the warp: threads of one warp interleave freely, which exposes
-//! more interleavings than a GPU would (a superset of warp-lockstep behaviour for
-//! race-free-per-warp code). Warp-synchronous instructions (`shfl.sync`, `vote.sync`) are a
-//! rendezvous: a thread waits until every live thread of its member mask has arrived.
-//! `bar.sync` waits until every live (not exited) thread of the block has arrived.
+//! being picked and spin loops make progress) and runs it for a random quantum of
+//! `1..=max_quantum` instructions. The unit of scheduling is the *thread*, not the warp: threads
+//! of one warp interleave freely, which exposes more interleavings than a GPU would (a superset
+//! of warp-lockstep behaviour for race-free-per-warp code). Warp-synchronous instructions
+//! (`shfl.sync`, `vote.sync`) are a rendezvous: a thread waits until every live thread of its
+//! member mask has arrived. `bar.sync` waits until every live (not exited) thread of the block
+//! has arrived.
 //!
 //! Under the weak model, each step also may drain one pending store of the picked thread, and a
 //! thread that has exited stays schedulable until its store buffer is empty.
