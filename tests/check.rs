@@ -157,6 +157,15 @@ fn a_worker_that_dies_is_a_crash_and_a_fresh_worker_takes_over() {
 }
 
 /// Waits until `path` holds at least `lines` lines.
+/// Starts `command` in the background with its output discarded.
+fn spawn_quietly(command: &mut Command) -> std::process::Child {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn wait_for_lines(path: &Path, lines: usize) {
     let start = Instant::now();
     while std::fs::read_to_string(path).map_or(0, |t| t.lines().count()) < lines {
@@ -176,12 +185,8 @@ fn a_check_still_running_refuses_a_second_resume_of_its_journal() {
         return;
     };
     let journal = dir.path().join("busy.csv");
-    let mut first = short_check(dir.path(), "1000000")
-        .args(["--journal", "busy.csv"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first =
+        spawn_quietly(short_check(dir.path(), "1000000").args(["--journal", "busy.csv"]));
     wait_for_lines(&journal, 3);
     let second = run(short_check(dir.path(), "10").args(["--journal", "busy.csv", "--resume"]));
     first.kill().unwrap();
@@ -203,13 +208,7 @@ fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
     };
     let journal = dir.path().join("j.csv");
     let args = words("check cbe-dot --env sys-str+ --backend sim --journal j.csv");
-    let mut child = gpuwmm(dir.path())
-        .args(&args)
-        .args(["--runs", "1000000"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quietly(gpuwmm(dir.path()).args(&args).args(["--runs", "1000000"]));
     wait_for_lines(&journal, 40);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();

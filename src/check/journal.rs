@@ -153,13 +153,27 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
 /// Takes the journal's advisory lock for as long as `file` is open (the process's end, a kill
 /// included, releases it), so that two commands never append to one journal: a second `--resume`
 /// of a running check, or a requeued job whose first attempt is still being stopped, is refused.
-/// Where the file system has no locks, the journal goes on without one.
+/// Where the file system has no locks, the journal goes on without one. A lock still held after
+/// [`LOCK_PATIENCE`] is another writer's: a process that has just closed the journal can hold
+/// it a little longer through a child it is starting (the child shares its open files until it
+/// runs its program).
 fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
-    match file.try_lock() {
-        Ok(()) | Err(std::fs::TryLockError::Error(_)) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(JournalError::Busy(path.to_path_buf())),
+    let start = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) | Err(std::fs::TryLockError::Error(_)) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(JournalError::Busy(path.to_path_buf()))
+            }
+        }
     }
 }
+
+/// How long [`lock`] waits for a journal's lock before it calls the journal busy.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The CSV header line of rows of type `R`. `csv` writes a header only together with a first
 /// row, and a new journal wants it at once, so it is made from the field names serde expects.
