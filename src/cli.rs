@@ -818,59 +818,40 @@ fn by_name<T: ByName>() -> impl TypedValueParser<Value = T> {
     })
 }
 
-impl ByName for SimModel {
-    fn values() -> &'static [Self] {
-        &SimModel::ALL
-    }
-    fn name(self) -> &'static str {
-        SimModel::name(self)
-    }
+/// `impl ByName` for a library enum with an `ALL` list and a `name` method; any other
+/// methods (`help`, `aliases`) follow.
+macro_rules! read_by_name {
+    ($ty:ident $(, $($extra:tt)*)?) => {
+        impl ByName for $ty {
+            fn values() -> &'static [Self] {
+                &$ty::ALL
+            }
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+            $($($extra)*)?
+        }
+    };
+}
+
+read_by_name!(BackendChoice);
+read_by_name!(Granularity);
+read_by_name!(AccessFlavour);
+read_by_name!(
+    SimModel,
     fn help(self) -> Option<&'static str> {
         Some(SimModel::help(self))
     }
-}
-
-impl ByName for BackendChoice {
-    fn values() -> &'static [Self] {
-        &BackendChoice::ALL
-    }
-    fn name(self) -> &'static str {
-        BackendChoice::name(self)
-    }
-}
-
-impl ByName for StressKind {
-    fn values() -> &'static [Self] {
-        &StressKind::ALL
-    }
-    fn name(self) -> &'static str {
-        StressKind::name(self)
-    }
+);
+read_by_name!(
+    StressKind,
     fn aliases(self) -> &'static [&'static str] {
         match self {
             StressKind::No => &["none"],
             _ => &[],
         }
     }
-}
-
-impl ByName for Granularity {
-    fn values() -> &'static [Self] {
-        &Granularity::ALL
-    }
-    fn name(self) -> &'static str {
-        Granularity::name(self)
-    }
-}
-
-impl ByName for AccessFlavour {
-    fn values() -> &'static [Self] {
-        &AccessFlavour::ALL
-    }
-    fn name(self) -> &'static str {
-        AccessFlavour::name(self)
-    }
-}
+);
 
 #[cfg(test)]
 mod tests {
