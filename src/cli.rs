@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuwmm",
-    version,
+    version = env!("GPUWMM_VERSION"),
     about = "Expose weak-memory bugs in CUDA applications and harden them with fences",
     long_about = "gpuwmm runs CUDA applications under tuned memory stress and thread randomisation \
 to expose weak-memory bugs, finds a minimal set of fences that makes them stable, and measures \
@@ -26,6 +26,10 @@ where fences could go."
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Folder of the compiled-PTX cache (default: $GPUWMM_CACHE_DIR, else
+    /// ~/.cache/gpuwmm/ptx, or .cache/ptx of the checkout for a binary run from its build tree).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +39,27 @@ pub enum Command {
     Ptx(PtxCommand),
     /// List the GPUs this machine has (with NVML energy support), and the simulator.
     Devices,
+    /// Install the CUDA tools gpuwmm compiles with (NVRTC, ptxas, cuobjdump, CCCL headers) from
+    /// pinned NVIDIA Python wheels; they run on the CPU, no GPU or toolkit needed.
+    ///
+    /// Needs python3 with pip and access to PyPI (pip's own variables, e.g. PIP_INDEX_URL or
+    /// PIP_FIND_LINKS, are honoured). Does nothing where a CUDA toolkit is found (unless
+    /// --force), and a second run only checks. gpuwmm finds the folder by itself afterwards.
+    #[command(after_help = "Examples:
+  gpuwmm setup                          # into ~/.local/share/gpuwmm/cuda-tools
+  gpuwmm setup --dir /opt/gpuwmm-tools  # then export GPUWMM_CUDA_TOOLS=/opt/gpuwmm-tools")]
+    Setup(SetupArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = "Example (bash):
+  gpuwmm completions bash > ~/.local/share/bash-completion/completions/gpuwmm")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output.
+    #[command(after_help = "Example:
+  gpuwmm man > ~/.local/share/man/man1/gpuwmm.1 && man gpuwmm")]
+    Man,
     /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram,
     /// or (`litmus run`) litmus files.
     ///
@@ -463,6 +488,17 @@ pub enum MinimiseKind {
     Auto,
     On,
     Off,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Where to install (default: the user's data folder, ~/.local/share/gpuwmm/cuda-tools, or
+    /// .cuda-tools of the checkout for a binary run from its build tree).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Install even where a CUDA toolkit is found, and reinstall over a complete folder.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

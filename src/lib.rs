@@ -15,6 +15,8 @@
 //!   a resumable journal;
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, bounds after runs
 //!   without an error, and medians (pure);
+//! - [`places`]: where the PTX cache, chip profiles and CUDA tools live, from the build tree
+//!   or installed;
 //! - [`naming`]: numbered default names for journals and output folders, so none collides;
 //! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables, its
 //!   plan (`plan.json`), and reading a campaign folder back with each cell's status;
@@ -50,6 +52,7 @@ pub mod harden;
 pub mod input;
 pub mod litmus;
 pub mod naming;
+pub mod places;
 pub mod plot;
 pub mod profile;
 pub mod slurm;

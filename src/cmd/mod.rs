@@ -26,6 +26,7 @@ mod check_job;
 mod cost;
 mod devices;
 mod harden;
+mod install;
 mod journals;
 mod litmus;
 mod litmus_file;
@@ -77,6 +78,9 @@ pub fn run(command: Command) -> CmdResult {
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
+        Command::Setup(args) => install::setup(&args),
+        Command::Completions { shell } => install::completions(shell),
+        Command::Man => install::man(),
         Command::Litmus(args) => match &args.command {
             Some(LitmusCommand::Run(run)) => litmus_file::run(run),
             None => litmus::run(&args),
