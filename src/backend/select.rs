@@ -32,6 +32,16 @@ impl BackendChoice {
     }
 }
 
+impl From<BackendKind> for BackendChoice {
+    /// Asking for a backend by what it is.
+    fn from(kind: BackendKind) -> BackendChoice {
+        match kind {
+            BackendKind::Cuda => BackendChoice::Cuda,
+            BackendKind::Sim => BackendChoice::Sim,
+        }
+    }
+}
+
 /// An opened backend and, for `Auto`, why it is the one chosen.
 pub struct OpenedBackend {
     pub backend: Box<dyn Backend>,

@@ -10,7 +10,7 @@ use super::target::Executors;
 use super::CmdResult;
 use crate::cli::CheckArgs;
 use gpuwmm::check::journal::{read_meta, read_rows};
-use gpuwmm::check::{BackendChoice, CheckMeta, RunRecord, Stop, Tally};
+use gpuwmm::check::{BackendKind, CheckMeta, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use gpuwmm::stats::{Rate, ZeroErrorBound};
@@ -63,8 +63,8 @@ struct CheckDocument<'a> {
     env: Environment,
     /// `as-is`, `all`, `none`, or the site ids.
     fences: String,
-    /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
-    backend: BackendChoice,
+    /// The backend that ran (`cuda` or `sim`; `auto` resolved); `provenance` says more.
+    backend: BackendKind,
     provenance: &'a str,
     seed: u64,
     stop: Stop,

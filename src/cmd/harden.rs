@@ -13,7 +13,7 @@ use crate::cli::{HardenArgs, MinimiseKind, StableArgs};
 use gpuwmm::apps::DEFAULT_ARCH;
 use gpuwmm::check::journal::{read_meta_entry, read_rows, set_meta_entry};
 use gpuwmm::check::local::target_app;
-use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
+use gpuwmm::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::{Insertion, Phase};
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
@@ -113,8 +113,8 @@ fn record_result(journal: &Path, document: &HardenDocument) {
 struct HardenDocument<'a> {
     app: &'a str,
     env: Environment,
-    /// The backend asked for (`auto`, `cuda`, `sim`); `provenance` says what ran.
-    backend: BackendChoice,
+    /// The backend that ran (`cuda` or `sim`; `auto` resolved); `provenance` says more.
+    backend: BackendKind,
     provenance: &'a str,
     seed: u64,
     /// The kind the search inserts; each fence says its own.
@@ -339,7 +339,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
 /// core on the simulator, one on a GPU), or one in this process with `--in-process`.
 fn pooled_executor(target: &Target, args: &HardenArgs) -> Result<Box<dyn Executor>, Failure> {
     let jobs = args.jobs.unwrap_or_else(|| match target.backend {
-        BackendChoice::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        BackendKind::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
         _ => 1,
     });
     if jobs <= 1 || args.target.in_process {
@@ -358,7 +358,7 @@ fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
         MinimiseKind::On => true,
         MinimiseKind::Off => false,
         MinimiseKind::Auto => {
-            target.backend != BackendChoice::Sim || target.sim_model == SimModel::Ptx
+            target.backend != BackendKind::Sim || target.sim_model == SimModel::Ptx
         }
     }
 }
@@ -366,7 +366,7 @@ fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
 /// The stability check asked for, else 10,000 runs on the simulator and an hour on a GPU.
 fn stable_stop(args: &StableArgs, target: &Target) -> Stop {
     let given = stop_of(args.stable_runs, args.stable_duration);
-    given.unwrap_or(if target.backend == BackendChoice::Sim {
+    given.unwrap_or(if target.backend == BackendKind::Sim {
         Stop::Runs(SIM_STABLE_RUNS)
     } else {
         Stop::Seconds(GPU_STABLE_SECONDS)

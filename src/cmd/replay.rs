@@ -12,7 +12,7 @@ use crate::cli::ReplayArgs;
 use gpuwmm::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use gpuwmm::check::local::RunPlan;
 use gpuwmm::check::{
-    BackendChoice, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
+    BackendKind, CheckMeta, Executor, Fences, LocalExecutor, RunRecord, RunRequest, Target,
 };
 use gpuwmm::env::Environment;
 use gpuwmm::harden::run::{HardenMeta, HardenRow, SiteSummary};
@@ -253,13 +253,13 @@ fn outcome_text(r: &RunRecord) -> String {
     }
 }
 
-fn determinism_note(backend: BackendChoice) -> &'static str {
+fn determinism_note(backend: BackendKind) -> &'static str {
     match backend {
-        BackendChoice::Sim => {
+        BackendKind::Sim => {
             "the simulator replays a run exactly: its scheduler and memory model are reseeded \
              from the run's seed"
         }
-        BackendChoice::Cuda | BackendChoice::Auto => {
+        BackendKind::Cuda => {
             "on a GPU weak behaviour is not deterministic: the seed fixes the inputs, stressing \
              blocks, permutations and stress locations, not the hardware's interleaving, so a \
              replay may differ"

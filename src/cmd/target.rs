@@ -7,7 +7,7 @@ use gpuwmm::apps::Size;
 use gpuwmm::backend::select::{probe_backend, Probed};
 use gpuwmm::backend::BackendKind;
 use gpuwmm::check::driver::{calibrate_stress, CalibratedStress};
-use gpuwmm::check::{BackendChoice, Executor, LocalExecutor, Supervisor, Target, WorkerCommand};
+use gpuwmm::check::{Executor, LocalExecutor, Supervisor, Target, WorkerCommand};
 use gpuwmm::profile::{self, StressProfile};
 
 /// A target and where its stress profile came from.
@@ -32,8 +32,8 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
         }
     };
     let (backend, size) = match probed.kind {
-        BackendKind::Sim => (BackendChoice::Sim, Size::Sim),
-        BackendKind::Cuda => (BackendChoice::Cuda, Size::Gpu),
+        BackendKind::Sim => (BackendKind::Sim, Size::Sim),
+        BackendKind::Cuda => (BackendKind::Cuda, Size::Gpu),
     };
     let target = Target {
         app: app.to_string(),
