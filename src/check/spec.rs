@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::backend::select::BackendChoice;
-pub use crate::backend::BackendKind;
 pub use crate::backend::sim::SimModel;
+pub use crate::backend::BackendKind;
 
 /// The application under test and how it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

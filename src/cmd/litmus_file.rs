@@ -1,7 +1,7 @@
 //! `gpuwmm litmus run`: litmus files on either backend, each reported herd-style, and with
 //! `--expect` a conformance table against known verdicts.
 
-use super::{backend_request, CmdResult, Failure, EXIT_BAD_INPUT};
+use super::{backend_options, CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::LitmusRunArgs;
 use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
 use gpuwmm::backend::BackendKind;
@@ -34,8 +34,8 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         .map(Expectations::load)
         .transpose()
         .map_err(Failure::bad_input)?;
-    let (choice, sim) = backend_request(&args.backend);
-    let kind = probe_backend(choice, &sim)?.kind;
+    let backend = backend_options(&args.backend);
+    let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
     let settings = FileSettings {
         executions: args.executions,
         instances: instances(args, kind),
@@ -153,7 +153,8 @@ fn open(
     instances: u32,
     say_fallback: bool,
 ) -> Result<OpenedBackend, Failure> {
-    let (choice, mut sim) = backend_request(&args.backend);
+    let backend = backend_options(&args.backend);
+    let (choice, mut sim) = (backend.backend, backend.sim_config());
     sim.instruction_budget = args
         .sim_budget
         .unwrap_or(SIM_BUDGET_PER_INSTANCE * instances as u64);
