@@ -13,6 +13,7 @@ use gpuwmm::check::Tally;
 use gpuwmm::env::Environment;
 use gpuwmm::job::campaign::{campaign_task, plan_campaign, Campaign, CampaignOptions};
 use gpuwmm::job::check::stop_of;
+use gpuwmm::job::naming::Output;
 use gpuwmm::job::target::Executors;
 use gpuwmm::job::JobError;
 use indicatif::ProgressBar;
@@ -36,8 +37,7 @@ pub fn run(args: &CampaignArgs) -> CmdResult {
             .expect("clap requires --envs without --collect"),
         fences: &args.fences,
         stop: stop_of(args.stop.runs, args.stop.duration),
-        out: args.out.as_deref(),
-        resume: args.resume,
+        out: Output::new(args.out.as_deref(), args.resume),
         target: &target,
     };
     if let Some(index) = args.cell {
@@ -68,7 +68,7 @@ pub fn run(args: &CampaignArgs) -> CmdResult {
 /// `--cell N` (a Slurm array task): cell `N` of the plan in `--out`, resumed where its journal
 /// stops, so a requeued task loses no run.
 fn run_task(options: &CampaignOptions, index: usize) -> CmdResult {
-    let out = options.out.expect("clap requires --out with --cell");
+    let out = options.out.given.expect("clap requires --out with --cell");
     let (campaign, cell) = campaign_task(options, out, index)?;
     eprintln!(
         "campaign task {index}: {} under {}, {}, journal {}",
@@ -79,8 +79,7 @@ fn run_task(options: &CampaignOptions, index: usize) -> CmdResult {
     );
     let mut executors = Executors::new(options.target.in_process);
     let result = campaign.run_cell((&cell.app, cell.env), &mut executors, &|_| {}, &say)?;
-    let line = cell_line(&campaign, index, (&cell.app, cell.env), &result.tally);
-    eprintln!("{line}{}", finished_note(result.finished_before));
+    eprintln!("{}", result.line(index, campaign.cells.len()));
     Ok(())
 }
 
@@ -103,8 +102,8 @@ fn run_cells(campaign: &Campaign) -> Result<CampaignTable, JobError> {
             Counts::from(&result.tally),
             &result.meta.provenance,
         );
-        let line = cell_line(campaign, i, (app, *env), &result.tally);
-        bar.suspend(|| eprintln!("{line}{}", finished_note(result.finished_before)));
+        let line = result.line(i, campaign.cells.len());
+        bar.suspend(|| eprintln!("{line}"));
     }
     bar.finish_and_clear();
     Ok(table)
@@ -124,33 +123,4 @@ fn show_progress(
         tally.runs,
         tally.errors()
     ));
-}
-
-/// `[2/16] cbe-dot under sys-str+: 3 of 10 runs erroneous, …`.
-fn cell_line(
-    campaign: &Campaign,
-    i: usize,
-    (app, env): (&str, Environment),
-    tally: &Tally,
-) -> String {
-    let rate = tally.error_rate();
-    format!(
-        "[{}/{}] {app} under {env}: {} of {} runs erroneous, {rate}{}",
-        i + 1,
-        campaign.cells.len(),
-        tally.errors(),
-        tally.runs,
-        if rate.is_effective() {
-            ", effective"
-        } else {
-            ""
-        },
-    )
-}
-
-fn finished_note(finished_before: bool) -> &'static str {
-    match finished_before {
-        true => " (finished before)",
-        false => "",
-    }
 }

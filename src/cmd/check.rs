@@ -19,8 +19,8 @@ pub fn run(args: &CheckArgs) -> CmdResult {
     let stop = stop_of(args.stop.runs, args.stop.duration);
     let target = target_options(&args.target);
     let (app, env) = (args.app.as_str(), args.env);
-    let given = (args.journal.journal.as_deref(), args.journal.resume);
-    let path = check_journal((app, env), given, stop, &target, &say)?;
+    let output = super::output(&args.journal);
+    let path = check_journal((app, env), output, stop, &target, &say)?;
     let spec = CheckJob {
         app,
         env,

@@ -4,10 +4,12 @@
 use super::{say, target_options, CmdResult};
 use crate::cli::CostArgs;
 use gpuwmm::check::Stop;
+use gpuwmm::cost::journal::WindowPlan;
 use gpuwmm::cost::summary::overhead_text;
 use gpuwmm::cost::{CostMeta, CostPlan, CostProgress, Phase};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::cost::{open_cost, CostOptions};
+use gpuwmm::job::naming::Output;
 use indicatif::ProgressBar;
 
 pub fn run(args: &CostArgs) -> CmdResult {
@@ -19,11 +21,13 @@ pub fn run(args: &CostArgs) -> CmdResult {
         stop: stop_of(args.stop.runs, args.stop.duration),
         target_ci: args.target_ci,
         warmup: args.warmup,
-        windows: args.windows,
-        window_time: args.window_time,
-        window_runs: args.window_runs,
-        out: args.out.as_deref(),
-        resume: args.resume,
+        windows: WindowPlan {
+            windows: args.windows,
+            min_seconds: args.window_time.as_secs_f64(),
+            min_repetitions: args.window_runs,
+            ..WindowPlan::default()
+        },
+        out: Output::new(args.out.as_deref(), args.resume),
         target: &target,
     };
     let mut cost = open_cost(&options, &say)?;

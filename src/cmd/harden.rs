@@ -10,6 +10,7 @@ use gpuwmm::check::journal::read_rows;
 use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::FenceReport;
 use gpuwmm::harden::run::{HardenMeta, HardenRow, Hardened, QueryProgress};
+use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
     first_failure, first_failure_of, not_stable, open_hardening, original_fences_note,
     record_result, replay_command, HardenDocument, HardenOptions, Hardening, MinimiseKinds,
@@ -30,8 +31,7 @@ pub fn run(args: &HardenArgs) -> CmdResult {
     let options = HardenOptions {
         app: &args.app,
         env: args.env,
-        stable_runs: args.stable.stable_runs,
-        stable_duration: args.stable.stable_duration,
+        stable: stop_of(args.stable.stable_runs, args.stable.stable_duration),
         iterations: args.iterations,
         max_rounds: args.max_rounds,
         minimise_kinds: match args.minimise_kind {
@@ -40,8 +40,7 @@ pub fn run(args: &HardenArgs) -> CmdResult {
             MinimiseKind::Off => MinimiseKinds::Off,
         },
         jobs: args.jobs,
-        journal: args.journal.journal.as_deref(),
-        resume: args.journal.resume,
+        journal: super::output(&args.journal),
         target: &target,
     };
     let opened = open_hardening(&options, &say)?;

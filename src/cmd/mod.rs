@@ -30,13 +30,13 @@ mod litmus_file;
 mod progress;
 mod ptx;
 mod replay;
-mod slurm_job;
 mod tune;
 mod tune_slurm;
 mod worker;
 
-use crate::cli::{BackendArgs, Command, LitmusCommand, TargetArgs};
+use crate::cli::{BackendArgs, Command, JournalArgs, LitmusCommand, TargetArgs};
 use gpuwmm::backend::select::{open_backend, OpenedBackend};
+use gpuwmm::job::naming::Output;
 use gpuwmm::job::target::{BackendOptions, TargetOptions};
 use gpuwmm::job::JobError;
 use serde::Serialize;
@@ -123,6 +123,11 @@ fn target_options(args: &TargetArgs) -> TargetOptions {
         in_process: args.in_process,
         backend: backend_options(&args.backend),
     }
+}
+
+/// `--journal` and `--resume` as the library takes them.
+fn output(args: &JournalArgs) -> Output<'_> {
+    Output::new(args.journal.as_deref(), args.resume)
 }
 
 /// Prints a job's note or warning on stderr.

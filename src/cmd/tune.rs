@@ -5,6 +5,7 @@
 use super::{open, say, CmdResult, Failure};
 use crate::cli::TuneArgs;
 use gpuwmm::backend::select::provenance;
+use gpuwmm::job::naming::Output;
 use gpuwmm::job::tune::{
     given, open_tuning, runner_settings, write_profile, write_results, TuneMeta, TuneOptions,
 };
@@ -71,8 +72,7 @@ fn tune_options(args: &TuneArgs) -> TuneOptions<'_> {
         block_threads: args.block_threads,
         max_threads: args.max_threads,
         stress_iterations: args.stress_iterations,
-        out: args.out.as_deref(),
-        resume: args.resume,
+        out: Output::new(args.out.as_deref(), args.resume),
         profile_out: args.profile_out.as_deref(),
         force: args.force,
     }

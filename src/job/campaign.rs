@@ -4,7 +4,7 @@
 //! summaries written at the end.
 
 use super::check::{open_check, record_confidence, CheckJob, DEFAULT_STOP};
-use super::naming::{choose_folder, default_folder};
+use super::naming::{choose_folder, default_folder, Output};
 use super::sidecar::{unfinished, JobKind};
 use super::target::{Executors, TargetOptions};
 use super::{JobError, Say};
@@ -27,8 +27,7 @@ pub struct CampaignOptions<'a> {
     pub fences: &'a str,
     /// The stop given, if any.
     pub stop: Option<Stop>,
-    pub out: Option<&'a Path>,
-    pub resume: bool,
+    pub out: Output<'a>,
     pub target: &'a TargetOptions,
 }
 
@@ -53,6 +52,32 @@ pub struct CellResult {
     pub finished_before: bool,
 }
 
+impl CellResult {
+    /// `[2/16] cbe-dot under sys-str+: 3 of 10 runs erroneous, …`: cell `i` of `cells`.
+    pub fn line(&self, i: usize, cells: usize) -> String {
+        let tally = &self.tally;
+        let rate = tally.error_rate();
+        format!(
+            "[{}/{cells}] {} under {}: {} of {} runs erroneous, {rate}{}{}",
+            i + 1,
+            self.meta.target.app,
+            self.meta.env,
+            tally.errors(),
+            tally.runs,
+            if rate.is_effective() {
+                ", effective"
+            } else {
+                ""
+            },
+            if self.finished_before {
+                " (finished before)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// Decides the campaign `options` describe: its apps, environments, folder and stop. A new
 /// campaign never writes into a folder that holds journals.
 pub fn plan_campaign<'a>(
@@ -62,7 +87,7 @@ pub fn plan_campaign<'a>(
     let (apps, dir_app) = app_list(options.apps, options.target)?;
     let envs = parse_envs(options.envs)?;
     let out = campaign_out(options, say)?;
-    if !options.resume {
+    if !options.out.resume {
         refuse_existing(&out)?;
     }
     let cells: Vec<(String, Environment)> = apps
@@ -131,7 +156,7 @@ impl Campaign<'_> {
             fences: self.options.fences,
             stop: Some(self.stop),
             journal: &journal,
-            resume: self.options.resume && journal.exists(),
+            resume: self.options.out.resume && journal.exists(),
             target: &target,
         };
         let mut check = open_check(&spec, executors, say)?;
@@ -198,8 +223,7 @@ pub fn campaign_out(options: &CampaignOptions, say: Say) -> Result<PathBuf, JobE
         parts.seed
     );
     let unfinished = |dir: &Path| unfinished(JobKind::Campaign, dir, None);
-    let given = (options.out, options.resume);
-    Ok(choose_folder(&base, given, &what, &unfinished, say)?.unwrap_or(base))
+    Ok(choose_folder(&base, options.out, &what, &unfinished, say)?.unwrap_or(base))
 }
 
 /// A new campaign never writes into a folder that holds journals.
@@ -229,7 +253,7 @@ fn campaign_stop(options: &CampaignOptions, out: &Path, cells: &[(String, Enviro
         let path = cell_journal(out, app, *env);
         read_meta::<CheckMeta>(&path).ok().map(|m| m.stop)
     });
-    match (options.resume, recorded) {
+    match (options.out.resume, recorded) {
         (true, Some(stop)) => stop,
         _ => DEFAULT_STOP,
     }

@@ -2,7 +2,7 @@
 //! from its journal, run to its stop, and summed up as the `--json` document, with the running
 //! error rate drawn beside the journal. `check` runs one; each cell of a campaign is one.
 
-use super::naming::choose_journal;
+use super::naming::{choose_journal, Output};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -34,25 +34,18 @@ pub fn stop_of(runs: Option<u64>, duration: Option<Duration>) -> Option<Stop> {
     }
 }
 
-/// The journal `check` writes: `given`, a new default one, or with `resume` the newest default
-/// one that has not reached `stop` (or the stop it records).
+/// The journal `check` writes: the one given, a new default one, or with `--resume` the newest
+/// default one that has not reached `stop` (or the stop it records).
 pub fn check_journal(
     (app, env): (&str, Environment),
-    (given, resume): (Option<&Path>, bool),
+    output: Output,
     stop: Option<Stop>,
     target: &TargetOptions,
     say: Say,
 ) -> Result<PathBuf, JobError> {
     let unfinished = |journal: &Path| unfinished(JobKind::Check, journal, stop);
     let parts = target.backend.name_parts();
-    choose_journal(
-        "check",
-        (app, env),
-        (given, resume),
-        parts,
-        &unfinished,
-        say,
-    )
+    choose_journal("check", (app, env), output, parts, &unfinished, say)
 }
 
 /// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`

@@ -3,7 +3,7 @@
 //! `emp` needs), each app measured into `cost.csv`, and the summaries and charts written at the
 //! end, with the result recorded in the sidecar.
 
-use super::naming::{choose_folder, default_folder};
+use super::naming::{choose_folder, default_folder, Output};
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::target::{resolve, TargetOptions};
 use super::{JobError, Say};
@@ -23,7 +23,6 @@ use crate::cost::{
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 /// The journal's name in a measurement's folder.
 pub const JOURNAL: &str = "cost.csv";
@@ -42,11 +41,9 @@ pub struct CostOptions<'a> {
     pub stop: Option<Stop>,
     pub target_ci: Option<f64>,
     pub warmup: u64,
-    pub windows: u32,
-    pub window_time: Duration,
-    pub window_runs: u64,
-    pub out: Option<&'a Path>,
-    pub resume: bool,
+    /// The energy windows of each variant.
+    pub windows: WindowPlan,
+    pub out: Output<'a>,
     pub target: &'a TargetOptions,
 }
 
@@ -64,7 +61,7 @@ pub struct OpenCost {
 pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> {
     let out = choose_out(options, say)?;
     let path = out.join(JOURNAL);
-    if options.resume {
+    if options.out.resume {
         let (journal, meta, rows): (_, CostMeta, _) = resume_journal(&path)?;
         refuse_other_apps(&path, &meta, options.apps)?;
         say(&format!("--resume: {} runs recorded", rows.len()));
@@ -95,8 +92,7 @@ pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> 
 fn choose_out(options: &CostOptions, say: Say) -> Result<PathBuf, JobError> {
     let base = default_folder("cost", options.target.backend.name_parts());
     let unfinished = |dir: &Path| unfinished(JobKind::Cost, dir, None);
-    let given = (options.out, options.resume);
-    choose_folder(&base, given, "cost measurements", &unfinished, say)?.ok_or_else(|| {
+    choose_folder(&base, options.out, "cost measurements", &unfinished, say)?.ok_or_else(|| {
         JobError::refused(format!(
             "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
             base.display()
@@ -150,12 +146,7 @@ fn plan(options: &CostOptions, say: Say) -> Result<CostMeta, JobError> {
         warmup: options.warmup,
         time_method: first.0.time_method(),
         energy_method: first.0.energy_method(),
-        windows: WindowPlan {
-            windows: options.windows,
-            min_seconds: options.window_time.as_secs_f64(),
-            min_repetitions: options.window_runs,
-            ..WindowPlan::default()
-        },
+        windows: options.windows,
         stop: options.stop.unwrap_or(Stop::Runs(DEFAULT_REPETITIONS)),
         target_ci: options.target_ci,
     })

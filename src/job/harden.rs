@@ -3,7 +3,7 @@
 //! report and a patch beside the journal, and the result recorded in the sidecar and given as
 //! the `--json` document.
 
-use super::naming::choose_journal;
+use super::naming::{choose_journal, Output};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -23,7 +23,6 @@ use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The stability check on the simulator when none is given: runs are cheap there.
 const SIM_STABLE_RUNS: u64 = 10_000;
@@ -43,15 +42,14 @@ pub enum MinimiseKinds {
 pub struct HardenOptions<'a> {
     pub app: &'a str,
     pub env: Environment,
-    pub stable_runs: Option<u64>,
-    pub stable_duration: Option<Duration>,
+    /// The stability check given, if any.
+    pub stable: Option<Stop>,
     pub iterations: u64,
     pub max_rounds: u32,
     pub minimise_kinds: MinimiseKinds,
     /// Worker processes; `None`: one per core on the simulator, one on a GPU.
     pub jobs: Option<usize>,
-    pub journal: Option<&'a Path>,
-    pub resume: bool,
+    pub journal: Output<'a>,
     pub target: &'a TargetOptions,
 }
 
@@ -83,12 +81,12 @@ pub fn open_hardening(options: &HardenOptions, say: Say) -> Result<OpenHardening
     let path = choose_journal(
         "harden",
         (options.app, options.env),
-        (options.journal, options.resume),
+        options.journal,
         parts,
         &|journal| unfinished(JobKind::Harden, journal, None),
         say,
     )?;
-    let opened = match options.resume {
+    let opened = match options.journal.resume {
         true => resume(path, options, say)?,
         false => start(path, options, say)?,
     };
@@ -154,8 +152,7 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
 
 /// A resumed hardening replays its journal, so it must keep the settings it started with.
 fn warn_about_ignored_settings(options: &HardenOptions, meta: &HardenMeta, say: Say) {
-    let changed = options.stable_runs.is_some()
-        || options.stable_duration.is_some()
+    let changed = options.stable.is_some()
         || options.iterations != meta.initial_iterations
         || options.max_rounds != meta.max_rounds;
     if changed {
@@ -236,8 +233,7 @@ fn minimise_kinds(choice: MinimiseKinds, target: &Target) -> bool {
 
 /// The stability check asked for, else 10,000 runs on the simulator and an hour on a GPU.
 fn stable_stop(options: &HardenOptions, target: &Target) -> Stop {
-    let given = super::check::stop_of(options.stable_runs, options.stable_duration);
-    given.unwrap_or(match target.backend {
+    options.stable.unwrap_or(match target.backend {
         BackendKind::Sim => Stop::Runs(SIM_STABLE_RUNS),
         BackendKind::Cuda => Stop::Seconds(GPU_STABLE_SECONDS),
     })

@@ -8,7 +8,8 @@
 //! - [`target`]: the command line's target options resolved into a [`crate::check::Target`],
 //!   and the executors that run it;
 //! - [`check`], [`harden`], [`campaign`], [`cost`], [`tune`]: each job opened, resumed, run and
-//!   summed up; [`replay`]: one journaled run rebuilt from its journal.
+//!   summed up; [`replay`]: one journaled run rebuilt from its journal; [`slurm`]: campaigns
+//!   and tunings as Slurm jobs.
 
 pub mod campaign;
 pub mod check;
@@ -17,6 +18,7 @@ pub mod harden;
 pub mod naming;
 pub mod replay;
 pub mod sidecar;
+pub mod slurm;
 pub mod target;
 pub mod tune;
 
@@ -80,6 +82,9 @@ pub enum JobError {
     Plan(#[from] crate::campaign::plan::PlanError),
     #[error(transparent)]
     Summary(#[from] crate::campaign::SummaryError),
+    /// A batch script or submission Slurm refuses: bad input.
+    #[error(transparent)]
+    Slurm(#[from] crate::slurm::SlurmError),
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),
     #[error(transparent)]
@@ -104,7 +109,8 @@ impl JobError {
             | JobError::Profile(_)
             | JobError::Campaign(_)
             | JobError::BadPlan(_)
-            | JobError::BadCost(_) => true,
+            | JobError::BadCost(_)
+            | JobError::Slurm(_) => true,
             JobError::Setup(e) => setup_is_bad_input(e),
             JobError::Cost(e) => cost_is_bad_input(e),
             _ => false,

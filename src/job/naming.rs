@@ -8,6 +8,20 @@ use crate::env::Environment;
 use crate::naming;
 use std::path::{Path, PathBuf};
 
+/// The output a job is given: a journal or folder named on the command line, if any, and
+/// whether to continue it (`--resume`).
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    pub given: Option<&'a Path>,
+    pub resume: bool,
+}
+
+impl<'a> Output<'a> {
+    pub fn new(given: Option<&'a Path>, resume: bool) -> Output<'a> {
+        Output { given, resume }
+    }
+}
+
 /// The backend and seed a job's default name carries.
 #[derive(Debug, Clone, Copy)]
 pub struct NameParts {
@@ -34,23 +48,23 @@ pub fn default_folder(command: &str, parts: NameParts) -> PathBuf {
     ))
 }
 
-/// The journal a check or hardening writes, or with `resume` continues: `given` as it is; else
+/// The journal a check or hardening writes, or with `--resume` continues: the one given; else
 /// a new member of the default family ([`default_journal`], then `-2`, `-3`, … before `.csv`),
-/// or with `resume` the newest member that `unfinished` accepts (the newest of all when every
+/// or with `--resume` the newest member that `unfinished` accepts (the newest of all when every
 /// one is finished).
 pub fn choose_journal(
     command: &str,
     (app, env): (&str, Environment),
-    (given, resume): (Option<&Path>, bool),
+    output: Output,
     parts: NameParts,
     unfinished: &dyn Fn(&Path) -> bool,
     say: Say,
 ) -> Result<PathBuf, JobError> {
-    if let Some(path) = given {
+    if let Some(path) = output.given {
         return Ok(path.to_path_buf());
     }
     let base = default_journal(command, app, env, parts);
-    if !resume {
+    if !output.resume {
         return Ok(naming::fresh(&base));
     }
     let what = format!(
@@ -67,19 +81,19 @@ pub fn choose_journal(
     })
 }
 
-/// The folder a campaign or cost measurement writes: `given`; else a new member of the family
-/// of `base`, or with `resume` the newest unfinished one (`None` when the family has none).
+/// The folder a campaign or cost measurement writes: the one given; else a new member of the
+/// family of `base`, or with `--resume` the newest unfinished one (`None` when the family has none).
 pub fn choose_folder(
     base: &Path,
-    (given, resume): (Option<&Path>, bool),
+    output: Output,
     what: &str,
     unfinished: &dyn Fn(&Path) -> bool,
     say: Say,
 ) -> Result<Option<PathBuf>, JobError> {
-    if let Some(out) = given {
+    if let Some(out) = output.given {
         return Ok(Some(out.to_path_buf()));
     }
-    if !resume {
+    if !output.resume {
         return Ok(Some(naming::fresh(base)));
     }
     newest_to_resume(base, what, unfinished, say)

@@ -2,6 +2,7 @@
 //! (new, or with `--resume` the newest unfinished tuning of the same settings), the profile it
 //! may replace, and the summary, charts and stress profile written at the end.
 
+use super::naming::Output;
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::{JobError, Say};
 use crate::backend::{BackendKind, DeviceInfo};
@@ -34,8 +35,7 @@ pub struct TuneOptions<'a> {
     pub block_threads: u32,
     pub max_threads: Option<u32>,
     pub stress_iterations: Option<u32>,
-    pub out: Option<&'a Path>,
-    pub resume: bool,
+    pub out: Output<'a>,
     pub profile_out: Option<&'a Path>,
     /// Replace an existing profile.
     pub force: bool,
@@ -89,7 +89,7 @@ pub fn open_tuning(
         .unwrap_or_else(|| profile::default_dir().join(format!("{chip}.toml")));
     let journal_path = out.join("tune.csv");
     refuse_to_overwrite(&profile_path, options, &journal_path)?;
-    let (journal, recorded, meta) = open_journal(&journal_path, meta, options.resume)?;
+    let (journal, recorded, meta) = open_journal(&journal_path, meta, options.out.resume)?;
     Ok(OpenTuning {
         out,
         profile_path,
@@ -148,11 +148,11 @@ fn meta(options: &TuneOptions, info: &DeviceInfo, chip: &str, provenance: String
 /// `-3`, …), or with `--resume` the newest unfinished tuning under `results/tune/` (without
 /// `summary.md`) that records the settings `asked` for, else the newest such.
 fn tune_out(options: &TuneOptions, asked: &TuneMeta, say: Say) -> Result<PathBuf, JobError> {
-    if let Some(out) = options.out {
+    if let Some(out) = options.out.given {
         return Ok(out.to_path_buf());
     }
     let dir = Path::new(TUNE_DIR);
-    if !options.resume {
+    if !options.out.resume {
         let base = dir.join(format!("{}-{}", asked.chip, &asked.started[..10]));
         return Ok(naming::fresh(&base));
     }
@@ -217,7 +217,7 @@ fn same_tuning(recorded: &TuneMeta, asked: &TuneMeta) -> bool {
 /// `journal` wrote it itself before it was stopped (a Slurm job requeued after its profile was
 /// written resumes, replays its journal and writes the same profile again).
 fn refuse_to_overwrite(path: &Path, options: &TuneOptions, journal: &Path) -> Result<(), JobError> {
-    let ours = || options.resume && written_by(path, journal);
+    let ours = || options.out.resume && written_by(path, journal);
     if path.exists() && !options.force && !ours() {
         return Err(JobError::refused(format!(
             "{} exists: pass --force to replace it, or --profile-out to write elsewhere",
