@@ -5,7 +5,7 @@
 
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, CmdResult};
-use crate::cli::{HardenArgs, MinimiseKind};
+use crate::cli::HardenArgs;
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::FenceReport;
@@ -13,8 +13,7 @@ use gpuwmm::harden::run::{HardenMeta, HardenRow, Hardened, QueryProgress};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
     first_failure, first_failure_of, not_stable, open_hardening, original_fences_note,
-    record_result, replay_command, HardenDocument, HardenOptions, Hardening, MinimiseKinds,
-    StabilityRuns,
+    record_result, replay_command, HardenDocument, HardenOptions, Hardening, StabilityRuns,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;
@@ -34,11 +33,7 @@ pub fn run(args: &HardenArgs) -> CmdResult {
         stable: stop_of(args.stable.stable_runs, args.stable.stable_duration),
         iterations: args.iterations,
         max_rounds: args.max_rounds,
-        minimise_kinds: match args.minimise_kind {
-            MinimiseKind::Auto => MinimiseKinds::Auto,
-            MinimiseKind::On => MinimiseKinds::On,
-            MinimiseKind::Off => MinimiseKinds::Off,
-        },
+        minimise_kinds: args.minimise_kind,
         jobs: args.jobs,
         journal: super::output(&args.journal),
         target: &target,

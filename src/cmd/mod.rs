@@ -115,7 +115,7 @@ fn target_options(args: &TargetArgs) -> TargetOptions {
         app_dir: args.app_dir.clone(),
         size: args.size,
         fence_kind: args.fence_kind,
-        granularity: args.granularity.into(),
+        granularity: args.granularity,
         deadline: args.deadline,
         stress_factor: args.stress_factor,
         profile: args.profile.clone(),

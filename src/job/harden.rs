@@ -29,14 +29,29 @@ const SIM_STABLE_RUNS: u64 = 10_000;
 /// The stability check on a GPU when none is given: the paper's hour.
 const GPU_STABLE_SECONDS: f64 = 3600.0;
 
-/// Whether a hardening weakens the fences it keeps.
+/// Whether a hardening weakens the fences it keeps (`--minimise-kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MinimiseKinds {
+pub enum MinimiseKind {
     /// Where the backend tells fence kinds apart: a GPU, or the simulator's `ptx` model.
     Auto,
     On,
     Off,
 }
+
+impl MinimiseKind {
+    pub const ALL: [MinimiseKind; 3] = [MinimiseKind::Auto, MinimiseKind::On, MinimiseKind::Off];
+
+    /// The name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MinimiseKind::Auto => "auto",
+            MinimiseKind::On => "on",
+            MinimiseKind::Off => "off",
+        }
+    }
+}
+
+display_by_name!(MinimiseKind, name);
 
 /// A hardening as given on the command line.
 pub struct HardenOptions<'a> {
@@ -46,7 +61,7 @@ pub struct HardenOptions<'a> {
     pub stable: Option<Stop>,
     pub iterations: u64,
     pub max_rounds: u32,
-    pub minimise_kinds: MinimiseKinds,
+    pub minimise_kinds: MinimiseKind,
     /// Worker processes; `None`: one per core on the simulator, one on a GPU.
     pub jobs: Option<usize>,
     pub journal: Output<'a>,
@@ -221,11 +236,11 @@ fn pooled_executor(
 }
 
 /// Whether to weaken kept fences: `auto` does where fence kinds can differ in effect.
-fn minimise_kinds(choice: MinimiseKinds, target: &Target) -> bool {
+fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
     match choice {
-        MinimiseKinds::On => true,
-        MinimiseKinds::Off => false,
-        MinimiseKinds::Auto => {
+        MinimiseKind::On => true,
+        MinimiseKind::Off => false,
+        MinimiseKind::Auto => {
             target.backend != BackendKind::Sim || target.sim_model == SimModel::Ptx
         }
     }
