@@ -1,11 +1,12 @@
 //! The command line: only the clap definitions, no behaviour.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::BackendChoice;
 use gpuwmm::backend::sim::SimModel;
 use gpuwmm::env::{Environment, StressKind};
+use gpuwmm::job::harden::MinimiseKind;
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
@@ -464,7 +465,7 @@ pub struct HardenArgs {
     /// membar.cta, then fence.acq_rel.cta), keeping the weakest that passes `I` runs and the
     /// stability check. `auto`: on where the backend tells fence kinds apart (a GPU, or the
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
-    #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
+    #[arg(long, default_value_t = MinimiseKind::Auto, value_parser = by_name::<MinimiseKind>())]
     pub minimise_kind: MinimiseKind,
     /// Worker processes that run a query's runs side by side (default: one per core on the
     /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
@@ -480,14 +481,6 @@ pub struct HardenArgs {
     pub json: bool,
     #[command(flatten)]
     pub target: TargetArgs,
-}
-
-/// Whether `harden` weakens the fences it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MinimiseKind {
-    Auto,
-    On,
-    Off,
 }
 
 #[derive(Debug, Args)]
@@ -873,6 +866,7 @@ macro_rules! read_by_name {
 read_by_name!(BackendChoice);
 read_by_name!(Granularity);
 read_by_name!(AccessFlavour);
+read_by_name!(MinimiseKind);
 read_by_name!(
     SimModel,
     fn help(self) -> Option<&'static str> {
