@@ -3,9 +3,9 @@
 use super::CmdResult;
 use crate::cli::{Cli, SetupArgs};
 use clap::CommandFactory;
-use std::io::Write;
 use gpuwmm::places;
 use gpuwmm::toolchain::{install_pinned_tools, CudaTools};
+use std::io::Write;
 
 pub fn setup(args: &SetupArgs) -> CmdResult {
     let dir = args.dir.clone().unwrap_or_else(places::setup_tools_dir);

@@ -562,13 +562,10 @@ mod tests {
             msg.contains("/nonexistent/cuda, /nonexistent/repo/.cuda-tools"),
             "{msg}"
         );
-        assert!(msg.contains("scripts/setup-cuda-tools.sh"), "{msg}");
+        assert!(msg.contains("gpuwmm setup"), "{msg}");
         let described = tools.describe();
         assert!(described.contains("none found"), "{described}");
-        assert!(
-            described.contains("scripts/setup-cuda-tools.sh"),
-            "{described}"
-        );
+        assert!(described.contains("gpuwmm setup"), "{described}");
     }
 
     #[test]
