@@ -6,7 +6,7 @@
 //! one cell (`--cell`) of the folder's plan.
 
 use super::campaign_slurm;
-use super::{say, target_options, CmdResult};
+use super::{say, target_options, CmdResult, Failure};
 use crate::cli::CampaignArgs;
 use gpuwmm::campaign::{CampaignTable, Counts};
 use gpuwmm::check::Tally;
@@ -15,7 +15,6 @@ use gpuwmm::job::campaign::{campaign_task, plan_campaign, Campaign, CampaignOpti
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::naming::Output;
 use gpuwmm::job::target::Executors;
-use gpuwmm::job::JobError;
 use indicatif::ProgressBar;
 
 /// Progress units per cell on the matrix's bar.
@@ -84,7 +83,7 @@ fn run_task(options: &CampaignOptions, index: usize) -> CmdResult {
 }
 
 /// Runs (or resumes, or skips when finished) every cell in turn, under one bar.
-fn run_cells(campaign: &Campaign) -> Result<CampaignTable, JobError> {
+fn run_cells(campaign: &Campaign) -> Result<CampaignTable, Failure> {
     let bar = super::progress::bar(
         campaign.cells.len() as u64 * CELL_UNITS,
         "{percent}% of the matrix",

@@ -87,8 +87,9 @@ pub fn plan_campaign<'a>(
     let (apps, dir_app) = app_list(options.apps, options.target)?;
     let envs = parse_envs(options.envs)?;
     let out = campaign_out(options, say)?;
-    if !options.out.resume {
-        refuse_existing(&out)?;
+    match options.out.resume {
+        false => refuse_existing(&out)?,
+        true => refuse_another_plan(&out, &apps, &envs)?,
     }
     let cells: Vec<(String, Environment)> = apps
         .iter()
@@ -240,6 +241,40 @@ fn refuse_existing(out: &Path) -> Result<(), JobError> {
              write another",
             out.display()
         )));
+    }
+    Ok(())
+}
+
+/// A campaign resumed must run the cells its plan records: with other apps or environments an
+/// unfinished cell would drop out of its summary unseen.
+fn refuse_another_plan(out: &Path, apps: &[String], envs: &[Environment]) -> Result<(), JobError> {
+    let Ok(recorded) = CampaignPlan::read(out) else {
+        return Ok(());
+    };
+    let mut recorded_apps: Vec<String> = Vec::new();
+    let mut recorded_envs: Vec<Environment> = Vec::new();
+    for cell in &recorded.cells {
+        if !recorded_apps.contains(&cell.app) {
+            recorded_apps.push(cell.app.clone());
+        }
+        if !recorded_envs.contains(&cell.env) {
+            recorded_envs.push(cell.env);
+        }
+    }
+    let differs = |field: &str, recorded: String, given: String| {
+        JobError::refused(format!(
+            "cannot resume {}: its plan has {field} {recorded}, not {given}; give the same \
+             {field}, or --out for another campaign",
+            out.display()
+        ))
+    };
+    let names = |envs: &[Environment]| envs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    if recorded_apps != apps {
+        return Err(differs("--apps", recorded_apps.join(","), apps.join(",")));
+    }
+    if recorded_envs != envs {
+        let (recorded, given) = (names(&recorded_envs), names(envs));
+        return Err(differs("--envs", recorded.join(","), given.join(",")));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use super::sidecar::{
 };
 use super::target::{calibrate, resolve, Executors, TargetOptions};
 use super::{JobError, Say};
-use crate::check::journal::{read_rows, set_meta_entry};
+use crate::check::journal::{read_rows, refuse_misnumbered, set_meta_entry};
 use crate::check::local::target_sites;
 use crate::check::spec::SiteSummary;
 use crate::check::{run_check, BackendKind, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
@@ -152,7 +152,8 @@ pub fn open_check(
 /// Reopens a journal; the app and environment given must be the ones it records.
 fn resume(spec: &CheckJob) -> Result<OpenCheck, JobError> {
     let path = spec.journal;
-    let (journal, mut meta, done): (_, CheckMeta, _) = resume_journal(path)?;
+    let (journal, mut meta, done): (_, CheckMeta, Vec<RunRecord>) = resume_journal(path)?;
+    refuse_misnumbered(path, done.iter().map(|r| r.run)).map_err(super::bad_journal)?;
     refuse_another_journal(
         path,
         JobKind::Check,

@@ -121,13 +121,12 @@ impl JobError {
 /// An app that cannot be found or built, or a site it does not have, is bad input; a backend
 /// or worker that cannot start is not.
 fn setup_is_bad_input(e: &ExecError) -> bool {
-    match e {
+    matches!(
+        e,
         ExecError::App(
             AppError::UnknownApp { .. } | AppError::Manifest(_) | AppError::Compile { .. },
-        ) => true,
-        ExecError::NoSuchSite { .. } => true,
-        _ => false,
-    }
+        ) | ExecError::NoSuchSite { .. }
+    )
 }
 
 fn cost_is_bad_input(e: &crate::cost::CostError) -> bool {
