@@ -3,20 +3,14 @@
 use super::CmdResult;
 use crate::cli::{Cli, SetupArgs};
 use clap::CommandFactory;
-use gpuwmm::places;
-use gpuwmm::toolchain::{install_pinned_tools, CudaTools};
+use gpuwmm::toolchain::install_pinned_tools;
 use std::io::Write;
 
 pub fn setup(args: &SetupArgs) -> CmdResult {
-    let dir = args.dir.clone().unwrap_or_else(places::setup_tools_dir);
-    install_pinned_tools(&dir, args.force)?;
-    let searched = CudaTools::search_roots().iter().any(|root| root.dir == dir);
-    if !searched {
-        outln!(
-            "note: gpuwmm does not search {} by itself; export GPUWMM_CUDA_TOOLS={}",
-            dir.display(),
-            dir.display()
-        )?;
+    let installed = install_pinned_tools(args.dir.as_deref(), args.force)?;
+    if !installed.searched {
+        let dir = installed.dir.display();
+        outln!("note: gpuwmm does not look in {dir} by itself; export GPUWMM_CUDA_TOOLS={dir}")?;
     }
     Ok(())
 }

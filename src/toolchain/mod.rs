@@ -31,7 +31,7 @@ pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shi
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};
-pub use setup::{install_pinned_tools, SETUP_SCRIPT};
+pub use setup::{install_pinned_tools, InstalledTools, SETUP_SCRIPT};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -6,18 +6,36 @@
 //! check). The binary carries that script and runs it with the folder it chose, so an installed
 //! binary and a checkout install exactly the same tools.
 
-use super::ToolchainError;
+use super::{CudaTools, ToolchainError};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The set-up script, as the repository has it.
 pub const SETUP_SCRIPT: &str = include_str!("../../scripts/setup-cuda-tools.sh");
 
-/// Installs the pinned tools into `dir` (created if missing) with the set-up script, its output
-/// going to this process's standard output and error. `force` installs even where a toolkit is
-/// found, and reinstalls over a complete folder.
-pub fn install_pinned_tools(dir: &Path, force: bool) -> Result<(), ToolchainError> {
+/// Where [`install_pinned_tools`] put the tools, and whether gpuwmm looks there by itself (else
+/// `$GPUWMM_CUDA_TOOLS` must name the folder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledTools {
+    pub dir: PathBuf,
+    pub searched: bool,
+}
+
+/// Installs the pinned tools into `dir` (default [`crate::places::setup_tools_dir`], created if
+/// missing) with the set-up script, its output going to this process's standard output and
+/// error. `force` installs even where a toolkit is found, and reinstalls over a complete folder.
+pub fn install_pinned_tools(
+    dir: Option<&Path>,
+    force: bool,
+) -> Result<InstalledTools, ToolchainError> {
+    let dir = dir.map_or_else(crate::places::setup_tools_dir, Path::to_path_buf);
+    run_script(&dir, force)?;
+    let searched = CudaTools::search_roots().iter().any(|root| root.dir == dir);
+    Ok(InstalledTools { dir, searched })
+}
+
+fn run_script(dir: &Path, force: bool) -> Result<(), ToolchainError> {
     let script = write_script()?;
     let mut command = Command::new("bash");
     command.arg(script.path()).arg("--dir").arg(dir);
