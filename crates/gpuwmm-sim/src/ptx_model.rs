@@ -279,6 +279,8 @@ pub struct PtxMemory {
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
     sc_gpu: View,
     sc_cta: HashMap<u32, View>,
+    /// What each CTA barrier passes on in its current phase (keyed by block and id).
+    barriers: HashMap<u32, View>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -298,6 +300,7 @@ impl PtxMemory {
             sync: vec![Sync::default(); threads],
             sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
+            barriers: HashMap::new(),
         }
     }
 
@@ -433,7 +436,41 @@ impl PtxMemory {
         self.release(t, reach);
     }
 
-    /// `bar.sync`: every thread in `threads` gets the joined causal past of them all.
+    /// A thread arrives at CTA barrier `key` (waiting or not): what it passes on joins what
+    /// the barrier will pass to the threads waiting there.
+    pub fn barrier_arrive(&mut self, t: u32, key: u32) {
+        let blocks = self.blocks;
+        let view = self
+            .barriers
+            .entry(key)
+            .or_insert_with(|| View::new(blocks));
+        for v in [&self.past[t as usize], &self.observed[t as usize]]
+            .into_iter()
+            .flatten()
+        {
+            view.join(v);
+        }
+    }
+
+    /// CTA barrier `key` completes: every thread in `waiters` (all arrived) gets the joined
+    /// causal past of every thread that arrived in this phase, and the next phase starts empty.
+    pub fn barrier_complete(&mut self, key: u32, waiters: &[u32]) {
+        let Some(all) = self.barriers.remove(&key) else {
+            return;
+        };
+        if all.is_empty() {
+            return;
+        }
+        for &t in waiters {
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
+        }
+    }
+
+    /// `bar.sync` (or `bar.warp.sync`) where every thread in `threads` arrives and waits: each
+    /// gets the joined causal past of them all.
     pub fn barrier(&mut self, threads: &[u32]) {
         let mut all = View::new(self.blocks);
         for &t in threads {
@@ -470,19 +507,59 @@ impl PtxMemory {
         self.append(a, addr, size, old, value, view_cta, view_gpu);
     }
 
-    /// A read-modify-write that read `old` (the newest value) and wrote `new`: it observes the
-    /// newest message and, unless it is a `cas` that changed nothing (a read), appends `new`
-    /// carrying the read message's views forward.
-    pub fn atomic(&mut self, a: Access, addr: u64, size: u64, old: u64, new: u64, cas: bool) {
-        let read = self.newest(addr, size);
+    /// How many messages before the newest a read-modify-write `a` at `addr` may read instead
+    /// of the newest: those its causal past and coherence position allow, and newer than every
+    /// write that is morally strong with it. PTX's atomicity axiom holds only between morally
+    /// strong operations, so a `.cta` RMW may skip the RMWs of another block (a lost update),
+    /// and any RMW may skip weak writes of other threads; it never skips its own writes or a
+    /// morally strong one. 0 when the location has no history (the newest value is read).
+    pub fn rmw_choices(&self, a: Access, addr: u64, size: u64) -> usize {
+        let Some(loc) = self.tracked_location(addr, size) else {
+            return 0;
+        };
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let strong = loc
+            .msgs
+            .iter()
+            .rposition(|m| morally_strong(m, a.thread, a.block, a.reach))
+            .unwrap_or(0);
+        loc.msgs.len() - 1 - lower.max(strong)
+    }
+
+    /// The value a read-modify-write reads when it takes the message `back` places before the
+    /// newest (`newest`, the value in memory, when `back` is 0 or the word has no history).
+    pub fn rmw_value(&self, addr: u64, size: u64, back: usize, newest: u64) -> u64 {
+        match self.tracked_location(addr, size) {
+            Some(loc) if back > 0 => loc.msgs[loc.msgs.len() - 1 - back].value,
+            _ => newest,
+        }
+    }
+
+    /// A read-modify-write that read the message `back` places before the newest (see
+    /// [`PtxMemory::rmw_choices`]) while memory held `before`, and wrote `new` (`None` for a
+    /// `cas` that changed nothing, which is a read): it observes the message it read and
+    /// appends `new` after the newest, carrying the read message's views forward (release
+    /// sequences).
+    pub fn atomic(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        back: usize,
+        before: u64,
+        new: Option<u64>,
+    ) {
+        let read = self
+            .tracked_location(addr, size)
+            .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
         if let Some(m) = &read {
             if morally_strong(m, a.thread, a.block, a.reach) {
                 self.observe(a, addr, m, !a.reduction, a.acquires);
             }
         }
-        if cas && old == new {
+        let Some(new) = new else {
             return;
-        }
+        };
         if a.releases {
             self.release(a.thread, a.reach);
         }
@@ -490,12 +567,13 @@ impl PtxMemory {
         let s = &self.sync[a.thread as usize];
         let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
         let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
-        self.append(a, addr, size, old, new, view_cta, view_gpu);
+        self.append(a, addr, size, before, new, view_cta, view_gpu);
     }
 
-    fn newest(&self, addr: u64, size: u64) -> Option<Message> {
+    /// The history of the word at `addr` if it is tracked with this size.
+    fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
         let loc = self.locations.get(&(addr >> 2))?;
-        (loc.addr == addr && u64::from(loc.size) == size).then(|| loc.newest().clone())
+        (tracked(size) && loc.addr == addr && u64::from(loc.size) == size).then_some(loc)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -607,6 +685,7 @@ mod tests {
             sync: m.sync.clone(),
             sc_gpu: m.sc_gpu.clone(),
             sc_cta: m.sc_cta.clone(),
+            barriers: m.barriers.clone(),
         }
     }
 
@@ -778,7 +857,7 @@ mod tests {
         let mut m = PtxMemory::new(3, 3);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
         m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
         assert_eq!(
             newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
             2
@@ -791,9 +870,9 @@ mod tests {
         // sdk-red's idiom without fences: blocks store a partial, then take a ticket.
         let mut m = PtxMemory::new(3, 3);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 5);
-        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 1, false);
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
-        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 2, 3, false);
+        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 0, Some(1));
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
+        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 0, 2, Some(3));
         m.barrier(&[2]);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
     }
@@ -842,11 +921,56 @@ mod tests {
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![2]);
     }
 
+    /// Two increments of `X` (from 0): thread 0 of block 0, then thread 1 of `block` with
+    /// `reach`; returns how many messages before the newest the second may read.
+    fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1));
+        m.rmw_choices(access(1, block, second), X, 4)
+    }
+
+    /// Regression (issue 30: `atomicAdd_block` from two blocks never lost an update): PTX
+    /// gives atomicity only between morally strong RMWs.
+    #[test]
+    fn a_cta_scope_rmw_may_read_before_another_blocks_rmw() {
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Gpu), 1);
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 0, Some(1));
+        let lost = m.rmw_value(X, 4, 1, 1);
+        assert_eq!(lost, 0);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 1, 1, Some(lost + 1));
+        assert_eq!(m.locations[&(X >> 2)].newest().value, 1);
+    }
+
+    #[test]
+    fn morally_strong_rmws_read_the_newest() {
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Gpu), 0);
+        assert_eq!(second_increment_choices(0, Reach::Cta, Reach::Cta), 0);
+        // A thread never reads before its own write, whatever the scope.
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1));
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2));
+        assert_eq!(m.rmw_choices(access(1, 1, Reach::Cta), X, 4), 1);
+        assert_eq!(m.rmw_choices(access(0, 0, Reach::Cta), X, 4), 0);
+    }
+
+    #[test]
+    fn an_rmw_may_read_before_a_weak_write_of_another_thread_but_not_before_a_strong_one() {
+        let mut m = PtxMemory::new(3, 3);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1));
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 5);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 1);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 0);
+    }
+
     #[test]
     fn a_failed_cas_writes_nothing() {
         let mut m = PtxMemory::new(2, 2);
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), X, 4, 1, 1, true);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None);
         assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
     }
 
@@ -873,8 +997,8 @@ mod tests {
         m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1);
         m.store(access(0, 0, Reach::Weak), X, 8, 0, 5);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X + 4, 0), vec![0]);
-        assert!(m.newest(X, 8).is_some());
+        assert!(m.tracked_location(X, 8).is_some());
         m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2);
-        assert!(m.newest(X, 8).is_none());
+        assert!(m.tracked_location(X, 8).is_none());
     }
 }
