@@ -74,8 +74,9 @@
 //! reason: stores performed in program order (2+2W, S, CoRW-WW), RMWs never deferred (LB
 //! through RMWs), no speculation past branches, synchronisation tracked per block.
 //!
-//! Litmus tests between threads of *different blocks* (`tests/sim.rs`, `tests/sim_ptx.rs`, and
-//! the conformance table of the README, measured on `../shared/litmus/ptx/`):
+//! Litmus tests between threads of *different blocks* unless the row says otherwise
+//! (`tests/sim.rs`, `tests/sim_ptx.rs`, `tests/sim_scoped.rs`, and the conformance table of the
+//! README, measured on `../shared/litmus/ptx/` and `tests/litmus/`):
 //!
 //! | shape | weak outcome | `Ptx` | `Ptx`, `fence.sc.gpu` in both | `Ptx`, `fence.acq_rel.gpu` in both | `Ptx`, `fence.sc.cta` in both |
 //! |---|---|---|---|---|---|
