@@ -192,14 +192,16 @@ impl Machine<'_> {
             | Op::Pack { .. }
             | Op::Unpack { .. } => self.step_move(t, base, inst.op),
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
-            Op::BarRed { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::ActiveMask { .. } => {
-                return Ok(self.step_warp(t, base, inst.op))
-            }
+            Op::BarRed { .. }
+            | Op::Bar { .. }
+            | Op::WarpSync { .. }
+            | Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
             Op::Bra { .. }
             | Op::Call { .. }
             | Op::Return
             | Op::Exit
-            | Op::Bar
             | Op::Fence { .. }
             | Op::Nop
             | Op::Trap => return self.step_control(t, inst),
@@ -497,15 +499,29 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// Warp and block collectives: the thread stops until its warp or block arrives, except
-    /// `activemask`, which reads the warp's state at once.
+    /// Warp and block collectives: the thread stops until its warp or barrier completes,
+    /// except `activemask`, which reads the warp's state at once, and `bar.arrive`, which
+    /// counts the thread at its barrier and goes on.
     #[inline(always)]
-    fn step_warp(&mut self, t: usize, base: usize, op: Op) -> Flow {
-        match op {
-            Op::BarRed { p, negate, .. } => {
+    fn step_warp(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
+            Op::BarRed { p, negate, bar, .. } => {
                 let p = (self.val(base, t, p) != 0) ^ negate;
                 self.threads[t].warp_args[0] = u64::from(p);
-                return Flow::Stop(QuantumEnd::Barrier);
+                self.barrier_operands(t, base, inst.line, bar)?;
+                return Ok(Flow::Stop(QuantumEnd::Barrier));
+            }
+            Op::Bar { bar, wait } => {
+                self.threads[t].warp_args[0] = 0;
+                self.barrier_operands(t, base, inst.line, bar)?;
+                if wait {
+                    return Ok(Flow::Stop(QuantumEnd::Barrier));
+                }
+                self.arrive_without_waiting(t);
+            }
+            Op::WarpSync { mask } => {
+                self.threads[t].warp_args = [0, 0, 0, self.val(base, t, mask)];
+                return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::Shfl { a, b, c, mask, .. } => {
                 self.threads[t].warp_args = [
@@ -514,14 +530,14 @@ impl Machine<'_> {
                     self.val(base, t, c),
                     self.val(base, t, mask),
                 ];
-                return Flow::Stop(QuantumEnd::Warp);
+                return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::Vote {
                 a, negate, mask, ..
             } => {
                 let p = (self.val(base, t, a) != 0) ^ negate;
                 self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
-                return Flow::Stop(QuantumEnd::Warp);
+                return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::ActiveMask { d } => {
                 let v = self.active_mask(t);
@@ -529,7 +545,29 @@ impl Machine<'_> {
             }
             _ => unreachable!("step dispatches only collectives to step_warp"),
         }
-        Flow::Next
+        Ok(Flow::Next)
+    }
+
+    /// Records which barrier thread `t` arrives at (`warp_args[1]`) and how many threads
+    /// complete it (`warp_args[2]`, 0 for the whole CTA); an id outside 0..16 faults.
+    fn barrier_operands(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        bar: BarrierRef,
+    ) -> Result<(), BackendError> {
+        let id = self.val(base, t, bar.id);
+        if id > 15 {
+            return Err(self.fault(line, format_args!("barrier id {id} is not in 0..=15")));
+        }
+        let count = bar.count.map_or(0, |c| self.val(base, t, c));
+        if bar.count.is_some() && count == 0 {
+            return Err(self.fault(line, "a barrier thread count of 0"));
+        }
+        self.threads[t].warp_args[1] = id;
+        self.threads[t].warp_args[2] = count;
+        Ok(())
     }
 
     /// Control flow, barriers and fences.
@@ -540,7 +578,6 @@ impl Machine<'_> {
             Op::Call { site } => return Ok(Flow::Call(site)),
             Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
-            Op::Bar => return Ok(Flow::Stop(QuantumEnd::Barrier)),
             Op::Fence { reach, sc } => self.fence(t, reach, sc),
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
@@ -915,16 +952,49 @@ impl Machine<'_> {
                 self.blocks[blk].cache.clear();
             }
         }
-        let old = self.mem.read(a, size).unwrap_or(0);
-        let new = alu::atom(op, ty, old, b, c);
+        let in_memory = self.mem.read(a, size).unwrap_or(0);
+        if self.ptx {
+            return Ok(self.ptx_atomic(t, op, mem, a, in_memory, b, c));
+        }
+        let new = alu::atom(op, ty, in_memory, b, c);
         let _ = self.mem.write(a, size, new);
         self.evict(t, a, size);
-        if self.ptx {
-            let access = self.model_access(t, order);
-            self.model
-                .atomic(access, a, size, old, new, op == AtomOp::Cas);
+        Ok(in_memory)
+    }
+
+    /// An atomic under the PTX model: it reads the newest value or, with the chance of reading
+    /// an older one, a message the model lets it read instead (an RMW that is not morally strong
+    /// with a newer write may read before it: a lost update); memory gets what it writes. The
+    /// dice are thrown only when there is a choice, so RMWs that must read the newest draw
+    /// nothing. Returns the value read.
+    #[allow(clippy::too_many_arguments)]
+    fn ptx_atomic(
+        &mut self,
+        t: usize,
+        op: AtomOp,
+        mem: MemRef,
+        addr: u64,
+        in_memory: u64,
+        b: u64,
+        c: u64,
+    ) -> u64 {
+        let size = mem.size();
+        let access = self.model_access(t, mem.order);
+        let choices = self.model.rmw_choices(access, addr, size);
+        let back = if choices > 0 && self.rng.random::<u32>() < self.older {
+            1 + self.rng.random_range(0..choices)
+        } else {
+            0
+        };
+        let old = self.model.rmw_value(addr, size, back, in_memory);
+        let new = alu::atom(op, mem.ty, old, b, c);
+        let writes = !(op == AtomOp::Cas && old == new);
+        if writes {
+            let _ = self.mem.write(addr, size, new);
         }
-        Ok(old)
+        self.model
+            .atomic(access, addr, size, back, in_memory, writes.then_some(new));
+        old
     }
 
     /// How an access of thread `t` with `order` takes part in the PTX model.

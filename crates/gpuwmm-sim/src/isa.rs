@@ -263,6 +263,15 @@ pub enum Round {
     Up,
 }
 
+/// Which of a CTA's 16 barriers an instruction uses, and how many threads complete it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BarrierRef {
+    /// Barrier id (0 to 15 at run time).
+    pub id: Src,
+    /// Expected threads; `None`: every thread of the CTA (the live ones).
+    pub count: Option<Src>,
+}
+
 /// Atomic read-modify-write operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtomOp {
@@ -498,12 +507,14 @@ pub enum Op {
         d: Reg,
         a: Src,
     },
-    /// `bar.red.{popc,and,or}`: a block barrier that also reduces a predicate.
+    /// `bar.red.{popc,and,or}`: a barrier (as [`Op::Bar`], waiting) that also reduces a
+    /// predicate over the threads it releases.
     BarRed {
         op: BarRedOp,
         d: Reg,
         p: Src,
         negate: bool,
+        bar: BarrierRef,
     },
     Prmt {
         d: Reg,
@@ -551,8 +562,15 @@ pub enum Op {
     /// Returns from a device function.
     Return,
     Exit,
-    /// `bar.sync`/`barrier.sync` on the whole block.
-    Bar,
+    /// `bar.sync`/`barrier.sync` (`wait`) or `bar.arrive`/`barrier.arrive` on a CTA barrier.
+    Bar {
+        bar: BarrierRef,
+        wait: bool,
+    },
+    /// `bar.warp.sync mask`: the threads of the mask meet, and order memory among them.
+    WarpSync {
+        mask: Src,
+    },
     /// A memory fence: `fence.sc`/`membar` (`sc`) or `fence.acq_rel`, at a scope (`Cta` or
     /// `Gpu`; sys and cluster count as gpu).
     Fence {

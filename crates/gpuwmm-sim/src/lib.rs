@@ -23,7 +23,11 @@
 //! # Scheduling
 //!
 //! All blocks are resident. Each step picks a runnable *thread* uniformly at random and runs it
-//! for `1..=max_quantum` instructions (see `sched.rs`). A launch that executes more than
+//! for `1..=max_quantum` instructions (see `sched.rs`). The threads of a warp run independently
+//! (as Volta and later may): warp-synchronous code without `__syncwarp` fails here. CTA
+//! barriers have ids 0 to 15; one with a thread count completes when that many threads have
+//! arrived (`bar.arrive` arrives without waiting), one without when every live thread of the
+//! block has; `bar.warp.sync` waits for the live lanes of its mask. A launch that executes more than
 //! `instruction_budget` thread-instructions, or whose threads all wait on a barrier or warp
 //! rendezvous that cannot complete, ends in [`BackendError::Hang`]. Out-of-bounds, unmapped or
 //! misaligned accesses, integer division by zero and `trap` end it in [`BackendError::Fault`].
@@ -50,8 +54,14 @@
 //! - Scopes and morally strong pairs decide what synchronises: release/acquire patterns (a
 //!   release or acquire access, or `fence` + a strong access), `fence.sc` (a total order of SC
 //!   fences of a scope) apart from `fence.acq_rel` (no such order, so store buffering stays
-//!   possible), `bar.sync` (the block's threads join their causal pasts), atomics and `red`
-//!   (atomic, reading the newest value; `red` forms no acquire pattern). `membar.{cta,gl,sys}`
+//!   possible), CTA barriers and `bar.warp.sync` (the threads that wait get what every
+//!   arriving thread passes on), atomics and `red` (`red` forms no acquire pattern). An RMW is
+//!   atomic only with the writes that are morally strong with it: it may read an older value
+//!   than a newer write that is not (two blocks' `atom.cta.add` on one word can lose an
+//!   update).
+//! - A thread's own writes bound its own reads through coherence only; they reach other
+//!   threads through its releases, `fence.sc` and barriers, so threads of one block can show
+//!   store buffering and message passing weakly, as PTX allows. `membar.{cta,gl,sys}`
 //!   is `fence.sc` at that scope, `volatile` is `relaxed.sys`, and sys scope is gpu scope (one
 //!   device; the host touches memory only between launches).
 //! - A plain or relaxed global load may be deferred (`defer_probability`): the thread goes on,
@@ -59,8 +69,14 @@
 //!   register or its address, or a fence, atomic, barrier, release or acquire comes. So load
 //!   buffering (LB) is observable, and dependencies keep values from appearing out of thin air.
 //!
-//! Litmus tests between threads of *different blocks* (`tests/sim.rs`, `tests/sim_ptx.rs`, and
-//! the conformance table of the README, measured on `../shared/litmus/ptx/`):
+//! Where the model differs from PTX it is only stronger (it can miss a bug, never report an
+//! outcome PTX forbids); `ptx_model.rs` lists how, and the weak behaviours never shown by
+//! reason: stores performed in program order (2+2W, S, CoRW-WW), RMWs never deferred (LB
+//! through RMWs), no speculation past branches, synchronisation tracked per block.
+//!
+//! Litmus tests between threads of *different blocks* unless the row says otherwise
+//! (`tests/sim.rs`, `tests/sim_ptx.rs`, `tests/sim_scoped.rs`, and the conformance table of the
+//! README, measured on `../shared/litmus/ptx/` and `tests/litmus/`):
 //!
 //! | shape | weak outcome | `Ptx` | `Ptx`, `fence.sc.gpu` in both | `Ptx`, `fence.acq_rel.gpu` in both | `Ptx`, `fence.sc.cta` in both |
 //! |---|---|---|---|---|---|
@@ -68,6 +84,8 @@
 //! | MP, fence in the writer only | as MP | yes | | | |
 //! | SB | `r0 == 0 && r1 == 0` | yes | - | yes | yes |
 //! | LB | `r0 == 1 && r1 == 1` | yes (rare) | - | - | |
+//! | SB, two threads of one block | `r0 == 0 && r1 == 0` | yes | - | yes (`.cta`) | - |
+//! | two blocks' `atom.cta.add` | an update lost | yes | | | |
 //! | CoRR (volatile) | `1` then `0` | - | | | |
 //!
 //! [`MemoryModel::Sc`]: every access takes effect in memory when it executes (sequential

@@ -17,8 +17,11 @@
 //!   also records the value it replaced, as a message everybody may read.
 //! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
 //!   sequence number per block ("every write of block `b` up to number `n` happened before
-//!   me") and a few single writes. The clock grows with the thread's own writes and with
-//!   synchronisation (acquire, fences, `bar.sync`). A write the thread observes through a
+//!   me") and a few single writes. The clock grows with synchronisation (acquire, fences,
+//!   barriers). The thread's own writes are not in it: they bound its own reads only through
+//!   coherence (per location), and they join what it passes on (releases, `fence.sc`,
+//!   barriers). So two threads of one block do not see each other's writes by writing
+//!   themselves (store buffering inside a CTA). A write the thread observes through a
 //!   morally strong read, or receives from a thread that observed it, is a single write: PTX
 //!   puts it in causality order (observation, then base causality) but not the writes its
 //!   writer made before it, which only a release of the writer carries.
@@ -33,8 +36,8 @@
 //!
 //! - A load returns a kept message of its location no older than the newest message in its
 //!   causal past (or the one before that, when the two are racing weak writes, which PTX leaves
-//!   unordered in coherence) and its coherence position; with `older_value_probability` an older one of
-//!   those it may read. So a write becomes visible to each reader by itself, not to all at once
+//!   unordered in coherence) and its coherence position; with `older_value_probability` an
+//!   older one of those it may read. So a write becomes visible to each reader by itself, not to all at once
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
 //! - A morally strong read (same thread, or both strong with scopes that include each other)
@@ -44,22 +47,41 @@
 //! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
 //!   release writes release the causal past; weak writes release nothing. A read-modify-write
 //!   carries the view of the message it read forward (release sequences); a `cas` that does not
-//!   change the value is a read. Atomics read the newest message (atomicity).
+//!   change the value is a read. An RMW reads the newest message, or (with
+//!   `older_value_probability`) an older one it may read by causality and coherence that no
+//!   newer write morally strong with it follows: atomicity binds only morally strong RMWs, so
+//!   two blocks' `atom.cta` on one word can lose an update, and an RMW can read before a racing
+//!   weak write. Its own write goes after the newest.
 //! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
 //!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
-//!   the other. `bar.sync` joins the causal pasts of the block's threads. A cta-scope release
+//!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
+//!   every arriving thread passes on and gives it to the threads that wait there when it
+//!   completes; `bar.warp.sync` does the same for the lanes of its mask. A cta-scope release
 //!   reaches only readers in the same block.
 //!
-//! Where it is stronger than PTX (it can miss a weak behaviour): causality gained through
-//! synchronisation is tracked per block, so acquiring one write of a block (or writing one)
-//! means seeing every earlier write of that block; a view keeps observed single writes for at
-//! most [`POINTS`](view::POINTS) locations (the newest of each) and folds the rest into its
-//! clock, with the same effect for them; coherence
-//! order is the order in which writes happen, except that a reader may take one step back over
-//! a racing weak write; stores are never reordered with each other; only the
-//! newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and accesses that
-//! overlap a word written with another size, see the newest value; shared memory is sequentially
-//! consistent. Nothing it does is weaker than PTX.
+//! # Where it differs from PTX
+//!
+//! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
+//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND):
+//! causality gained through synchronisation is tracked per block, so acquiring one write of a
+//! block means seeing every earlier write of that block (by any of its threads), and a release
+//! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
+//! single writes for at most [`POINTS`](view::POINTS) locations (the newest of each) and folds
+//! the rest into its clock, with the same effect for them; coherence order is the order in
+//! which writes happen, except that a reader may take one step back over a racing weak write;
+//! only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
+//! accesses that overlap a word written with another size, see the newest value; shared memory
+//! is sequentially consistent.
+//!
+//! Weak behaviours PTX allows that it never shows, by reason:
+//! - *Stores are performed in program order* (only loads are deferred, `exec.rs`): a store
+//!   never overtakes an earlier store to another location (2+2W, S, `Manual/CoRW-WW`).
+//! - *RMWs are never deferred*: an `atom` is performed when it executes, so load buffering
+//!   through RMWs (LB+RMW shapes) is not shown; plain LB needs a deferred load and is rare.
+//! - *No speculation*: a load whose value decides a branch is performed before the branch, so
+//!   shapes that need a later access to overtake it past the branch are not shown.
+//! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
+//!   synchronised thread must still miss an unsynchronised write of its own block.
 
 mod ordering;
 mod view;
@@ -276,9 +298,18 @@ pub struct PtxMemory {
     /// is a single write of the view ([`View::add_point`]), never its block's history.
     observed: Vec<Option<View>>,
     sync: Vec<Sync>,
+    /// Each thread's newest write as (block, number). A thread's own writes are in the causal
+    /// past of what it passes on (releases, fence-SC, barriers), not in the view that bounds
+    /// its own reads: program order to another location orders nothing for the thread itself
+    /// (its reads of a location it wrote are held by coherence), and keeping them out of its
+    /// clock keeps it from seeing, through its block's clock, the earlier writes of the other
+    /// threads of its block (store buffering between threads of one CTA).
+    own: Vec<(u32, u32)>,
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
     sc_gpu: View,
     sc_cta: HashMap<u32, View>,
+    /// What each CTA barrier passes on in its current phase (keyed by block and id).
+    barriers: HashMap<u32, View>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -296,8 +327,10 @@ impl PtxMemory {
             past: vec![None; threads],
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
+            own: vec![(0, 0); threads],
             sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
+            barriers: HashMap::new(),
         }
     }
 
@@ -306,13 +339,23 @@ impl PtxMemory {
         self.past[t as usize].get_or_insert_with(|| View::new(blocks))
     }
 
-    /// What thread `t` passes on: its causal past and the writes it has observed.
+    /// What thread `t` passes on: its causal past, the writes it has observed and its own.
     fn passed_on(&mut self, t: u32) -> View {
         let mut v = self.past_mut(t).clone();
+        self.join_passed_on(t, &mut v);
+        v
+    }
+
+    /// Adds to `v` what thread `t` passes on besides its causal past: the writes it has
+    /// observed and its own (with, as the clock is per block, its block's earlier writes).
+    fn join_passed_on(&self, t: u32, v: &mut View) {
         if let Some(o) = &self.observed[t as usize] {
             v.join(o);
         }
-        v
+        let (block, seq) = self.own[t as usize];
+        if seq > 0 {
+            v.advance(block, seq);
+        }
     }
 
     /// Which value a load of `[addr, addr + size)` returns; `newest` is the value in memory,
@@ -433,16 +476,47 @@ impl PtxMemory {
         self.release(t, reach);
     }
 
-    /// `bar.sync`: every thread in `threads` gets the joined causal past of them all.
+    /// A thread arrives at CTA barrier `key` (waiting or not): what it passes on joins what
+    /// the barrier will pass to the threads waiting there.
+    pub fn barrier_arrive(&mut self, t: u32, key: u32) {
+        let blocks = self.blocks;
+        let mut view = self
+            .barriers
+            .remove(&key)
+            .unwrap_or_else(|| View::new(blocks));
+        if let Some(past) = &self.past[t as usize] {
+            view.join(past);
+        }
+        self.join_passed_on(t, &mut view);
+        self.barriers.insert(key, view);
+    }
+
+    /// CTA barrier `key` completes: every thread in `waiters` (all arrived) gets the joined
+    /// causal past of every thread that arrived in this phase, and the next phase starts empty.
+    pub fn barrier_complete(&mut self, key: u32, waiters: &[u32]) {
+        let Some(all) = self.barriers.remove(&key) else {
+            return;
+        };
+        if all.is_empty() {
+            return;
+        }
+        for &t in waiters {
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
+        }
+    }
+
+    /// `bar.sync` (or `bar.warp.sync`) where every thread in `threads` arrives and waits: each
+    /// gets the joined causal past of them all.
     pub fn barrier(&mut self, threads: &[u32]) {
         let mut all = View::new(self.blocks);
         for &t in threads {
-            for v in [&self.past[t as usize], &self.observed[t as usize]]
-                .into_iter()
-                .flatten()
-            {
-                all.join(v);
+            if let Some(past) = &self.past[t as usize] {
+                all.join(past);
             }
+            self.join_passed_on(t, &mut all);
         }
         if all.is_empty() {
             return;
@@ -470,19 +544,59 @@ impl PtxMemory {
         self.append(a, addr, size, old, value, view_cta, view_gpu);
     }
 
-    /// A read-modify-write that read `old` (the newest value) and wrote `new`: it observes the
-    /// newest message and, unless it is a `cas` that changed nothing (a read), appends `new`
-    /// carrying the read message's views forward.
-    pub fn atomic(&mut self, a: Access, addr: u64, size: u64, old: u64, new: u64, cas: bool) {
-        let read = self.newest(addr, size);
+    /// How many messages before the newest a read-modify-write `a` at `addr` may read instead
+    /// of the newest: those its causal past and coherence position allow, and newer than every
+    /// write that is morally strong with it. PTX's atomicity axiom holds only between morally
+    /// strong operations, so a `.cta` RMW may skip the RMWs of another block (a lost update),
+    /// and any RMW may skip weak writes of other threads; it never skips its own writes or a
+    /// morally strong one. 0 when the location has no history (the newest value is read).
+    pub fn rmw_choices(&self, a: Access, addr: u64, size: u64) -> usize {
+        let Some(loc) = self.tracked_location(addr, size) else {
+            return 0;
+        };
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let strong = loc
+            .msgs
+            .iter()
+            .rposition(|m| morally_strong(m, a.thread, a.block, a.reach))
+            .unwrap_or(0);
+        loc.msgs.len() - 1 - lower.max(strong)
+    }
+
+    /// The value a read-modify-write reads when it takes the message `back` places before the
+    /// newest (`newest`, the value in memory, when `back` is 0 or the word has no history).
+    pub fn rmw_value(&self, addr: u64, size: u64, back: usize, newest: u64) -> u64 {
+        match self.tracked_location(addr, size) {
+            Some(loc) if back > 0 => loc.msgs[loc.msgs.len() - 1 - back].value,
+            _ => newest,
+        }
+    }
+
+    /// A read-modify-write that read the message `back` places before the newest (see
+    /// [`PtxMemory::rmw_choices`]) while memory held `before`, and wrote `new` (`None` for a
+    /// `cas` that changed nothing, which is a read): it observes the message it read and
+    /// appends `new` after the newest, carrying the read message's views forward (release
+    /// sequences).
+    pub fn atomic(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        back: usize,
+        before: u64,
+        new: Option<u64>,
+    ) {
+        let read = self
+            .tracked_location(addr, size)
+            .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
         if let Some(m) = &read {
             if morally_strong(m, a.thread, a.block, a.reach) {
                 self.observe(a, addr, m, !a.reduction, a.acquires);
             }
         }
-        if cas && old == new {
+        let Some(new) = new else {
             return;
-        }
+        };
         if a.releases {
             self.release(a.thread, a.reach);
         }
@@ -490,12 +604,13 @@ impl PtxMemory {
         let s = &self.sync[a.thread as usize];
         let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
         let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
-        self.append(a, addr, size, old, new, view_cta, view_gpu);
+        self.append(a, addr, size, before, new, view_cta, view_gpu);
     }
 
-    fn newest(&self, addr: u64, size: u64) -> Option<Message> {
+    /// The history of the word at `addr` if it is tracked with this size.
+    fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
         let loc = self.locations.get(&(addr >> 2))?;
-        (loc.addr == addr && u64::from(loc.size) == size).then(|| loc.newest().clone())
+        (tracked(size) && loc.addr == addr && u64::from(loc.size) == size).then_some(loc)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -529,10 +644,7 @@ impl PtxMemory {
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
             || known(&self.past[a.thread as usize])
             || known(&self.observed[a.thread as usize]);
-        let blocks = self.blocks;
-        self.past[a.thread as usize]
-            .get_or_insert_with(|| View::new(blocks))
-            .advance(a.block, seq);
+        self.own[a.thread as usize] = (a.block, seq);
         loc.push(Message {
             racing: !ordered,
             ts,
@@ -605,8 +717,10 @@ mod tests {
             past: m.past.clone(),
             observed: m.observed.clone(),
             sync: m.sync.clone(),
+            own: m.own.clone(),
             sc_gpu: m.sc_gpu.clone(),
             sc_cta: m.sc_cta.clone(),
+            barriers: m.barriers.clone(),
         }
     }
 
@@ -714,6 +828,48 @@ mod tests {
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
     }
 
+    /// Store buffering between threads 0 and 1 of one block, with `fence` at `reach`
+    /// between each store and load; returns what each may then read.
+    fn store_buffering_in_one_block(fence: impl Fn(&mut PtxMemory, u32)) -> [Vec<u64>; 2] {
+        let mut m = PtxMemory::new(2, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        fence(&mut m, 0);
+        m.store(access(1, 0, Reach::Weak), Y, 4, 0, 1);
+        fence(&mut m, 1);
+        [
+            readable(&m, access(0, 0, Reach::Weak), Y, 1),
+            readable(&m, access(1, 0, Reach::Weak), X, 1),
+        ]
+    }
+
+    /// Regression (issue 26: SB with `fence.acq_rel.cta` between two threads of one CTA was
+    /// never weak): a thread's own write went into its block's clock, so the later writer saw
+    /// every earlier write of its block.
+    #[test]
+    fn acq_rel_fences_do_not_order_store_buffering_inside_a_block() {
+        let [r0, r1] = store_buffering_in_one_block(|m, t| m.fence_acq_rel(t, Reach::Cta));
+        assert_eq!((r0, r1), (vec![0, 1], vec![0, 1]));
+    }
+
+    #[test]
+    fn cta_scope_fence_sc_orders_store_buffering_inside_a_block() {
+        let [_, r1] = store_buffering_in_one_block(|m, t| m.fence_sc(t, 0, Reach::Cta));
+        assert_eq!(r1, vec![1]);
+    }
+
+    #[test]
+    fn a_barrier_passes_on_the_writes_of_the_threads_that_arrive() {
+        let mut m = PtxMemory::new(2, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![0, 1]);
+        m.barrier_arrive(0, 3);
+        m.barrier_arrive(1, 3);
+        m.barrier_complete(3, &[1]);
+        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![1]);
+        // The own write is still its writer's to read, by coherence.
+        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![1]);
+    }
+
     #[test]
     fn fence_acq_rel_does_not_order_store_buffering() {
         let mut m = PtxMemory::new(2, 2);
@@ -778,7 +934,7 @@ mod tests {
         let mut m = PtxMemory::new(3, 3);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
         m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
         assert_eq!(
             newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
             2
@@ -791,9 +947,9 @@ mod tests {
         // sdk-red's idiom without fences: blocks store a partial, then take a ticket.
         let mut m = PtxMemory::new(3, 3);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 5);
-        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 1, false);
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 1, 2, false);
-        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 2, 3, false);
+        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 0, Some(1));
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
+        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 0, 2, Some(3));
         m.barrier(&[2]);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
     }
@@ -842,11 +998,56 @@ mod tests {
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![2]);
     }
 
+    /// Two increments of `X` (from 0): thread 0 of block 0, then thread 1 of `block` with
+    /// `reach`; returns how many messages before the newest the second may read.
+    fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1));
+        m.rmw_choices(access(1, block, second), X, 4)
+    }
+
+    /// Regression (issue 30: `atomicAdd_block` from two blocks never lost an update): PTX
+    /// gives atomicity only between morally strong RMWs.
+    #[test]
+    fn a_cta_scope_rmw_may_read_before_another_blocks_rmw() {
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Gpu), 1);
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 0, Some(1));
+        let lost = m.rmw_value(X, 4, 1, 1);
+        assert_eq!(lost, 0);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 1, 1, Some(lost + 1));
+        assert_eq!(m.locations[&(X >> 2)].newest().value, 1);
+    }
+
+    #[test]
+    fn morally_strong_rmws_read_the_newest() {
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Gpu), 0);
+        assert_eq!(second_increment_choices(0, Reach::Cta, Reach::Cta), 0);
+        // A thread never reads before its own write, whatever the scope.
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1));
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2));
+        assert_eq!(m.rmw_choices(access(1, 1, Reach::Cta), X, 4), 1);
+        assert_eq!(m.rmw_choices(access(0, 0, Reach::Cta), X, 4), 0);
+    }
+
+    #[test]
+    fn an_rmw_may_read_before_a_weak_write_of_another_thread_but_not_before_a_strong_one() {
+        let mut m = PtxMemory::new(3, 3);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1));
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 5);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 1);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 0);
+    }
+
     #[test]
     fn a_failed_cas_writes_nothing() {
         let mut m = PtxMemory::new(2, 2);
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), X, 4, 1, 1, true);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None);
         assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
     }
 
@@ -873,8 +1074,8 @@ mod tests {
         m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1);
         m.store(access(0, 0, Reach::Weak), X, 8, 0, 5);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X + 4, 0), vec![0]);
-        assert!(m.newest(X, 8).is_some());
+        assert!(m.tracked_location(X, 8).is_some());
         m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2);
-        assert!(m.newest(X, 8).is_none());
+        assert!(m.tracked_location(X, 8).is_none());
     }
 }

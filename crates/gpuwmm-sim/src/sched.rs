@@ -85,14 +85,26 @@ pub struct Thread {
     pub executed: u64,
 }
 
+/// Barriers per CTA (`bar.sync` ids 0 to 15).
+pub const BARRIERS: usize = 16;
+
+/// One of a CTA's barriers in its current phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Barrier {
+    /// Threads that arrived in this phase (waiting or not).
+    pub arrived: u32,
+    /// Threads that complete it, as the last arrival gave; 0 for the whole CTA (its live
+    /// threads).
+    pub expected: u32,
+}
+
 /// Per-block state.
 #[derive(Debug, Clone)]
 pub struct Block {
     pub ctaid: [u32; 3],
     /// Threads not yet exited.
     pub live: u32,
-    /// Threads waiting at the barrier.
-    pub arrived: u32,
+    pub barriers: [Barrier; BARRIERS],
     pub cache: StaleCache,
 }
 
@@ -168,7 +180,7 @@ impl<'a> Machine<'a> {
             blocks.push(Block {
                 ctaid,
                 live: per_block,
-                arrived: 0,
+                barriers: [Barrier::default(); BARRIERS],
                 cache: StaleCache::default(),
             });
             for lin in 0..per_block {
@@ -389,7 +401,9 @@ impl<'a> Machine<'a> {
         self.threads[t].state = State::Exited;
         let b = self.threads[t].block as usize;
         self.blocks[b].live -= 1;
-        self.check_barrier(b);
+        for id in 0..BARRIERS {
+            self.check_barrier(b, id);
+        }
         let warp_base = (self.threads[t].lin / 32) * 32;
         let first = t - (self.threads[t].lin - warp_base) as usize;
         let waiting = (0..32).map(|l| first + l).find(|&u| {
@@ -402,53 +416,73 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// Thread `t` arrives at the barrier its `warp_args` name and waits there.
     fn arrive_barrier(&mut self, t: usize) {
         self.threads[t].state = State::Barrier;
-        let b = self.threads[t].block as usize;
-        self.blocks[b].arrived += 1;
-        self.check_barrier(b);
+        self.arrive(t);
     }
 
-    fn check_barrier(&mut self, b: usize) {
+    /// `bar.arrive`: thread `t` counts at the barrier its `warp_args` name and goes on.
+    pub fn arrive_without_waiting(&mut self, t: usize) {
+        self.arrive(t);
+    }
+
+    fn arrive(&mut self, t: usize) {
+        let b = self.threads[t].block as usize;
+        let id = self.threads[t].warp_args[1] as usize;
+        let barrier = &mut self.blocks[b].barriers[id];
+        barrier.arrived += 1;
+        barrier.expected = self.threads[t].warp_args[2] as u32;
+        if self.ptx {
+            self.model.barrier_arrive(t as u32, barrier_key(b, id));
+        }
+        self.check_barrier(b, id);
+    }
+
+    /// Completes barrier `id` of block `b` if enough threads have arrived: the threads waiting
+    /// there run again (with the result of a `bar.red`), and the barrier starts a new phase.
+    fn check_barrier(&mut self, b: usize, id: usize) {
         let block = &mut self.blocks[b];
-        if block.arrived == 0 || block.arrived < block.live {
+        let barrier = &mut block.barriers[id];
+        let expected = match barrier.expected {
+            0 => block.live,
+            n => n,
+        };
+        if barrier.arrived == 0 || barrier.arrived < expected {
             return;
         }
-        block.arrived = 0;
+        *barrier = Barrier::default();
         let per_block = self.block_dim.iter().product::<u32>() as usize;
-        let threads = b * per_block..(b + 1) * per_block;
-        let (mut count, mut waiting) = (0u64, 0u64);
-        for t in threads.clone() {
-            if self.threads[t].state == State::Barrier {
-                waiting += 1;
-                count += self.threads[t].warp_args[0] & 1;
-            }
-        }
+        let waiters: Vec<usize> = (b * per_block..(b + 1) * per_block)
+            .filter(|&t| {
+                self.threads[t].state == State::Barrier
+                    && self.threads[t].warp_args[1] as usize == id
+            })
+            .collect();
+        let count: u64 = waiters
+            .iter()
+            .map(|&t| self.threads[t].warp_args[0] & 1)
+            .sum();
+        let waiting = waiters.len() as u64;
         if self.ptx {
-            let arrived: Vec<u32> = threads
-                .clone()
-                .filter(|&t| self.threads[t].state == State::Barrier)
-                .map(|t| t as u32)
-                .collect();
-            self.model.barrier(&arrived);
+            let threads: Vec<u32> = waiters.iter().map(|&t| t as u32).collect();
+            self.model.barrier_complete(barrier_key(b, id), &threads);
         }
-        for t in threads {
-            if self.threads[t].state == State::Barrier {
-                let inst = self.k.code[self.threads[t].pc as usize - 1];
-                if let Op::BarRed { op, d, .. } = inst.op {
-                    let v = match op {
-                        BarRedOp::Popc => count,
-                        BarRedOp::And => u64::from(count == waiting),
-                        BarRedOp::Or => u64::from(count > 0),
-                    };
-                    self.regs[t * self.nregs + d as usize] = v;
-                }
-                if self.weak && self.cfg.cta_drains {
-                    self.drain_all(t);
-                }
-                self.threads[t].state = State::Running;
-                self.runnable.push(t as u32);
+        for t in waiters {
+            let inst = self.k.code[self.threads[t].pc as usize - 1];
+            if let Op::BarRed { op, d, .. } = inst.op {
+                let v = match op {
+                    BarRedOp::Popc => count,
+                    BarRedOp::And => u64::from(count == waiting),
+                    BarRedOp::Or => u64::from(count > 0),
+                };
+                self.regs[t * self.nregs + d as usize] = v;
             }
+            if self.weak && self.cfg.cta_drains {
+                self.drain_all(t);
+            }
+            self.threads[t].state = State::Running;
+            self.runnable.push(t as u32);
         }
     }
 
@@ -473,6 +507,19 @@ impl<'a> Machine<'a> {
                 State::Warp => members |= 1 << l,
                 _ => return,
             }
+        }
+        if self.ptx
+            && matches!(
+                self.k.code[self.threads[t].pc as usize - 1].op,
+                Op::WarpSync { .. }
+            )
+        {
+            // bar.warp.sync orders memory among the threads it releases, as bar.sync does.
+            let threads: Vec<u32> = (0..32)
+                .filter(|l| members & (1 << l) != 0)
+                .map(|l| (first + l as usize) as u32)
+                .collect();
+            self.model.barrier(&threads);
         }
         let args: Vec<[u64; 4]> = (0..32)
             .map(|l| lane_thread(l).map_or([0; 4], |u| self.threads[u].warp_args))
@@ -520,6 +567,11 @@ impl<'a> Machine<'a> {
             _ => {}
         }
     }
+}
+
+/// The PTX model's name for barrier `id` of block `b`.
+fn barrier_key(b: usize, id: usize) -> u32 {
+    (b * BARRIERS + id) as u32
 }
 
 /// The source lane of `shfl.sync` and whether it is in range (PTX ISA semantics).

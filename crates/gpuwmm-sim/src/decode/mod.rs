@@ -28,7 +28,7 @@ pub use self::layout::{module_symbols, module_vars};
 
 use self::layout::{align_up, collect_labels, layout_body, layout_params};
 use self::operands::{harmless, ty_of};
-use self::sync::{bar, fence};
+use self::sync::fence;
 use super::isa::*;
 use super::vars::{parse_var, VarSpace};
 use crate::device::BackendError;
@@ -436,7 +436,7 @@ impl Decoder<'_, '_> {
                 Ok(Op::Exit)
             }
             "call" => self.call(&m, ops),
-            "bar" | "barrier" => bar(&m, ops),
+            "bar" | "barrier" => self.bar(&m, ops),
             "membar" | "fence" => fence(i, &m),
             "prefetch" | "prefetchu" | "nanosleep" | "brkpt" | "pmevent" => Ok(Op::Nop),
             "trap" => Ok(Op::Trap),

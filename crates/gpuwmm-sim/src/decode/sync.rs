@@ -1,24 +1,25 @@
-//! Synchronisation and warp collectives: `bar.sync`, `bar.red`, fences (`membar`, `fence`),
-//! `shfl`, `vote` and `activemask`. What a fence's scope and strength mean for the memory models
-//! is decided by [`crate::ptx_model::fence_order`].
+//! Synchronisation and warp collectives: CTA barriers (`bar`/`barrier` `.sync`, `.arrive`,
+//! `.red`, ids 0 to 15 with optional thread counts), `bar.warp.sync`, fences (`membar`,
+//! `fence`), `shfl`, `vote` and `activemask`. What a fence's scope and strength mean for the
+//! memory models is decided by [`crate::ptx_model::fence_order`].
 
-use super::{expect, Decoder, Why, R};
+use super::{bad, expect, Decoder, Why, R};
 use crate::isa::*;
 use crate::ptx_model::fence_order;
 use gpuwmm_ptx::{Instruction, Operand};
 
-/// `bar.sync` / `barrier.sync` of the whole block on barrier 0; named barriers and thread
-/// counts are not implemented.
-pub(super) fn bar(m: &[&str], ops: &[Operand]) -> R<Op> {
-    let plain = matches!(m, ["sync"] | ["sync", "aligned"] | [] if ops.len() <= 1);
-    let zero = ops
-        .first()
-        .is_none_or(|o| matches!(o, Operand::Immediate(t) if t == "0"));
-    if plain && zero {
-        Ok(Op::Bar)
-    } else {
-        Err(Why::Unsupported)
-    }
+const U32: Ty = Ty {
+    kind: Kind::B,
+    bits: 32,
+};
+
+/// The modifiers of a barrier instruction without those that change nothing here (`.cta`, the
+/// only scope; `.aligned`, a promise about the warp the simulator need not rely on).
+fn barrier_words<'m>(m: &[&'m str]) -> Vec<&'m str> {
+    m.iter()
+        .copied()
+        .filter(|w| !matches!(*w, "cta" | "aligned"))
+        .collect()
 }
 
 /// `membar` and `fence`: the IR reads scope and strength, the memory model says what they mean;
@@ -35,24 +36,66 @@ pub(super) fn fence(i: &Instruction, m: &[&str]) -> R<Op> {
 }
 
 impl Decoder<'_, '_> {
-    /// `bar.red.popc.u32 d, 0, p` and `bar.red.{and,or}.pred d, 0, {!}p` (whole block only).
+    /// `bar{.cta}.sync a{, b}` / `barrier{.cta}.sync{.aligned} a{, b}` (wait) and
+    /// `bar{.cta}.arrive a, b` / `barrier{.cta}.arrive{.aligned} a, b`; `bar.warp.sync mask`.
+    pub(super) fn bar(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let wait = match barrier_words(m).as_slice() {
+            ["sync"] | [] => true,
+            ["arrive"] => false,
+            ["warp", "sync"] => {
+                expect(ops, 1)?;
+                return Ok(Op::WarpSync {
+                    mask: self.src(&ops[0], U32)?,
+                });
+            }
+            _ => return Err(Why::Unsupported),
+        };
+        let counted = if wait { 1..=2 } else { 2..=2 };
+        if !counted.contains(&ops.len()) {
+            return bad(format!(
+                "a barrier takes an id{} count, {} operand(s) given",
+                if wait { " and an optional" } else { " and a" },
+                ops.len()
+            ));
+        }
+        Ok(Op::Bar {
+            bar: self.barrier_ref(ops)?,
+            wait,
+        })
+    }
+
+    /// The barrier id and optional thread count of a barrier's operands.
+    fn barrier_ref(&mut self, ops: &[Operand]) -> R<BarrierRef> {
+        let id = self.src(&ops[0], U32)?;
+        if matches!(id, Src::Imm(i) if i > 15) {
+            return bad("barrier ids go from 0 to 15");
+        }
+        let count = ops.get(1).map(|o| self.src(o, U32)).transpose()?;
+        Ok(BarrierRef { id, count })
+    }
+
+    /// `bar.red.popc.u32 d, a{, b}, {!}c` and `bar.red.{and,or}.pred d, a{, b}, {!}c`.
     pub(super) fn bar_red(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let op = match m {
+        let op = match barrier_words(m).as_slice() {
             ["red", "popc", "u32"] => BarRedOp::Popc,
             ["red", "and", "pred"] => BarRedOp::And,
             ["red", "or", "pred"] => BarRedOp::Or,
             _ => return Err(Why::Unsupported),
         };
-        expect(ops, 3)?;
-        if !matches!(&ops[1], Operand::Immediate(t) if t == "0") {
-            return Err(Why::Unsupported);
+        if !(3..=4).contains(&ops.len()) {
+            return bad(format!(
+                "bar.red takes a destination, an id, an optional count and a predicate, {} operand(s) given",
+                ops.len()
+            ));
         }
-        let (p, negate) = self.pred_src(&ops[2])?;
+        let last = ops.len() - 1;
+        let (p, negate) = self.pred_src(&ops[last])?;
         Ok(Op::BarRed {
             op,
             d: self.dst(&ops[0])?,
             p,
             negate,
+            bar: self.barrier_ref(&ops[1..last])?,
         })
     }
 
@@ -123,12 +166,45 @@ mod tests {
     use super::super::testing::{assert_decodes, first_op, run, unsupported};
     use crate::isa::*;
 
+    const WHOLE_CTA_0: Op = Op::Bar {
+        bar: BarrierRef {
+            id: Src::Imm(0),
+            count: None,
+        },
+        wait: true,
+    };
+
     #[test]
-    fn only_the_whole_block_barrier_zero_is_decoded() {
-        assert_eq!(first_op("bar.sync 0;").unwrap(), Op::Bar);
-        assert_eq!(first_op("barrier.sync.aligned 0;").unwrap(), Op::Bar);
-        assert!(unsupported("bar.sync 1;"));
-        assert!(unsupported("bar.sync 0, 64;"));
+    fn barriers_decode_their_id_count_and_whether_they_wait() {
+        assert_eq!(first_op("bar.sync 0;").unwrap(), WHOLE_CTA_0);
+        assert_eq!(first_op("barrier.sync.aligned 0;").unwrap(), WHOLE_CTA_0);
+        assert_eq!(first_op("bar.cta.sync 0;").unwrap(), WHOLE_CTA_0);
+        assert_eq!(
+            first_op("bar.arrive 1, 64;").unwrap(),
+            Op::Bar {
+                bar: BarrierRef {
+                    id: Src::Imm(1),
+                    count: Some(Src::Imm(64))
+                },
+                wait: false
+            }
+        );
+        assert_decodes(
+            "barrier.sync %r1, 96;",
+            "Bar { bar: BarrierRef { id: Reg(0), count: Some(Imm(96)) }, wait: true }",
+        );
+        assert_decodes("bar.warp.sync -1;", "WarpSync { mask: Imm(4294967295) }");
+        assert_decodes(
+            "bar.red.popc.u32 %r1, 2, 64, %p1;",
+            "BarRed { op: Popc, d: 1, p: Reg(0), negate: false, bar: BarrierRef { id: Imm(2), count: Some(Imm(64)) } }",
+        );
+        assert!(unsupported("bar.warp.arrive 1;"));
+    }
+
+    #[test]
+    fn a_barrier_id_above_15_or_an_arrive_without_count_is_malformed() {
+        assert!(first_op("bar.sync 16;").is_err() && !unsupported("bar.sync 16;"));
+        assert!(first_op("bar.arrive 1;").is_err() && !unsupported("bar.arrive 1;"));
     }
 
     #[test]
