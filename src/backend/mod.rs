@@ -195,6 +195,18 @@ pub trait Backend {
     /// run can be replayed. Real GPUs have none to seed.
     fn reseed(&mut self, _seed: u64) {}
 
+    /// Switches recording of races (conflicting accesses that causality order leaves
+    /// unordered, and morally strong communication) on or off for the launches that follow;
+    /// returns whether the backend records them (the simulator's PTX model does, a GPU cannot).
+    fn record_races(&mut self, _on: bool) -> bool {
+        false
+    }
+
+    /// What the launches since the last call recorded, when recording is on.
+    fn take_races(&mut self) -> Option<sim::RaceLog> {
+        None
+    }
+
     /// A hint for the next launch only: its blocks with a linear id at or above
     /// `first_stressing_block` are stressing blocks whose memory nothing reads back, so the launch
     /// may end as soon as the blocks below it have finished. The simulator takes it (on the

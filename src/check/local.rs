@@ -401,6 +401,7 @@ impl Executor for LocalExecutor {
         } else {
             0
         };
+        self.backend.record_races(request.races);
         let m = self.run(
             request.env,
             &request.fences,
@@ -408,6 +409,7 @@ impl Executor for LocalExecutor {
             iterations,
             StressEnd::WithApp,
         )?;
+        let races = self.backend.take_races();
         Ok(RunRecord {
             run: request.run,
             seed: request.seed,
@@ -423,6 +425,7 @@ impl Executor for LocalExecutor {
             reason: m.reason,
             kernel_us: round_to(m.kernel_seconds * 1e6, 1),
             wall_ms: round_to(start.elapsed().as_secs_f64() * 1e3, 3),
+            races,
         })
     }
 }

@@ -101,6 +101,7 @@ mod tests {
                     reason: String::new(),
                     kernel_us: 0.0,
                     wall_ms: 0.0,
+                    races: None,
                 }
             },
         })
@@ -115,6 +116,7 @@ mod tests {
                 env: "sys-str+".parse().unwrap(),
                 fences: Fences::AsIs,
                 stress_iterations: 0,
+                races: false,
             })
             .collect();
         let mut one = Pool::new(vec![slow()]);

@@ -131,6 +131,9 @@ pub struct RunRequest {
     pub fences: Fences,
     /// Stress loop iterations (from calibration); ignored without stress.
     pub stress_iterations: u32,
+    /// Record races (simulator): the record then carries them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub races: bool,
 }
 
 /// A request to calibrate stress iterations for an environment.

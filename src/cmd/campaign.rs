@@ -253,6 +253,7 @@ impl Campaign<'_> {
             journal: &journal,
             resume: self.args.resume && journal.exists(),
             target: &target,
+            races: None,
         };
         let mut check: OpenCheck = open_check(&spec, executors)?;
         let skipped = check.finished();

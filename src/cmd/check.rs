@@ -10,6 +10,7 @@ use super::target::Executors;
 use super::CmdResult;
 use crate::cli::CheckArgs;
 use gpuwmm::check::journal::{read_meta, read_rows};
+use gpuwmm::check::races::{describe, races_path, summarise, RaceReport};
 use gpuwmm::check::{BackendChoice, CheckMeta, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
 use gpuwmm::plot::{running_rate, running_rate_chart, MAX_POINTS};
@@ -36,6 +37,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         journal: &path,
         resume: args.journal.resume,
         target: &args.target,
+        races: args.races,
     };
     let mut executors = Executors::new(args.target.in_process);
     let mut check = open_check(&spec, &mut executors)?;
@@ -46,12 +48,27 @@ pub fn run(args: &CheckArgs) -> CmdResult {
     bar.finish_and_clear();
     let confidence = record_confidence(&path, &tally);
     let chart = write_chart(&check.meta, &path);
+    let races = match check.meta.races {
+        Some(mode) => {
+            let runs = read_rows::<RunRecord>(&path)?.into_iter().map(|r| r.run);
+            Some(summarise(&path, runs, mode)?)
+        }
+        None => None,
+    };
     if args.json {
-        return print_json(&CheckDocument::new(&check.meta, &tally, &path, chart));
+        let mut document = CheckDocument::new(&check.meta, &tally, &path, chart);
+        document.races = races;
+        return print_json(&document);
     }
     print_summary(&check.meta, &tally, &path, confidence.as_ref())?;
     if let Some(chart) = chart {
         outln!("chart: {}", chart.display())?;
+    }
+    if let Some(races) = &races {
+        for line in describe(races, tally.runs) {
+            outln!("{line}")?;
+        }
+        outln!("races journal: {}", races_path(&path).display())?;
     }
     Ok(())
 }
@@ -82,6 +99,9 @@ struct CheckDocument<'a> {
     first_error: Option<FirstError>,
     journal: &'a Path,
     chart: Option<PathBuf>,
+    /// With `--races`: the races summed over the runs (simulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    races: Option<Vec<RaceReport>>,
 }
 
 /// Runs per outcome.
@@ -148,6 +168,7 @@ impl<'a> CheckDocument<'a> {
                 }),
             journal,
             chart,
+            races: None,
         }
     }
 }

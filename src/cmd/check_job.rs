@@ -8,6 +8,7 @@ use super::Failure;
 use crate::cli::{StopArgs, TargetArgs};
 use gpuwmm::check::journal::set_meta_entry;
 use gpuwmm::check::local::target_sites;
+use gpuwmm::check::races::RaceMode;
 use gpuwmm::check::spec::SiteSummary;
 use gpuwmm::check::{run_check, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
 use gpuwmm::env::Environment;
@@ -42,6 +43,8 @@ pub struct CheckJob<'a> {
     pub journal: &'a Path,
     pub resume: bool,
     pub target: &'a TargetArgs,
+    /// `check --races`: record races in every run (ignored on resume: the journal says).
+    pub races: Option<RaceMode>,
 }
 
 /// A check whose journal is open: what it is and the runs recorded so far.
@@ -102,6 +105,7 @@ pub fn open_check(spec: &CheckJob, executors: &mut Executors) -> Result<OpenChec
         stress,
         provenance: calibrator.provenance(),
         profile_source: resolved.profile_source,
+        races: spec.races,
     };
     let journal = Journal::create(spec.journal, &meta).map_err(Failure::bad_input)?;
     Ok(OpenCheck {

@@ -35,6 +35,7 @@ pub fn run(args: &ReplayArgs) -> CmdResult {
         env: r.env,
         fences: subject.fences.clone(),
         stress_iterations: r.stress_iterations,
+        races: false,
     };
     let replayed = executor.execute(&request)?;
     print_comparison(&subject, &replayed)?;

@@ -82,6 +82,7 @@ impl HardenRow {
             reason: self.reason.clone(),
             kernel_us: self.kernel_us,
             wall_ms: self.wall_ms,
+            races: None,
         }
     }
 
@@ -231,6 +232,7 @@ impl<'a> JournaledChecker<'a> {
             env: self.meta.env,
             fences: self.fences(query),
             stress_iterations: self.meta.stress.stress_iterations,
+            races: false,
         }
     }
 

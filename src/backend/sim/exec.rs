@@ -785,7 +785,11 @@ impl Machine<'_> {
         if self.ptx {
             let pick = self.rng.random::<u32>();
             let a = self.model_access(t, order);
-            return Ok(self.model.load(a, addr, size, in_memory, pick, self.older));
+            let v = self.model.load(a, addr, size, in_memory, pick, self.older);
+            if let Some(races) = &mut self.races {
+                races.load(t, line, addr, order, self.model.last_read);
+            }
+            return Ok(v);
         }
         if !self.weak {
             return Ok(in_memory);
@@ -833,6 +837,10 @@ impl Machine<'_> {
             let _ = self.mem.write(addr, size, value);
             let a = self.model_access(t, order);
             self.model.store(a, addr, size, old, value);
+            if let Some(races) = &mut self.races {
+                let ts = matches!(size, 4 | 8).then(|| self.model.clock());
+                races.store(t, line, addr, order, ts);
+            }
             return Ok(());
         }
         if !self.weak {
@@ -923,6 +931,11 @@ impl Machine<'_> {
             let access = self.model_access(t, order);
             self.model
                 .atomic(access, a, size, old, new, op == AtomOp::Cas);
+            if let Some(races) = &mut self.races {
+                let wrote = !(op == AtomOp::Cas && old == new);
+                let ts = (wrote && matches!(size, 4 | 8)).then(|| self.model.clock());
+                races.atomic(t, line, a, order, wrote, ts);
+            }
         }
         Ok(old)
     }
@@ -947,6 +960,9 @@ impl Machine<'_> {
                 self.model.fence_sc(t as u32, block, reach);
             } else {
                 self.model.fence_acq_rel(t as u32, reach);
+            }
+            if let Some(races) = &mut self.races {
+                races.fence(t, reach, sc);
             }
         } else if self.weak && (reach == Reach::Gpu || self.cfg.cta_drains) {
             self.drain_all(t);

@@ -279,6 +279,9 @@ pub struct PtxMemory {
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
     sc_gpu: View,
     sc_cta: HashMap<u32, View>,
+    /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
+    /// value of a location the model does not track), for the race recorder.
+    pub last_read: Option<u32>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -298,7 +301,13 @@ impl PtxMemory {
             sync: vec![Sync::default(); threads],
             sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
+            last_read: None,
         }
+    }
+
+    /// The launch clock: the timestamp of the newest message appended.
+    pub fn clock(&self) -> u32 {
+        self.clock
     }
 
     fn past_mut(&mut self, t: u32) -> &mut View {
@@ -328,6 +337,7 @@ impl PtxMemory {
         pick: u32,
         older: u32,
     ) -> u64 {
+        self.last_read = None;
         if !tracked(size) {
             return newest;
         }
@@ -344,6 +354,7 @@ impl PtxMemory {
         } else {
             last
         };
+        self.last_read = Some(loc.msgs[i].ts);
         let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
         let strong =
             a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
@@ -607,6 +618,7 @@ mod tests {
             sync: m.sync.clone(),
             sc_gpu: m.sc_gpu.clone(),
             sc_cta: m.sc_cta.clone(),
+            last_read: None,
         }
     }
 
