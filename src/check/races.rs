@@ -370,22 +370,20 @@ pub fn summarise(
         let Some(r) = recorded.get(&run) else {
             continue;
         };
+        let mut counted = std::collections::BTreeSet::new();
         for race in &r.races {
             if mode == RaceMode::Strict && race.class != RaceClass::DataRace {
                 continue;
             }
-            let key = (
-                race.class,
-                race.first.clone(),
-                race.second.clone(),
-                race.same_cta,
-            );
+            let key = key_of(race);
             let e = merged
                 .entry(key)
                 .or_insert((race.ctas, 0, 0, BTreeMap::new()));
-            e.1 += 1;
             e.2 += race.occurrences;
             *e.3.entry(race.missing.clone()).or_insert(0) += 1;
+            if counted.insert(key_of(race)) {
+                e.1 += 1;
+            }
         }
     }
     let mut sources = SourceCache::default();
@@ -406,6 +404,16 @@ pub fn summarise(
         .collect();
     reports.sort_by(|a, b| (a.class, b.runs).cmp(&(b.class, a.runs)));
     Ok(reports)
+}
+
+/// What the summary merges races of runs by.
+fn key_of(race: &RunRace) -> (RaceClass, RaceEnd, RaceEnd, bool) {
+    (
+        race.class,
+        race.first.clone(),
+        race.second.clone(),
+        race.same_cta,
+    )
 }
 
 /// The advice given in most runs (the first of those in order, for a tie).

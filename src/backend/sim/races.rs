@@ -109,7 +109,8 @@ pub struct Conflict {
     /// The acquire (fence or acquire operation) of the second thread after the communication.
     pub second_acquire: Option<Strength>,
     /// The location carries communication itself: a morally strong read of it ordered another
-    /// pair's communication, or a thread read it again and again at one instruction (a spin).
+    /// pair's communication, or a thread read it strongly twice without writing it between
+    /// (a spin).
     pub synchronising_location: bool,
     pub occurrences: u64,
     /// Distinct addresses.
@@ -185,11 +186,27 @@ struct Shadow {
     writes: Vec<WriteEntry>,
     /// Reads since the newest write, one per thread (its latest).
     reads: Vec<ReadEntry>,
+    /// Per thread (the first [`OWN`] to come), whether its last access here was a read.
+    last_own: Vec<(u32, bool)>,
+    /// A thread read it again without writing it between: it waits on it.
     spun: bool,
+}
+
+impl Shadow {
+    /// Notes an access of thread `t`; a read after a read of the same thread is a spin.
+    fn note_own(&mut self, t: u32, read: bool) {
+        if let Some(o) = self.last_own.iter_mut().find(|o| o.0 == t) {
+            self.spun |= read && o.1;
+            o.1 = read;
+        } else if self.last_own.len() < OWN {
+            self.last_own.push((t, read));
+        }
+    }
 }
 
 const WRITES: usize = 4;
 const OBSERVERS: usize = 4;
+const OWN: usize = 32;
 
 /// The newest communication from one thread to another: the writer's access number, the
 /// reader's, and the location.
@@ -325,11 +342,11 @@ impl RaceTracker {
         };
         self.read_part(me, addr, order, read_ts, true);
         let shadow = self.shadows.entry(addr).or_default();
+        if me.strength != Strength::Weak {
+            shadow.note_own(t, true);
+        }
         match shadow.reads.iter_mut().find(|r| r.thread == t) {
             Some(r) => {
-                if r.line == line && r.kind == AccessKind::Read {
-                    shadow.spun = true;
-                }
                 *r = ReadEntry {
                     thread: t,
                     pos: p,
@@ -534,6 +551,7 @@ impl RaceTracker {
         view_gpu: Option<Clock>,
     ) {
         let shadow = self.shadows.entry(addr).or_default();
+        shadow.note_own(me.thread, false);
         if shadow.writes.len() == WRITES {
             shadow.writes.remove(0);
         }
@@ -575,6 +593,7 @@ impl RaceTracker {
         self.read_part(me, addr, order, None, false);
         if !wrote {
             let shadow = self.shadows.entry(addr).or_default();
+            shadow.note_own(t, true);
             shadow.reads.retain(|r| r.thread != t);
             shadow.reads.push(ReadEntry {
                 thread: t,
