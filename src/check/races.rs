@@ -106,7 +106,22 @@ pub struct RaceEnd {
     pub strength: Strength,
 }
 
+/// What races are merged by at one end: the source line (any of its PTX instructions), or
+/// the PTX line without one; the kind and strength of the access.
+type EndKey = (Option<String>, Option<u32>, u32, RaceAccessKind, Strength);
+
 impl RaceEnd {
+    fn key(&self) -> EndKey {
+        let ptx_line = if self.line.is_some() { 0 } else { self.ptx_line };
+        (
+            self.file.clone(),
+            self.line,
+            ptx_line,
+            self.kind,
+            self.strength,
+        )
+    }
+
     fn of(site: &RaceSite, kind: RaceAccessKind, strength: Strength) -> RaceEnd {
         RaceEnd {
             file: site.file.clone(),
@@ -170,8 +185,8 @@ pub struct RunRaces {
 
 /// A run's recorded conflicts, classified and merged by what the report shows.
 pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
-    let mut merged: BTreeMap<(RaceClass, RaceEnd, RaceEnd, bool, String), ((u32, u32), u64)> =
-        BTreeMap::new();
+    type Seen = (RaceEnd, RaceEnd, (u32, u32), u64);
+    let mut merged: BTreeMap<(RaceClass, EndKey, EndKey, bool, String), Seen> = BTreeMap::new();
     for c in &log.conflicts {
         let Some(class) = classify(c) else { continue };
         let mut first = RaceEnd::of(&c.first.site, c.first.kind, c.first.strength);
@@ -179,21 +194,19 @@ pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
         let missing = missing(c, class, &first, &second);
         let mut ctas = c.ctas;
         // Only a fence-orderable race has a direction (who releases, who acquires).
-        if class != RaceClass::FenceCanOrder && second < first {
+        if class != RaceClass::FenceCanOrder && second.key() < first.key() {
             std::mem::swap(&mut first, &mut second);
             ctas = (ctas.1, ctas.0);
         }
-        let e = merged
-            .entry((class, first, second, c.same_cta, missing))
-            .or_insert((ctas, 0));
-        e.1 += c.occurrences;
+        let key = (class, first.key(), second.key(), c.same_cta, missing);
+        merged.entry(key).or_insert((first, second, ctas, 0)).3 += c.occurrences;
     }
     RunRaces {
         run,
         races: merged
             .into_iter()
             .map(
-                |((class, first, second, same_cta, missing), (ctas, occurrences))| RunRace {
+                |((class, _, _, same_cta, missing), (first, second, ctas, occurrences))| RunRace {
                     class,
                     first,
                     second,
@@ -364,8 +377,8 @@ pub fn summarise(
     mode: RaceMode,
 ) -> std::io::Result<Vec<RaceReport>> {
     let recorded = read_runs(journal)?;
-    type Seen = ((u32, u32), u64, u64, BTreeMap<String, u64>);
-    let mut merged: BTreeMap<(RaceClass, RaceEnd, RaceEnd, bool), Seen> = BTreeMap::new();
+    type Seen = (RaceEnd, RaceEnd, (u32, u32), u64, u64, BTreeMap<String, u64>);
+    let mut merged: BTreeMap<(RaceClass, EndKey, EndKey, bool), Seen> = BTreeMap::new();
     for run in runs {
         let Some(r) = recorded.get(&run) else {
             continue;
@@ -376,13 +389,18 @@ pub fn summarise(
                 continue;
             }
             let key = key_of(race);
-            let e = merged
-                .entry(key)
-                .or_insert((race.ctas, 0, 0, BTreeMap::new()));
-            e.2 += race.occurrences;
-            *e.3.entry(race.missing.clone()).or_insert(0) += 1;
-            if counted.insert(key_of(race)) {
-                e.1 += 1;
+            let e = merged.entry(key.clone()).or_insert((
+                race.first.clone(),
+                race.second.clone(),
+                race.ctas,
+                0,
+                0,
+                BTreeMap::new(),
+            ));
+            e.4 += race.occurrences;
+            *e.5.entry(race.missing.clone()).or_insert(0) += 1;
+            if counted.insert(key) {
+                e.3 += 1;
             }
         }
     }
@@ -390,7 +408,7 @@ pub fn summarise(
     let mut reports: Vec<RaceReport> = merged
         .into_iter()
         .map(
-            |((class, first, second, same_cta), (ctas, runs, occurrences, missing))| RaceReport {
+            |((class, _, _, same_cta), (first, second, ctas, runs, occurrences, missing))| RaceReport {
                 class,
                 first: sources.end(first),
                 second: sources.end(second),
@@ -407,11 +425,11 @@ pub fn summarise(
 }
 
 /// What the summary merges races of runs by.
-fn key_of(race: &RunRace) -> (RaceClass, RaceEnd, RaceEnd, bool) {
+fn key_of(race: &RunRace) -> (RaceClass, EndKey, EndKey, bool) {
     (
         race.class,
-        race.first.clone(),
-        race.second.clone(),
+        race.first.key(),
+        race.second.key(),
         race.same_cta,
     )
 }
