@@ -1,10 +1,11 @@
 //! The command line: only the clap definitions, no behaviour.
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::BackendChoice;
 use gpuwmm::backend::sim::SimModel;
-use gpuwmm::env::Environment;
+use gpuwmm::env::{Environment, StressKind};
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
@@ -167,8 +168,8 @@ pub struct TargetArgs {
     #[arg(long, default_value_t = FenceKind::ScGpu, value_parser = parse_fence_kind)]
     pub fence_kind: FenceKind,
     /// One fence site per source line, or one per PTX access instruction.
-    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
-    pub granularity: GranularityArg,
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
     /// A kernel still running after this long is a timeout (e.g. 30s, 2m).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub deadline: Duration,
@@ -618,8 +619,8 @@ pub struct InputArgs {
     #[arg(long, default_value = "portable")]
     pub arch: String,
     /// One site per source line, or one per PTX access instruction.
-    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
-    pub granularity: GranularityArg,
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
 }
 
 #[derive(Debug, Args)]
@@ -653,8 +654,8 @@ pub struct InstrumentArgs {
     pub kernel: Option<String>,
     /// What the stressing blocks do: none, sys (the access sequence at `spread` locations), rand
     /// (random loads/stores), cache (walk an L2-sized scratchpad).
-    #[arg(long, value_enum, default_value_t = StressArg::Sys, requires = "harness")]
-    pub stress: StressArg,
+    #[arg(long, default_value_t = StressKind::Sys, value_parser = by_name::<StressKind>(), requires = "harness")]
+    pub stress: StressKind,
     /// The sys access sequence, e.g. "ld st" or "st2 ld".
     #[arg(long, default_value = "ld st", requires = "harness")]
     pub sequence: String,
@@ -663,25 +664,17 @@ pub struct InstrumentArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StressArg {
-    None,
-    Sys,
-    Rand,
-    Cache,
-}
-
 /// Which backend runs the kernels, and how the simulator behaves.
 #[derive(Debug, Clone, Args)]
 pub struct BackendArgs {
     /// `cuda` (a real GPU), `sim` (the simulator), or `auto`: cuda where a driver and a GPU are
     /// present, else sim.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(long, default_value_t = BackendChoice::Auto, value_parser = by_name::<BackendChoice>())]
     pub backend: BackendChoice,
     /// The simulator's memory model: `ptx` (the PTX memory consistency model, see README),
     /// `sc` (sequential consistency), or the store-buffer model of gpuwmm 0.1, `weak` /
     /// `weak-stale` (not PTX; kept to replay journals recorded with it).
-    #[arg(long, value_enum, default_value_t = SimModel::Ptx)]
+    #[arg(long, default_value_t = SimModel::Ptx, value_parser = by_name::<SimModel>())]
     pub sim_model: SimModel,
     /// Seed of everything random (recorded with results, so a run can be replayed).
     #[arg(long, default_value_t = 1)]
@@ -718,7 +711,7 @@ pub struct LitmusArgs {
     #[arg(long, default_value_t = 1)]
     pub block_threads: u32,
     /// How the accesses are spelled: volatile, relaxed (relaxed.gpu) or cg.
-    #[arg(long, default_value = "volatile", value_parser = parse_access)]
+    #[arg(long, default_value_t = AccessFlavour::Volatile, value_parser = by_name::<AccessFlavour>())]
     pub access: AccessFlavour,
 }
 
@@ -793,41 +786,98 @@ pub struct LitmusRunArgs {
     pub sim_budget: Option<u64>,
 }
 
-impl LitmusArgs {
-    pub fn access_name(&self) -> &'static str {
-        match self.access {
-            AccessFlavour::Volatile => "volatile",
-            AccessFlavour::Relaxed => "relaxed",
-            AccessFlavour::Cg => "cg",
-        }
-    }
-}
-
 fn parse_shape(s: &str) -> Result<LitmusShape, String> {
     s.parse()
 }
 
-fn parse_access(s: &str) -> Result<AccessFlavour, String> {
+fn parse_fence_kind(s: &str) -> Result<FenceKind, String> {
     s.parse()
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum GranularityArg {
-    Line,
-    Instruction,
+/// A library enum that the command line reads by name. The library stays free of clap: this is
+/// the one place that tells clap each value's name (and help, where the value has one).
+trait ByName: Copy + Send + Sync + 'static {
+    fn values() -> &'static [Self];
+    fn name(self) -> &'static str;
+    fn help(self) -> Option<&'static str> {
+        None
+    }
+    /// Other names that read as this value (older spellings).
+    fn aliases(self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
-impl From<GranularityArg> for Granularity {
-    fn from(g: GranularityArg) -> Granularity {
-        match g {
-            GranularityArg::Line => Granularity::SourceLine,
-            GranularityArg::Instruction => Granularity::Instruction,
+/// The value parser of a [`ByName`] enum: `--help` lists the names, a wrong one is refused with
+/// the list.
+fn by_name<T: ByName>() -> impl TypedValueParser<Value = T> {
+    let possible = T::values().iter().map(|&v| {
+        let value = PossibleValue::new(v.name()).aliases(v.aliases().iter().copied());
+        match v.help() {
+            Some(help) => value.help(help),
+            None => value,
+        }
+    });
+    PossibleValuesParser::new(possible).map(|name| {
+        *T::values()
+            .iter()
+            .find(|v| v.name() == name || v.aliases().contains(&name.as_str()))
+            .expect("clap accepted only these names")
+    })
+}
+
+impl ByName for SimModel {
+    fn values() -> &'static [Self] {
+        &SimModel::ALL
+    }
+    fn name(self) -> &'static str {
+        SimModel::name(self)
+    }
+    fn help(self) -> Option<&'static str> {
+        Some(SimModel::help(self))
+    }
+}
+
+impl ByName for BackendChoice {
+    fn values() -> &'static [Self] {
+        &BackendChoice::ALL
+    }
+    fn name(self) -> &'static str {
+        BackendChoice::name(self)
+    }
+}
+
+impl ByName for StressKind {
+    fn values() -> &'static [Self] {
+        &StressKind::ALL
+    }
+    fn name(self) -> &'static str {
+        StressKind::name(self)
+    }
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            StressKind::No => &["none"],
+            _ => &[],
         }
     }
 }
 
-fn parse_fence_kind(s: &str) -> Result<FenceKind, String> {
-    s.parse()
+impl ByName for Granularity {
+    fn values() -> &'static [Self] {
+        &Granularity::ALL
+    }
+    fn name(self) -> &'static str {
+        Granularity::name(self)
+    }
+}
+
+impl ByName for AccessFlavour {
+    fn values() -> &'static [Self] {
+        &AccessFlavour::ALL
+    }
+    fn name(self) -> &'static str {
+        AccessFlavour::name(self)
+    }
 }
 
 #[cfg(test)]

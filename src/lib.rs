@@ -1,11 +1,14 @@
 //! gpuwmm: expose weak-memory bugs in CUDA applications and harden them.
 //!
-//! The library is layered so that each layer only looks down:
-//! - [`ptx`]: a PTX parser, printer and the instrumentation passes (pure functions over the IR);
+//! The library is layered so that each layer only looks down, and the lowest two layers are
+//! crates of their own so the compiler keeps the order:
+//! - [`ptx`] (the `gpuwmm-ptx` crate): a PTX parser, printer and the instrumentation passes (pure
+//!   functions over the IR);
 //! - [`control`]: the host side of the harness control block (thread randomisation, stress
 //!   parameters) that instrumented kernels read;
 //! - [`toolchain`]: NVRTC, `ptxas` and `cuobjdump`, found on the machine or installed from wheels;
-//! - [`backend`]: the `cuda` backend and the simulator behind one trait; [`apps`]: the
+//! - [`backend`]: the `cuda` backend and the simulator (the `gpuwmm-sim` crate, which implements
+//!   the device interface it defines) behind one trait; [`apps`]: the
 //!   applications under test behind one trait;
 //! - [`env`], [`profile`]: testing environments and per-chip stress profiles;
 //! - [`check`]: running an app under stress run after run, in a supervised worker process, with
@@ -31,8 +34,9 @@
 
 #![deny(unsafe_code)]
 
+/// The PTX layer (`gpuwmm-ptx`): parser, IR, printer, sites and passes.
 #[macro_use]
-mod named;
+pub extern crate gpuwmm_ptx as ptx;
 
 pub mod apps;
 pub mod backend;
@@ -48,7 +52,6 @@ pub mod litmus;
 pub mod naming;
 pub mod plot;
 pub mod profile;
-pub mod ptx;
 pub mod slurm;
 pub mod stats;
 pub mod stressed;

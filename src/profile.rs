@@ -211,7 +211,7 @@ mod tests {
             crate::backend::sim::MemoryModel::Weak,
             1,
         ));
-        let info = crate::backend::Backend::info(&sim).clone();
+        let info = crate::backend::Device::info(&sim).clone();
         let (profile, from) = resolve(dir.path(), &info).unwrap();
         assert_eq!(
             (profile.chip.as_str(), from.as_str()),

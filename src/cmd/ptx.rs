@@ -1,13 +1,12 @@
 //! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
 
 use super::{CmdResult, Failure};
-use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
+use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
 use gpuwmm::input::{load_kernel_file, LoadedPtx};
 use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
 };
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
-use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};
 use std::collections::HashMap;
 use std::io::Write;
@@ -25,7 +24,7 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
 
 fn sites(args: &SitesArgs) -> CmdResult {
     let loaded = load(&args.input)?;
-    let sites = fence_sites(&loaded.module, args.input.granularity.into());
+    let sites = fence_sites(&loaded.module, args.input.granularity);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &sites)?;
@@ -99,7 +98,7 @@ fn instrument(args: &InstrumentArgs) -> CmdResult {
         eprintln!("stripped {removed} fences");
         module = stripped;
     }
-    let sites = fence_sites(&module, args.input.granularity.into());
+    let sites = fence_sites(&module, args.input.granularity);
     let chosen =
         select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
     if !chosen.is_empty() {
@@ -130,14 +129,10 @@ fn add_harness(module: &Module, args: &InstrumentArgs) -> Result<Module, Failure
         Some(k) => k.clone(),
         None => only_kernel(module)?,
     };
-    let stress = match args.stress {
-        StressArg::None => StressStrategy::None,
-        StressArg::Rand => StressStrategy::Rand,
-        StressArg::Cache => StressStrategy::Cache,
-        StressArg::Sys => StressStrategy::Sys {
-            sequence: parse_sequence(&args.sequence).map_err(Failure::bad_input)?,
-        },
-    };
+    let stress = args
+        .stress
+        .strategy(&args.sequence)
+        .map_err(Failure::bad_input)?;
     harness(module, &kernel, &HarnessOptions { stress }).map_err(Failure::bad_input)
 }
 

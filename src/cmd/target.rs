@@ -42,7 +42,7 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
         backend,
         sim_model: args.backend.sim_model,
         fence_kind: args.fence_kind,
-        granularity: args.granularity.into(),
+        granularity: args.granularity,
         profile,
         deadline_ms: args.deadline.as_millis().max(1) as u64,
         stress_factor: args.stress_factor,
