@@ -105,9 +105,18 @@ fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both
     // Direction matters here: the writer releases, the reader acquires.
     assert_eq!(lines(race), (writer, reader));
     let missing = race["missing"].as_str().unwrap();
-    assert!(missing.contains("no release pattern on the writer's side"), "{missing}");
-    assert!(missing.contains("no acquire pattern on the reader's side"), "{missing}");
-    assert!(missing.contains(".gpu"), "two CTAs need gpu scope: {missing}");
+    assert!(
+        missing.contains("no release pattern on the writer's side"),
+        "{missing}"
+    );
+    assert!(
+        missing.contains("no acquire pattern on the reader's side"),
+        "{missing}"
+    );
+    assert!(
+        missing.contains(".gpu"),
+        "two CTAs need gpu scope: {missing}"
+    );
     assert_eq!(race["same_cta"], Value::Bool(false));
     assert!(race["first"]["source"]
         .as_str()
@@ -124,8 +133,8 @@ fn strict_races_leave_out_unsynchronised_strong_accesses() {
 }
 
 #[test]
-fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_no_fence_can_order(
-) {
+fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_no_fence_can_order()
+{
     let app = "races-unlocked-write";
     let Some(document) = check_races(app, true, 100, &["--races"]) else {
         return;
@@ -225,7 +234,8 @@ fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
         return;
     };
     let app = "sdk-red-nf";
-    let with = |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);
+    let with =
+        |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);
     let plain = with("plain", &[]);
     let first = with("first", &["--races"]);
     let second = with("second", &["--races"]);

@@ -112,7 +112,11 @@ type EndKey = (Option<String>, Option<u32>, u32, RaceAccessKind, Strength);
 
 impl RaceEnd {
     fn key(&self) -> EndKey {
-        let ptx_line = if self.line.is_some() { 0 } else { self.ptx_line };
+        let ptx_line = if self.line.is_some() {
+            0
+        } else {
+            self.ptx_line
+        };
         (
             self.file.clone(),
             self.line,
@@ -377,7 +381,14 @@ pub fn summarise(
     mode: RaceMode,
 ) -> std::io::Result<Vec<RaceReport>> {
     let recorded = read_runs(journal)?;
-    type Seen = (RaceEnd, RaceEnd, (u32, u32), u64, u64, BTreeMap<String, u64>);
+    type Seen = (
+        RaceEnd,
+        RaceEnd,
+        (u32, u32),
+        u64,
+        u64,
+        BTreeMap<String, u64>,
+    );
     let mut merged: BTreeMap<(RaceClass, EndKey, EndKey, bool), Seen> = BTreeMap::new();
     for run in runs {
         let Some(r) = recorded.get(&run) else {
@@ -408,15 +419,17 @@ pub fn summarise(
     let mut reports: Vec<RaceReport> = merged
         .into_iter()
         .map(
-            |((class, _, _, same_cta), (first, second, ctas, runs, occurrences, missing))| RaceReport {
-                class,
-                first: sources.end(first),
-                second: sources.end(second),
-                same_cta,
-                ctas,
-                runs,
-                occurrences,
-                missing: most_common(missing),
+            |((class, _, _, same_cta), (first, second, ctas, runs, occurrences, missing))| {
+                RaceReport {
+                    class,
+                    first: sources.end(first),
+                    second: sources.end(second),
+                    same_cta,
+                    ctas,
+                    runs,
+                    occurrences,
+                    missing: most_common(missing),
+                }
             },
         )
         .collect();
@@ -474,7 +487,9 @@ impl SourceCache {
 pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
     let mut out = Vec::new();
     if races.is_empty() {
-        out.push(format!("races: none recorded in {runs} runs (simulator, PTX model)"));
+        out.push(format!(
+            "races: none recorded in {runs} runs (simulator, PTX model)"
+        ));
         return out;
     }
     out.push(format!(

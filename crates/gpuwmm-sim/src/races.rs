@@ -442,18 +442,27 @@ impl RaceTracker {
     }
 
     /// Records the pair (`first`, `second`) if causality does not order it.
-    fn check(&mut self, first: Side, observers: &[(u32, u32)], second: Side, addr: u64, observed: bool) {
+    fn check(
+        &mut self,
+        first: Side,
+        observers: &[(u32, u32)],
+        second: Side,
+        addr: u64,
+        observed: bool,
+    ) {
         let row = self.row(second.thread);
         let ordered = row[first.thread as usize] >= first.pos
             || observers.iter().any(|&(r, rp)| {
-                (r == second.thread && rp < second.pos) || (r != second.thread && row[r as usize] >= rp)
+                (r == second.thread && rp < second.pos)
+                    || (r != second.thread && row[r as usize] >= rp)
             });
         if ordered {
             return;
         }
         let (a, b) = (self.block(first.thread), self.block(second.thread));
         let same_cta = a == b;
-        let morally_strong = includes(first.strength, same_cta) && includes(second.strength, same_cta);
+        let morally_strong =
+            includes(first.strength, same_cta) && includes(second.strength, same_cta);
         let heard = self.heard[second.thread as usize * self.n + first.thread as usize];
         let communicated = heard.wpos > first.pos;
         if communicated {
@@ -571,7 +580,15 @@ impl RaceTracker {
 
     /// A read-modify-write of thread `t` that read the newest message and, when `wrote`,
     /// appended message `ts`.
-    pub fn atomic(&mut self, t: usize, line: u32, addr: u64, order: Order, wrote: bool, ts: Option<u32>) {
+    pub fn atomic(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        order: Order,
+        wrote: bool,
+        ts: Option<u32>,
+    ) {
         if !self.tracks(t) {
             return;
         }
@@ -662,10 +679,7 @@ impl RaceTracker {
                 join_into(&mut self.sc_gpu, &row);
             }
             let row = self.row(t).to_vec();
-            join_into(
-                self.sc_cta.entry(block).or_insert_with(|| vec![0; n]),
-                &row,
-            );
+            join_into(self.sc_cta.entry(block).or_insert_with(|| vec![0; n]), &row);
             join_into(self.row_mut(t), &before);
         }
         self.release(t, reach, at);
@@ -674,7 +688,11 @@ impl RaceTracker {
     /// `bar.sync` completed by `threads`.
     pub fn barrier(&mut self, threads: &[u32]) {
         let mut all = vec![0; self.n];
-        let tracked: Vec<u32> = threads.iter().copied().filter(|&t| (t as usize) < self.n).collect();
+        let tracked: Vec<u32> = threads
+            .iter()
+            .copied()
+            .filter(|&t| (t as usize) < self.n)
+            .collect();
         for &t in &tracked {
             join_into(&mut all, self.row(t));
         }
@@ -687,8 +705,8 @@ impl RaceTracker {
     pub fn finish(self) -> LaunchRaces {
         let mut merged: HashMap<(PairKey, bool), (u64, u64, (u32, u32))> = HashMap::new();
         for ((key, addr), (count, ctas)) in self.pairs {
-            let sync = self.carrying.contains(&addr)
-                || self.shadows.get(&addr).is_some_and(|s| s.spun);
+            let sync =
+                self.carrying.contains(&addr) || self.shadows.get(&addr).is_some_and(|s| s.spun);
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
@@ -795,8 +813,11 @@ impl RaceLog {
                 .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
         });
         self.communication.sort_by(|a, b| {
-            (a.writer.ptx_line, a.reader.ptx_line, a.same_cta)
-                .cmp(&(b.writer.ptx_line, b.reader.ptx_line, b.same_cta))
+            (a.writer.ptx_line, a.reader.ptx_line, a.same_cta).cmp(&(
+                b.writer.ptx_line,
+                b.reader.ptx_line,
+                b.same_cta,
+            ))
         });
     }
 }
