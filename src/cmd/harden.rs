@@ -735,8 +735,25 @@ fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) ->
         meta.target.fence_kind,
         FenceKind::WEAKENING.map(|k| k.to_string()).join(", ")
     )?;
+    match &hardened.cross_cta {
+        Some(c) if c.sites.is_empty() => outln!(
+            "  scope from communication: no site met another CTA in {} runs recording races (simulator)",
+            c.runs
+        )?,
+        Some(c) => outln!(
+            "  scope from communication: sites {} met another CTA in {} runs recording races (simulator): no CTA-scoped fence there",
+            c.sites.iter().map(|s| format!("#{s}")).collect::<Vec<_>>().join(", "),
+            c.runs
+        )?,
+        None => outln!(
+            "  scope from communication: the backend records no races, so scopes rest on the runs alone"
+        )?,
+    }
     for choice in &hardened.kinds {
         outln!("  #{:<3} keeps {}", choice.site, choice.kind)?;
+        for kind in &choice.refused_for_scope {
+            outln!("        {kind} not tried: the site communicates with another CTA, where PTX gives a .cta fence no effect")?;
+        }
         for (kind, query) in &choice.rejected {
             let failed = rows
                 .iter()

@@ -13,6 +13,7 @@ use super::algorithm::{
     empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
     Query,
 };
+use super::communication::{cross_cta_sites, CrossCta};
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -354,6 +355,9 @@ pub struct Hardened {
     pub kinds: Vec<KindChoice>,
     /// The queries that minimising kinds asked, after the search's.
     pub kind_queries: usize,
+    /// When kinds were minimised: the sites that met another CTA in runs recording races
+    /// (`None`: the backend records none, so scopes rest on runs alone).
+    pub cross_cta: Option<CrossCta>,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
@@ -381,11 +385,23 @@ pub fn harden(
         iterations: insertion.final_iterations,
         next_index: insertion.queries,
     };
-    let kinds = if meta.minimise_kinds && insertion.stable {
+    let (kinds, cross_cta) = if meta.minimise_kinds && insertion.stable {
         let base = meta.target.fence_kind;
-        minimise_kinds(&mut checker, &insertion.fences, base, &mut context)?
+        let cross_cta = cross_cta_sites(
+            &mut *checker.executor,
+            &meta.sites,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?;
+        let floor = cross_cta
+            .as_ref()
+            .map(|c| c.sites.clone())
+            .unwrap_or_default();
+        let kinds = minimise_kinds(&mut checker, &insertion.fences, base, &floor, &mut context)?;
+        (kinds, cross_cta)
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let unused = checker.unused_rows();
     if unused > 0 {
@@ -400,6 +416,7 @@ pub fn harden(
         kind_queries: context.next_index - insertion.queries,
         insertion,
         kinds,
+        cross_cta,
         totals: checker.totals,
         replayed: checker.replayed,
     })
