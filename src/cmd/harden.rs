@@ -164,7 +164,13 @@ struct FenceEntry {
     kind: FenceKind,
     /// Whether the patch inserts it (a fence without a line in the app's source is left out).
     in_patch: bool,
+    /// For a fence no run needed: "required by the PTX model, not seen failing".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
 }
+
+/// What marks a fence that completes a release/acquire pair without a failing run.
+const REQUIRED: &str = "required by the PTX model, not seen failing";
 
 /// The journal's first run that did not pass, and the command that replays it.
 #[derive(Debug, Serialize)]
@@ -234,9 +240,15 @@ impl<'a> HardenDocument<'a> {
 
 /// The final fences, placed in the source or not, by site id.
 fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -> Vec<FenceEntry> {
+    let finals = hardened.final_fences(meta.target.fence_kind);
     let kind_of = |id: usize| {
-        let choice = hardened.kinds.iter().find(|c| c.site == id);
-        choice.map_or(meta.target.fence_kind, |c| c.kind)
+        let kind = finals.iter().find(|f| f.0 == id).map(|f| f.1);
+        kind.unwrap_or(meta.target.fence_kind)
+    };
+    let required = |id: usize| {
+        let kept = hardened.insertion.fences.contains(&id);
+        let required = hardened.required.iter().flatten().any(|r| r.site == id);
+        (required && !kept).then_some(REQUIRED)
     };
     let cwd = std::env::current_dir().unwrap_or_default();
     let file = shown_path(&report.root.join(&report.path).to_string_lossy(), &cwd);
@@ -249,6 +261,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         ptx: f.site.ptx.clone(),
         kind: f.kind,
         in_patch: true,
+        why: required(f.site.id),
     });
     let unplaced = report.unplaced.iter().map(|s| FenceEntry {
         site: s.id,
@@ -259,6 +272,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         ptx: s.ptx.clone(),
         kind: kind_of(s.id),
         in_patch: false,
+        why: required(s.id),
     });
     let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
     entries.sort_by_key(|e| e.site);
@@ -568,16 +582,7 @@ fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Fa
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
     let base = meta.target.fence_kind;
-    let kind_of = |id: usize| {
-        let choice = hardened.kinds.iter().find(|c| c.site == id);
-        choice.map_or(base, |c| c.kind)
-    };
-    let chosen: Vec<(usize, FenceKind)> = hardened
-        .insertion
-        .fences
-        .iter()
-        .map(|&id| (id, kind_of(id)))
-        .collect();
+    let chosen = hardened.final_fences(base);
     Ok(kinded_fence_report(
         &chosen,
         &meta.sites,
@@ -619,7 +624,7 @@ fn print_fences(
         outln!("\nfinal fences: {count}, each of the weakest kind that passed")?;
     }
     for fence in &report.placed {
-        let kind = match hardened.kinds.is_empty() {
+        let kind = match hardened.kinds.is_empty() && hardened.required.is_none() {
             true => String::new(),
             false => format!("{}  ", fence.kind),
         };
@@ -632,6 +637,7 @@ fn print_fences(
             fence.text
         )?;
     }
+    print_required(hardened)?;
     for header in &report.headers {
         outln!("  the patch needs `#include {header}` in the source")?;
     }
@@ -644,6 +650,34 @@ fn print_fences(
         )?;
     }
     Ok(())
+}
+
+/// The fences the PTX model requires beside the kept ones, and whether races were recorded.
+fn print_required(hardened: &Hardened) -> std::io::Result<()> {
+    match &hardened.required {
+        None if hardened.insertion.stable => outln!(
+            "  (no partner fences checked: the backend records no races; release/acquire pairs \
+             rest on the runs alone)"
+        ),
+        None => Ok(()),
+        Some(required) if required.is_empty() => outln!(
+            "  every kept release has its acquire and the reverse (races recorded, simulator)"
+        ),
+        Some(required) => {
+            for r in required {
+                let kept = hardened.insertion.fences.contains(&r.site);
+                let what = if kept { "made" } else { "added" };
+                outln!(
+                    "  #{:<3} {what} {} as the {} side of {}: {REQUIRED}",
+                    r.site,
+                    r.kind,
+                    r.role,
+                    r.orders
+                )?;
+            }
+            Ok(())
+        }
+    }
 }
 
 fn print_patch(report: &FenceReport, patch_path: &Path) -> std::io::Result<()> {

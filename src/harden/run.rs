@@ -13,7 +13,7 @@ use super::algorithm::{
     empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
     Query,
 };
-use super::communication::{cross_cta_sites, CrossCta};
+use super::communication::{cross_cta_sites, required_partners, CrossCta, RequiredFence};
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -358,10 +358,38 @@ pub struct Hardened {
     /// When kinds were minimised: the sites that met another CTA in runs recording races
     /// (`None`: the backend records none, so scopes rest on runs alone).
     pub cross_cta: Option<CrossCta>,
+    /// For a stable search: the fences the PTX model requires beside the kept ones (a release
+    /// without its acquire, or the reverse), not seen failing; `None` when the backend records
+    /// no races.
+    pub required: Option<Vec<RequiredFence>>,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
     pub replayed: u64,
+}
+
+impl Hardened {
+    /// Every final fence with its kind: the kept ones (with their minimised kinds) and the ones
+    /// the PTX model requires.
+    pub fn final_fences(&self, base: FenceKind) -> Vec<(usize, FenceKind)> {
+        let mut fences: BTreeMap<usize, FenceKind> = self
+            .insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = self
+                    .kinds
+                    .iter()
+                    .find(|c| c.site == id)
+                    .map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        for r in self.required.iter().flatten() {
+            fences.insert(r.site, r.kind);
+        }
+        fences.into_iter().collect()
+    }
 }
 
 /// Runs (or, from `done`, resumes) the hardening `meta` describes, appending every new run to
@@ -403,6 +431,27 @@ pub fn harden(
     } else {
         (Vec::new(), None)
     };
+    let required = if insertion.stable {
+        let base = meta.target.fence_kind;
+        let kept: BTreeMap<usize, FenceKind> = insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = kinds.iter().find(|c| c.site == id).map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        required_partners(
+            &mut *checker.executor,
+            &meta.sites,
+            &kept,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?
+    } else {
+        None
+    };
     let unused = checker.unused_rows();
     if unused > 0 {
         let message = format!("{unused} rows belong to queries the search never asked");
@@ -417,6 +466,7 @@ pub fn harden(
         insertion,
         kinds,
         cross_cta,
+        required,
         totals: checker.totals,
         replayed: checker.replayed,
     })

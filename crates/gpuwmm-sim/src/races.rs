@@ -108,6 +108,9 @@ pub struct Conflict {
     pub first_release: Option<Strength>,
     /// The acquire (fence or acquire operation) of the second thread after the communication.
     pub second_acquire: Option<Strength>,
+    /// When communicated: the write and the read the communication went through (the places
+    /// for a release after the first access and an acquire before the second).
+    pub via: Option<(RaceSite, RaceSite)>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, or a thread read it strongly twice without writing it between
     /// (a spin).
@@ -152,6 +155,8 @@ pub struct PairKey {
     pub communicated_before: bool,
     pub first_release: Option<Strength>,
     pub second_acquire: Option<Strength>,
+    /// When communicated: the lines of the write and the read it went through.
+    pub via: Option<(u32, u32)>,
 }
 
 type Clock = Rc<[u32]>;
@@ -169,6 +174,9 @@ struct WriteEntry {
     view_gpu: Option<Clock>,
     /// Threads that read it morally strongly, with their access numbers then.
     observers: Vec<(u32, u32)>,
+    /// For a read-modify-write: the writes before it in observation order through atomics
+    /// (thread, access number, line), the one it read first.
+    chain: Vec<(u32, u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -207,6 +215,7 @@ impl Shadow {
 const WRITES: usize = 4;
 const OBSERVERS: usize = 4;
 const OWN: usize = 32;
+const CHAIN: usize = 8;
 
 /// The newest communication from one thread to another: the writer's access number, the
 /// reader's, and the location.
@@ -215,6 +224,9 @@ struct Heard {
     wpos: u32,
     rpos: u32,
     addr: u64,
+    /// The lines of the write and of the read.
+    wline: u32,
+    rline: u32,
 }
 
 /// One side of a pair being checked.
@@ -412,19 +424,27 @@ impl RaceTracker {
             return;
         }
         let (writer, wpos, wline) = (w.thread, w.pos, w.line);
+        let chain = w.chain.clone();
         let views = (w.view_cta.clone(), w.view_gpu.clone());
         let shadow = self.shadows.get_mut(&addr).expect("looked up above");
         let w = &mut shadow.writes[i];
         if w.observers.len() < OBSERVERS && !w.observers.iter().any(|o| o.0 == me.thread) {
             w.observers.push((me.thread, me.pos));
         }
-        let heard = &mut self.heard[me.thread as usize * self.n + writer as usize];
-        if wpos >= heard.wpos {
-            *heard = Heard {
-                wpos,
-                rpos: me.pos,
-                addr,
-            };
+        for (x, xpos, xline) in std::iter::once((writer, wpos, wline)).chain(chain) {
+            if x == me.thread {
+                continue;
+            }
+            let heard = &mut self.heard[me.thread as usize * self.n + x as usize];
+            if xpos >= heard.wpos {
+                *heard = Heard {
+                    wpos: xpos,
+                    rpos: me.pos,
+                    addr,
+                    wline: xline,
+                    rline: me.line,
+                };
+            }
         }
         *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
         if order.reduction {
@@ -484,6 +504,7 @@ impl RaceTracker {
             communicated_before: heard.wpos > 0 && !communicated,
             first_release,
             second_acquire,
+            via: communicated.then_some((heard.wline, heard.rline)),
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
@@ -513,7 +534,7 @@ impl RaceTracker {
                 self.rel_gpu[t as usize].clone(),
             ),
         };
-        self.push_write(me, addr, ts, view_cta, view_gpu);
+        self.push_write(me, addr, ts, (view_cta, view_gpu), Vec::new());
     }
 
     /// The write half: pairs with the newest write (unless the read half did) and the reads
@@ -556,9 +577,10 @@ impl RaceTracker {
         me: Side,
         addr: u64,
         ts: Option<u32>,
-        view_cta: Option<Clock>,
-        view_gpu: Option<Clock>,
+        views: (Option<Clock>, Option<Clock>),
+        chain: Vec<(u32, u32, u32)>,
     ) {
+        let (view_cta, view_gpu) = views;
         let shadow = self.shadows.entry(addr).or_default();
         shadow.note_own(me.thread, false);
         if shadow.writes.len() == WRITES {
@@ -574,6 +596,7 @@ impl RaceTracker {
             view_cta,
             view_gpu,
             observers: Vec::new(),
+            chain,
         });
         shadow.reads.clear();
     }
@@ -601,12 +624,11 @@ impl RaceTracker {
             kind: AccessKind::Rmw,
             strength: order.reach.into(),
         };
-        let carried = self
-            .shadows
-            .get(&addr)
-            .and_then(|s| s.writes.last())
+        let newest = self.shadows.get(&addr).and_then(|s| s.writes.last());
+        let carried = newest
             .map(|w| (w.view_cta.clone(), w.view_gpu.clone()))
             .unwrap_or_default();
+        let chain = newest.map_or_else(Vec::new, |w| self.chain_through(w, me));
         self.read_part(me, addr, order, None, false);
         if !wrote {
             let shadow = self.shadows.entry(addr).or_default();
@@ -628,7 +650,23 @@ impl RaceTracker {
         let i = t as usize;
         let view_gpu = join_clocks(&self.rel_gpu[i], &carried.1);
         let view_cta = join_clocks(&join_clocks(&self.rel_cta[i], &view_gpu), &carried.0);
-        self.push_write(me, addr, ts, view_cta, view_gpu);
+        self.push_write(me, addr, ts, (view_cta, view_gpu), chain);
+    }
+
+    /// The observation chain a read-modify-write of `me` continues by reading `w` (empty when
+    /// the two are not morally strong: observation order needs that).
+    fn chain_through(&self, w: &WriteEntry, me: Side) -> Vec<(u32, u32, u32)> {
+        let same_cta = self.block(w.thread) == self.block(me.thread);
+        if !(includes(w.strength, same_cta) && includes(me.strength, same_cta)) {
+            return Vec::new();
+        }
+        let mut chain = vec![(w.thread, w.pos, w.line)];
+        for &link in &w.chain {
+            if chain.len() < CHAIN && !chain.iter().any(|c| c.0 == link.0) {
+                chain.push(link);
+            }
+        }
+        chain
     }
 
     fn acquire(&mut self, t: u32, reach: Reach, at: u32) {
@@ -782,6 +820,7 @@ impl RaceLog {
                 communicated_before: key.communicated_before,
                 first_release: key.first_release,
                 second_acquire: key.second_acquire,
+                via: key.via.map(|(w, r)| (site(w), site(r))),
                 synchronising_location: sync,
                 occurrences,
                 locations,
