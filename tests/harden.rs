@@ -296,9 +296,11 @@ const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
 
 /// Issue 25's load-buffering slot recycler: no run can refute a CTA-scoped fence after the
 /// slot read (the simulator, like today's GPUs, resolves the read at any fence), yet under PTX
-/// it orders nothing for the other CTA. The communication graph keeps it at GPU scope.
+/// it orders nothing for the other CTA; and no run fails without an acquire after block 1's
+/// spin, yet PTX gives no order to a control dependency. The communication graph keeps the
+/// fence at GPU scope and adds the acquire side: both fences, of GPU scope.
 #[test]
-fn a_load_buffering_slot_recycler_never_keeps_a_cta_scoped_fence() {
+fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
     let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {
         return;
     };
@@ -311,6 +313,25 @@ fn a_load_buffering_slot_recycler_never_keeps_a_cta_scoped_fence() {
         stdout.contains("scope from communication: sites #"),
         "{stdout}"
     );
+    assert!(stdout.contains("final fences: 2"), "{stdout}");
+    let added = stdout.lines().any(|l| {
+        l.contains("added fence.acq_rel.gpu as the acquire side")
+            && l.contains("required by the PTX model, not seen failing")
+    });
+    assert!(added, "{stdout}");
+    let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
+    let placed = format!("kernel.cu:{spin}  [recycle]  fence.acq_rel.gpu");
+    assert!(stdout.contains(&placed), "{stdout}");
+}
+
+/// The 1-based line of a fixture's kernel.cu that contains `needle`.
+fn kernel_line_in(fixture: &str, needle: &str) -> usize {
+    let path = Path::new(REPO)
+        .join("tests/fixtures/apps")
+        .join(fixture)
+        .join("kernel.cu");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
 /// A cross-CTA handoff: its fences met another CTA, so CTA-scoped kinds are refused without
