@@ -139,8 +139,19 @@ pub struct RaceLog {
 /// A launch's pairs and communication, with PTX lines still unresolved.
 #[derive(Debug, Default)]
 pub struct LaunchRaces {
-    pub conflicts: Vec<(PairKey, bool, u64, u64, (u32, u32))>,
+    pub conflicts: Vec<LaunchPair>,
     pub communication: Vec<((u32, u32, bool), u64)>,
+}
+
+/// A pair summed over a launch: its key, whether its location synchronises, its occurrences
+/// and distinct addresses, and the blocks of one occurrence.
+#[derive(Debug)]
+pub struct LaunchPair {
+    pub key: PairKey,
+    pub synchronising: bool,
+    pub occurrences: u64,
+    pub locations: u64,
+    pub ctas: (u32, u32),
 }
 
 /// What identifies a pair in a launch's summary.
@@ -741,7 +752,8 @@ impl RaceTracker {
 
     /// The launch's pairs, each with whether its location synchronises, and its communication.
     pub fn finish(self) -> LaunchRaces {
-        let mut merged: HashMap<(PairKey, bool), (u64, u64, (u32, u32))> = HashMap::new();
+        type Summed = (u64, u64, (u32, u32));
+        let mut merged: HashMap<(PairKey, bool), Summed> = HashMap::new();
         for ((key, addr), (count, ctas)) in self.pairs {
             let sync =
                 self.carrying.contains(&addr) || self.shadows.get(&addr).is_some_and(|s| s.spun);
@@ -752,7 +764,15 @@ impl RaceTracker {
         LaunchRaces {
             conflicts: merged
                 .into_iter()
-                .map(|((key, sync), (count, locations, ctas))| (key, sync, count, locations, ctas))
+                .map(
+                    |((key, synchronising), (occurrences, locations, ctas))| LaunchPair {
+                        key,
+                        synchronising,
+                        occurrences,
+                        locations,
+                        ctas,
+                    },
+                )
                 .collect(),
             communication: self.edges.into_iter().collect(),
         }
@@ -803,7 +823,14 @@ impl RaceLog {
                 line: None,
             })
         };
-        for (key, sync, occurrences, locations, ctas) in launch.conflicts {
+        for LaunchPair {
+            key,
+            synchronising: sync,
+            occurrences,
+            locations,
+            ctas,
+        } in launch.conflicts
+        {
             let access = |(line, kind, strength): (u32, AccessKind, Strength)| RaceAccess {
                 site: site(line),
                 kind,
