@@ -887,3 +887,125 @@ impl RaceLog {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const X: u64 = 0x1000;
+    const FLAG: u64 = 0x2000;
+
+    fn order(reach: Reach) -> Order {
+        Order {
+            reach,
+            ..Order::default()
+        }
+    }
+
+    /// Threads 0 and 1 in blocks of one thread each (different CTAs).
+    fn two_ctas() -> RaceTracker {
+        RaceTracker::new(2, 1)
+    }
+
+    /// Message passing: thread 0 writes the payload (`payload`) and the flag (strong), with a
+    /// `release` fence between when asked; thread 1 reads the flag (observing it), fences when
+    /// `acquire`, and reads the payload. Returns the launch's pairs.
+    fn message_passing(payload: Reach, release: bool, acquire: bool) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.store(0, 10, X, order(payload), Some(1));
+        if release {
+            r.fence(0, Reach::Gpu, false);
+        }
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        if acquire {
+            r.fence(1, Reach::Gpu, false);
+        }
+        r.load(1, 21, X, order(payload), Some(1));
+        r.finish().conflicts
+    }
+
+    fn payload_pairs(pairs: &[LaunchPair]) -> Vec<&LaunchPair> {
+        pairs.iter().filter(|p| p.key.first.0 == 10).collect()
+    }
+
+    #[test]
+    fn a_release_and_an_acquire_of_gpu_scope_order_the_payload() {
+        assert!(payload_pairs(&message_passing(Reach::Weak, true, true)).is_empty());
+    }
+
+    #[test]
+    fn without_the_acquire_the_payload_pair_is_unordered_but_communicated() {
+        let pairs = message_passing(Reach::Weak, true, false);
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        let key = payload[0].key;
+        assert!(!key.morally_strong && key.communicated && key.observed);
+        assert_eq!(key.first_release, Some(Strength::Gpu));
+        assert_eq!(key.second_acquire, None);
+        assert_eq!(key.via, Some((11, 20)));
+        assert!(!key.same_cta);
+    }
+
+    #[test]
+    fn volatile_message_passing_is_morally_strong_and_the_flag_synchronises() {
+        let pairs = message_passing(Reach::Gpu, false, false);
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        assert!(payload[0].key.morally_strong && payload[0].key.communicated);
+        assert!(!payload[0].synchronising);
+    }
+
+    #[test]
+    fn a_cta_scoped_release_does_not_order_a_pair_between_ctas() {
+        let mut r = two_ctas();
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.fence(0, Reach::Cta, false);
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.fence(1, Reach::Gpu, false);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        assert_eq!(payload[0].key.first_release, Some(Strength::Cta));
+    }
+
+    #[test]
+    fn a_barrier_orders_the_threads_of_a_block() {
+        let mut r = RaceTracker::new(2, 2);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.barrier(&[0, 1]);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        assert!(r.finish().conflicts.is_empty());
+    }
+
+    #[test]
+    fn two_weak_writes_of_one_block_without_a_barrier_race() {
+        let mut r = RaceTracker::new(2, 2);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        let pairs = r.finish().conflicts;
+        assert_eq!(pairs.len(), 1);
+        assert!(pairs[0].key.same_cta && !pairs[0].key.morally_strong);
+    }
+
+    #[test]
+    fn a_flag_read_twice_in_a_row_is_a_synchronising_location() {
+        let mut r = two_ctas();
+        r.load(1, 20, FLAG, order(Reach::Gpu), None);
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(1));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(1));
+        let pairs = r.finish().conflicts;
+        assert!(!pairs.is_empty());
+        assert!(pairs.iter().all(|p| p.synchronising));
+    }
+
+    #[test]
+    fn stressing_threads_are_not_recorded() {
+        let mut r = RaceTracker::new(1, 1);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        assert!(r.finish().conflicts.is_empty());
+    }
+}
