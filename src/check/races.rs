@@ -520,3 +520,114 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::RaceAccess;
+
+    fn access(line: u32, kind: RaceAccessKind, strength: Strength) -> RaceAccess {
+        RaceAccess {
+            site: RaceSite {
+                function: "k".into(),
+                ptx_line: line + 100,
+                ptx: "ld".into(),
+                file: Some("kernel.cu".into()),
+                line: Some(line),
+            },
+            kind,
+            strength,
+        }
+    }
+
+    /// A strong write at line 10 and a strong read at line 20 by threads of two CTAs, neither
+    /// ordered nor communicating.
+    fn strong_pair() -> Conflict {
+        Conflict {
+            first: access(10, RaceAccessKind::Write, Strength::Gpu),
+            second: access(20, RaceAccessKind::Read, Strength::Gpu),
+            ctas: (0, 1),
+            same_cta: false,
+            morally_strong: true,
+            observed: false,
+            communicated: false,
+            communicated_before: false,
+            first_release: None,
+            second_acquire: None,
+            via: None,
+            synchronising_location: false,
+            occurrences: 1,
+            locations: 1,
+        }
+    }
+
+    #[test]
+    fn the_three_classes_follow_strength_and_communication() {
+        let mut c = strong_pair();
+        assert_eq!(classify(&c), Some(RaceClass::NoFenceCanOrder));
+        c.communicated = true;
+        assert_eq!(classify(&c), Some(RaceClass::FenceCanOrder));
+        c.morally_strong = false;
+        assert_eq!(classify(&c), Some(RaceClass::DataRace));
+    }
+
+    #[test]
+    fn synchronisation_itself_is_not_reported() {
+        let mut flag = strong_pair();
+        flag.synchronising_location = true;
+        assert_eq!(classify(&flag), None);
+        let mut observed = strong_pair();
+        observed.observed = true;
+        assert_eq!(classify(&observed), None);
+        let mut rmw = strong_pair();
+        rmw.first.kind = RaceAccessKind::Rmw;
+        rmw.second.kind = RaceAccessKind::Rmw;
+        assert_eq!(classify(&rmw), None);
+        // A data race on a lock word is reported, synchronising or not.
+        rmw.morally_strong = false;
+        rmw.synchronising_location = true;
+        assert_eq!(classify(&rmw), Some(RaceClass::DataRace));
+    }
+
+    #[test]
+    fn a_fence_orderable_race_names_the_missing_sides_and_their_scope() {
+        let mut c = strong_pair();
+        c.communicated = true;
+        c.first_release = Some(Strength::Cta);
+        let races = run_races(
+            3,
+            &RaceLog {
+                conflicts: vec![c],
+                communication: Vec::new(),
+            },
+        );
+        let missing = &races.races[0].missing;
+        assert!(
+            missing.contains("the release after kernel.cu:10 is .cta"),
+            "{missing}"
+        );
+        assert!(
+            missing.contains("no acquire pattern on the reader's side"),
+            "{missing}"
+        );
+        assert!(missing.contains("before kernel.cu:20"), "{missing}");
+    }
+
+    #[test]
+    fn a_run_merges_the_ptx_lines_of_one_source_line() {
+        let mut a = strong_pair();
+        a.morally_strong = false;
+        let mut b = a.clone();
+        b.second.site.ptx_line += 1;
+        b.occurrences = 2;
+        let races = run_races(
+            0,
+            &RaceLog {
+                conflicts: vec![a, b],
+                communication: Vec::new(),
+            },
+        );
+        assert_eq!(races.races.len(), 1);
+        assert_eq!(races.races[0].occurrences, 3);
+    }
+}
