@@ -1,11 +1,12 @@
 //! The command line: only the clap definitions, no behaviour.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::BackendChoice;
 use gpuwmm::backend::sim::SimModel;
 use gpuwmm::env::{Environment, StressKind};
+use gpuwmm::job::harden::MinimiseKind;
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuwmm",
-    version,
+    version = env!("GPUWMM_VERSION"),
     about = "Expose weak-memory bugs in CUDA applications and harden them with fences",
     long_about = "gpuwmm runs CUDA applications under tuned memory stress and thread randomisation \
 to expose weak-memory bugs, finds a minimal set of fences that makes them stable, and measures \
@@ -26,6 +27,10 @@ where fences could go."
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Folder of the compiled-PTX cache (default: $GPUWMM_CACHE_DIR, else
+    /// ~/.cache/gpuwmm/ptx, or .cache/ptx of the checkout for a binary run from its build tree).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +40,27 @@ pub enum Command {
     Ptx(PtxCommand),
     /// List the GPUs this machine has (with NVML energy support), and the simulator.
     Devices,
+    /// Install the CUDA tools gpuwmm compiles with (NVRTC, ptxas, cuobjdump, CCCL headers) from
+    /// pinned NVIDIA Python wheels; they run on the CPU, no GPU or toolkit needed.
+    ///
+    /// Needs python3 with pip and access to PyPI (pip's own variables, e.g. PIP_INDEX_URL or
+    /// PIP_FIND_LINKS, are honoured). Does nothing where a CUDA toolkit is found (unless
+    /// --force), and a second run only checks. gpuwmm finds the folder by itself afterwards.
+    #[command(after_help = "Examples:
+  gpuwmm setup                          # into ~/.local/share/gpuwmm/cuda-tools
+  gpuwmm setup --dir /opt/gpuwmm-tools  # then export GPUWMM_CUDA_TOOLS=/opt/gpuwmm-tools")]
+    Setup(SetupArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = "Example (bash):
+  gpuwmm completions bash > ~/.local/share/bash-completion/completions/gpuwmm")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output.
+    #[command(after_help = "Example:
+  gpuwmm man > ~/.local/share/man/man1/gpuwmm.1 && man gpuwmm")]
+    Man,
     /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram,
     /// or (`litmus run`) litmus files.
     ///
@@ -447,7 +473,7 @@ pub struct HardenArgs {
     /// membar.cta, then fence.acq_rel.cta), keeping the weakest that passes `I` runs and the
     /// stability check. `auto`: on where the backend tells fence kinds apart (a GPU, or the
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
-    #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
+    #[arg(long, default_value_t = MinimiseKind::Auto, value_parser = by_name::<MinimiseKind>())]
     pub minimise_kind: MinimiseKind,
     /// Worker processes that run a query's runs side by side (default: one per core on the
     /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
@@ -465,12 +491,15 @@ pub struct HardenArgs {
     pub target: TargetArgs,
 }
 
-/// Whether `harden` weakens the fences it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MinimiseKind {
-    Auto,
-    On,
-    Off,
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Where to install (default: the user's data folder, ~/.local/share/gpuwmm/cuda-tools, or
+    /// .cuda-tools of the checkout for a binary run from its build tree).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Install even where a CUDA toolkit is found, and reinstall over a complete folder.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -826,59 +855,41 @@ fn by_name<T: ByName>() -> impl TypedValueParser<Value = T> {
     })
 }
 
-impl ByName for SimModel {
-    fn values() -> &'static [Self] {
-        &SimModel::ALL
-    }
-    fn name(self) -> &'static str {
-        SimModel::name(self)
-    }
+/// `impl ByName` for a library enum with an `ALL` list and a `name` method; any other
+/// methods (`help`, `aliases`) follow.
+macro_rules! read_by_name {
+    ($ty:ident $(, $($extra:tt)*)?) => {
+        impl ByName for $ty {
+            fn values() -> &'static [Self] {
+                &$ty::ALL
+            }
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+            $($($extra)*)?
+        }
+    };
+}
+
+read_by_name!(BackendChoice);
+read_by_name!(Granularity);
+read_by_name!(AccessFlavour);
+read_by_name!(MinimiseKind);
+read_by_name!(
+    SimModel,
     fn help(self) -> Option<&'static str> {
         Some(SimModel::help(self))
     }
-}
-
-impl ByName for BackendChoice {
-    fn values() -> &'static [Self] {
-        &BackendChoice::ALL
-    }
-    fn name(self) -> &'static str {
-        BackendChoice::name(self)
-    }
-}
-
-impl ByName for StressKind {
-    fn values() -> &'static [Self] {
-        &StressKind::ALL
-    }
-    fn name(self) -> &'static str {
-        StressKind::name(self)
-    }
+);
+read_by_name!(
+    StressKind,
     fn aliases(self) -> &'static [&'static str] {
         match self {
             StressKind::No => &["none"],
             _ => &[],
         }
     }
-}
-
-impl ByName for Granularity {
-    fn values() -> &'static [Self] {
-        &Granularity::ALL
-    }
-    fn name(self) -> &'static str {
-        Granularity::name(self)
-    }
-}
-
-impl ByName for AccessFlavour {
-    fn values() -> &'static [Self] {
-        &AccessFlavour::ALL
-    }
-    fn name(self) -> &'static str {
-        AccessFlavour::name(self)
-    }
-}
+);
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,8 @@
 //!   a resumable journal;
 //! - [`stats`]: rates of erroneous runs with Wilson confidence intervals, bounds after runs
 //!   without an error, and medians (pure);
+//! - [`places`]: where the PTX cache, chip profiles and CUDA tools live, from the build tree
+//!   or installed;
 //! - [`naming`]: numbered default names for journals and output folders, so none collides;
 //! - [`campaign`]: a campaign's apps × environments results as CSV and Markdown tables, its
 //!   plan (`plan.json`), and reading a campaign folder back with each cell's status;
@@ -26,7 +28,11 @@
 //!   litmus runner, journaled, with the decisions as pure functions;
 //! - [`cost`]: runtime and energy of no, empirical and conservative fences, interleaved and
 //!   paired, with distribution-free intervals, over a [`cost::Measurement`];
-//! - the binary (`src/main.rs`, `src/cli.rs`) wires them to the command line.
+//! - [`job`]: the long jobs (check, harden, campaign, cost, tune) as commands run them: output
+//!   naming, what "finished" means, which output `--resume` continues, the kind-tagged sidecar
+//!   and the `--json` documents;
+//! - the binary (`src/main.rs`, `src/cli.rs`, `src/cmd/`) reads arguments, calls [`job`] and the
+//!   other layers, and prints.
 //!
 //! Unsafe code is denied everywhere but in the two modules that call C libraries,
 //! `backend::cuda` (the driver) and `toolchain::nvrtc`, which allow it and document each unsafe
@@ -48,8 +54,10 @@ pub mod cost;
 pub mod env;
 pub mod harden;
 pub mod input;
+pub mod job;
 pub mod litmus;
 pub mod naming;
+pub mod places;
 pub mod plot;
 pub mod profile;
 pub mod slurm;

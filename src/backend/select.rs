@@ -33,6 +33,16 @@ impl BackendChoice {
     }
 }
 
+impl From<BackendKind> for BackendChoice {
+    /// Asking for a backend by what it is.
+    fn from(kind: BackendKind) -> BackendChoice {
+        match kind {
+            BackendKind::Cuda => BackendChoice::Cuda,
+            BackendKind::Sim => BackendChoice::Sim,
+        }
+    }
+}
+
 display_by_name!(BackendChoice, name);
 parse_by_name!(BackendChoice, name, String, |s| format!(
     "unknown backend '{s}' (expected auto, cuda or sim)"

@@ -58,6 +58,30 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     }
 }
 
+/// Which job a sidecar (or a campaign's plan) belongs to: its `kind` entry, first in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    Check,
+    Harden,
+    Campaign,
+    Cost,
+    Tune,
+}
+
+impl JobKind {
+    /// How messages name the job's journal: `a check`, `a hardening`, ….
+    pub fn noun(self) -> &'static str {
+        match self {
+            JobKind::Check => "check",
+            JobKind::Harden => "hardening",
+            JobKind::Campaign => "campaign",
+            JobKind::Cost => "cost measurement",
+            JobKind::Tune => "tuning",
+        }
+    }
+}
+
 /// The sidecar holding what a journal is about: `x.csv` → `x.json`.
 pub fn meta_path(journal: &Path) -> PathBuf {
     journal.with_extension("json")

@@ -2,13 +2,12 @@
 
 use super::{CmdResult, Failure};
 use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
-use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use gpuwmm::input::{load_kernel_file, LoadedPtx, SourceLines};
 use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
 };
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::{print, Module};
-use std::collections::HashMap;
 use std::io::Write;
 
 pub fn run(command: PtxCommand) -> CmdResult {
@@ -31,7 +30,7 @@ fn sites(args: &SitesArgs) -> CmdResult {
         writeln!(out)?;
         return Ok(());
     }
-    let mut sources = SourceCache::default();
+    let mut sources = SourceLines::default();
     for site in &sites {
         write_site(&mut out, site, &mut sources)?;
     }
@@ -47,7 +46,7 @@ fn sites(args: &SitesArgs) -> CmdResult {
 fn write_site(
     out: &mut impl Write,
     site: &FenceSite,
-    sources: &mut SourceCache,
+    sources: &mut SourceLines,
 ) -> std::io::Result<()> {
     let place = site
         .source
@@ -71,23 +70,6 @@ fn write_site(
         writeln!(out, "       > {}{inner}", access.ptx.replace('\t', " "))?;
     }
     Ok(())
-}
-
-/// Source files read once, for showing the line of each site.
-#[derive(Default)]
-struct SourceCache {
-    files: HashMap<String, Option<Vec<String>>>,
-}
-
-impl SourceCache {
-    fn line(&mut self, file: &str, line: u32) -> Option<String> {
-        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
-            std::fs::read_to_string(file)
-                .ok()
-                .map(|t| t.lines().map(str::to_string).collect())
-        });
-        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
-    }
 }
 
 fn instrument(args: &InstrumentArgs) -> CmdResult {

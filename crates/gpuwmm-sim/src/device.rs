@@ -9,12 +9,23 @@ use serde::Serialize;
 use std::time::Duration;
 use thiserror::Error;
 
-/// Which implementation a backend is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Which implementation a backend is: what `--backend auto` resolves to, and what a target,
+/// a journal and a result record as the backend that ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Cuda,
     Sim,
+}
+
+impl BackendKind {
+    /// The name as the command line and file names spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Sim => "sim",
+        }
+    }
 }
 
 /// What a driver may want to know about the device.
