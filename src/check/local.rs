@@ -363,6 +363,10 @@ impl Executor for LocalExecutor {
         provenance(&*self.backend)
     }
 
+    fn records_races(&self) -> bool {
+        self.target.races_recordable()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(self.sites.clone())
     }

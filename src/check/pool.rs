@@ -31,6 +31,10 @@ impl Executor for Pool {
         self.workers[0].provenance()
     }
 
+    fn records_races(&self) -> bool {
+        self.workers[0].records_races()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         self.workers[0].sites()
     }

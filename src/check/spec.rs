@@ -48,6 +48,11 @@ impl Target {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)
     }
+
+    /// Whether its runs can record races: on the simulator's PTX model only.
+    pub fn races_recordable(&self) -> bool {
+        self.backend == crate::backend::BackendKind::Sim && self.sim_model == SimModel::Ptx
+    }
 }
 
 /// Default kernel deadline: 30 s, long enough for any case-study kernel on a GPU.

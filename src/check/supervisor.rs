@@ -193,6 +193,10 @@ impl Executor for Supervisor {
         self.provenance.clone()
     }
 
+    fn records_races(&self) -> bool {
+        self.target.races_recordable()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(target_sites(&self.target)?)
     }

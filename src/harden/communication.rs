@@ -44,6 +44,9 @@ pub fn cross_cta_sites(
     seed: u64,
     stress_iterations: u32,
 ) -> Result<Option<CrossCta>, CheckError> {
+    if !executor.records_races() {
+        return Ok(None);
+    }
     let mut lines: BTreeSet<(String, u32)> = BTreeSet::new();
     let mut recorded = 0;
     for run in 0..COMMUNICATION_RUNS {
@@ -117,6 +120,9 @@ pub fn required_partners(
     seed: u64,
     stress_iterations: u32,
 ) -> Result<Option<Vec<RequiredFence>>, CheckError> {
+    if !executor.records_races() {
+        return Ok(None);
+    }
     let mut fences = kept.clone();
     let mut required: Vec<RequiredFence> = Vec::new();
     for pass in 0..PARTNER_PASSES {
