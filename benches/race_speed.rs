@@ -21,7 +21,7 @@ fn target(app: &str) -> Target {
         app: app.into(),
         app_dir: None,
         size: Size::Sim,
-        backend: BackendChoice::Sim,
+        backend: BackendKind::Sim,
         sim_model: SimModel::Ptx,
         fence_kind: Default::default(),
         granularity: Default::default(),
