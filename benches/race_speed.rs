@@ -10,7 +10,7 @@ use gpuwmm::apps::Size;
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::races::run_races;
 use gpuwmm::check::spec::{run_seed, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
-use gpuwmm::check::{BackendChoice, Executor, Fences, LocalExecutor, RunRequest, SimModel, Target};
+use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, RunRequest, SimModel, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::profile::{StressProfile, DEFAULT_SIM};
 use std::path::Path;
