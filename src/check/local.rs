@@ -363,6 +363,10 @@ impl Executor for LocalExecutor {
         provenance(&*self.backend)
     }
 
+    fn records_races(&self) -> bool {
+        self.target.races_recordable()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(self.sites.clone())
     }
@@ -401,6 +405,7 @@ impl Executor for LocalExecutor {
         } else {
             0
         };
+        self.backend.record_races(request.races);
         let m = self.run(
             request.env,
             &request.fences,
@@ -408,6 +413,7 @@ impl Executor for LocalExecutor {
             iterations,
             StressEnd::WithApp,
         )?;
+        let races = self.backend.take_races();
         Ok(RunRecord {
             run: request.run,
             seed: request.seed,
@@ -423,6 +429,7 @@ impl Executor for LocalExecutor {
             reason: m.reason,
             kernel_us: round_to(m.kernel_seconds * 1e6, 1),
             wall_ms: round_to(start.elapsed().as_secs_f64() * 1e3, 3),
+            races,
         })
     }
 }

@@ -13,6 +13,7 @@ use super::algorithm::{
     empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
     Query,
 };
+use super::communication::{cross_cta_sites, required_partners, CrossCta, RequiredFence};
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -82,6 +83,7 @@ impl HardenRow {
             reason: self.reason.clone(),
             kernel_us: self.kernel_us,
             wall_ms: self.wall_ms,
+            races: None,
         }
     }
 
@@ -231,6 +233,7 @@ impl<'a> JournaledChecker<'a> {
             env: self.meta.env,
             fences: self.fences(query),
             stress_iterations: self.meta.stress.stress_iterations,
+            races: false,
         }
     }
 
@@ -352,10 +355,41 @@ pub struct Hardened {
     pub kinds: Vec<KindChoice>,
     /// The queries that minimising kinds asked, after the search's.
     pub kind_queries: usize,
+    /// When kinds were minimised: the sites that met another CTA in runs recording races
+    /// (`None`: the backend records none, so scopes rest on runs alone).
+    pub cross_cta: Option<CrossCta>,
+    /// For a stable search: the fences the PTX model requires beside the kept ones (a release
+    /// without its acquire, or the reverse), not seen failing; `None` when the backend records
+    /// no races.
+    pub required: Option<Vec<RequiredFence>>,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
     pub replayed: u64,
+}
+
+impl Hardened {
+    /// Every final fence with its kind: the kept ones (with their minimised kinds) and the ones
+    /// the PTX model requires.
+    pub fn final_fences(&self, base: FenceKind) -> Vec<(usize, FenceKind)> {
+        let mut fences: BTreeMap<usize, FenceKind> = self
+            .insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = self
+                    .kinds
+                    .iter()
+                    .find(|c| c.site == id)
+                    .map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        for r in self.required.iter().flatten() {
+            fences.insert(r.site, r.kind);
+        }
+        fences.into_iter().collect()
+    }
 }
 
 /// Runs (or, from `done`, resumes) the hardening `meta` describes, appending every new run to
@@ -379,11 +413,44 @@ pub fn harden(
         iterations: insertion.final_iterations,
         next_index: insertion.queries,
     };
-    let kinds = if meta.minimise_kinds && insertion.stable {
+    let (kinds, cross_cta) = if meta.minimise_kinds && insertion.stable {
         let base = meta.target.fence_kind;
-        minimise_kinds(&mut checker, &insertion.fences, base, &mut context)?
+        let cross_cta = cross_cta_sites(
+            &mut *checker.executor,
+            &meta.sites,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?;
+        let floor = cross_cta
+            .as_ref()
+            .map(|c| c.sites.clone())
+            .unwrap_or_default();
+        let kinds = minimise_kinds(&mut checker, &insertion.fences, base, &floor, &mut context)?;
+        (kinds, cross_cta)
     } else {
-        Vec::new()
+        (Vec::new(), None)
+    };
+    let required = if insertion.stable {
+        let base = meta.target.fence_kind;
+        let kept: BTreeMap<usize, FenceKind> = insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = kinds.iter().find(|c| c.site == id).map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        required_partners(
+            &mut *checker.executor,
+            &meta.sites,
+            &kept,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?
+    } else {
+        None
     };
     let unused = checker.unused_rows();
     if unused > 0 {
@@ -398,6 +465,8 @@ pub fn harden(
         kind_queries: context.next_index - insertion.queries,
         insertion,
         kinds,
+        cross_cta,
+        required,
         totals: checker.totals,
         replayed: checker.replayed,
     })

@@ -316,12 +316,7 @@ pub fn original_fences_note(meta: &HardenMeta) -> Result<Option<String>, JobErro
 fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, JobError> {
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
-    let chosen: Vec<(usize, FenceKind)> = hardened
-        .insertion
-        .fences
-        .iter()
-        .map(|&id| (id, kind_of(meta, hardened, id)))
-        .collect();
+    let chosen = hardened.final_fences(meta.target.fence_kind);
     Ok(kinded_fence_report(
         &chosen,
         &meta.sites,
@@ -331,10 +326,22 @@ fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Jo
     )?)
 }
 
-/// The kind of the fence kept at site `id`: the weaker one chosen for it, else the hardening's.
+/// The kind of the final fence at site `id`: the weaker one chosen for it, the one the PTX
+/// model required, else the hardening's.
 fn kind_of(meta: &HardenMeta, hardened: &Hardened, id: usize) -> FenceKind {
-    let choice = hardened.kinds.iter().find(|c| c.site == id);
-    choice.map_or(meta.target.fence_kind, |c| c.kind)
+    let finals = hardened.final_fences(meta.target.fence_kind);
+    let kind = finals.iter().find(|f| f.0 == id).map(|f| f.1);
+    kind.unwrap_or(meta.target.fence_kind)
+}
+
+/// What marks a fence that completes a release/acquire pair without a failing run.
+pub const REQUIRED: &str = "required by the PTX model, not seen failing";
+
+/// [`REQUIRED`] for a fence that is there only because the PTX model requires it.
+fn why(hardened: &Hardened, id: usize) -> Option<&'static str> {
+    let kept = hardened.insertion.fences.contains(&id);
+    let required = hardened.required.iter().flatten().any(|r| r.site == id);
+    (required && !kept).then_some(REQUIRED)
 }
 
 /// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
@@ -447,6 +454,9 @@ struct FenceEntry {
     kind: FenceKind,
     /// Whether the patch inserts it (a fence without a line in the app's source is left out).
     in_patch: bool,
+    /// For a fence no run needed: "required by the PTX model, not seen failing".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
 }
 
 /// The journal's first run that did not pass, and the command that replays it.
@@ -539,6 +549,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         ptx: f.site.ptx.clone(),
         kind: f.kind,
         in_patch: true,
+        why: why(hardened, f.site.id),
     });
     let unplaced = report.unplaced.iter().map(|s| FenceEntry {
         site: s.id,
@@ -549,6 +560,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         ptx: s.ptx.clone(),
         kind: kind_of(meta, hardened, s.id),
         in_patch: false,
+        why: why(hardened, s.id),
     });
     let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
     entries.sort_by_key(|e| e.site);

@@ -31,6 +31,7 @@ fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
                 },
                 kernel_us: 2.0,
                 wall_ms: 1.0,
+                races: None,
             }
         },
     }
