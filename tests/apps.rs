@@ -143,10 +143,7 @@ struct TwoLaunches {
 impl TwoLaunches {
     fn new() -> TwoLaunches {
         TwoLaunches {
-            source: KernelSource {
-                path: PathBuf::from("two.cu"),
-                text: String::new(),
-            },
+            source: KernelSource::single(PathBuf::from("two.cu"), String::new()),
         }
     }
 }
@@ -164,13 +161,13 @@ impl App for TwoLaunches {
     fn source(&self) -> &KernelSource {
         &self.source
     }
-    fn kernels(&self) -> Vec<String> {
+    fn kernels(&self, _size: Size) -> Vec<String> {
         vec!["first".into(), "second".into()]
     }
     fn parameters(&self, _size: Size) -> Vec<(String, i64)> {
         vec![("blocks".into(), 3)]
     }
-    fn module(&self, _arch: &str) -> Result<Module, AppError> {
+    fn module(&self, _arch: &str, _size: Size) -> Result<Module, AppError> {
         Ok(Module::default())
     }
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
@@ -232,7 +229,14 @@ impl Launcher for Harness {
 fn launcher_sees_every_app_launch_and_may_rewrite_it() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(&app, &mut backend, &Module::default(), DEFAULT_ARCH).unwrap();
+    let loaded = LoadedApp::load(
+        &app,
+        &mut backend,
+        &Module::default(),
+        DEFAULT_ARCH,
+        Size::Sim,
+    )
+    .unwrap();
     let mut harness = Harness::default();
     let verdict = loaded
         .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 1))
@@ -262,7 +266,14 @@ fn launcher_sees_every_app_launch_and_may_rewrite_it() {
 fn backend_errors_come_back_typed_and_buffers_are_still_freed() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(&app, &mut backend, &Module::default(), DEFAULT_ARCH).unwrap();
+    let loaded = LoadedApp::load(
+        &app,
+        &mut backend,
+        &Module::default(),
+        DEFAULT_ARCH,
+        Size::Sim,
+    )
+    .unwrap();
     let err = loaded
         .run(
             &mut backend,
@@ -320,7 +331,7 @@ fn variants_share_the_source_and_inputs_of_their_base() {
     ] {
         let (base, nf) = (find_app(base).unwrap(), find_app(nf).unwrap());
         assert_eq!(base.source(), nf.source());
-        assert_eq!(base.kernels(), nf.kernels());
+        assert_eq!(base.kernels(Size::Sim), nf.kernels(Size::Sim));
         assert_eq!(base.parameters(Size::Sim), nf.parameters(Size::Sim));
         assert!(nf.description().contains("strip-fences"));
     }
@@ -335,10 +346,17 @@ fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
         return;
     };
     for app in builtin_apps().unwrap() {
-        let module = app.module(DEFAULT_ARCH).unwrap_or_else(|e| panic!("{e}"));
+        let module = app
+            .module(DEFAULT_ARCH, Size::Sim)
+            .unwrap_or_else(|e| panic!("{e}"));
         let kernels: Vec<String> = module.kernels().map(|k| k.name.clone()).collect();
-        assert_eq!(kernels, app.kernels(), "{}: module kernels", app.name());
-        let check = app.check_module(DEFAULT_ARCH).unwrap();
+        assert_eq!(
+            kernels,
+            app.kernels(Size::Sim),
+            "{}: module kernels",
+            app.name()
+        );
+        let check = app.check_module(DEFAULT_ARCH, Size::Sim).unwrap();
         for arch in ARCHS {
             assemble_or_panic(&tools, &module, arch, app.name());
             if let Some(check) = &check {
@@ -347,7 +365,11 @@ fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
         }
         // Fence sites only ever cover app kernels.
         for site in fence_sites(&module, Granularity::SourceLine) {
-            assert!(app.kernels().contains(&site.function), "{}", site.function);
+            assert!(
+                app.kernels(Size::Sim).contains(&site.function),
+                "{}",
+                site.function
+            );
         }
     }
 }
@@ -360,7 +382,7 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
     let fences = |name: &str| {
         find_app(name)
             .unwrap()
-            .module(DEFAULT_ARCH)
+            .module(DEFAULT_ARCH, Size::Sim)
             .unwrap()
             .fence_count()
     };
@@ -382,8 +404,8 @@ fn check_kernels_are_not_in_the_app_module_but_in_the_check_module() {
         return;
     }
     let app = find_app("sdk-red").unwrap();
-    let module = print(&app.module(DEFAULT_ARCH).unwrap());
-    let check = print(&app.check_module(DEFAULT_ARCH).unwrap().unwrap());
+    let module = print(&app.module(DEFAULT_ARCH, Size::Sim).unwrap());
+    let check = print(&app.check_module(DEFAULT_ARCH, Size::Sim).unwrap().unwrap());
     assert!(!module.contains(".entry reduce_check"));
     assert!(check.contains(".entry reduce_check"));
 }
@@ -395,8 +417,9 @@ fn manifest_check_kernel_runs_from_the_check_module_without_the_launcher() {
     }
     let app = find_app("cub-scan").unwrap();
     let mut backend = MemBackend::new();
-    let module = app.module(DEFAULT_ARCH).unwrap();
-    let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH).unwrap();
+    let module = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
+    let loaded =
+        LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim).unwrap();
     let mut harness = Harness::default();
     // Nothing executes on a MemBackend, so the status word stays 0: a pass.
     let verdict = loaded
@@ -678,12 +701,12 @@ fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
     write(GOOD);
     let app = load_app_dir(dir.path()).unwrap();
     assert_eq!(app.name(), "toy");
-    app.module(DEFAULT_ARCH).unwrap();
+    app.module(DEFAULT_ARCH, Size::Sim).unwrap();
 
     let module_error = |text: &str| {
         write(text);
         let app = load_app_dir(dir.path()).unwrap();
-        let err = app.module(DEFAULT_ARCH).err().unwrap();
+        let err = app.module(DEFAULT_ARCH, Size::Sim).err().unwrap();
         match err {
             AppError::Manifest(e) => e,
             other => panic!("expected a manifest error, got {other}"),
@@ -781,7 +804,7 @@ fn compiled_manifest_error(text: &str) -> ManifestError {
     std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     std::fs::write(dir.path().join("app.toml"), text).unwrap();
     let app = load_app_dir(dir.path()).unwrap();
-    match app.module(DEFAULT_ARCH).err().unwrap() {
+    match app.module(DEFAULT_ARCH, Size::Sim).err().unwrap() {
         AppError::Manifest(e) => e,
         other => panic!("expected a manifest error, got {other}"),
     }
@@ -795,8 +818,8 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
         (
             "description = \"a toy\"",
             "description = \"a toy\"\nsim = 1",
-            "sim: unknown key (allowed here: name, description, postcondition, sizes, buffers, \
-             launches, check)",
+            "sim: unknown key (allowed here: name, description, postcondition, source, sizes, \
+             buffers, launches, check)",
         ),
         (
             "[sizes]\n",

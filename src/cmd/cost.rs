@@ -126,7 +126,8 @@ fn plan(args: &CostArgs) -> Result<CostMeta, Failure> {
             false => None,
         };
         apps.push(AppPlan {
-            cons_fences: AppMeasurement::cons_fences(&*app).map_err(Failure::bad_input)?,
+            cons_fences: AppMeasurement::cons_fences(&*app, target.size)
+                .map_err(Failure::bad_input)?,
             fence_kind: emp
                 .as_ref()
                 .map_or(args.target.fence_kind, |e| e.fence_kind),

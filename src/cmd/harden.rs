@@ -239,11 +239,11 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         choice.map_or(meta.target.fence_kind, |c| c.kind)
     };
     let cwd = std::env::current_dir().unwrap_or_default();
-    let file = shown_path(&report.root.join(&report.path).to_string_lossy(), &cwd);
+    let shown = |path: &str| shown_path(&report.root.join(path).to_string_lossy(), &cwd);
     let placed = report.placed.iter().map(|f| FenceEntry {
         site: f.site.id,
         function: f.site.function.clone(),
-        file: Some(file.clone()),
+        file: Some(shown(&f.path)),
         line: Some(f.line),
         source: Some(f.text.clone()),
         ptx: f.site.ptx.clone(),
@@ -375,7 +375,7 @@ fn stable_stop(args: &StableArgs, target: &Target) -> Stop {
 
 /// Fences the app has of its own stay in every run: the search only decides about the others.
 fn warn_about_own_fences(target: &Target) -> Result<(), Failure> {
-    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH)?);
+    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH, target.size)?);
     if !own.is_empty() {
         eprintln!(
             "warning: {} already has {} fence(s) ({}); they are kept in every run, and the \
@@ -417,10 +417,10 @@ fn print_original_fences(meta: &HardenMeta) -> Result<(), Failure> {
     let Some(original) = app.unstripped() else {
         return Ok(());
     };
-    if !own_fences(&app.module(DEFAULT_ARCH)?).is_empty() {
+    if !own_fences(&app.module(DEFAULT_ARCH, meta.target.size)?).is_empty() {
         return Ok(());
     }
-    let own = own_fences(&original.module(DEFAULT_ARCH)?);
+    let own = own_fences(&original.module(DEFAULT_ARCH, meta.target.size)?);
     outln!(
         "\noriginal idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
          so the patch below is made against a source that still has them.",
@@ -626,7 +626,7 @@ fn print_fences(
         outln!(
             "  #{:<3} {}:{}  [{}]  {kind}{}",
             fence.site.id,
-            report.path,
+            fence.path,
             fence.line,
             fence.site.function,
             fence.text

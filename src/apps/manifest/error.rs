@@ -89,6 +89,8 @@ pub enum Problem {
     NoSuchKernel {
         name: String,
         kernels: String,
+        /// The app's source files, as the manifest names them.
+        source: String,
     },
     ParameterCount {
         kernel: String,
@@ -132,9 +134,11 @@ impl fmt::Display for Problem {
             Problem::BadExpression { message } => write!(f, "bad expression: {message}"),
             Problem::Duplicate { name } => write!(f, "'{name}' is declared twice"),
             Problem::BadValue { message } => f.write_str(message),
-            Problem::NoSuchKernel { name, kernels } => {
-                write!(f, "no kernel '{name}' in kernel.cu (kernels: {kernels})")
-            }
+            Problem::NoSuchKernel {
+                name,
+                kernels,
+                source,
+            } => write!(f, "no kernel '{name}' in {source} (kernels: {kernels})"),
             Problem::ParameterCount {
                 kernel,
                 expected,
