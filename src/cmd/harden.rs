@@ -17,7 +17,9 @@ use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, St
 use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::{Insertion, Phase};
 use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
-use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
+use gpuwmm::harden::run::{
+    harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
+};
 use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use gpuwmm::stats::ZeroErrorBound;
 use indicatif::ProgressBar;
@@ -50,6 +52,9 @@ pub fn run(args: &HardenArgs) -> CmdResult {
         printer.update(p)
     })?;
     printer.bar.finish_and_clear();
+    if hardened.fences_cannot_help {
+        return Err(fences_cannot_help(&meta, &hardened, args, &path)?);
+    }
     let report = make_report(&meta, &hardened)?;
     let patch_path = path.with_extension("patch");
     std::fs::write(&patch_path, &report.patch)?;
@@ -72,6 +77,46 @@ pub fn run(args: &HardenArgs) -> CmdResult {
         true => Ok(()),
         false => Err(not_stable(&hardened.insertion)),
     }
+}
+
+/// The diagnosis when the app fails with a fence at every site (exit code 1): no fence can fix
+/// it. On the simulator the same configuration is run under sequential consistency: a failure
+/// there too means the bug is not one of memory ordering at all.
+fn fences_cannot_help(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    args: &HardenArgs,
+    journal: &Path,
+) -> Result<Failure, Failure> {
+    let first = match &hardened.totals.first_error {
+        Some((run, outcome, reason)) => format!("{outcome} at run {run}: {reason}"),
+        None => "no error recorded".to_string(),
+    };
+    outln!("\nfails with a fence at every site: fences cannot fix this")?;
+    outln!("  query #0 ({} sites fenced): {first}", meta.sites.len())?;
+    let target = &meta.target;
+    if target.backend == BackendChoice::Sim && target.sim_model != SimModel::Sc {
+        let sc = Target {
+            sim_model: SimModel::Sc,
+            ..target.clone()
+        };
+        let mut sc_executor = executor(&sc, args.target.in_process)?;
+        let runs = meta.initial_iterations;
+        let tally = run_with_every_fence(sc_executor.as_mut(), meta, runs)?;
+        match &tally.first_error {
+            Some((run, outcome, reason)) => outln!(
+                "fails under sequential consistency too (--sim-model sc, {outcome} at run {run}: \
+                 {reason}): not a memory-ordering bug (e.g. warp-synchronous code, a logic race)"
+            )?,
+            None => outln!(
+                "passes {runs} runs under sequential consistency (--sim-model sc): a \
+                 memory-ordering bug that {} fences at these sites do not fix",
+                target.fence_kind
+            )?,
+        }
+    }
+    outln!("  journal: {}", journal.display())?;
+    Ok(anyhow::anyhow!("fails with a fence at every site: fences cannot fix this").into())
 }
 
 /// A hardening that ran out of rounds is a failure (exit code 1), though its report and patch
@@ -320,6 +365,7 @@ fn start(path: &Path, args: &HardenArgs) -> Result<OpenedHardening, Failure> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
         minimise_kinds,
+        all_fences_first: true,
         stable: stable_stop(&args.stable, &resolved.target),
         target: resolved.target,
         env: args.env,
@@ -540,8 +586,8 @@ fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
 /// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
 fn answer_text(p: &QueryProgress, answer: bool) -> String {
     let mut text = match (p.query.phase, answer) {
-        (Phase::Kind, true) => "passes".to_string(),
-        (Phase::Kind, false) => format!("fails ({})", first_error(p)),
+        (Phase::Kind | Phase::All, true) => "passes".to_string(),
+        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
         (Phase::Stable, true) => "stable".to_string(),
         (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
         (_, true) => "removed".to_string(),
