@@ -17,7 +17,7 @@
 
 use super::expr::is_identifier;
 use super::host_code::{first_host_line, host_code_message, unopened_includes};
-use super::manifest::{Manifest, ManifestError, Problem};
+use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
 use crate::toolchain::{CompiledPtx, NvrtcError, ToolchainError};
@@ -273,11 +273,7 @@ fn compiled_unit(compiled: CompiledPtx) -> CompiledUnit {
 }
 
 fn field_error(manifest: &Manifest, field: String, message: String) -> AppError {
-    AppError::Manifest(ManifestError::Field {
-        file: manifest.file.clone(),
-        field,
-        problem: Problem::BadValue { message },
-    })
+    AppError::Manifest(manifest.field_error(field, Problem::BadValue { message }))
 }
 
 /// The first of `names` the NVRTC log says it could not resolve (`#pragma nv_mangled_name X`
@@ -322,13 +318,12 @@ fn unknown_kernel(
         .filter(|w| !w.starts_with("Error in parsing"))
         .map(|w| format!(" ({w})"))
         .unwrap_or_default();
-    Some(AppError::Manifest(ManifestError::Field {
-        file: manifest.file.clone(),
+    Some(AppError::Manifest(manifest.field_error(
         field,
-        problem: Problem::NoSuchKernel {
+        Problem::NoSuchKernel {
             name: format!("{name}{why}"),
             kernels: kernels.join(", "),
             source: manifest.source_names(),
         },
-    }))
+    )))
 }

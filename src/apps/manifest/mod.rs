@@ -174,6 +174,8 @@ impl Default for SourceSpec {
 pub struct Manifest {
     /// The manifest file, as given.
     pub file: PathBuf,
+    /// Its text (errors found later name the line of their field in it).
+    pub text: String,
     pub name: String,
     pub description: String,
     pub postcondition: String,
@@ -208,7 +210,10 @@ impl Manifest {
         let errors = FieldErrors {
             file: file.to_path_buf(),
         };
-        validate::validate(raw::read(text, &table, &errors)?, &errors)
+        let read = raw::read(text, &table, &errors).map_err(|e| e.located(text))?;
+        let mut manifest = validate::validate(read, &errors).map_err(|e| e.located(text))?;
+        manifest.text = text.to_string();
+        Ok(manifest)
     }
 
     pub fn params(&self, size: Size) -> &BTreeMap<String, i64> {
@@ -228,6 +233,17 @@ impl Manifest {
     /// The folder the manifest is in, which its relative paths start from.
     pub fn dir(&self) -> &Path {
         self.file.parent().unwrap_or(Path::new("."))
+    }
+
+    /// An error about `field` of this manifest, with its line.
+    pub fn field_error(&self, field: String, problem: Problem) -> ManifestError {
+        ManifestError::Field {
+            file: self.file.clone(),
+            line: None,
+            field,
+            problem,
+        }
+        .located(&self.text)
     }
 
     /// The app's source files as the manifest names them, for messages.
@@ -272,11 +288,7 @@ impl Manifest {
             .collect();
         let launches = self.sim.launches.iter().chain([&self.sim.check]);
         for planned in launches {
-            let error = |field: String, problem| ManifestError::Field {
-                file: self.file.clone(),
-                field,
-                problem,
-            };
+            let error = |field: String, problem| self.field_error(field, problem);
             let spec = planned;
             let Some(function) = module.function(&lowered(&spec.kernel)) else {
                 return Err(error(

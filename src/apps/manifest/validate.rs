@@ -80,6 +80,7 @@ pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Manifest> {
     let gpu = plan_for(Size::Gpu, &gpu_params)?;
     Ok(Manifest {
         file: errors.file.clone(),
+        text: String::new(),
         name,
         description,
         postcondition,
