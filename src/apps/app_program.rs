@@ -16,7 +16,7 @@
 //! manifest's own "no kernel" error for the launch that uses it.
 
 use super::expr::is_identifier;
-use super::host_code::{first_host_line, host_code_message, unopened_includes};
+use super::host_code::{first_host_line, unopened_includes};
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
@@ -215,8 +215,8 @@ impl AppProgram {
         let ToolchainError::Nvrtc(NvrtcError::Compile { log, .. }) = &error else {
             return compile_error(error.to_string());
         };
-        if let Some(message) = self.host_code(source, unit, log) {
-            return compile_error(message);
+        if let Some(host) = self.host_code(source, unit, log) {
+            return host;
         }
         if let Some(name) = unresolved_name(log, &program.name_expressions) {
             return unknown_kernel(manifest, program, arch, &name, log)
@@ -225,8 +225,8 @@ impl AppProgram {
         compile_error(error.to_string())
     }
 
-    /// The host-code message for the first listed file of `unit` with a host line.
-    fn host_code(&self, source: &KernelSource, unit: Unit, log: &str) -> Option<String> {
+    /// The host-code error for the first listed file of `unit` with a host line.
+    fn host_code(&self, source: &KernelSource, unit: Unit, log: &str) -> Option<AppError> {
         let unopened = unopened_includes(log);
         let files: Vec<PathBuf> = match &self.listed {
             None => vec![source.path.clone()],
@@ -246,7 +246,11 @@ impl AppProgram {
                 None => std::fs::read_to_string(file).ok()?,
             };
             let host = first_host_line(&text, &unopened)?;
-            Some(host_code_message(file, &host))
+            Some(AppError::HostCode {
+                path: file.clone(),
+                line: host.line,
+                text: host.text,
+            })
         })
     }
 }

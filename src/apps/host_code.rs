@@ -7,8 +7,6 @@
 //! so that the error can name it and say how to fix it. It runs only on failure: a host line
 //! NVRTC happens to accept (a plain host function) is never reported.
 
-use std::path::Path;
-
 /// A host line: where, and its text (trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostLine {
@@ -44,18 +42,6 @@ pub fn unopened_includes(log: &str) -> Vec<String> {
         .filter_map(|rest| rest.split('"').next())
         .map(str::to_string)
         .collect()
-}
-
-/// The error message for `host` in `file`.
-pub fn host_code_message(file: &Path, host: &HostLine) -> String {
-    format!(
-        "{}:{}: host code, which NVRTC cannot compile: `{}`. gpuwmm compiles device code only: \
-         guard the host part with `#ifndef __CUDACC_RTC__` ... `#endif`, or list only the \
-         device files in `[source] files` of app.toml",
-        file.display(),
-        host.line,
-        host.text
-    )
 }
 
 /// Whether a (trimmed) line is host code.

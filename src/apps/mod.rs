@@ -141,6 +141,19 @@ pub enum AppError {
     Manifest(#[from] ManifestError),
     #[error("{}: {message}", .path.display())]
     Compile { path: PathBuf, message: String },
+    /// A listed source file holds host code, which NVRTC cannot compile.
+    #[error(
+        "{}:{line}: host code, which NVRTC cannot compile: `{text}`. gpuwmm compiles device code \
+         only: guard the host part with `#ifndef __CUDACC_RTC__` ... `#endif`, or list only the \
+         device files in `[source] files` of app.toml",
+        .path.display()
+    )]
+    HostCode {
+        path: PathBuf,
+        /// The first host line (1-based) and its text.
+        line: usize,
+        text: String,
+    },
     /// The backend error is part of the message and deliberately not a `#[source]`: error
     /// reports that print the cause chain would otherwise print it twice.
     #[error("{app}: {step}: {error}")]

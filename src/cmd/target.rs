@@ -98,7 +98,10 @@ pub fn setup_failure(error: gpuwmm::check::ExecError) -> Failure {
     use gpuwmm::check::ExecError;
     match &error {
         ExecError::App(
-            AppError::UnknownApp { .. } | AppError::Manifest(_) | AppError::Compile { .. },
+            AppError::UnknownApp { .. }
+            | AppError::Manifest(_)
+            | AppError::Compile { .. }
+            | AppError::HostCode { .. },
         )
         | ExecError::NoSuchSite { .. } => Failure::bad_input(error),
         _ => Failure::from(error),
