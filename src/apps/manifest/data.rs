@@ -125,7 +125,7 @@ fn text_image(bytes: &[u8], elem: ElemType) -> Result<Vec<u8>, String> {
 }
 
 fn binary_image(bytes: Vec<u8>, elem: ElemType) -> Result<Vec<u8>, String> {
-    if bytes.len() % elem.bytes() != 0 {
+    if !bytes.len().is_multiple_of(elem.bytes()) {
         return Err(format!(
             "{} bytes is not a whole number of {}-byte {elem} elements",
             bytes.len(),

@@ -26,14 +26,15 @@ pub enum ManifestError {
         file: PathBuf,
         /// The line of the manifest the field is on (or, for a missing key, the line of its
         /// table), when it can be found.
-        line: Option<usize>,
+        line: Option<u32>,
         /// The offending field, e.g. `buffers[1].length` or `launches[0].args[2]`.
         field: String,
-        problem: Problem,
+        /// Boxed: it is the largest part, and errors travel in `Result`s.
+        problem: Box<Problem>,
     },
 }
 
-fn line_suffix(line: Option<usize>) -> String {
+fn line_suffix(line: Option<u32>) -> String {
     line.map_or_else(String::new, |l| format!(":{l}"))
 }
 
@@ -49,7 +50,7 @@ impl ManifestError {
     /// The manifest line a [`ManifestError::Field`] names, if any.
     pub fn line(&self) -> Option<usize> {
         match self {
-            ManifestError::Field { line, .. } => *line,
+            ManifestError::Field { line, .. } => line.map(|l| l as usize),
             _ => None,
         }
     }
@@ -64,7 +65,7 @@ impl ManifestError {
                 problem,
             } => ManifestError::Field {
                 file,
-                line: locate(text, &field),
+                line: locate(text, &field).and_then(|l| u32::try_from(l).ok()),
                 field,
                 problem,
             },
@@ -74,7 +75,7 @@ impl ManifestError {
 
     pub fn problem(&self) -> Option<&Problem> {
         match self {
-            ManifestError::Field { problem, .. } => Some(problem),
+            ManifestError::Field { problem, .. } => Some(problem.as_ref()),
             _ => None,
         }
     }
@@ -205,7 +206,7 @@ impl FieldErrors {
             file: self.file.clone(),
             line: None,
             field: field.into(),
-            problem,
+            problem: Box::new(problem),
         }
     }
 

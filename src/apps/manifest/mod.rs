@@ -241,7 +241,7 @@ impl Manifest {
             file: self.file.clone(),
             line: None,
             field,
-            problem,
+            problem: Box::new(problem),
         }
         .located(&self.text)
     }
