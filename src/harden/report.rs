@@ -261,6 +261,47 @@ mod tests {
         assert!(report.unplaced.is_empty());
     }
 
+    /// An app of several files: each fence goes into the file its site's line is in, and the
+    /// patch has a part per file, in the source's file order.
+    #[test]
+    fn fences_go_into_the_file_of_their_line_among_several() {
+        let header = "template <typename T>\nvoid publish(T *p) {\n  *p = 1;\n}\n";
+        let mut source = source();
+        source.others = vec![(PathBuf::from("/repo/apps/k/util.cuh"), header.to_string())];
+        let sites = vec![
+            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
+            site(1, Some("/repo/apps/k/util.cuh"), Some(3)),
+        ];
+        let report = fence_report(
+            &[0, 1],
+            &sites,
+            &source,
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let placed: Vec<(&str, usize)> = (report.placed.iter())
+            .map(|f| (f.path.as_str(), f.line))
+            .collect();
+        assert_eq!(placed, [("apps/k/kernel.cu", 2), ("apps/k/util.cuh", 3)]);
+        assert_eq!(report.placed[1].text, "*p = 1;");
+        let kernel_part = report.patch.find("--- a/apps/k/kernel.cu").unwrap();
+        let header_part = report.patch.find("--- a/apps/k/util.cuh").unwrap();
+        assert!(kernel_part < header_part, "{}", report.patch);
+        assert!(
+            report.patch.contains(" *p = 1;\n+  __threadfence();\n"),
+            "{}",
+            report.patch
+        );
+        // A file outside the working directory moves the root of the whole patch to `/`.
+        source.others[0].0 = PathBuf::from("/elsewhere/util.cuh");
+        let sites = vec![site(1, Some("/elsewhere/util.cuh"), Some(3))];
+        let report =
+            fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        assert_eq!(report.root, PathBuf::from("/"));
+        assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
+    }
+
     #[test]
     fn release_acquire_fences_are_written_with_libcudacxx_and_name_its_header() {
         let report = kinded_fence_report(
