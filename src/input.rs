@@ -4,6 +4,7 @@
 //! the file name and, for malformed PTX, the line.
 
 use crate::ptx::{self, Module};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -66,5 +67,23 @@ pub fn load_kernel_file(path: &Path, arch: &str) -> Result<LoadedPtx, InputError
         _ => Err(InputError::UnknownKind {
             path: path.to_path_buf(),
         }),
+    }
+}
+
+/// Source files a PTX module names, each read once, for showing the line of a site.
+#[derive(Default)]
+pub struct SourceLines {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl SourceLines {
+    /// Line `line` (1-based) of `file`; `None` when the file cannot be read or is shorter.
+    pub fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(file)
+                .ok()
+                .map(|t| t.lines().map(str::to_string).collect())
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
     }
 }

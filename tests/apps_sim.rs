@@ -95,7 +95,7 @@ fn outcomes(
         .unwrap_or_else(|e| panic!("{}: {e}", app.name()));
     let mut tally = Tally::default();
     for seed in seeds {
-        gpuwmm::backend::Backend::reseed(&mut backend, seed);
+        gpuwmm::backend::Device::reseed(&mut backend, seed);
         let options = RunOptions {
             size: Size::Sim,
             input_seed: seed,
@@ -293,9 +293,9 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
                 LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim)
                     .unwrap();
             let harnessed =
-                gpuwmm::backend::Backend::load_module(&mut backend, &print(&harnessed)).unwrap();
+                gpuwmm::backend::Device::load_module(&mut backend, &print(&harnessed)).unwrap();
             for seed in 0..10 {
-                gpuwmm::backend::Backend::reseed(&mut backend, seed);
+                gpuwmm::backend::Device::reseed(&mut backend, seed);
                 let mut stress = Stress {
                     launcher: StressedLauncher::new(&mut backend, 1024).unwrap(),
                     module: harnessed,

@@ -183,9 +183,15 @@ fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
         ]
         .concat(),
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("round 0 all #0: fences {0 1} x 32 runs -> fails"),
+        "{stdout}"
+    );
+    // The diagnosis is the command's error.
+    let stdout = stderr.clone().into_owned();
     assert!(
         stdout.contains("fails with a fence at every site: fences cannot fix this"),
         "{stdout}"

@@ -7,7 +7,8 @@
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::words::read_buffer;
-use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{KernelArg, LaunchConfig};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(600);

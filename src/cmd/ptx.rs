@@ -1,15 +1,13 @@
 //! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
 
 use super::{CmdResult, Failure};
-use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
-use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
+use gpuwmm::input::{load_kernel_file, LoadedPtx, SourceLines};
 use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
 };
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
-use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};
-use std::collections::HashMap;
 use std::io::Write;
 
 pub fn run(command: PtxCommand) -> CmdResult {
@@ -25,14 +23,14 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
 
 fn sites(args: &SitesArgs) -> CmdResult {
     let loaded = load(&args.input)?;
-    let sites = fence_sites(&loaded.module, args.input.granularity.into());
+    let sites = fence_sites(&loaded.module, args.input.granularity);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &sites)?;
         writeln!(out)?;
         return Ok(());
     }
-    let mut sources = SourceCache::default();
+    let mut sources = SourceLines::default();
     for site in &sites {
         write_site(&mut out, site, &mut sources)?;
     }
@@ -48,7 +46,7 @@ fn sites(args: &SitesArgs) -> CmdResult {
 fn write_site(
     out: &mut impl Write,
     site: &FenceSite,
-    sources: &mut SourceCache,
+    sources: &mut SourceLines,
 ) -> std::io::Result<()> {
     let place = site
         .source
@@ -74,23 +72,6 @@ fn write_site(
     Ok(())
 }
 
-/// Source files read once, for showing the line of each site.
-#[derive(Default)]
-struct SourceCache {
-    files: HashMap<String, Option<Vec<String>>>,
-}
-
-impl SourceCache {
-    fn line(&mut self, file: &str, line: u32) -> Option<String> {
-        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
-            std::fs::read_to_string(file)
-                .ok()
-                .map(|t| t.lines().map(str::to_string).collect())
-        });
-        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
-    }
-}
-
 fn instrument(args: &InstrumentArgs) -> CmdResult {
     let loaded = load(&args.input)?;
     let mut module = loaded.module;
@@ -99,7 +80,7 @@ fn instrument(args: &InstrumentArgs) -> CmdResult {
         eprintln!("stripped {removed} fences");
         module = stripped;
     }
-    let sites = fence_sites(&module, args.input.granularity.into());
+    let sites = fence_sites(&module, args.input.granularity);
     let chosen =
         select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
     if !chosen.is_empty() {
@@ -130,14 +111,10 @@ fn add_harness(module: &Module, args: &InstrumentArgs) -> Result<Module, Failure
         Some(k) => k.clone(),
         None => only_kernel(module)?,
     };
-    let stress = match args.stress {
-        StressArg::None => StressStrategy::None,
-        StressArg::Rand => StressStrategy::Rand,
-        StressArg::Cache => StressStrategy::Cache,
-        StressArg::Sys => StressStrategy::Sys {
-            sequence: parse_sequence(&args.sequence).map_err(Failure::bad_input)?,
-        },
-    };
+    let stress = args
+        .stress
+        .strategy(&args.sequence)
+        .map_err(Failure::bad_input)?;
     harness(module, &kernel, &HarnessOptions { stress }).map_err(Failure::bad_input)
 }
 

@@ -8,7 +8,7 @@
 use super::variant::EmpFences;
 use super::CostError;
 use crate::check::journal::meta_path;
-use crate::check::BackendChoice;
+use crate::check::BackendKind;
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub struct HardenResult {
     /// The app hardened (for an app with fences of its own, usually its `-nf` variant).
     pub app: String,
-    pub backend: BackendChoice,
+    pub backend: BackendKind,
     pub stable: bool,
     pub fence_kind: FenceKind,
     pub fences: EmpFences,
@@ -29,7 +29,7 @@ pub struct HardenResult {
 #[derive(Debug, Deserialize)]
 struct Document {
     app: String,
-    backend: BackendChoice,
+    backend: BackendKind,
     stable: bool,
     fence_kind: FenceKind,
     #[serde(default)]
@@ -128,7 +128,7 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
 pub fn newest_harden_result(
     dir: &Path,
     apps: &[String],
-    backend: BackendChoice,
+    backend: BackendKind,
 ) -> Option<(PathBuf, HardenResult)> {
     let mut journals: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
         .ok()?
@@ -219,7 +219,7 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            newest_harden_result(dir.path(), &["x".into()], BackendChoice::Sim),
+            newest_harden_result(dir.path(), &["x".into()], BackendKind::Sim),
             None
         );
     }

@@ -1,0 +1,36 @@
+//! `gpuwmm setup`, `gpuwmm completions` and `gpuwmm man`: what an installed tool needs around it.
+
+use super::CmdResult;
+use crate::cli::{Cli, SetupArgs};
+use clap::CommandFactory;
+use gpuwmm::places;
+use gpuwmm::toolchain::{install_pinned_tools, CudaTools};
+use std::io::Write;
+
+pub fn setup(args: &SetupArgs) -> CmdResult {
+    let dir = args.dir.clone().unwrap_or_else(places::setup_tools_dir);
+    install_pinned_tools(&dir, args.force)?;
+    let searched = CudaTools::search_roots().iter().any(|root| root.dir == dir);
+    if !searched {
+        outln!(
+            "note: gpuwmm does not search {} by itself; export GPUWMM_CUDA_TOOLS={}",
+            dir.display(),
+            dir.display()
+        )?;
+    }
+    Ok(())
+}
+
+pub fn completions(shell: clap_complete::Shell) -> CmdResult {
+    // Into a buffer first: `generate` panics on a write error, and a reader that stops early
+    // (`| head`) is not one.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "gpuwmm", &mut script);
+    std::io::stdout().lock().write_all(&script)?;
+    Ok(())
+}
+
+pub fn man() -> CmdResult {
+    clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+    Ok(())
+}
