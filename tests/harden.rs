@@ -520,7 +520,10 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
         return;
     }
     let app = find_app("cccl-scan-nf").unwrap();
-    let sites = fence_sites(&app.module(DEFAULT_ARCH).unwrap(), Granularity::SourceLine);
+    let sites = fence_sites(
+        &app.module(DEFAULT_ARCH, gpuwmm::apps::Size::Sim).unwrap(),
+        Granularity::SourceLine,
+    );
     let call = kernel_line("cccl-scan", "const int exclusive = prefix_op(aggregate);");
     let tile_zero = kernel_line("cccl-scan", "s_exclusive = 0;");
     let look_back: Vec<_> = sites

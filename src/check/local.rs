@@ -91,7 +91,7 @@ pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
 
 /// The target's fence sites, from its PTX alone (no backend needed).
 pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
-    let module = target_app(target)?.module(DEFAULT_ARCH)?;
+    let module = target_app(target)?.module(DEFAULT_ARCH, target.size)?;
     Ok(fence_sites(&module, target.granularity))
 }
 
@@ -117,7 +117,7 @@ impl LocalExecutor {
         backend: Box<dyn Backend>,
     ) -> Result<LocalExecutor, ExecError> {
         let app = target_app(target)?;
-        let base = app.module(DEFAULT_ARCH)?;
+        let base = app.module(DEFAULT_ARCH, target.size)?;
         let sites = fence_sites(&base, target.granularity);
         Ok(LocalExecutor {
             target: target.clone(),
@@ -154,7 +154,9 @@ impl LocalExecutor {
     fn load(&mut self, fences: &Fences) -> Result<&mut Loaded, ExecError> {
         if !self.loaded.contains_key(fences) {
             let fenced = self.fenced_module(fences)?;
-            let loaded = LoadedApp::load(&*self.app, &mut *self.backend, &fenced, DEFAULT_ARCH)?;
+            let size = self.target.size;
+            let loaded =
+                LoadedApp::load(&*self.app, &mut *self.backend, &fenced, DEFAULT_ARCH, size)?;
             let parts = loaded.parts();
             self.loaded.insert(
                 fences.clone(),
@@ -170,7 +172,7 @@ impl LocalExecutor {
 
     /// The harnessed module for `fences` and `stress` (once per pair).
     fn harnessed(&mut self, fences: &Fences, stress: StressKind) -> Result<ModuleId, ExecError> {
-        let kernels = self.app.kernels();
+        let kernels = self.app.kernels(self.target.size);
         let sequence = self.target.profile.sequence.clone();
         let loaded = self.load(fences)?;
         if let Some(&id) = loaded.harnessed.get(&stress) {

@@ -170,8 +170,8 @@ fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
 /// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
 fn answer_text(p: &QueryProgress, answer: bool) -> String {
     let mut text = match (p.query.phase, answer) {
-        (Phase::Kind, true) => "passes".to_string(),
-        (Phase::Kind, false) => format!("fails ({})", first_error(p)),
+        (Phase::Kind | Phase::All, true) => "passes".to_string(),
+        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
         (Phase::Stable, true) => "stable".to_string(),
         (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
         (_, true) => "removed".to_string(),
@@ -217,7 +217,7 @@ fn print_fences(
         outln!(
             "  #{:<3} {}:{}  [{}]  {kind}{}",
             fence.site.id,
-            report.path,
+            fence.path,
             fence.line,
             fence.site.function,
             fence.text

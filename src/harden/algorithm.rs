@@ -44,10 +44,19 @@ pub enum Phase {
     Stable,
     /// Beyond the paper: whether a kept fence may be of a weaker kind ([`minimise_kinds`]).
     Kind,
+    /// Beyond the paper, asked once before the search: whether the app passes with a fence at
+    /// every site at all ([`fences_can_help`]). If not, no fence set can make it pass.
+    All,
 }
 
 impl Phase {
-    const ALL: [Phase; 4] = [Phase::Binary, Phase::Linear, Phase::Stable, Phase::Kind];
+    const ALL: [Phase; 5] = [
+        Phase::Binary,
+        Phase::Linear,
+        Phase::Stable,
+        Phase::Kind,
+        Phase::All,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -55,6 +64,7 @@ impl Phase {
             Phase::Linear => "linear",
             Phase::Stable => "stable",
             Phase::Kind => "kind",
+            Phase::All => "all",
         }
     }
 }
@@ -63,7 +73,7 @@ display_by_name!(Phase, name);
 
 /// A phase name that is not `binary`, `linear` or `stable`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown phase '{0}': expected 'binary', 'linear', 'stable' or 'kind'")]
+#[error("unknown phase '{0}': expected 'binary', 'linear', 'stable', 'kind' or 'all'")]
 pub struct ParsePhaseError(pub String);
 
 parse_by_name!(Phase, name, ParsePhaseError, |s| ParsePhaseError(
@@ -140,11 +150,23 @@ pub fn empirical_fence_insertion<C: FenceChecker>(
     initial_iterations: u64,
     max_rounds: u32,
 ) -> Result<Insertion, C::Error> {
+    empirical_fence_insertion_from(checker, all, initial_iterations, max_rounds, 0)
+}
+
+/// [`empirical_fence_insertion`] whose queries are numbered from `first_index` (the queries
+/// asked before it, e.g. by [`fences_can_help`]).
+pub fn empirical_fence_insertion_from<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    initial_iterations: u64,
+    max_rounds: u32,
+    first_index: usize,
+) -> Result<Insertion, C::Error> {
     let all = normalise(all);
     let mut context = Context {
         round: 0,
         iterations: initial_iterations,
-        next_index: 0,
+        next_index: first_index,
     };
     loop {
         let reduced = binary_reduction(checker, all.clone(), &mut context)?;
@@ -162,6 +184,26 @@ pub fn empirical_fence_insertion<C: FenceChecker>(
         context.round += 1;
         context.iterations = context.iterations.saturating_mul(2);
     }
+}
+
+/// Beyond the paper: asks once, as query 0 ([`Phase::All`], `initial_iterations` runs),
+/// whether the app passes with a fence at every site. Algorithm 1 only ever removes fences, so
+/// when this fails no set it could return passes, and searching is pointless: the caller stops
+/// and says so. The search's own queries then start at index 1.
+pub fn fences_can_help<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    initial_iterations: u64,
+) -> Result<bool, C::Error> {
+    let query = Query {
+        index: 0,
+        phase: Phase::All,
+        round: 0,
+        iterations: Some(initial_iterations),
+        fences: normalise(all),
+        kinds: BTreeMap::new(),
+    };
+    checker.check(&query)
 }
 
 /// What [`minimise_kinds`] decided for one kept fence.

@@ -47,6 +47,8 @@ pub fn fence_header(kind: FenceKind) -> Option<&'static str> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacedFence {
     pub site: SiteSummary,
+    /// The file it goes in, as the diff names it (relative to [`FenceReport::root`]).
+    pub path: String,
     /// The fence's kind, and the CUDA statement that is it.
     pub kind: FenceKind,
     pub statement: &'static str,
@@ -63,13 +65,13 @@ pub struct FenceReport {
     pub statement: &'static str,
     /// Headers the inserted statements need (`#include` them), if any.
     pub headers: Vec<&'static str>,
-    /// The source path as the diff names it (`a/<path>`).
+    /// The app's (first) source path as the diff names it (`a/<path>`).
     pub path: String,
     /// The directory the diff applies in (with `git apply` or `patch -p1`).
     pub root: PathBuf,
     pub placed: Vec<PlacedFence>,
-    /// Chosen sites without a line in the app's source (no line info, or another file): listed
-    /// with their PTX, and left out of the patch.
+    /// Chosen sites without a line in the app's source files (no line info, or a file that is
+    /// not the app's): listed with their PTX, and left out of the patch.
     pub unplaced: Vec<SiteSummary>,
     /// The unified diff; empty when no fence is placed.
     pub patch: String,
@@ -88,7 +90,8 @@ pub fn fence_report(
     kinded_fence_report(&kinded, sites, source, kind, cwd)
 }
 
-/// [`fence_report`] with a kind per fence (`base` is the hardening's own kind).
+/// [`fence_report`] with a kind per fence (`base` is the hardening's own kind). Fences go in
+/// whichever of the source's files their site's line is in; the patch has a part per file.
 pub fn kinded_fence_report(
     chosen: &[(usize, FenceKind)],
     sites: &[SiteSummary],
@@ -96,7 +99,8 @@ pub fn kinded_fence_report(
     base: FenceKind,
     cwd: &Path,
 ) -> Result<FenceReport, ReportError> {
-    let lines: Vec<&str> = source.text.lines().collect();
+    let files: Vec<(&Path, &str)> = source.files().collect();
+    let root = common_root(files.iter().map(|(p, _)| *p), cwd);
     let mut placed = Vec::new();
     let mut unplaced = Vec::new();
     for &(id, kind) in chosen {
@@ -104,14 +108,23 @@ pub fn kinded_fence_report(
             .iter()
             .find(|s| s.id == id)
             .ok_or(ReportError::UnknownSite(id))?;
-        match place(site, kind, source, &lines) {
+        match place(site, kind, &files, &root) {
             Some(fence) => placed.push(fence),
             None => unplaced.push(site.clone()),
         }
     }
-    let (root, path) = diff_path(&source.path, cwd);
-    let insertions: Vec<(usize, &str)> = placed.iter().map(|f| (f.line, f.statement)).collect();
-    let patch = statements_diff(&path, &source.text, &insertions)?;
+    let mut patch = String::new();
+    for (path, text) in &files {
+        let name = diff_name(path, &root);
+        let insertions: Vec<(usize, &str)> = placed
+            .iter()
+            .filter(|f| f.path == name)
+            .map(|f| (f.line, f.statement))
+            .collect();
+        if !insertions.is_empty() {
+            patch.push_str(&statements_diff(&name, text, &insertions)?);
+        }
+    }
     let mut headers: Vec<&'static str> = chosen
         .iter()
         .filter_map(|&(_, k)| fence_header(k))
@@ -120,7 +133,7 @@ pub fn kinded_fence_report(
     Ok(FenceReport {
         statement: fence_statement(base),
         headers,
-        path,
+        path: diff_name(&source.path, &root),
         root,
         placed,
         unplaced,
@@ -128,21 +141,25 @@ pub fn kinded_fence_report(
     })
 }
 
-/// `site` placed after its line of `source`, if it has one there.
+/// `site` placed after its line, in the one of `files` it names, if any.
 fn place(
     site: &SiteSummary,
     kind: FenceKind,
-    source: &KernelSource,
-    lines: &[&str],
+    files: &[(&Path, &str)],
+    root: &Path,
 ) -> Option<PlacedFence> {
     let file = site.file.as_deref()?;
     let line = site.line? as usize;
-    if !same_file(Path::new(file), &source.path) || line == 0 {
+    let (path, text) = files
+        .iter()
+        .find(|(path, _)| same_file(Path::new(file), path))?;
+    if line == 0 {
         return None;
     }
-    let text = lines.get(line - 1)?.trim().to_string();
+    let text = text.lines().nth(line - 1)?.trim().to_string();
     Some(PlacedFence {
         site: site.clone(),
+        path: diff_name(path, root),
         kind,
         statement: fence_statement(kind),
         line,
@@ -150,11 +167,29 @@ fn place(
     })
 }
 
+/// The folder a diff of all `paths` applies in: `cwd` when each lies under it (or is
+/// relative), else the file system's root.
+fn common_root<'p>(mut paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
+    match paths.all(|p| diff_path(p, cwd).0 == cwd) {
+        true => cwd.to_path_buf(),
+        false => PathBuf::from("/"),
+    }
+}
+
+/// `path` as a diff applied in `root` names it.
+fn diff_name(path: &Path, root: &Path) -> String {
+    diff_path(path, root).1
+}
+
 /// Whether two spellings name the same source: equal, or one relative and the other ending in
 /// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
 /// absolutely).
 fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || (b.is_relative() && a.ends_with(b)) || (a.is_relative() && b.ends_with(a))
+    a == b
+        || (b.is_relative() && a.ends_with(b))
+        || (a.is_relative() && b.ends_with(a))
+        || a.canonicalize()
+            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
@@ -189,10 +224,7 @@ mod tests {
     const TEXT: &str = "void k() {\n  x = 1;\n  flag = 1;\n}\n";
 
     fn source() -> KernelSource {
-        KernelSource {
-            path: PathBuf::from("/repo/apps/k/kernel.cu"),
-            text: TEXT.to_string(),
-        }
+        KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), TEXT.to_string())
     }
 
     fn site(id: usize, file: Option<&str>, line: Option<u32>) -> SiteSummary {
@@ -216,10 +248,7 @@ mod tests {
 
     #[test]
     fn a_relative_source_path_matches_the_absolute_one_nvrtc_records() {
-        let relative = KernelSource {
-            path: PathBuf::from("apps/k/kernel.cu"),
-            text: TEXT.to_string(),
-        };
+        let relative = KernelSource::single(PathBuf::from("apps/k/kernel.cu"), TEXT.to_string());
         let report = fence_report(
             &[0],
             &sites(),
@@ -230,6 +259,47 @@ mod tests {
         .unwrap();
         assert_eq!(report.placed.len(), 1);
         assert!(report.unplaced.is_empty());
+    }
+
+    /// An app of several files: each fence goes into the file its site's line is in, and the
+    /// patch has a part per file, in the source's file order.
+    #[test]
+    fn fences_go_into_the_file_of_their_line_among_several() {
+        let header = "template <typename T>\nvoid publish(T *p) {\n  *p = 1;\n}\n";
+        let mut source = source();
+        source.others = vec![(PathBuf::from("/repo/apps/k/util.cuh"), header.to_string())];
+        let sites = vec![
+            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
+            site(1, Some("/repo/apps/k/util.cuh"), Some(3)),
+        ];
+        let report = fence_report(
+            &[0, 1],
+            &sites,
+            &source,
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let placed: Vec<(&str, usize)> = (report.placed.iter())
+            .map(|f| (f.path.as_str(), f.line))
+            .collect();
+        assert_eq!(placed, [("apps/k/kernel.cu", 2), ("apps/k/util.cuh", 3)]);
+        assert_eq!(report.placed[1].text, "*p = 1;");
+        let kernel_part = report.patch.find("--- a/apps/k/kernel.cu").unwrap();
+        let header_part = report.patch.find("--- a/apps/k/util.cuh").unwrap();
+        assert!(kernel_part < header_part, "{}", report.patch);
+        assert!(
+            report.patch.contains(" *p = 1;\n+  __threadfence();\n"),
+            "{}",
+            report.patch
+        );
+        // A file outside the working directory moves the root of the whole patch to `/`.
+        source.others[0].0 = PathBuf::from("/elsewhere/util.cuh");
+        let sites = vec![site(1, Some("/elsewhere/util.cuh"), Some(3))];
+        let report =
+            fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        assert_eq!(report.root, PathBuf::from("/"));
+        assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
     }
 
     #[test]
