@@ -439,6 +439,8 @@ pub fn harden(
                 stable: false,
             },
             fences_cannot_help: true,
+            cross_cta: None,
+            required: None,
             kinds: Vec::new(),
             kind_queries: 0,
             totals: checker.totals,
@@ -534,6 +536,7 @@ pub fn run_with_every_fence(
             env: meta.env,
             fences: Fences::Sites(meta.site_ids()),
             stress_iterations: meta.stress.stress_iterations,
+            races: false,
         };
         let record = executor.execute(&request)?;
         tally.add(&record);

@@ -254,6 +254,7 @@ fn a_failure_with_every_fence_stops_the_hardening_at_query_0() {
                 reason: "warp raced".into(),
                 kernel_us: 1.0,
                 wall_ms: 1.0,
+                races: None,
             }
         },
     };
