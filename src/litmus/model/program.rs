@@ -114,6 +114,12 @@ pub fn build(test: &LitmusFile) -> Result<Program, Refusal> {
                 format!("{loc}={a}"),
                 "initial values that are addresses",
             )),
+            Some(InitValue::Alias { proxy, target }) => Err(refuse(
+                test,
+                init_line(test, loc),
+                format!("{loc} @ {proxy} aliases {target}"),
+                "proxy aliases (a location seen through another proxy)",
+            )),
         })
         .collect::<Result<Vec<u32>, Refusal>>()?;
     for t in &test.threads {
@@ -305,6 +311,7 @@ fn thread_traces(
                     "initial values that are addresses",
                 ))
             }
+            InitValue::Alias { .. } => unreachable!("aliases are locations, not registers"),
         }
     }
     let mut walker = Walker {
