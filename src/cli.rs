@@ -730,9 +730,9 @@ pub enum LitmusCommand {
     /// Supported: ld/st (weak, volatile, relaxed, acquire/release, at cta/gpu/sys scope), fence.sc,
     /// fence.acq_rel, membar.{cta,gl,sys}, atom/red (add, sub, exch, cas, inc, dec, and, or, xor,
     /// min, max), bar.cta.sync with one constant id, branches, goto, labels, add/sub/mul/div, and
-    /// `ld r, 5`. A test using anything else (proxy operations, threads on more than one GPU,
-    /// bar.cta.arrive, barriers with a thread count or a register id, unknown instructions) is
-    /// refused with its file, line and construct, and the other tests still run.
+    /// `ld r, 5`. A test using anything else (proxy operations or aliases, threads on more than
+    /// one GPU, bar.cta.arrive, barriers with a thread count or a register id, unknown
+    /// instructions) is refused with its file, line and construct, and the other tests still run.
     ///
     /// With --expect (an expected.csv: test, tier, expected, sc_reachable columns) each test gets
     /// a verdict, for the state its condition is about (satisfying it for exists/~exists,
