@@ -34,7 +34,7 @@ cat "$out"/runs/*.csv | awk -F, '
         tests++
         if ($8 == "UNSOUND") unsound++
         split($1, p, "/"); family = p[1]
-        split(p[2], n, "+"); order = n[2]
+        split(substr(p[2], length(family) + 2), n, "+"); order = n[1]
         if ($3 == "allowed" && $4 != "yes") {
             weak++
             if ($7 > 0) reached++
