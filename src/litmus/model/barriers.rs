@@ -13,8 +13,13 @@ use super::program::EventKind;
 use super::relation::Relation;
 use std::collections::BTreeMap;
 
-/// The barrier an event uses: CTA and name, with its quorum.
-pub fn barrier_of(sk: &Skeleton, e: usize) -> Option<((u32, Vec<u32>), Option<u32>, bool)> {
+/// A barrier: the CTA and the name.
+type BarrierKey = (u32, Vec<u32>);
+/// A barrier's quorum and its events (with whether each only arrives).
+type BarrierGroup = (Option<u32>, Vec<(usize, bool)>);
+
+/// The barrier an event uses, its quorum, and whether the event only arrives.
+pub fn barrier_of(sk: &Skeleton, e: usize) -> Option<(BarrierKey, Option<u32>, bool)> {
     let EventKind::Barrier { arrive, operands } = &sk.events[e].kind else {
         return None;
     };
@@ -32,7 +37,7 @@ pub fn barrier_of(sk: &Skeleton, e: usize) -> Option<((u32, Vec<u32>), Option<u3
 /// The alternative synchronisations of all barriers together (one per choice of which events
 /// complete each quorum barrier), or `None` when some barrier can never complete.
 pub fn synchronisations(sk: &Skeleton) -> Option<Vec<Relation>> {
-    let mut groups: BTreeMap<(u32, Vec<u32>), (Option<u32>, Vec<(usize, bool)>)> = BTreeMap::new();
+    let mut groups: BTreeMap<BarrierKey, BarrierGroup> = BTreeMap::new();
     for e in 0..sk.len() {
         if let Some((key, quorum, arrive)) = barrier_of(sk, e) {
             let g = groups.entry(key).or_insert((quorum, Vec::new()));

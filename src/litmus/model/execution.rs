@@ -249,11 +249,11 @@ fn release_first(events: &[Event], po: &Relation, w: usize) -> u64 {
         return 0;
     }
     let mut out = if release { 1 << w } else { 0 };
-    for p in 0..events.len() {
+    for (p, before) in events.iter().enumerate() {
         if !po.has(p, w) {
             continue;
         }
-        match events[p].kind {
+        match before.kind {
             EventKind::Fence { .. } => out |= 1 << p,
             EventKind::Memory {
                 release: true, loc, ..
@@ -281,11 +281,11 @@ fn acquire_last(events: &[Event], po: &Relation, r: usize) -> u64 {
         return 0;
     }
     let mut out = if acquire { 1 << r } else { 0 };
-    for q in 0..events.len() {
+    for (q, after) in events.iter().enumerate() {
         if !po.has(r, q) {
             continue;
         }
-        match events[q].kind {
+        match after.kind {
             EventKind::Fence { .. } => out |= 1 << q,
             EventKind::Memory {
                 acquire: true, loc, ..

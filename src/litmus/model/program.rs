@@ -161,6 +161,8 @@ pub fn build(test: &LitmusFile) -> Result<Program, Refusal> {
 type Prov = BTreeSet<(usize, usize, usize)>;
 /// The values a location may hold, each with the writes it was computed through.
 type Domain = BTreeSet<(u32, Prov)>;
+/// Values written, by location, with their provenance.
+type Produced = Vec<(usize, (u32, Prov))>;
 
 /// The values each location can hold. A value stored is computed from values read, each
 /// written by an earlier write; No-Thin-Air keeps these chains acyclic, so a chain that would
@@ -259,7 +261,7 @@ struct Walker<'a> {
     /// Whether to follow the provenance of values (finding domains) rather than list traces.
     track: bool,
     /// With `track`: the values written, by location.
-    produced: Vec<(usize, (u32, Prov))>,
+    produced: Produced,
 }
 
 /// A register: its value, the reads of the trace it depends on, and (when tracking) the writes
@@ -287,7 +289,7 @@ fn thread_traces(
     locations: &[String],
     domains: &[Domain],
     track: bool,
-) -> Result<(Vec<Trace>, Vec<(usize, (u32, Prov))>), Refusal> {
+) -> Result<(Vec<Trace>, Produced), Refusal> {
     let labels = thread
         .code
         .iter()

@@ -140,7 +140,7 @@ fn coherence_of_reads_holds_for_morally_strong_accesses_only() {
                 &format!("st.relaxed.gpu x, 1 | {r} r0, x"),
                 &format!(" | {r} r1, x"),
             ],
-            MP.replace("r0 == 1", "r0 == 1").as_str(),
+            MP,
         )
         .expected()
     };
