@@ -760,9 +760,9 @@ pub enum LitmusCommand {
     /// Supported: ld/st (weak, volatile, relaxed, acquire/release, at cta/gpu/sys scope), fence.sc,
     /// fence.acq_rel, membar.{cta,gl,sys}, atom/red (add, sub, exch, cas, inc, dec, and, or, xor,
     /// min, max), bar.cta.sync with one constant id, branches, goto, labels, add/sub/mul/div, and
-    /// `ld r, 5`. A test using anything else (proxy operations, threads on more than one GPU,
-    /// bar.cta.arrive, barriers with a thread count or a register id, unknown instructions) is
-    /// refused with its file, line and construct, and the other tests still run.
+    /// `ld r, 5`. A test using anything else (proxy operations or aliases, threads on more than
+    /// one GPU, bar.cta.arrive, barriers with a thread count or a register id, unknown
+    /// instructions) is refused with its file, line and construct, and the other tests still run.
     ///
     /// With --expect (an expected.csv: test, tier, expected, sc_reachable columns) each test gets
     /// a verdict, for the state its condition is about (satisfying it for exists/~exists,
@@ -781,6 +781,67 @@ pub enum LitmusCommand {
   gpuwmm litmus run tests/litmus/MP+membar.gl.litmus --backend sim --sim-model sc
   gpuwmm litmus run tests/litmus --backend cuda --instances 1024 --expect tests/litmus/expected.csv")]
     Run(LitmusRunArgs),
+    /// Print every final state the PTX memory model allows for litmus files, exactly, and with
+    /// --expect compare the verdicts with known ones.
+    ///
+    /// An axiomatic model (PTX ISA "Memory Consistency Model", PTX 7.5+, as formalised by
+    /// Lustig et al., ASPLOS 2019) enumerates each test's candidate executions: one path per
+    /// thread for the values its reads return (loops unrolled 3 times), reads-from, Fence-SC
+    /// order, barrier arrivals, coherence order per location; it keeps those satisfying
+    /// Coherence, Fence-SC, Atomicity, No-Thin-Air, SC-per-location and Causality (with
+    /// morally strong pairs, scopes, release/acquire patterns, fences and barriers). Each test
+    /// prints, herd-style, the allowed states (`*>` satisfies the condition, `(weak)` marks a
+    /// state sequential consistency does not reach), Ok/No, the observation, and the verdict
+    /// expected.csv would hold (`expected`, `sc_reachable`). Barriers follow the semantics of
+    /// the suite's published verdicts (Dat3M's: no phases; a third operand is a quorum).
+    ///
+    /// Not modelled, refused per test with the reason: threads on more than one GPU, proxy
+    /// aliases and operations, unknown instructions, address-valued init, executions of more
+    /// than 64 events.
+    ///
+    /// With --expect each test's `expected` is compared with the model's; --csv writes the
+    /// model's verdicts as an expected.csv (paths relative to the CSV's folder).
+    /// Exit code 1 when a verdict disagrees with --expect, 2 when a file or the CSV is malformed.
+    #[command(verbatim_doc_comment)]
+    #[command(after_help = "Examples:
+  gpuwmm litmus model tests/litmus/MP+membar.gl.litmus
+  gpuwmm litmus model ../shared/litmus/ptx/tests --expect ../shared/litmus/ptx/expected.csv")]
+    Model(LitmusModelArgs),
+    /// Write families of litmus tests, with an expected.csv whose verdicts come from the model.
+    ///
+    /// Each family is a cycle of relations (MP, SB, LB, S, R, 2+2W, WRC, ISA2, IRIW, RWC, WWC,
+    /// 3.SB, 3.LB, CoRR, CoRW, CoWR, CoWW, and RMW variants), crossed with access orders (weak,
+    /// volatile, relaxed, acquire/release, RMWs), fences (none, fence.acq_rel, fence.sc,
+    /// membar), scopes (cta, gpu, sys) and placements (one CTA, one CTA per thread). Files go
+    /// to DIR/<family>/<name>.litmus in the Dat3M dialect; DIR/expected.csv has the columns of
+    /// the shared suite's. The output is the same on every run.
+    #[command(after_help = "Examples:
+  gpuwmm litmus generate --out generated
+  gpuwmm litmus model generated --expect generated/expected.csv")]
+    Generate(LitmusGenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LitmusModelArgs {
+    /// Litmus files, or folders searched recursively for *.litmus files (in sorted order).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// An expected.csv with the verdicts of the tests: prints the agreement table.
+    #[arg(long)]
+    pub expect: Option<PathBuf>,
+    /// Write the model's verdicts as an expected.csv to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Print only the table and summary, not each test's states.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LitmusGenerateArgs {
+    /// Folder to write the tests and expected.csv into (created; existing files are replaced).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -28,6 +28,7 @@ mod harden;
 mod install;
 mod litmus;
 mod litmus_file;
+mod litmus_model;
 mod progress;
 mod ptx;
 mod replay;
@@ -91,6 +92,8 @@ pub fn run(command: Command) -> CmdResult {
         Command::Man => install::man(),
         Command::Litmus(args) => match &args.command {
             Some(LitmusCommand::Run(run)) => litmus_file::run(run),
+            Some(LitmusCommand::Model(m)) => litmus_model::run(m),
+            Some(LitmusCommand::Generate(g)) => litmus_model::generate(g),
             None => litmus::run(&args),
         },
         Command::Tune(args) => tune::run(&args),

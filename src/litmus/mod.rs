@@ -8,6 +8,8 @@
 //! Tests written as files (any shape, scopes, atomics, barriers) are in [`file`].
 
 pub mod file;
+pub mod generate;
+pub mod model;
 pub mod run;
 
 use crate::ptx::passes::fences::FenceKind;

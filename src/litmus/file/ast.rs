@@ -251,6 +251,12 @@ pub struct Thread {
 pub enum InitValue {
     Int(i64),
     Address(String),
+    /// `x @ texture aliases y`: `x` is location `y` seen through another proxy (texture,
+    /// surface, constant).
+    Alias {
+        proxy: String,
+        target: String,
+    },
 }
 
 /// One entry of the init block.

@@ -116,6 +116,9 @@ struct RawRow {
 pub struct Expectations {
     pub dir: PathBuf,
     pub rows: Vec<Expectation>,
+    /// Row index by the canonical path of its test (a suite of thousands of tests is looked up
+    /// once per test).
+    by_path: std::collections::HashMap<PathBuf, usize>,
 }
 
 impl Expectations {
@@ -158,20 +161,18 @@ impl Expectations {
             });
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok(Expectations { dir, rows })
+        let mut by_path = std::collections::HashMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            by_path.entry(canonical(&dir.join(&r.test))).or_insert(i);
+        }
+        Ok(Expectations { dir, rows, by_path })
     }
 
     /// The row of a test: the one whose path, relative to the CSV's folder, is this file; else
     /// the only one with this file name.
     pub fn find(&self, file: &Path) -> Option<&Expectation> {
-        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let target = canonical(file);
-        if let Some(row) = self
-            .rows
-            .iter()
-            .find(|r| canonical(&self.dir.join(&r.test)) == target)
-        {
-            return Some(row);
+        if let Some(&i) = self.by_path.get(&canonical(file)) {
+            return Some(&self.rows[i]);
         }
         let name = file.file_name()?;
         let mut same_name = self
@@ -183,6 +184,10 @@ impl Expectations {
             _ => None,
         }
     }
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// What running a test gave, as far as the verdict is concerned.

@@ -192,6 +192,13 @@ impl Placement {
     }
 }
 
+fn init_line(test: &LitmusFile, name: &str) -> usize {
+    test.init
+        .iter()
+        .find(|i| i.name == name)
+        .map_or(1, |i| i.line)
+}
+
 /// Every location with its initial value.
 fn location_values(test: &LitmusFile) -> Result<Vec<(String, u32)>, Refusal> {
     test.locations()
@@ -212,6 +219,12 @@ fn location_values(test: &LitmusFile) -> Result<Vec<(String, u32)>, Refusal> {
                     "initial values that are addresses",
                 ))
             }
+            Some(InitValue::Alias { proxy, target }) => Err(refuse(
+                test,
+                init_line(test, &loc),
+                format!("{loc} @ {proxy} aliases {target}"),
+                "proxy aliases (a location seen through another proxy)",
+            )),
         })
         .collect()
 }
@@ -243,6 +256,7 @@ fn register_values(test: &LitmusFile, thread: &Thread) -> Result<BTreeMap<String
                     "initial values that are addresses",
                 ))
             }
+            InitValue::Alias { .. } => unreachable!("aliases are locations, not registers"),
         };
         regs.insert(init.name.clone(), value);
     }

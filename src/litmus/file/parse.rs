@@ -173,6 +173,9 @@ impl<'a> Parser<'a> {
     }
 
     fn init_item(&self, line: usize, item: &str) -> Result<Init, LitmusFileError> {
+        if let Some(alias) = self.alias_item(line, item)? {
+            return Ok(alias);
+        }
         let (lhs, rhs) = item.split_once('=').ok_or_else(|| {
             self.error_at(
                 line,
@@ -198,6 +201,35 @@ impl<'a> Parser<'a> {
             name: name.to_string(),
             value,
         })
+    }
+
+    /// `x @ texture aliases y` (a proxy alias), if the item is one.
+    fn alias_item(&self, line: usize, item: &str) -> Result<Option<Init>, LitmusFileError> {
+        let Some((name, rest)) = item.split_once('@') else {
+            return Ok(None);
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let [proxy, "aliases", target] = words.as_slice() else {
+            return Err(self.error_at(
+                line,
+                format!(
+                    "expected `name @ proxy aliases location` in the init block, found `{item}`"
+                ),
+            ));
+        };
+        let name = name.trim();
+        if !is_identifier(name) || !is_identifier(target) {
+            return Err(self.error_at(line, format!("`{item}` does not name two locations")));
+        }
+        Ok(Some(Init {
+            line,
+            thread: None,
+            name: name.to_string(),
+            value: InitValue::Alias {
+                proxy: proxy.to_string(),
+                target: target.to_string(),
+            },
+        }))
     }
 
     /// `P3` or `3`.

@@ -1,0 +1,180 @@
+//! An axiomatic PTX memory model: every final state of a litmus file that the PTX memory
+//! model (PTX ISA 7.5 and later, "Memory Consistency Model"; formalised by Lustig et al.,
+//! ASPLOS 2019) allows, found by enumerating candidate executions.
+//!
+//! The simulator shows what one operational model does in the runs it happens to make; this
+//! gives the exact set of allowed states, so a test's verdict (and whether only a weak
+//! behaviour reaches it) needs no published table, and the simulator can be checked on tests
+//! nobody has run before.
+//!
+//! - [`program`]: each thread's traces (its events for each choice of values read);
+//! - [`execution`]: one trace per thread as events with program order, morally strong pairs,
+//!   dependencies and release/acquire pattern ends;
+//! - [`barriers`]: which barrier events synchronise;
+//! - [`axioms`]: observation, synchronisation, causality and the axioms (Coherence, Fence-SC,
+//!   Atomicity, No-Thin-Air, SC-per-location, Causality);
+//! - [`explore`]: the enumeration; [`sc`]: what sequential consistency reaches;
+//! - [`compare`]: verdicts against an `expected.csv`, and such a file written from the model.
+//!
+//! Where the specification leaves a choice, the model follows the formalisation the published
+//! verdicts come from: coherence order is total per location, No-Thin-Air forbids cycles of
+//! reads-from and dependencies, barriers follow [`barriers`]. Loops run at most
+//! [`program::LOOP_BOUND`] times backwards per thread.
+
+pub mod axioms;
+pub mod barriers;
+pub mod compare;
+pub mod execution;
+pub mod explore;
+pub mod program;
+pub mod relation;
+pub mod sc;
+pub mod suite;
+
+use crate::litmus::file::ast::{Condition, LitmusFile, Observed};
+use crate::litmus::file::expect::{Expected, ScReachable};
+use crate::litmus::file::kernel::Refusal;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// What the model says of one test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelOutcome {
+    pub name: String,
+    pub condition: Condition,
+    pub observed: Vec<Observed>,
+    /// Every final state the PTX model allows.
+    pub allowed: BTreeSet<Vec<u32>>,
+    /// The final states sequential consistency reaches.
+    pub sc: BTreeSet<Vec<u32>>,
+    pub candidates: u64,
+    pub consistent: u64,
+}
+
+/// Runs the model on `test`, or refuses it (proxies, several GPUs, more events than an
+/// execution may have).
+pub fn model(test: &LitmusFile) -> Result<ModelOutcome, Refusal> {
+    let program = program::build(test)?;
+    let observed = test.observed();
+    let found = explore::allowed(&program, &observed).map_err(|_| Refusal {
+        file: test.path.clone(),
+        line: test.header_line,
+        construct: test.name.clone(),
+        reason: format!(
+            "an execution with more than {} events",
+            relation::MAX_EVENTS
+        ),
+    })?;
+    let sc = sc::sc_states(&program, &observed);
+    Ok(ModelOutcome {
+        name: test.name.clone(),
+        condition: test.condition.clone(),
+        observed,
+        allowed: found.states,
+        sc,
+        candidates: found.candidates,
+        consistent: found.consistent,
+    })
+}
+
+impl ModelOutcome {
+    fn satisfies(&self, state: &[u32]) -> bool {
+        self.condition.holds(&self.observed, state)
+    }
+
+    /// Whether the model allows the state `expected.csv` rules on (satisfying the proposition
+    /// for `exists`/`~exists`, violating it for `forall`).
+    pub fn expected(&self) -> Expected {
+        let targeted = self
+            .allowed
+            .iter()
+            .any(|s| self.condition.targets(self.satisfies(s)));
+        if targeted {
+            Expected::Allowed
+        } else {
+            Expected::Forbidden
+        }
+    }
+
+    /// Whether sequential consistency reaches that state.
+    pub fn sc_reachable(&self) -> ScReachable {
+        if self.sc.is_empty() {
+            return ScReachable::NoFinalState(
+                "no-final-state(deadlock under rendezvous barrier)".into(),
+            );
+        }
+        let reached = self
+            .sc
+            .iter()
+            .any(|s| self.condition.targets(self.satisfies(s)));
+        if reached {
+            ScReachable::Yes
+        } else {
+            ScReachable::No
+        }
+    }
+
+    /// Allowed states that need a weak behaviour (SC does not reach them).
+    pub fn weak_states(&self) -> impl Iterator<Item = &Vec<u32>> {
+        self.allowed.iter().filter(|s| !self.sc.contains(*s))
+    }
+
+    /// herd-style: the allowed states (`*>` satisfies the proposition, `weak` marks states SC
+    /// does not reach), `Ok`/`No`, witnesses, condition, observation.
+    pub fn report(&self) -> String {
+        let kind = match self.condition.quantifier {
+            crate::litmus::file::ast::Quantifier::Forall => "Required",
+            _ => "Allowed",
+        };
+        let mut t = format!("Test {} {kind}\nStates {}\n", self.name, self.allowed.len());
+        let mut positive = 0;
+        for state in &self.allowed {
+            let holds = self.satisfies(state);
+            positive += u64::from(holds);
+            let mark = if holds { "*>" } else { ":>" };
+            let weak = if self.sc.contains(state) {
+                ""
+            } else {
+                "  (weak)"
+            };
+            let _ = writeln!(t, "{mark}{}{weak}", state_text(&self.observed, state));
+        }
+        let negative = self.allowed.len() as u64 - positive;
+        let ok = self.condition.validated(positive, negative) && !self.allowed.is_empty();
+        let observation = match (positive, negative) {
+            (0, _) => "Never",
+            (_, 0) => "Always",
+            _ => "Sometimes",
+        };
+        let _ = writeln!(
+            t,
+            "{}\nWitnesses\nPositive: {positive} Negative: {negative}\nCondition {}\nObservation {} {observation} {positive} {negative}",
+            if ok { "Ok" } else { "No" },
+            self.condition,
+            self.name,
+        );
+        let _ = writeln!(
+            t,
+            "Candidates {}, consistent {} (PTX model); expected {}, sc_reachable {}",
+            self.candidates,
+            self.consistent,
+            self.expected().name(),
+            self.sc_reachable()
+        );
+        t
+    }
+}
+
+/// One state as `P1:r0=1; x=2;` (values as signed 32-bit integers).
+pub fn state_text(observed: &[Observed], state: &[u32]) -> String {
+    observed
+        .iter()
+        .zip(state)
+        .map(|(o, v)| format!("{o}={}; ", *v as i32))
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests;

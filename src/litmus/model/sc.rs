@@ -1,0 +1,161 @@
+//! Which final states sequential consistency reaches: every interleaving of the threads'
+//! traces in which each read returns the value memory holds at that moment, with barriers as
+//! rendezvous (a `sync` waits until the barrier's count of arrivals, its quorum or else every
+//! thread of the CTA, is reached; phases restart after each completion).
+//!
+//! This is the `sc_reachable` column of `expected.csv`: an allowed state SC cannot reach needs
+//! a weak behaviour.
+
+use super::explore::{add_states, next_choice};
+use super::program::{Access, EventKind, Program};
+use crate::litmus::file::ast::Observed;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// A barrier's identity for the rendezvous: CTA and name.
+type BarrierKey = (u32, Vec<u32>);
+
+/// The final states SC reaches (empty when no interleaving finishes).
+pub fn sc_states(program: &Program, observed: &[Observed]) -> BTreeSet<Vec<u32>> {
+    let mut out = BTreeSet::new();
+    if program.threads.iter().any(|t| t.traces.is_empty()) {
+        return out;
+    }
+    let mut choice = vec![0; program.threads.len()];
+    loop {
+        let mut search = Search {
+            program,
+            choice: &choice,
+            seen: HashSet::new(),
+            finals: BTreeSet::new(),
+        };
+        let start = State {
+            pos: vec![0; choice.len()],
+            waiting: 0,
+            memory: program.initial.clone(),
+            arrived: BTreeMap::new(),
+        };
+        search.visit(start);
+        for memory in &search.finals {
+            let finals: Vec<Vec<u32>> = memory.iter().map(|v| vec![*v]).collect();
+            add_states(program, &choice, &finals, observed, &mut out);
+        }
+        if !next_choice(program, &mut choice) {
+            return out;
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct State {
+    pos: Vec<usize>,
+    /// Threads that arrived at the `sync` at their position and wait for it to complete.
+    waiting: u64,
+    memory: Vec<u32>,
+    arrived: BTreeMap<BarrierKey, u32>,
+}
+
+struct Search<'a> {
+    program: &'a Program,
+    choice: &'a [usize],
+    seen: HashSet<State>,
+    finals: BTreeSet<Vec<u32>>,
+}
+
+impl Search<'_> {
+    fn events(&self, t: usize) -> &[super::program::TraceEvent] {
+        &self.program.threads[t].traces[self.choice[t]].events
+    }
+
+    fn visit(&mut self, state: State) {
+        if !self.seen.insert(state.clone()) {
+            return;
+        }
+        let threads = self.choice.len();
+        if (0..threads).all(|t| state.pos[t] == self.events(t).len()) {
+            self.finals.insert(state.memory);
+            return;
+        }
+        for t in 0..threads {
+            if state.waiting >> t & 1 == 1 {
+                continue;
+            }
+            if let Some(next) = self.step(&state, t) {
+                self.visit(next);
+            }
+        }
+    }
+
+    /// Thread `t` performs its next event, if it can.
+    fn step(&self, state: &State, t: usize) -> Option<State> {
+        let event = self.events(t).get(state.pos[t])?;
+        let mut next = state.clone();
+        match &event.kind {
+            EventKind::Memory {
+                access,
+                loc,
+                read,
+                write,
+                ..
+            } => {
+                if *access != Access::Write && state.memory[*loc] != *read {
+                    return None;
+                }
+                if *access != Access::Read {
+                    next.memory[*loc] = *write;
+                }
+                next.pos[t] += 1;
+            }
+            EventKind::Fence { .. } => next.pos[t] += 1,
+            EventKind::Barrier { arrive, operands } => {
+                let cta = self.program.threads[t].cta;
+                let (name, quorum) = if operands.len() >= 3 {
+                    (
+                        operands[..operands.len() - 1].to_vec(),
+                        operands.last().copied(),
+                    )
+                } else {
+                    (operands.clone(), None)
+                };
+                let count = quorum.unwrap_or_else(|| {
+                    self.program.threads.iter().filter(|x| x.cta == cta).count() as u32
+                });
+                let key = (cta, name);
+                let n = next.arrived.entry(key.clone()).or_default();
+                *n += 1;
+                if *arrive {
+                    next.pos[t] += 1;
+                } else {
+                    next.waiting |= 1 << t;
+                }
+                if *n >= count {
+                    next.arrived.remove(&key);
+                    self.release(&mut next, &key);
+                }
+            }
+        }
+        Some(next)
+    }
+
+    /// Lets every thread waiting at barrier `key` go on.
+    fn release(&self, state: &mut State, key: &BarrierKey) {
+        for u in 0..self.choice.len() {
+            if state.waiting >> u & 1 == 0 {
+                continue;
+            }
+            let Some(EventKind::Barrier { operands, .. }) =
+                self.events(u).get(state.pos[u]).map(|e| &e.kind)
+            else {
+                continue;
+            };
+            let name = if operands.len() >= 3 {
+                &operands[..operands.len() - 1]
+            } else {
+                &operands[..]
+            };
+            if self.program.threads[u].cta == key.0 && name == key.1.as_slice() {
+                state.waiting &= !(1 << u);
+                state.pos[u] += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The model over many files: each parsed and modelled on its own (a malformed or refused file
+//! is one row, and the others still run), with the agreement table and the model's own
+//! `expected.csv` rows.
+
+use super::compare::{CsvRow, ModelRow, ModelTable};
+use super::{model, ModelOutcome};
+use crate::litmus::file::expect::Expectations;
+use crate::litmus::file::parse::parse_file;
+use crate::litmus::file::LitmusFileError;
+use std::path::{Path, PathBuf};
+
+/// What happened to one file.
+pub enum FileResult<'a> {
+    Modelled(&'a ModelOutcome),
+    Refused(String),
+    Malformed(String),
+}
+
+/// The model over a list of files.
+#[derive(Debug, Default)]
+pub struct SuiteRun {
+    pub table: ModelTable,
+    /// The model's verdicts, paths relative to `csv_dir`.
+    pub csv_rows: Vec<CsvRow>,
+    pub malformed: usize,
+}
+
+/// Models every file; `report` sees each result as it comes. Paths in the CSV rows are relative
+/// to `csv_dir` where they can be.
+pub fn model_files(
+    files: &[PathBuf],
+    expectations: Option<&Expectations>,
+    csv_dir: &Path,
+    mut report: impl FnMut(&Path, FileResult),
+) -> Result<SuiteRun, LitmusFileError> {
+    let mut run = SuiteRun::default();
+    for file in files {
+        let expectation = expectations.and_then(|e| e.find(file));
+        let name = file.display().to_string();
+        let test = match parse_file(file) {
+            Ok(t) => t,
+            Err(e @ LitmusFileError::Syntax { .. }) => {
+                run.malformed += 1;
+                let why = format!("malformed: {e}");
+                report(file, FileResult::Malformed(e.to_string()));
+                run.table
+                    .rows
+                    .push(ModelRow::new(&name, expectation, Err(why)));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match model(&test) {
+            Ok(outcome) => {
+                report(file, FileResult::Modelled(&outcome));
+                run.table
+                    .rows
+                    .push(ModelRow::new(&name, expectation, Ok(&outcome)));
+                let rel = relative(file, csv_dir);
+                let family = file
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                run.csv_rows
+                    .push(CsvRow::new(&rel, &family, &test, &outcome, ""));
+            }
+            Err(r) => {
+                let why = format!("refused (line {}): `{}`: {}", r.line, r.construct, r.reason);
+                report(file, FileResult::Refused(r.to_string()));
+                run.table
+                    .rows
+                    .push(ModelRow::new(&name, expectation, Err(why)));
+            }
+        }
+    }
+    Ok(run)
+}
+
+/// `file` relative to `dir` when it is inside it, else as given.
+pub fn relative(file: &Path, dir: &Path) -> String {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (f, d) = (canonical(file), canonical(dir));
+    f.strip_prefix(&d)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| file.display().to_string())
+}

@@ -1,0 +1,224 @@
+//! The model on small shapes whose PTX verdicts follow from the specification's text.
+
+use super::*;
+use crate::litmus::file::parse::parse;
+use std::path::Path;
+
+fn run(text: &str) -> ModelOutcome {
+    let test = parse(Path::new("t.litmus"), text).unwrap_or_else(|e| panic!("{e}"));
+    model(&test).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A two-thread test, threads in CTAs `ctas`, rows of `P0 | P1` cells.
+fn two(ctas: (u32, u32), rows: &[&str], condition: &str) -> ModelOutcome {
+    let mut text = format!(
+        "PTX t\n{{ x=0; y=0; }}\n P0@cta {},gpu 0 | P1@cta {},gpu 0 ;\n",
+        ctas.0, ctas.1
+    );
+    for r in rows {
+        text.push_str(&format!(" {r} ;\n"));
+    }
+    text.push_str(&format!("exists ({condition})\n"));
+    run(&text)
+}
+
+const MP: &str = "P1:r0 == 1 /\\ P1:r1 == 0";
+const SB: &str = "P0:r0 == 0 /\\ P1:r1 == 0";
+
+#[test]
+fn message_passing_needs_a_morally_strong_release_acquire_or_fences() {
+    let mp = |w: &str, r: &str, ctas| {
+        two(
+            ctas,
+            &[
+                &format!("st.weak x, 1 | {r} r0, y"),
+                &format!("{w} y, 1 | ld.weak r1, x"),
+            ],
+            MP,
+        )
+        .expected()
+    };
+    assert_eq!(
+        mp("st.relaxed.gpu", "ld.relaxed.gpu", (0, 1)),
+        Expected::Allowed
+    );
+    assert_eq!(
+        mp("st.release.gpu", "ld.acquire.gpu", (0, 1)),
+        Expected::Forbidden
+    );
+    // cta scope does not include the other CTA: not morally strong, no synchronisation.
+    assert_eq!(
+        mp("st.release.cta", "ld.acquire.cta", (0, 1)),
+        Expected::Allowed
+    );
+    assert_eq!(
+        mp("st.release.cta", "ld.acquire.cta", (0, 0)),
+        Expected::Forbidden
+    );
+    let fenced = |f: &str| {
+        two(
+            (0, 1),
+            &[
+                "st.weak x, 1 | ld.relaxed.gpu r0, y",
+                &format!("{f} | {f}"),
+                "st.relaxed.gpu y, 1 | ld.weak r1, x",
+            ],
+            MP,
+        )
+    };
+    assert_eq!(fenced("fence.acq_rel.gpu").expected(), Expected::Forbidden);
+    assert_eq!(fenced("membar.gl").expected(), Expected::Forbidden);
+    assert_eq!(fenced("fence.sc.cta").expected(), Expected::Allowed);
+    let weak = fenced("fence.sc.cta");
+    assert_eq!(weak.sc_reachable(), ScReachable::No);
+    assert_eq!(weak.weak_states().count(), 1);
+}
+
+#[test]
+fn store_buffering_needs_fence_sc_not_acq_rel() {
+    let sb = |f: &str| {
+        two(
+            (0, 1),
+            &[
+                "st.relaxed.gpu x, 1 | st.relaxed.gpu y, 1",
+                &format!("{f} | {f}"),
+                "ld.relaxed.gpu r0, y | ld.relaxed.gpu r1, x",
+            ],
+            SB,
+        )
+        .expected()
+    };
+    assert_eq!(sb("fence.acq_rel.gpu"), Expected::Allowed);
+    assert_eq!(sb("fence.sc.gpu"), Expected::Forbidden);
+    assert_eq!(sb("fence.sc.cta"), Expected::Allowed);
+}
+
+#[test]
+fn load_buffering_is_allowed_without_dependencies_and_forbidden_with_them() {
+    let plain = two(
+        (0, 1),
+        &[
+            "ld.relaxed.gpu r0, x | ld.relaxed.gpu r1, y",
+            "st.relaxed.gpu y, 1 | st.relaxed.gpu x, 1",
+        ],
+        "P0:r0 == 1 /\\ P1:r1 == 1",
+    );
+    assert_eq!(plain.expected(), Expected::Allowed);
+    assert_eq!(plain.sc_reachable(), ScReachable::No);
+    let data = two(
+        (0, 1),
+        &[
+            "ld.relaxed.gpu r0, x | ld.relaxed.gpu r1, y",
+            "st.relaxed.gpu y, r0 | st.relaxed.gpu x, r1",
+        ],
+        "P0:r0 == 1 /\\ P1:r1 == 1",
+    );
+    // No value 1 is ever written: no-thin-air leaves only zeros.
+    assert_eq!(data.expected(), Expected::Forbidden);
+    let lb = |st: &str| {
+        two(
+            (0, 1),
+            &[
+                "ld.acquire.gpu r0, x | ld.acquire.gpu r1, y",
+                &format!("{st} y, 1 | {st} x, 1"),
+            ],
+            "P0:r0 == 1 /\\ P1:r1 == 1",
+        )
+        .expected()
+    };
+    // An acquire orders nothing without a release pattern to synchronise with.
+    assert_eq!(lb("st.relaxed.gpu"), Expected::Allowed);
+    assert_eq!(lb("st.release.gpu"), Expected::Forbidden);
+}
+
+#[test]
+fn coherence_of_reads_holds_for_morally_strong_accesses_only() {
+    let corr = |r: &str, ctas| {
+        two(
+            ctas,
+            &[
+                &format!("st.relaxed.gpu x, 1 | {r} r0, x"),
+                &format!(" | {r} r1, x"),
+            ],
+            MP,
+        )
+        .expected()
+    };
+    assert_eq!(corr("ld.relaxed.gpu", (0, 1)), Expected::Forbidden);
+    assert_eq!(corr("ld.weak", (0, 1)), Expected::Allowed);
+    assert_eq!(corr("ld.relaxed.cta", (0, 1)), Expected::Allowed);
+    assert_eq!(corr("ld.relaxed.cta", (0, 0)), Expected::Forbidden);
+}
+
+fn iriw(reads: &str, fence: &str) -> Expected {
+    let text = format!(
+        "PTX iriw\n{{ x=0; y=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 2,gpu 0 | P3@cta 3,gpu 0 ;\n \
+         st.relaxed.gpu x, 1 | {reads} r0, x | st.relaxed.gpu y, 1 | {reads} r0, y ;\n \
+         | {fence} | | {fence} ;\n | {reads} r1, y | | {reads} r1, x ;\n\
+         exists (P1:r0 == 1 /\\ P1:r1 == 0 /\\ P3:r0 == 1 /\\ P3:r1 == 0)\n"
+    );
+    run(&text).expected()
+}
+
+#[test]
+fn independent_reads_of_independent_writes_need_fence_sc() {
+    assert_eq!(iriw("ld.acquire.gpu", ""), Expected::Allowed);
+    assert_eq!(
+        iriw("ld.relaxed.gpu", "fence.acq_rel.gpu"),
+        Expected::Allowed
+    );
+    assert_eq!(iriw("ld.relaxed.gpu", "fence.sc.gpu"), Expected::Forbidden);
+}
+
+#[test]
+fn cta_scoped_atomics_from_two_ctas_can_lose_an_update() {
+    let inc = |scope: &str, ctas| {
+        two(
+            ctas,
+            &[&format!(
+                "atom.relaxed.{scope}.add r0, x, 1 | atom.relaxed.{scope}.add r0, x, 1"
+            )],
+            "x == 1",
+        )
+        .expected()
+    };
+    assert_eq!(inc("gpu", (0, 1)), Expected::Forbidden);
+    assert_eq!(inc("cta", (0, 1)), Expected::Allowed);
+    assert_eq!(inc("cta", (0, 0)), Expected::Forbidden);
+}
+
+#[test]
+fn sequential_consistency_states_are_always_allowed() {
+    let o = two(
+        (0, 0),
+        &[
+            "st.weak x, 1 | ld.weak r0, y",
+            "st.weak y, 1 | ld.weak r1, x",
+        ],
+        MP,
+    );
+    assert!(o.sc.is_subset(&o.allowed));
+    assert_eq!(o.sc.len(), 3);
+    assert_eq!(o.allowed.len(), 4);
+    assert!(
+        o.report().contains("Observation t Sometimes 1 3"),
+        "{}",
+        o.report()
+    );
+}
+
+#[test]
+fn several_gpus_and_proxy_aliases_are_refused() {
+    let gpus = parse(Path::new("t.litmus"), "PTX g\n{ }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 1)\n").unwrap();
+    assert!(model(&gpus)
+        .unwrap_err()
+        .reason
+        .contains("more than one GPU"));
+    let alias = parse(Path::new("t.litmus"), "PTX a\n{\nx=0;\ny @ surface aliases x;\n}\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == 1)\n").unwrap();
+    let r = model(&alias).unwrap_err();
+    assert_eq!(
+        (r.line, r.reason.contains("proxy aliases")),
+        (4, true),
+        "{r}"
+    );
+}
