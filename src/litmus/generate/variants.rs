@@ -296,6 +296,7 @@ fn fence(kind: FenceKind, scope: Scope) -> Option<String> {
                 Scope::Cta => "membar.cta",
                 Scope::Gpu => "membar.gl",
                 Scope::Sys => "membar.sys",
+                Scope::Cluster => unreachable!("the generator's scopes are cta, gpu and sys"),
             }
             .to_string(),
         ),

@@ -87,7 +87,9 @@ impl Event {
     /// run on one GPU, so `.gpu` and `.sys` include every thread).
     fn includes(&self, cta: u32) -> bool {
         match self.scope() {
-            Some(Scope::Cta) => self.cta == cta,
+            // Litmus files have no `.cluster` (the parser refuses it); were one to come, a cluster
+            // of one CTA is the narrowest reading, which can only allow more.
+            Some(Scope::Cta | Scope::Cluster) => self.cta == cta,
             Some(Scope::Gpu | Scope::Sys) => true,
             None => false,
         }
