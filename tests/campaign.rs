@@ -364,14 +364,23 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     assert!(text(&replay.stdout).contains("reproduced: pass"));
 
     // A failing run of a fence-kind query runs with each site's kind and replays as a fail.
-    let kinded = rows
+    // Under the PTX model harden no longer tries a CTA-scoped kind at a site that talks across
+    // CTAs (scope from communication), so the failing kind query comes from the store-buffer
+    // model, where a cta fence drains nothing.
+    let weak = gpuwmm(
+        dir.path(),
+        &words("harden cbe-dot --backend sim --sim-model weak --minimise-kind on --stable-runs 100 --journal k.csv"),
+    );
+    assert!(weak.status.success(), "{}", text(&weak.stderr));
+    let kind_rows: Vec<HardenRow> = read_rows(&dir.path().join("k.csv")).unwrap();
+    let kinded = kind_rows
         .iter()
         .find(|r| r.fences.contains('@') && r.outcome.is_error())
         .expect(
             "a failing kind query (fence.acq_rel.cta cannot hand cbe-dot's lock across blocks)",
         );
     let (run, query) = (kinded.run.to_string(), kinded.query.to_string());
-    let replay = gpuwmm(dir.path(), &["replay", "h.csv", &run, "--query", &query]);
+    let replay = gpuwmm(dir.path(), &["replay", "k.csv", &run, "--query", &query]);
     let out = text(&replay.stdout);
     assert!(
         out.contains(&format!("fences        {}", kinded.fences)),
