@@ -6,7 +6,7 @@
 //! word into a [`Verdict`]. Built-in case studies written this way (sdk-red, cub-scan) and user
 //! apps loaded with `--app-dir` share this code.
 
-use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch};
+use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
 use super::{compile_source, App, AppError, KernelSource, RunContext, Size, Verdict};
 use crate::backend::{Buffer, KernelArg};
@@ -165,13 +165,21 @@ impl App for ManifestApp {
             ctx.launch(&launch.kernel, launch.config, args(launch, &buffers))?;
         }
         let check = &plan.check;
-        ctx.launch_check(&check.kernel, check.config, &args(check, &buffers))?;
-
         let result = self.manifest.check.result;
         let spec = &self.manifest.buffers[result];
+        ctx.write(&spec.name, buffers[result], &[UNWRITTEN_RESULT])?;
+        ctx.launch_check(&check.kernel, check.config, &args(check, &buffers))?;
+
         let len = plan.lengths[result].min(1 + DETAIL_WORDS);
         let words: Vec<u32> = ctx.download(&spec.name, buffers[result], len)?;
         let code = words.first().copied().unwrap_or(0);
+        if code == UNWRITTEN_RESULT {
+            return Err(AppError::ResultNotWritten {
+                app: self.manifest.name.clone(),
+                kernel: check.kernel.clone(),
+                buffer: spec.name.clone(),
+            });
+        }
         if code == 0 {
             return Ok(Verdict::Pass);
         }

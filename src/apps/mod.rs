@@ -129,6 +129,18 @@ pub enum AppError {
     },
     #[error("{app}: {message}")]
     Invalid { app: String, message: String },
+    /// The check kernel left word 0 of its result buffer at
+    /// [`manifest::UNWRITTEN_RESULT`]: the run has no verdict (never a pass).
+    #[error(
+        "{app}: check kernel did not write its result ({kernel} left {buffer}[0] at {:#x}, the \
+         value set before it runs; a check kernel writes 0 or a failure code there)",
+        manifest::UNWRITTEN_RESULT
+    )]
+    ResultNotWritten {
+        app: String,
+        kernel: String,
+        buffer: String,
+    },
 }
 
 impl AppError {

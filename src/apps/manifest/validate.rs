@@ -8,7 +8,9 @@
 use super::error::{join_keys, FieldErrors, ManifestError, Problem};
 use super::plan::{eval, plan};
 use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes};
-use super::{ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, MAX_BUFFER_BYTES};
+use super::{
+    ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, MAX_BUFFER_BYTES, UNWRITTEN_RESULT,
+};
 use crate::apps::expr::{is_identifier, Expr};
 use crate::apps::words::ElemType;
 use crate::apps::Size;
@@ -466,8 +468,16 @@ fn codes_of(raw: toml::Table, errors: &FieldErrors) -> R<BTreeMap<u32, String>> 
         let code = key
             .parse::<u32>()
             .ok()
-            .filter(|c| *c != 0)
-            .ok_or_else(|| errors.bad_value(&field, "failure codes are non-zero integers"))?;
+            .filter(|c| *c != 0 && *c != UNWRITTEN_RESULT)
+            .ok_or_else(|| {
+                errors.bad_value(
+                    &field,
+                    format!(
+                        "failure codes are non-zero integers other than {UNWRITTEN_RESULT} \
+                         ({UNWRITTEN_RESULT:#x}: the result word before the check kernel writes it)"
+                    ),
+                )
+            })?;
         match value {
             Value::String(s) => {
                 codes.insert(code, s);
