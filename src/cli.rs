@@ -440,6 +440,13 @@ pub struct HardenArgs {
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
     #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
     pub minimise_kind: MinimiseKind,
+    /// How the patch writes fences. `exact`: the CUDA statement of the kind kept
+    /// (`__threadfence()`, `__threadfence_block()`, `__threadfence_system()`, and libcu++'s
+    /// `cuda::atomic_thread_fence` for release/acquire kinds, with its `#include`).
+    /// `threadfence`: `__threadfence*()` only; a release/acquire fence becomes the stronger
+    /// sequentially consistent fence of its scope, and the report says so.
+    #[arg(long, value_enum, default_value_t = gpuwmm::harden::report::FenceStyle::Exact)]
+    pub fence_style: gpuwmm::harden::report::FenceStyle,
     /// Worker processes that run a query's runs side by side (default: one per core on the
     /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
     /// are judged and journaled in order, so the fences found and the journal do not depend on

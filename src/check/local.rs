@@ -116,7 +116,16 @@ impl LocalExecutor {
         target: &Target,
         backend: Box<dyn Backend>,
     ) -> Result<LocalExecutor, ExecError> {
-        let app = target_app(target)?;
+        LocalExecutor::with_app(target, backend, target_app(target)?)
+    }
+
+    /// Runs `app` in the target's place (e.g. the app with a patched source), on a backend the
+    /// caller opened; the target gives everything else.
+    pub fn with_app(
+        target: &Target,
+        backend: Box<dyn Backend>,
+        app: Arc<dyn App>,
+    ) -> Result<LocalExecutor, ExecError> {
         let base = app.module(DEFAULT_ARCH)?;
         let sites = fence_sites(&base, target.granularity);
         Ok(LocalExecutor {

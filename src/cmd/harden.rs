@@ -16,7 +16,7 @@ use gpuwmm::check::local::target_app;
 use gpuwmm::check::{BackendChoice, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::harden::algorithm::{Insertion, Phase};
-use gpuwmm::harden::report::{kinded_fence_report, FenceReport};
+use gpuwmm::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use gpuwmm::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
 use gpuwmm::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use gpuwmm::stats::ZeroErrorBound;
@@ -50,7 +50,7 @@ pub fn run(args: &HardenArgs) -> CmdResult {
         printer.update(p)
     })?;
     printer.bar.finish_and_clear();
-    let report = make_report(&meta, &hardened)?;
+    let report = make_report(&meta, &hardened, args.fence_style)?;
     let patch_path = path.with_extension("patch");
     std::fs::write(&patch_path, &report.patch)?;
     let files = (path.as_path(), patch_path.as_path());
@@ -564,7 +564,11 @@ fn first_error(p: &QueryProgress) -> String {
     format!("{outcome} at run {run}: {reason}")
 }
 
-fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Failure> {
+fn make_report(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    style: FenceStyle,
+) -> Result<FenceReport, Failure> {
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
     let base = meta.target.fence_kind;
@@ -578,12 +582,13 @@ fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, Fa
         .iter()
         .map(|&id| (id, kind_of(id)))
         .collect();
-    Ok(kinded_fence_report(
+    Ok(styled_fence_report(
         &chosen,
         &meta.sites,
         app.source(),
         base,
         &cwd,
+        style,
     )?)
 }
 
@@ -633,7 +638,14 @@ fn print_fences(
         )?;
     }
     for header in &report.headers {
-        outln!("  the patch needs `#include {header}` in the source")?;
+        outln!("  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
+    }
+    for fence in report.placed.iter().filter(|f| f.note.is_some()) {
+        outln!(
+            "  #{}: {}",
+            fence.site.id,
+            fence.note.as_deref().unwrap_or_default()
+        )?;
     }
     for site in &report.unplaced {
         outln!(
