@@ -44,6 +44,7 @@ pub mod cost;
 pub mod env;
 pub mod harden;
 pub mod input;
+pub mod limits;
 pub mod litmus;
 pub mod naming;
 pub mod plot;

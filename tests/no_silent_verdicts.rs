@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::cli::{gpuwmm, words};
+use common::cli::{assert_bad_input, gpuwmm, words};
 
 fn fixture_app(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -65,4 +65,138 @@ fn a_check_kernel_that_never_writes_its_result_is_an_error_never_a_pass() {
         stdout.contains("check kernel did not write its result"),
         "{stdout}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers without limits: refused as bad input before anything is allocated.
+
+#[test]
+fn numeric_options_out_of_their_range_and_nan_are_refused_with_exit_2_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str); 9] = [
+        ("litmus mp --backend sim --distance 4294967295", "0..=65536"),
+        ("litmus mp --backend sim --instances 10000000", "1..=4096"),
+        (
+            "litmus run x.litmus --backend sim --instances 10000000",
+            "1..=4096",
+        ),
+        (
+            "check cbe-dot --backend sim --stress-factor nan",
+            "0.01..=1000",
+        ),
+        (
+            "check cbe-dot --backend sim --stress-factor inf",
+            "0.01..=1000",
+        ),
+        ("check cbe-dot --backend sim --runs 0", "1..=1000000000"),
+        (
+            "harden cbe-dot --backend sim --stable-runs 0",
+            "1..=1000000000",
+        ),
+        ("harden cbe-dot --backend sim --jobs 0", "1..=256"),
+        ("tune --backend sim --max-sequence 40", "1..=10"),
+    ];
+    for (line, limit) in cases {
+        let out = gpuwmm(&words(line), dir.path());
+        assert_bad_input(&out, limit);
+    }
+    assert!(!dir.path().join("results").exists(), "nothing written");
+}
+
+#[test]
+fn a_site_range_past_the_last_site_is_refused_before_it_is_expanded() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let args = words("check cbe-dot --backend sim --runs 1 --fences 0-4294967295");
+    let out = gpuwmm(&args, dir.path());
+    assert_bad_input(&out, "no fence site 4294967295 (the module has 4 sites");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sources named by the PTX, and one numbering of fence sites.
+
+/// A PTX file with one store whose `.file` names `source`.
+fn ptx_naming(dir: &Path, source: &Path) -> PathBuf {
+    let ptx = format!(
+        ".version 7.0\n.target sm_70\n.address_size 64\n.file 1 \"{}\"\n\
+         .visible .entry k(.param .u64 p)\n{{\n.reg .b64 %rd<2>;\n.loc 1 1 1\n\
+         ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], 1;\nret;\n}}\n",
+        source.display()
+    );
+    let path = dir.join("k.ptx");
+    std::fs::write(&path, ptx).unwrap();
+    path
+}
+
+/// `gpuwmm args` in `dir`, killed after 20 s (a read that never ends fails the test).
+fn gpuwmm_with_deadline(args: &[&str], dir: &Path) -> Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("{args:?} did not finish in 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_source_named_dev_zero_or_a_fifo_is_not_read_and_a_warning_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.cu");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let mut sources = vec![PathBuf::from("/dev/zero")];
+    if made.is_ok_and(|s| s.success()) {
+        sources.push(fifo);
+    }
+    for source in sources {
+        let ptx = ptx_naming(dir.path(), &source);
+        let out = gpuwmm_with_deadline(&["ptx", "sites", ptx.to_str().unwrap()], dir.path());
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout_of(&out).contains("1 fence sites"));
+        assert!(
+            stderr.contains("source lines not shown: not a regular file"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn ptx_sites_of_an_app_numbers_what_check_numbers_and_a_cu_file_lists_per_kernel() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let app = fixture_app("handoff-block");
+    let app = app.to_str().unwrap();
+    let out = gpuwmm(&["ptx", "sites", "--app-dir", app], dir.path());
+    let listed = stdout_of(&out);
+    assert!(listed.contains("6 fence sites"), "{listed}");
+    assert!(!listed.contains("handoff_check"), "{listed}");
+    // check numbers the same six: 5 is the last, 6 is past it.
+    let check = |fences: &str| {
+        let args = words("check handoff-block --backend sim --runs 1 --app-dir");
+        let args = [args, vec![app, "--fences", fences]].concat();
+        gpuwmm(&args, dir.path())
+    };
+    assert!(check("5").status.success());
+    assert_bad_input(&check("6"), "no fence site 6 (the module has 6 sites");
+    // The bare file: every kernel, the check kernel's under its own heading, and a note.
+    let kernel = format!("{app}/kernel.cu");
+    let file = stdout_of(&gpuwmm(&["ptx", "sites", &kernel], dir.path()));
+    assert!(file.contains("kernel handoff:\n#0"), "{file}");
+    assert!(file.contains("kernel handoff_check:\n#6"), "{file}");
+    assert!(file.contains("8 fence sites") && file.contains("note: numbered over every"));
+    // A built-in app by name.
+    let cbe = stdout_of(&gpuwmm(&words("ptx sites cbe-dot"), dir.path()));
+    assert!(cbe.contains("4 fence sites"), "{cbe}");
 }

@@ -201,6 +201,16 @@ pub trait App: Send + Sync {
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
 }
 
+/// The app's fence sites at `granularity`, numbered as `check --fences` and `harden` number
+/// them: from its module for [`DEFAULT_ARCH`], without its check kernels.
+pub fn app_sites(
+    app: &dyn App,
+    granularity: ptx::passes::fences::Granularity,
+) -> Result<Vec<ptx::passes::fences::FenceSite>, AppError> {
+    let module = app.module(DEFAULT_ARCH)?;
+    Ok(ptx::passes::fences::fence_sites(&module, granularity))
+}
+
 /// Compiles an app's source to a parsed PTX module (NVRTC, cached by content).
 pub fn compile_source(source: &KernelSource, arch: &str) -> Result<Module, AppError> {
     let compile_error = |message: String| AppError::Compile {

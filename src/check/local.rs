@@ -91,8 +91,7 @@ pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
 
 /// The target's fence sites, from its PTX alone (no backend needed).
 pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
-    let module = target_app(target)?.module(DEFAULT_ARCH)?;
-    Ok(fence_sites(&module, target.granularity))
+    crate::apps::app_sites(&*target_app(target)?, target.granularity)
 }
 
 /// Opens the backend a target names.

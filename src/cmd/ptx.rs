@@ -2,7 +2,8 @@
 
 use super::{CmdResult, Failure};
 use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
-use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use gpuwmm::apps::{app_sites, find_app, load_app_dir};
+use gpuwmm::input::{load_kernel_file, read_named_source, LoadedPtx};
 use gpuwmm::ptx::passes::fences::{
     fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
 };
@@ -11,6 +12,7 @@ use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::Path;
 
 pub fn run(command: PtxCommand) -> CmdResult {
     match command {
@@ -24,16 +26,39 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
 }
 
 fn sites(args: &SitesArgs) -> CmdResult {
-    let loaded = load(&args.input)?;
-    let sites = fence_sites(&loaded.module, args.input.granularity.into());
+    let granularity = args.granularity.into();
+    let listed = match (&args.input, &args.app_dir) {
+        (Some(input), None) if is_kernel_file(input) => {
+            let loaded = load_kernel_file(input, &args.arch).map_err(Failure::bad_input)?;
+            let sites = fence_sites(&loaded.module, granularity);
+            match input.extension().is_some_and(|e| e == "cu") {
+                true => Listed::Cuda(sites),
+                false => Listed::App(sites),
+            }
+        }
+        (name, dir) => {
+            let app = match dir {
+                Some(dir) => load_app_dir(dir),
+                None => find_app(&name.as_ref().expect("required").to_string_lossy()),
+            }
+            .map_err(Failure::bad_input)?;
+            Listed::App(app_sites(&*app, granularity).map_err(Failure::bad_input)?)
+        }
+    };
+    let sites = listed.sites();
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &sites)?;
+        serde_json::to_writer_pretty(&mut out, sites)?;
         writeln!(out)?;
         return Ok(());
     }
     let mut sources = SourceCache::default();
-    for site in &sites {
+    let mut function = None;
+    for site in sites {
+        if matches!(listed, Listed::Cuda(_)) && function != Some(&site.function) {
+            writeln!(out, "kernel {}:", site.function)?;
+            function = Some(&site.function);
+        }
         write_site(&mut out, site, &mut sources)?;
     }
     let accesses: usize = sites.iter().map(|s| s.accesses.len()).sum();
@@ -42,7 +67,34 @@ fn sites(args: &SitesArgs) -> CmdResult {
         "{} fence sites, {accesses} access instructions",
         sites.len()
     )?;
+    if let Listed::Cuda(_) = listed {
+        writeln!(
+            out,
+            "note: numbered over every function of the file, check kernels included; for the \
+             ids check --fences and harden use, name the app (`ptx sites APP` or --app-dir DIR)"
+        )?;
+    }
     Ok(())
+}
+
+/// What `ptx sites` lists: a `.cu` file's sites (every kernel, listed kernel by kernel), or
+/// the sites of an app or a PTX file, as they are numbered when it runs.
+enum Listed {
+    Cuda(Vec<FenceSite>),
+    App(Vec<FenceSite>),
+}
+
+impl Listed {
+    fn sites(&self) -> &[FenceSite] {
+        match self {
+            Listed::Cuda(sites) | Listed::App(sites) => sites,
+        }
+    }
+}
+
+/// Whether `path` names a file rather than an app: it exists, or has an extension or a folder.
+fn is_kernel_file(path: &Path) -> bool {
+    path.exists() || path.extension().is_some() || path.components().count() > 1
 }
 
 fn write_site(
@@ -74,7 +126,8 @@ fn write_site(
     Ok(())
 }
 
-/// Source files read once, for showing the line of each site.
+/// Source files read once, for showing the line of each site; a file that is not read (not a
+/// regular file, too large) gets one warning saying why, and its sites no line.
 #[derive(Default)]
 struct SourceCache {
     files: HashMap<String, Option<Vec<String>>>,
@@ -83,9 +136,13 @@ struct SourceCache {
 impl SourceCache {
     fn line(&mut self, file: &str, line: u32) -> Option<String> {
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
-            std::fs::read_to_string(file)
-                .ok()
-                .map(|t| t.lines().map(str::to_string).collect())
+            match read_named_source(Path::new(file)) {
+                Ok(text) => Some(text.lines().map(str::to_string).collect()),
+                Err(why) => {
+                    eprintln!("warning: {file}: source lines not shown: {why}");
+                    None
+                }
+            }
         });
         lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
     }
