@@ -193,8 +193,12 @@ pub struct TargetArgs {
 #[derive(Debug, Args)]
 #[group(required = false, multiple = false)]
 pub struct StopArgs {
-    /// Stop after this many runs, 1 to 10^9 (default 1000 when --duration is not given).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::RUNS))]
+    /// Stop after this many runs, 1 to 10^9 (default: see each command's help).
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u64).range(gpuwmm::limits::RUNS),
+        help = runs_help("runs", gpuwmm::check::driver::DEFAULT_RUNS)
+    )]
     pub runs: Option<u64>,
     /// Stop once the runs took this long (e.g. 90s, 10m, 1h); a resumed check counts the
     /// time already spent.
@@ -537,7 +541,16 @@ pub struct AppsArgs {
     pub app_dir: Option<PathBuf>,
 }
 
+/// The help of `--runs`: its range and the command's default.
+fn runs_help(what: &str, default: u64) -> String {
+    format!("Stop after this many {what}, 1 to 10^9 (default {default} when --duration is not given)")
+}
+
 #[derive(Debug, Args)]
+#[command(mut_arg("runs", |arg| arg.help(runs_help(
+    "repetitions per app (each runs every variant once)",
+    gpuwmm::cost::DEFAULT_REPETITIONS,
+))))]
 pub struct CostArgs {
     /// The applications (`gpuwmm apps` lists them); not needed with --resume.
     pub apps: Vec<String>,

@@ -21,6 +21,9 @@ use thiserror::Error;
 /// stress): a run still gets stress, and the journal records how much.
 pub const FALLBACK_ITERATIONS: u32 = 64;
 
+/// Runs of a check (and of a campaign cell) when neither a run count nor a duration is given.
+pub const DEFAULT_RUNS: u64 = 1000;
+
 /// When a check stops.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

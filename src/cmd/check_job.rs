@@ -138,7 +138,7 @@ fn resume(spec: &CheckJob) -> Result<OpenCheck, Failure> {
 }
 
 /// A check's stop when none is given.
-pub const DEFAULT_STOP: Stop = Stop::Runs(1000);
+pub const DEFAULT_STOP: Stop = Stop::Runs(gpuwmm::check::driver::DEFAULT_RUNS);
 
 /// The stop given on the command line (`--runs`, `--duration`), if any.
 pub fn given_stop(args: &StopArgs) -> Option<Stop> {

@@ -13,7 +13,7 @@ use gpuwmm::check::local::{open_target_backend, target_app};
 use gpuwmm::check::{Journal, Stop, Target};
 use gpuwmm::cost::app_measure::AppMeasurement;
 use gpuwmm::cost::chart::{cost_chart, Quantity};
-use gpuwmm::cost::emp::{newest_harden_result, read_harden_result, HardenResult};
+use gpuwmm::cost::emp::{harden_args, newest_harden_result, read_harden_result, HardenResult};
 use gpuwmm::cost::journal::{AppPlan, WindowPlan};
 use gpuwmm::cost::summary::overhead_text;
 use gpuwmm::cost::variant::parse_variants;
@@ -26,8 +26,7 @@ use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Repetitions per app when neither --runs nor --duration is given.
-const DEFAULT_REPETITIONS: u64 = 200;
+use gpuwmm::cost::DEFAULT_REPETITIONS;
 /// Where `--emp auto` looks for harden journals.
 const HARDEN_DIR: &str = "results/harden";
 
@@ -221,7 +220,7 @@ fn auto_emp(args: &CostArgs, target: &Target) -> Result<HardenResult, Failure> {
         target.app,
         names.join(" or ")
     );
-    run_harden(args, &name)?;
+    run_harden(args, target, &name)?;
     newest_harden_result(dir, &names, target.backend)
         .map(|(_, result)| result)
         .ok_or_else(|| {
@@ -233,12 +232,11 @@ fn auto_emp(args: &CostArgs, target: &Target) -> Result<HardenResult, Failure> {
 }
 
 /// Runs `gpuwmm harden` on the same backend, letting it print its progress.
-fn run_harden(args: &CostArgs, name: &str) -> Result<(), Failure> {
-    let b = &args.target.backend;
+fn run_harden(args: &CostArgs, target: &Target, name: &str) -> Result<(), Failure> {
+    let profile = args.target.profile.as_deref();
+    let seed = args.target.backend.seed;
     let status = Command::new(std::env::current_exe()?)
-        .args(["harden", name, "--backend", b.backend.name()])
-        .args(["--sim-model", b.sim_model.name()])
-        .args(["--seed", &b.seed.to_string()])
+        .args(harden_args(target, profile, seed, name))
         .status()?;
     if !status.success() {
         return Err(anyhow::anyhow!(
@@ -320,7 +318,7 @@ fn measure_one(
     })
     .map_err(bad_input_if_app)?;
     bar.finish_and_clear();
-    eprintln!("{}: timing ended: {end:?}", cost_plan.app);
+    eprintln!("{}: timing ended: {end}", cost_plan.app);
     Ok(new)
 }
 

@@ -253,7 +253,7 @@ fn open_journal(
         Journal::resume(path).map_err(Failure::bad_input)?;
     if !same_tuning(&recorded, &meta) {
         return Err(Failure::bad_input(anyhow!(
-            "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {:?}, \
+            "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {}, \
              instances {}, block threads {}, max threads {}, stress iterations {}); give the \
              same options, or another --out",
             path.display(),
@@ -403,15 +403,7 @@ fn write_profile(
         date: Some(meta.started.clone()),
         tool_version: Some(meta.tool_version.clone()),
         note: Some(format!(
-            "gpuwmm tune: D={} step {} L={} C={} N={} M={} eps={} tests {:?}, seed {}",
-            b.distances,
-            b.distance_step,
-            b.locations,
-            b.executions,
-            b.max_sequence,
-            b.max_spread,
-            b.epsilon,
-            b.tests,
+            "gpuwmm tune: {b}, seed {}",
             meta.seed
         )),
     };
