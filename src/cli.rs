@@ -488,6 +488,10 @@ pub struct ReplayArgs {
     /// prints it as `#Q` on each line of its search).
     #[arg(long)]
     pub query: Option<usize>,
+    /// The bring-your-own app's folder, when it is no longer where the journal records it
+    /// (a journal of a built-in app takes none).
+    #[arg(long)]
+    pub app_dir: Option<PathBuf>,
 }
 
 fn parse_env(s: &str) -> Result<Environment, String> {
@@ -543,7 +547,9 @@ pub struct AppsArgs {
 
 /// The help of `--runs`: its range and the command's default.
 fn runs_help(what: &str, default: u64) -> String {
-    format!("Stop after this many {what}, 1 to 10^9 (default {default} when --duration is not given)")
+    format!(
+        "Stop after this many {what}, 1 to 10^9 (default {default} when --duration is not given)"
+    )
 }
 
 #[derive(Debug, Args)]

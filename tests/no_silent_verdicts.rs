@@ -200,3 +200,82 @@ fn ptx_sites_of_an_app_numbers_what_check_numbers_and_a_cu_file_lists_per_kernel
     let cbe = stdout_of(&gpuwmm(&words("ptx sites cbe-dot"), dir.path()));
     assert!(cbe.contains("4 fence sites"), "{cbe}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The smaller ones.
+
+#[test]
+fn a_bring_your_own_app_named_like_a_built_in_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("mine");
+    std::fs::create_dir_all(&copy).unwrap();
+    let sdk_red = Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/sdk-red");
+    for file in ["app.toml", "kernel.cu"] {
+        std::fs::copy(sdk_red.join(file), copy.join(file)).unwrap();
+    }
+    for args in [
+        words("check sdk-red --backend sim --runs 1 --app-dir mine"),
+        words("apps --app-dir mine"),
+    ] {
+        let out = gpuwmm(&args, dir.path());
+        assert_bad_input(&out, "`name` is a built-in app's name");
+    }
+}
+
+#[test]
+fn a_relative_app_dir_is_recorded_absolute_and_replay_takes_an_app_dir() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    edited_copy(dir.path(), "handoff-block", str::to_string);
+    let args = words("check handoff-block --backend sim --runs 2 --journal j.csv --app-dir");
+    let out = gpuwmm(&[args, vec!["handoff-block"]].concat(), dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sidecar = std::fs::read_to_string(dir.path().join("j.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&sidecar).unwrap();
+    let recorded = meta["target"]["app_dir"].as_str().unwrap();
+    assert_eq!(Path::new(recorded), dir.path().join("handoff-block"));
+    // From another folder, the journal still replays.
+    let journal = dir.path().join("j.csv");
+    let journal = journal.to_str().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = gpuwmm(&["replay", journal, "0"], elsewhere.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Moved, it replays with --app-dir naming the new folder.
+    let moved = dir.path().join("moved");
+    std::fs::rename(dir.path().join("handoff-block"), &moved).unwrap();
+    let out = gpuwmm(&["replay", journal, "0"], elsewhere.path());
+    assert!(!out.status.success());
+    let out = gpuwmm(
+        &["replay", journal, "0", "--app-dir", moved.to_str().unwrap()],
+        elsewhere.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn cost_help_shows_the_runs_default_of_cost_and_check_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let cost = stdout_of(&gpuwmm(&words("cost --help"), dir.path()));
+    let default = format!("(default {} when", gpuwmm::cost::DEFAULT_REPETITIONS);
+    assert!(cost.contains(&default), "{cost}");
+    let check = stdout_of(&gpuwmm(&words("check --help"), dir.path()));
+    let default = format!("(default {} when", gpuwmm::check::driver::DEFAULT_RUNS);
+    assert!(check.contains(&default), "{check}");
+}
+
+#[test]
+fn no_rust_debug_names_in_cost_output() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let args = words("cost cbe-dot --backend sim --variants no,cons --runs 2 --warmup 0");
+    let out = gpuwmm(&args, dir.path());
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("timing ended: the repetitions or the duration were reached"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Stop"), "{stderr}");
+}

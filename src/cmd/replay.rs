@@ -20,7 +20,17 @@ use serde::de::DeserializeOwned;
 use std::path::Path;
 
 pub fn run(args: &ReplayArgs) -> CmdResult {
-    let subject = open_subject(&args.journal, args.run, args.query)?;
+    let mut subject = open_subject(&args.journal, args.run, args.query)?;
+    if let Some(dir) = &args.app_dir {
+        if subject.target.app_dir.is_none() {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "{}: a journal of the built-in app {}, which takes no --app-dir",
+                args.journal.display(),
+                subject.target.app
+            )));
+        }
+        subject.target.app_dir = Some(std::path::absolute(dir)?);
+    }
     let mut executor = LocalExecutor::open(&subject.target).map_err(setup_failure)?;
     if !subject.sites.is_empty() {
         let now = executor.sites()?;

@@ -37,7 +37,12 @@ pub fn resolve(app: &str, args: &TargetArgs) -> Result<Resolved, Failure> {
     };
     let target = Target {
         app: app.to_string(),
-        app_dir: args.app_dir.clone(),
+        // Recorded absolute, so a journal replays from any folder.
+        app_dir: args
+            .app_dir
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()?,
         size: args.size.unwrap_or(size),
         backend,
         sim_model: args.backend.sim_model,

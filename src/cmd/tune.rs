@@ -402,10 +402,7 @@ fn write_profile(
         driver: Some(meta.driver.clone()),
         date: Some(meta.started.clone()),
         tool_version: Some(meta.tool_version.clone()),
-        note: Some(format!(
-            "gpuwmm tune: {b}, seed {}",
-            meta.seed
-        )),
+        note: Some(format!("gpuwmm tune: {b}, seed {}", meta.seed)),
     };
     let profile = report::profile(outcome, chip, provenance);
     let text = format!(

@@ -45,7 +45,10 @@ pub fn harden_args(target: &Target, profile: Option<&Path>, seed: u64, name: &st
     ]
     .map(str::to_string)
     .to_vec();
-    let paths = [("--app-dir", target.app_dir.as_deref()), ("--profile", profile)];
+    let paths = [
+        ("--app-dir", target.app_dir.as_deref()),
+        ("--profile", profile),
+    ];
     for (option, path) in paths {
         if let Some(path) = path {
             args.push(option.to_string());
