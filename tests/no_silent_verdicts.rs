@@ -279,3 +279,20 @@ fn no_rust_debug_names_in_cost_output() {
     );
     assert!(!stderr.contains("Stop"), "{stderr}");
 }
+
+#[test]
+fn litmus_expect_with_an_empty_file_and_an_unwritable_csv_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let test = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/litmus");
+    let test = test.to_str().unwrap();
+    std::fs::write(dir.path().join("empty.csv"), "").unwrap();
+    let run = |extra: &str| {
+        let args = [vec!["litmus", "run", test], words(extra)].concat();
+        gpuwmm(&args, dir.path())
+    };
+    let out = run("--backend sim --executions 1 --expect empty.csv");
+    assert_bad_input(&out, "empty.csv:1: no expectations");
+    let out = run("--backend sim --executions 1 --csv no/such/folder/out.csv");
+    assert_bad_input(&out, "cannot write no/such/folder/out.csv");
+    assert!(stdout_of(&out).is_empty(), "refused before any test ran");
+}

@@ -554,14 +554,7 @@ fn answer_text(p: &QueryProgress, answer: bool) -> String {
 }
 
 fn first_error(p: &QueryProgress) -> String {
-    let Some((run, outcome, reason)) = &p.tally.first_error else {
-        return "no error recorded".to_string();
-    };
-    let mut reason = reason.clone();
-    if reason.chars().count() > 100 {
-        reason = reason.chars().take(100).collect::<String>() + "…";
-    }
-    format!("{outcome} at run {run}: {reason}")
+    p.tally.first_error_text()
 }
 
 fn make_report(

@@ -34,6 +34,9 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         .map(Expectations::load)
         .transpose()
         .map_err(Failure::bad_input)?;
+    if let Some(path) = &args.csv {
+        writable(path).map_err(Failure::bad_input)?;
+    }
     let (choice, sim) = backend_request(&args.backend);
     let kind = probe_backend(choice, &sim)?.kind;
     let settings = FileSettings {
@@ -108,6 +111,20 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     finish(args, &table, expectations.is_some(), malformed)
 }
 
+/// Refuses a `--csv` that cannot be written before any test runs (it is written at the end).
+fn writable(path: &std::path::Path) -> anyhow::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
 /// Prints the table and summary, writes the CSV, and picks the exit code.
 fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> CmdResult {
     let summary = table.summary();
@@ -116,9 +133,9 @@ fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -
         outln!("{summary}")?;
     }
     if let Some(path) = &args.csv {
-        table
-            .write_csv(path)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        table.write_csv(path).map_err(|e| {
+            Failure::bad_input(anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        })?;
         outln!("conformance table written to {}", path.display())?;
     }
     if malformed > 0 {

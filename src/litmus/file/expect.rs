@@ -157,6 +157,16 @@ impl Expectations {
                 sc_reachable,
             });
         }
+        if rows.is_empty() {
+            // Nothing to compare with: every test would come out "no expectation", exit 0.
+            return Err(ExpectError::Bad {
+                path: path.to_path_buf(),
+                line: 1,
+                message: "no expectations: the file has no header and rows (test, tier, \
+                          expected, sc_reachable columns)"
+                    .to_string(),
+            });
+        }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(Expectations { dir, rows })
     }
