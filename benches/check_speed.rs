@@ -8,7 +8,7 @@ use gpuwmm::apps::Size;
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::spec::{run_seed, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
 use gpuwmm::check::{
-    BackendChoice, Executor, Fences, LocalExecutor, RunRequest, SimModel, Supervisor, Target,
+    BackendKind, Executor, Fences, LocalExecutor, RunRequest, SimModel, Supervisor, Target,
     WorkerCommand,
 };
 use gpuwmm::env::Environment;
@@ -23,7 +23,7 @@ fn target() -> Target {
         app: "cbe-dot".into(),
         app_dir: None,
         size: Size::Sim,
-        backend: BackendChoice::Sim,
+        backend: BackendKind::Sim,
         sim_model: SimModel::Ptx,
         fence_kind: Default::default(),
         granularity: Default::default(),

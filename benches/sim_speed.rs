@@ -6,7 +6,8 @@
 //! result), both from `tests/fixtures/ptx/`. `cargo bench --bench sim_speed`.
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
-use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{KernelArg, LaunchConfig};
 use std::time::{Duration, Instant};
 
 const KERNELS: &str = include_str!("../tests/fixtures/ptx/sim_kernels.ptx");

@@ -4,10 +4,12 @@
 # on the CPU, so every kernel can be compiled, assembled and disassembled in CI without a GPU
 # (see DESIGN.md, "Tests without a GPU").
 #
-# Usage: scripts/setup-cuda-tools.sh [--force]
+# Usage: scripts/setup-cuda-tools.sh [--force] [--dir DIR]
 #
 #   --force   install the wheels even when a CUDA toolkit is found, and reinstall them even when
 #             .cuda-tools/STAMP says they are already there.
+#   --dir DIR install into DIR instead of <repo>/.cuda-tools (`gpuwmm setup` runs this script,
+#             which it carries inside the binary, with the folder it chose).
 #
 # Result: <repo>/.cuda-tools/{bin/{ptxas,cuobjdump,nvdisasm},lib/{libnvrtc.so.12,
 # libnvrtc-builtins.so.12.9},include/cccl} as relative symlinks into <repo>/.cuda-tools/py
@@ -41,7 +43,6 @@ readonly LINKS=(
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="$REPO_ROOT/.cuda-tools"
-STAMP="$TOOLS_DIR/STAMP"
 PYTHON="${PYTHON:-python3}"
 FORCE=0
 
@@ -49,13 +50,21 @@ log() { printf 'setup-cuda-tools: %s\n' "$*"; }
 die() { printf 'setup-cuda-tools: error: %s\n' "$*" >&2; exit 1; }
 
 parse_args() {
-    for arg in "$@"; do
-        case "$arg" in
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
             --force) FORCE=1 ;;
-            -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-            *) die "unknown argument '$arg' (try --help)" ;;
+            --dir)
+                [[ $# -ge 2 && -n "$2" ]] || die "--dir needs a folder"
+                TOOLS_DIR="$2"
+                shift ;;
+            -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            *) die "unknown argument '$1' (try --help)" ;;
         esac
+        shift
     done
+    mkdir -p "$TOOLS_DIR" || die "cannot create $TOOLS_DIR"
+    TOOLS_DIR="$(cd "$TOOLS_DIR" && pwd)"
+    STAMP="$TOOLS_DIR/STAMP"
 }
 
 # Prints the path of a libnvrtc shared library under toolkit root $1, or nothing.

@@ -30,7 +30,12 @@ if [ "$(id -u)" = 0 ]; then
     done
     export GPUWMM_REQUIRE_SLURM=1
 fi
-cargo test --release --locked "$@"
+# The three crates of the workspace; the stand-in crates are tested by standin-ci.sh below.
+cargo test --release --locked -p gpuwmm-ptx -p gpuwmm-sim -p gpuwmm "$@"
+# The book builds and the README's and book's links resolve.
+bash scripts/book.sh
+# An installed binary with its source tree deleted (issue 28).
+bash scripts/install-test.sh
 # The cuda backend against the stand-in driver (standin/, README "The stand-in driver"): the GPU
 # tests with none skipping, a check with an injected fault and hang, and a hardening.
 bash scripts/standin-ci.sh

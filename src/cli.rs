@@ -1,10 +1,12 @@
 //! The command line: only the clap definitions, no behaviour.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
 use gpuwmm::apps::Size;
 use gpuwmm::backend::select::BackendChoice;
 use gpuwmm::backend::sim::SimModel;
-use gpuwmm::env::Environment;
+use gpuwmm::env::{Environment, StressKind};
+use gpuwmm::job::harden::MinimiseKind;
 use gpuwmm::litmus::{AccessFlavour, LitmusShape};
 use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
 use std::path::PathBuf;
@@ -13,7 +15,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuwmm",
-    version,
+    version = env!("GPUWMM_VERSION"),
     about = "Expose weak-memory bugs in CUDA applications and harden them with fences",
     long_about = "gpuwmm runs CUDA applications under tuned memory stress and thread randomisation \
 to expose weak-memory bugs, finds a minimal set of fences that makes them stable, and measures \
@@ -25,6 +27,10 @@ where fences could go."
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Folder of the compiled-PTX cache (default: $GPUWMM_CACHE_DIR, else
+    /// ~/.cache/gpuwmm/ptx, or .cache/ptx of the checkout for a binary run from its build tree).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -34,6 +40,27 @@ pub enum Command {
     Ptx(PtxCommand),
     /// List the GPUs this machine has (with NVML energy support), and the simulator.
     Devices,
+    /// Install the CUDA tools gpuwmm compiles with (NVRTC, ptxas, cuobjdump, CCCL headers) from
+    /// pinned NVIDIA Python wheels; they run on the CPU, no GPU or toolkit needed.
+    ///
+    /// Needs python3 with pip and access to PyPI (pip's own variables, e.g. PIP_INDEX_URL or
+    /// PIP_FIND_LINKS, are honoured). Does nothing where a CUDA toolkit is found (unless
+    /// --force), and a second run only checks. gpuwmm finds the folder by itself afterwards.
+    #[command(after_help = "Examples:
+  gpuwmm setup                          # into ~/.local/share/gpuwmm/cuda-tools
+  gpuwmm setup --dir /opt/gpuwmm-tools  # then export GPUWMM_CUDA_TOOLS=/opt/gpuwmm-tools")]
+    Setup(SetupArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = "Example (bash):
+  gpuwmm completions bash > ~/.local/share/bash-completion/completions/gpuwmm")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output.
+    #[command(after_help = "Example:
+  gpuwmm man > ~/.local/share/man/man1/gpuwmm.1 && man gpuwmm")]
+    Man,
     /// Run a litmus test (MP, SB, LB, CoRR) between two blocks and print the outcome histogram,
     /// or (`litmus run`) litmus files.
     ///
@@ -167,8 +194,8 @@ pub struct TargetArgs {
     #[arg(long, default_value_t = FenceKind::ScGpu, value_parser = parse_fence_kind)]
     pub fence_kind: FenceKind,
     /// One fence site per source line, or one per PTX access instruction.
-    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
-    pub granularity: GranularityArg,
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
     /// A kernel still running after this long is a timeout (e.g. 30s, 2m).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub deadline: Duration,
@@ -445,7 +472,7 @@ pub struct HardenArgs {
     /// membar.cta, then fence.acq_rel.cta), keeping the weakest that passes `I` runs and the
     /// stability check. `auto`: on where the backend tells fence kinds apart (a GPU, or the
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
-    #[arg(long, value_enum, default_value_t = MinimiseKind::Auto)]
+    #[arg(long, default_value_t = MinimiseKind::Auto, value_parser = by_name::<MinimiseKind>())]
     pub minimise_kind: MinimiseKind,
     /// How the patch writes fences. `exact`: the CUDA statement of the kind kept
     /// (`__threadfence()`, `__threadfence_block()`, `__threadfence_system()`, and libcu++'s
@@ -470,12 +497,15 @@ pub struct HardenArgs {
     pub target: TargetArgs,
 }
 
-/// Whether `harden` weakens the fences it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MinimiseKind {
-    Auto,
-    On,
-    Off,
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Where to install (default: the user's data folder, ~/.local/share/gpuwmm/cuda-tools, or
+    /// .cuda-tools of the checkout for a binary run from its build tree).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Install even where a CUDA toolkit is found, and reinstall over a complete folder.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -643,8 +673,8 @@ pub struct InputArgs {
     #[arg(long, default_value = "portable")]
     pub arch: String,
     /// One site per source line, or one per PTX access instruction.
-    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
-    pub granularity: GranularityArg,
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
 }
 
 #[derive(Debug, Args)]
@@ -661,8 +691,8 @@ pub struct SitesArgs {
     #[arg(long, default_value = "portable")]
     pub arch: String,
     /// One site per source line, or one per PTX access instruction.
-    #[arg(long, value_enum, default_value_t = GranularityArg::Line)]
-    pub granularity: GranularityArg,
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
     /// Print the sites as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -690,8 +720,8 @@ pub struct InstrumentArgs {
     pub kernel: Option<String>,
     /// What the stressing blocks do: none, sys (the access sequence at `spread` locations), rand
     /// (random loads/stores), cache (walk an L2-sized scratchpad).
-    #[arg(long, value_enum, default_value_t = StressArg::Sys, requires = "harness")]
-    pub stress: StressArg,
+    #[arg(long, default_value_t = StressKind::Sys, value_parser = by_name::<StressKind>(), requires = "harness")]
+    pub stress: StressKind,
     /// The sys access sequence, e.g. "ld st" or "st2 ld".
     #[arg(long, default_value = "ld st", requires = "harness")]
     pub sequence: String,
@@ -700,25 +730,17 @@ pub struct InstrumentArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StressArg {
-    None,
-    Sys,
-    Rand,
-    Cache,
-}
-
 /// Which backend runs the kernels, and how the simulator behaves.
 #[derive(Debug, Clone, Args)]
 pub struct BackendArgs {
     /// `cuda` (a real GPU), `sim` (the simulator), or `auto`: cuda where a driver and a GPU are
     /// present, else sim.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(long, default_value_t = BackendChoice::Auto, value_parser = by_name::<BackendChoice>())]
     pub backend: BackendChoice,
     /// The simulator's memory model: `ptx` (the PTX memory consistency model, see README),
     /// `sc` (sequential consistency), or the store-buffer model of gpuwmm 0.1, `weak` /
     /// `weak-stale` (not PTX; kept to replay journals recorded with it).
-    #[arg(long, value_enum, default_value_t = SimModel::Ptx)]
+    #[arg(long, default_value_t = SimModel::Ptx, value_parser = by_name::<SimModel>())]
     pub sim_model: SimModel,
     /// Seed of everything random (recorded with results, so a run can be replayed).
     #[arg(long, default_value_t = 1)]
@@ -755,7 +777,7 @@ pub struct LitmusArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::BLOCK_THREADS))]
     pub block_threads: u32,
     /// How the accesses are spelled: volatile, relaxed (relaxed.gpu) or cg.
-    #[arg(long, default_value = "volatile", value_parser = parse_access)]
+    #[arg(long, default_value_t = AccessFlavour::Volatile, value_parser = by_name::<AccessFlavour>())]
     pub access: AccessFlavour,
 }
 
@@ -831,42 +853,81 @@ pub struct LitmusRunArgs {
     pub sim_budget: Option<u64>,
 }
 
-impl LitmusArgs {
-    pub fn access_name(&self) -> &'static str {
-        match self.access {
-            AccessFlavour::Volatile => "volatile",
-            AccessFlavour::Relaxed => "relaxed",
-            AccessFlavour::Cg => "cg",
-        }
-    }
-}
-
 fn parse_shape(s: &str) -> Result<LitmusShape, String> {
     s.parse()
-}
-
-fn parse_access(s: &str) -> Result<AccessFlavour, String> {
-    s.parse()
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum GranularityArg {
-    Line,
-    Instruction,
-}
-
-impl From<GranularityArg> for Granularity {
-    fn from(g: GranularityArg) -> Granularity {
-        match g {
-            GranularityArg::Line => Granularity::SourceLine,
-            GranularityArg::Instruction => Granularity::Instruction,
-        }
-    }
 }
 
 fn parse_fence_kind(s: &str) -> Result<FenceKind, String> {
     s.parse()
 }
+
+/// A library enum that the command line reads by name. The library stays free of clap: this is
+/// the one place that tells clap each value's name (and help, where the value has one).
+trait ByName: Copy + Send + Sync + 'static {
+    fn values() -> &'static [Self];
+    fn name(self) -> &'static str;
+    fn help(self) -> Option<&'static str> {
+        None
+    }
+    /// Other names that read as this value (older spellings).
+    fn aliases(self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// The value parser of a [`ByName`] enum: `--help` lists the names, a wrong one is refused with
+/// the list.
+fn by_name<T: ByName>() -> impl TypedValueParser<Value = T> {
+    let possible = T::values().iter().map(|&v| {
+        let value = PossibleValue::new(v.name()).aliases(v.aliases().iter().copied());
+        match v.help() {
+            Some(help) => value.help(help),
+            None => value,
+        }
+    });
+    PossibleValuesParser::new(possible).map(|name| {
+        *T::values()
+            .iter()
+            .find(|v| v.name() == name || v.aliases().contains(&name.as_str()))
+            .expect("clap accepted only these names")
+    })
+}
+
+/// `impl ByName` for a library enum with an `ALL` list and a `name` method; any other
+/// methods (`help`, `aliases`) follow.
+macro_rules! read_by_name {
+    ($ty:ident $(, $($extra:tt)*)?) => {
+        impl ByName for $ty {
+            fn values() -> &'static [Self] {
+                &$ty::ALL
+            }
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+            $($($extra)*)?
+        }
+    };
+}
+
+read_by_name!(BackendChoice);
+read_by_name!(Granularity);
+read_by_name!(AccessFlavour);
+read_by_name!(MinimiseKind);
+read_by_name!(
+    SimModel,
+    fn help(self) -> Option<&'static str> {
+        Some(SimModel::help(self))
+    }
+);
+read_by_name!(
+    StressKind,
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            StressKind::No => &["none"],
+            _ => &[],
+        }
+    }
+);
 
 #[cfg(test)]
 mod tests {

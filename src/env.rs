@@ -52,6 +52,8 @@ impl StressKind {
     }
 }
 
+display_by_name!(StressKind, name);
+
 /// A testing environment, e.g. `sys-str+`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Environment {

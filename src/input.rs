@@ -7,6 +7,7 @@
 //! [`MAX_SOURCE_BYTES`].
 
 use crate::ptx::{self, Module};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -95,6 +96,37 @@ pub fn read_named_source(path: &Path) -> Result<String, String> {
         .and_then(|f| f.take(MAX_SOURCE_BYTES).read_to_string(&mut text))
         .map_err(|e| format!("cannot read it: {e}"))?;
     Ok(text)
+}
+
+/// Source files a PTX module names, each read once (by [`read_named_source`]), for showing the
+/// line of a site. A file that is not read gets one warning saying why, taken with
+/// [`SourceLines::take_warnings`], and its sites no line.
+#[derive(Default)]
+pub struct SourceLines {
+    files: HashMap<String, Option<Vec<String>>>,
+    warnings: Vec<String>,
+}
+
+impl SourceLines {
+    /// Line `line` (1-based) of `file`; `None` when the file is not read or is shorter.
+    pub fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let warnings = &mut self.warnings;
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            match read_named_source(Path::new(file)) {
+                Ok(text) => Some(text.lines().map(str::to_string).collect()),
+                Err(why) => {
+                    warnings.push(format!("{file}: source lines not shown: {why}"));
+                    None
+                }
+            }
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
+    }
+
+    /// The warnings about files not read since the last call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if let Some(dir) = &cli.cache_dir {
+        // Before any thread or worker process starts, which inherit it.
+        std::env::set_var(gpuwmm::places::CACHE_DIR_ENV, dir);
+    }
     match cmd::run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stops early (`gpuwmm apps | head`) is not an error.

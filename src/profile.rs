@@ -112,9 +112,10 @@ pub fn chip_slug(device_name: &str) -> String {
     slug.trim_end_matches('-').to_string()
 }
 
-/// The folder profiles live in by default: `tuning/` of the source tree.
+/// The folder profiles live in by default ([`crate::places::profile_dir`]): `tuning/` of the
+/// source tree for a binary run from it, the user's data folder for an installed one.
 pub fn default_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tuning"))
+    crate::places::profile_dir()
 }
 
 /// The chip name a device's profile is filed under: `sim`, or the slug of the GPU's name.
@@ -211,7 +212,7 @@ mod tests {
             crate::backend::sim::MemoryModel::Weak,
             1,
         ));
-        let info = crate::backend::Backend::info(&sim).clone();
+        let info = crate::backend::Device::info(&sim).clone();
         let (profile, from) = resolve(dir.path(), &info).unwrap();
         assert_eq!(
             (profile.chip.as_str(), from.as_str()),

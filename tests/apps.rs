@@ -12,8 +12,8 @@ use gpuwmm::apps::{
     DEFAULT_ARCH,
 };
 use gpuwmm::backend::{
-    Backend, BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig,
-    ModuleId,
+    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelStats,
+    LaunchConfig, ModuleId,
 };
 use gpuwmm::ptx::passes::fences::{fence_sites, Granularity};
 use gpuwmm::ptx::{print, Module};
@@ -72,7 +72,9 @@ impl MemBackend {
     }
 }
 
-impl Backend for MemBackend {
+impl Backend for MemBackend {}
+
+impl Device for MemBackend {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

@@ -165,6 +165,37 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
     assert!(!dir.path().join("results/campaign/sim-seed1-3").exists());
 }
 
+/// Bug: `campaign --resume` with fewer `--apps` wrote a new plan without the left-out app, whose
+/// unfinished cells then dropped out of the summary and of `--collect` without a word.
+#[test]
+fn campaign_resume_with_other_apps_or_envs_is_refused_rather_than_dropping_cells() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let plan = words("campaign --apps cbe-dot,cub-scan --envs no-str- --runs 2 --backend sim");
+    let output = gpuwmm(dir.path(), &[&plan[..], &["--out", "out"]].concat());
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let before = std::fs::read_to_string(dir.path().join("out/plan.json")).unwrap();
+    let fewer = words("campaign --apps cbe-dot --envs no-str- --backend sim --out out --resume");
+    assert_bad_input(
+        &gpuwmm(dir.path(), &fewer),
+        "its plan has --apps cbe-dot,cub-scan, not cbe-dot",
+    );
+    let other =
+        words("campaign --apps cbe-dot,cub-scan --envs sys-str+ --backend sim --out out --resume");
+    assert_bad_input(
+        &gpuwmm(dir.path(), &other),
+        "its plan has --envs no-str-, not sys-str+",
+    );
+    let after = std::fs::read_to_string(dir.path().join("out/plan.json")).unwrap();
+    assert_eq!(before, after, "a refused resume rewrote the plan");
+    let same = gpuwmm(
+        dir.path(),
+        &[&plan[..], &["--out", "out", "--resume"]].concat(),
+    );
+    assert!(same.status.success(), "{}", text(&same.stderr));
+}
+
 /// Complete lines of a file (a row a kill cut short is not one).
 fn complete_lines(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

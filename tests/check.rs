@@ -227,6 +227,34 @@ fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
     assert!(stdout(&output).contains(&format!("runs {}", recorded + 50)));
 }
 
+/// Bug: `check --resume` counted rows, so a journal with rows deleted went on after the wrong
+/// run (skipping the deleted runs' numbers and adding new ones at the end) and a repeated row
+/// gave a run twice; harden already refused both.
+#[test]
+fn a_check_journal_with_a_deleted_or_repeated_row_is_refused_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.csv");
+    assert!(
+        run(short_check(dir.path(), "6").args(["--journal", "j.csv"]))
+            .status
+            .success()
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut deleted = lines.clone();
+    deleted.remove(3); // run 2
+    std::fs::write(&journal, deleted.join("\n") + "\n").unwrap();
+    let resume = ["--journal", "j.csv", "--resume"];
+    let out = run(short_check(dir.path(), "10").args(resume));
+    assert_bad_input(&out, "run 3 recorded where run 2 belongs");
+    let mut repeated = lines.clone();
+    repeated.insert(3, lines[2]); // run 1 twice
+    std::fs::write(&journal, repeated.join("\n") + "\n").unwrap();
+    let out = run(short_check(dir.path(), "10").args(resume));
+    assert_bad_input(&out, "run 1 recorded where run 2 belongs");
+    assert_eq!(numbers(&rows(&journal)), [0, 1, 1, 2, 3, 4, 5]);
+}
+
 /// `check cbe-dot --env no-str- --backend sim --runs <runs>`, in `dir`.
 fn short_check(dir: &Path, runs: &str) -> Command {
     let mut command = gpuwmm(dir);

@@ -13,7 +13,8 @@ use common::gpu;
 use gpuwmm::backend::cuda::{list_devices, probe_driver, CudaBackend};
 use gpuwmm::backend::nvml::Nvml;
 use gpuwmm::backend::words::from_bytes;
-use gpuwmm::backend::{Backend, BackendError, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{BackendError, KernelArg, LaunchConfig};
 use std::time::{Duration, Instant};
 
 /// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to

@@ -12,7 +12,7 @@ use gpuwmm::backend::sim::SimModel;
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::local::open_target_backend;
 use gpuwmm::check::spec::{run_seed, SiteSummary, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
-use gpuwmm::check::{BackendChoice, Executor, Fences, LocalExecutor, Outcome, RunRequest, Target};
+use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, Outcome, RunRequest, Target};
 use gpuwmm::env::Environment;
 use gpuwmm::harden::report::{styled_fence_report, FenceStyle};
 use gpuwmm::profile::StressProfile;
@@ -237,7 +237,7 @@ fn target(report: &Report) -> Target {
         app: report.app.clone(),
         app_dir: None,
         size: Size::Sim,
-        backend: BackendChoice::Sim,
+        backend: BackendKind::Sim,
         sim_model: SimModel::Ptx,
         fence_kind: report.fence_kind,
         granularity: Granularity::SourceLine,

@@ -6,7 +6,8 @@ mod common;
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::words::read_buffer;
-use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{KernelArg, LaunchConfig};
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};

@@ -3,7 +3,8 @@
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::words::read_buffer;
-use gpuwmm::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{BackendError, Buffer, KernelArg, LaunchConfig};
 use std::time::Duration;
 
 const KERNELS: &str = include_str!("fixtures/ptx/sim_kernels.ptx");

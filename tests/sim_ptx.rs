@@ -7,7 +7,8 @@
 
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
 use gpuwmm::backend::words::read_buffer;
-use gpuwmm::backend::{Backend, KernelArg, LaunchConfig};
+use gpuwmm::backend::Device;
+use gpuwmm::backend::{KernelArg, LaunchConfig};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(600);
@@ -167,8 +168,9 @@ fn fence_after_the_flag_store_does_not_stop_a_reader_seeing_the_flag_before_the_
 fn fence_after_a_plain_unlock_store_does_not_protect_the_critical_section() {
     let lost = lock_lost_updates("", "", PLAIN_UNLOCK, FENCE, 300);
     eprintln!("fence after the unlock store: lost updates in {lost} of 300 runs");
-    // measured 296 of 300 (seeds 0..300)
-    assert!((280..=300).contains(&lost), "{lost}");
+    // measured 276 of 300 (seeds 0..300; 296 before the lock's CAS could read before the weak
+    // unlock store of another block, as PTX allows, at h26sim)
+    assert!((260..=292).contains(&lost), "{lost}");
 }
 
 #[test]

@@ -550,10 +550,17 @@ pub fn linear(grid: u32, block: u32) -> LaunchConfig {
     }
 }
 
-/// The folder the built-in apps' sources live in (for paths in reports; the sources themselves
-/// are compiled into the binary).
+/// The folder reports name the built-in apps' sources under (the sources themselves are compiled
+/// into the binary): `apps/` of the checkout for a binary run from its build tree, else
+/// `/built-in/gpuwmm/apps`, a path that exists nowhere, so an installed binary never names or
+/// reads a source tree it may no longer have.
 pub fn builtin_apps_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/apps"))
+    static DIR: std::sync::LazyLock<PathBuf> =
+        std::sync::LazyLock::new(|| match crate::places::source_tree() {
+            Some(checkout) => checkout.join("apps"),
+            None => PathBuf::from("/built-in/gpuwmm/apps"),
+        });
+    &DIR
 }
 
 #[cfg(test)]

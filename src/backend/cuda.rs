@@ -35,8 +35,8 @@
 
 use super::nvml::{Nvml, PowerMeter};
 use super::{
-    Backend, BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig,
-    ModuleId, Result,
+    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelStats,
+    LaunchConfig, ModuleId, Result,
 };
 use cudarc::driver::sys::{self, CUresult};
 use std::collections::HashMap;
@@ -777,7 +777,9 @@ impl Backend for CudaBackend {
     fn power_meter(&self) -> Option<PowerMeter> {
         self.meter.clone()
     }
+}
 
+impl Device for CudaBackend {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

@@ -5,14 +5,12 @@
 //! for a GPU.
 
 use super::cuda::CudaBackend;
-use super::sim::{SimBackend, SimConfig};
+use super::sim::{Device, SimBackend, SimConfig};
 use super::{Backend, BackendError, BackendKind};
 
 /// Which backend the user asked for: on the command line (`--backend`), in journals and in the
 /// worker protocol alike.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     /// `cuda` if a driver and a device are present, else `sim`.
@@ -22,6 +20,9 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
+    pub const ALL: [BackendChoice; 3] =
+        [BackendChoice::Auto, BackendChoice::Cuda, BackendChoice::Sim];
+
     /// The name as the command line and file names spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -31,6 +32,21 @@ impl BackendChoice {
         }
     }
 }
+
+impl From<BackendKind> for BackendChoice {
+    /// Asking for a backend by what it is.
+    fn from(kind: BackendKind) -> BackendChoice {
+        match kind {
+            BackendKind::Cuda => BackendChoice::Cuda,
+            BackendKind::Sim => BackendChoice::Sim,
+        }
+    }
+}
+
+display_by_name!(BackendChoice, name);
+parse_by_name!(BackendChoice, name, String, |s| format!(
+    "unknown backend '{s}' (expected auto, cuda or sim)"
+));
 
 /// An opened backend and, for `Auto`, why it is the one chosen.
 pub struct OpenedBackend {

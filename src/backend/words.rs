@@ -63,7 +63,7 @@ pub fn read_buffer<T: Word, B: Backend + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::sim::{MemoryModel, SimBackend, SimConfig};
+    use crate::backend::sim::{Device, MemoryModel, SimBackend, SimConfig};
 
     #[test]
     fn round_trip() {

@@ -5,6 +5,7 @@
 //! `gpuwmm campaign --collect` learns from it which journals to read and which job to ask about,
 //! whether the cells ran here or on a cluster.
 
+use crate::check::journal::JobKind;
 use crate::check::Stop;
 use crate::env::Environment;
 use serde::{Deserialize, Serialize};
@@ -64,11 +65,18 @@ pub struct SlurmJob {
 /// What a campaign runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CampaignPlan {
+    /// Always [`JobKind::Campaign`] (absent from plans written before plans had a kind).
+    #[serde(default = "campaign_kind")]
+    pub kind: JobKind,
     pub tool_version: String,
     pub cells: Vec<PlannedCell>,
     pub stop: Stop,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmJob>,
+}
+
+fn campaign_kind() -> JobKind {
+    JobKind::Campaign
 }
 
 impl CampaignPlan {
@@ -79,6 +87,7 @@ impl CampaignPlan {
             .flat_map(|app| envs.iter().map(move |&env| PlannedCell::new(app, env)))
             .collect();
         CampaignPlan {
+            kind: JobKind::Campaign,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             cells,
             stop,

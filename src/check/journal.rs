@@ -58,6 +58,30 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     }
 }
 
+/// Which job a sidecar (or a campaign's plan) belongs to: its `kind` entry, first in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    Check,
+    Harden,
+    Campaign,
+    Cost,
+    Tune,
+}
+
+impl JobKind {
+    /// How messages name the job's journal: `a check`, `a hardening`, ….
+    pub fn noun(self) -> &'static str {
+        match self {
+            JobKind::Check => "check",
+            JobKind::Harden => "hardening",
+            JobKind::Campaign => "campaign",
+            JobKind::Cost => "cost measurement",
+            JobKind::Tune => "tuning",
+        }
+    }
+}
+
 /// The sidecar holding what a journal is about: `x.csv` → `x.json`.
 pub fn meta_path(journal: &Path) -> PathBuf {
     journal.with_extension("json")
@@ -72,6 +96,12 @@ pub struct Journal<R> {
 
 impl<R: Serialize + DeserializeOwned> Journal<R> {
     /// Starts a new journal at `path` (refusing to overwrite one) with `meta` in its sidecar.
+    ///
+    /// The journal appears whole, its header in it: it is written under a temporary name and
+    /// linked to `path`, which fails when `path` exists (so of two commands that chose the same
+    /// name at once, the second stops there, before it could replace the first's sidecar). The
+    /// sidecar, also written under a temporary name, is renamed into place next; a kill between
+    /// the two leaves a journal without a sidecar, which `--resume` refuses.
     pub fn create(path: &Path, meta: &impl Serialize) -> Result<Journal<R>, JournalError> {
         if path.exists() {
             return Err(JournalError::Exists(path.to_path_buf()));
@@ -79,31 +109,34 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
-        // The journal first, created only if it does not exist: of two commands that chose the
-        // same name at once, the second stops here, before it could replace the first's sidecar.
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => JournalError::Exists(path.to_path_buf()),
-                _ => io(path)(e),
-            })?;
-        lock(&file, path)?;
         let meta_file = meta_path(path);
         let text = serde_json::to_string_pretty(meta).expect("meta serialises");
-        std::fs::write(&meta_file, text + "\n").map_err(io(&meta_file))?;
-        let mut journal = Journal {
+        let meta_temporary = temporary_name(&meta_file);
+        std::fs::write(&meta_temporary, text + "\n").map_err(io(&meta_temporary))?;
+        let temporary = temporary_name(path);
+        let created = create_linked::<R>(&temporary, path);
+        let _ = std::fs::remove_file(&temporary);
+        let file = match created {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = std::fs::remove_file(&meta_temporary);
+                return Err(e);
+            }
+        };
+        std::fs::rename(&meta_temporary, &meta_file).map_err(io(&meta_file))?;
+        Ok(Journal {
             path: path.to_path_buf(),
             file,
             rows: PhantomData,
-        };
-        journal.write(&header::<R>())?;
-        Ok(journal)
+        })
     }
 
     /// Reopens a journal to append to: returns it, its metadata and the rows recorded so far. A
     /// last row cut short by a kill is removed.
+    ///
+    /// A journal left empty (cut to 0 bytes, or by a kill before its header was whole) gets its
+    /// header again; one whose first line is not a header (rows without one) is refused, since
+    /// nothing could read back what would be appended.
     pub fn resume<M: DeserializeOwned>(
         path: &Path,
     ) -> Result<(Journal<R>, M, Vec<R>), JournalError> {
@@ -114,12 +147,16 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
             .map_err(io(path))?;
         lock(&file, path)?;
         truncate_partial_row(path)?;
-        let rows = read_rows(path)?;
-        let journal = Journal {
+        let mut journal = Journal {
             path: path.to_path_buf(),
             file,
             rows: PhantomData,
         };
+        if std::fs::metadata(path).map_err(io(path))?.len() == 0 {
+            journal.write(&header::<R>())?;
+        }
+        refuse_headerless::<R>(path)?;
+        let rows = read_rows(path)?;
         Ok((journal, meta, rows))
     }
 
@@ -170,6 +207,98 @@ fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
             }
         }
     }
+}
+
+/// `<path>.new-<pid>`: where a file is written before it is put in place.
+fn temporary_name(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".new-{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// Writes a journal holding only its header at `temporary`, locks it, and links it to `path`
+/// (failing when `path` exists); returns the open file, to append to.
+fn create_linked<R: Serialize + DeserializeOwned>(
+    temporary: &Path,
+    path: &Path,
+) -> Result<File, JournalError> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(temporary)
+        .map_err(io(temporary))?;
+    lock(&file, path)?;
+    file.write_all(&header::<R>())
+        .and_then(|()| file.flush())
+        .map_err(io(temporary))?;
+    match std::fs::hard_link(temporary, path) {
+        Ok(()) => Ok(file),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(JournalError::Exists(path.to_path_buf()))
+        }
+        // A file system without hard links: the journal is created in place, header after.
+        Err(_) => create_in_place::<R>(path),
+    }
+}
+
+/// Creates the journal at `path` only if it does not exist, then writes its header.
+fn create_in_place<R: Serialize + DeserializeOwned>(path: &Path) -> Result<File, JournalError> {
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => JournalError::Exists(path.to_path_buf()),
+            _ => io(path)(e),
+        })?;
+    lock(&file, path)?;
+    file.write_all(&header::<R>())
+        .and_then(|()| file.flush())
+        .map_err(io(path))?;
+    Ok(file)
+}
+
+/// A journal's first line must be its header: its first name is the rows' first field.
+fn refuse_headerless<R: DeserializeOwned>(path: &Path) -> Result<(), JournalError> {
+    let mut first_line = String::new();
+    let file = File::open(path).map_err(io(path))?;
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut first_line)
+        .map_err(io(path))?;
+    let first_cell = first_line.trim_end().split(',').next();
+    let expected = field_names::<R>().first().copied();
+    if first_cell == expected {
+        return Ok(());
+    }
+    Err(JournalError::Mismatch {
+        path: path.to_path_buf(),
+        message: format!(
+            "its first line is not the journal's header (`{}…`): rows without a header cannot \
+             be read back; start a new journal",
+            expected.unwrap_or("")
+        ),
+    })
+}
+
+/// Run numbers as a journal must hold them: 0, 1, 2, … in order, none missing or repeated.
+/// A journal with a row deleted or repeated (by hand, or a tool) is refused on resume rather
+/// than continued with runs skipped or done twice.
+pub fn refuse_misnumbered(
+    path: &Path,
+    runs: impl Iterator<Item = u64>,
+) -> Result<(), JournalError> {
+    for (expected, run) in runs.enumerate() {
+        if run != expected as u64 {
+            return Err(JournalError::Mismatch {
+                path: path.to_path_buf(),
+                message: format!(
+                    "run {run} recorded where run {expected} belongs (a row was deleted or \
+                     repeated); start a new journal"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// How long [`lock`] waits for a journal's lock before it calls the journal busy.
@@ -475,6 +604,70 @@ mod tests {
         let (_, _, rows) = Journal::<Row>::resume::<u32>(&path).unwrap();
         assert_eq!(rows, [row(0)]);
         assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
+    }
+
+    /// Bug: a 0-byte journal (its sidecar present) was resumed as it was, and rows went after
+    /// no header, which nothing could read back.
+    #[test]
+    fn a_zero_byte_journal_gets_its_header_back_on_resume() {
+        let (_dir, path) = journal_of_one_row();
+        std::fs::write(&path, "").unwrap();
+        let (mut journal, _, rows) = Journal::<Row>::resume::<u32>(&path).unwrap();
+        assert!(rows.is_empty());
+        journal.append(&row(0)).unwrap();
+        assert_eq!(read_rows::<Row>(&path).unwrap(), [row(0)]);
+    }
+
+    /// Bug: a journal whose header was lost (rows only) was appended to blindly.
+    #[test]
+    fn a_journal_without_its_header_is_refused_on_resume() {
+        let (_dir, path) = journal_of_one_row();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows_only: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, rows_only).unwrap();
+        let err = Journal::<Row>::resume::<u32>(&path).err().unwrap();
+        assert!(matches!(err, JournalError::Mismatch { .. }), "{err}");
+        assert!(
+            err.to_string().contains("not the journal's header"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_new_journal_appears_with_its_header_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.csv");
+        drop(Journal::<Row>::create(&path, &1).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), header::<Row>());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(matches!(
+            Journal::<Row>::create(&path, &1),
+            Err(JournalError::Exists(_))
+        ));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn run_numbers_with_a_gap_or_a_repeat_are_refused() {
+        let path = Path::new("j.csv");
+        assert!(refuse_misnumbered(path, [0, 1, 2].into_iter()).is_ok());
+        let gap = refuse_misnumbered(path, [0, 1, 3].into_iter()).unwrap_err();
+        assert!(
+            gap.to_string()
+                .contains("run 3 recorded where run 2 belongs"),
+            "{gap}"
+        );
+        let repeat = refuse_misnumbered(path, [0, 1, 1, 2].into_iter()).unwrap_err();
+        assert!(
+            repeat
+                .to_string()
+                .contains("run 1 recorded where run 2 belongs"),
+            "{repeat}"
+        );
     }
 
     #[test]

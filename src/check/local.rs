@@ -100,7 +100,7 @@ pub fn open_target_backend(target: &Target) -> Result<Box<dyn Backend>, BackendE
     if let Some(budget) = target.sim_budget {
         config.instruction_budget = budget;
     }
-    Ok(open_backend(target.backend, &config)?.backend)
+    Ok(open_backend(target.backend.into(), &config)?.backend)
 }
 
 impl LocalExecutor {

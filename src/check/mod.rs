@@ -23,5 +23,7 @@ pub use journal::Journal;
 pub use local::LocalExecutor;
 pub use outcome::{Outcome, RunRecord};
 pub use pool::Pool;
-pub use spec::{BackendChoice, CalibrationRequest, Fences, RunRequest, SimModel, Target};
+pub use spec::{
+    BackendChoice, BackendKind, CalibrationRequest, Fences, RunRequest, SimModel, Target,
+};
 pub use supervisor::{Supervisor, WorkerCommand};

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 pub use crate::backend::select::BackendChoice;
 pub use crate::backend::sim::SimModel;
+pub use crate::backend::BackendKind;
 
 /// The application under test and how it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,7 +26,8 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_dir: Option<PathBuf>,
     pub size: Size,
-    pub backend: BackendChoice,
+    /// The backend that runs it (`--backend auto` already resolved).
+    pub backend: BackendKind,
     pub sim_model: SimModel,
     /// The fence instruction inserted at chosen sites.
     pub fence_kind: FenceKind,

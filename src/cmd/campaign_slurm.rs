@@ -5,35 +5,22 @@
 //! The batch script, `sbatch` and the task states are [`gpuwmm::slurm`]'s; the plan and the
 //! reading back are [`gpuwmm::campaign`]'s. This module only wires them to the command line.
 
-use super::slurm_job::job_command;
 use super::{CmdResult, Failure};
-use crate::cli::CampaignArgs;
+use crate::cli::{CampaignArgs, SbatchArgs};
 use gpuwmm::campaign::collect::collect as collect_cells;
-use gpuwmm::campaign::plan::{CampaignPlan, SlurmJob};
+use gpuwmm::campaign::plan::CampaignPlan;
 use gpuwmm::campaign::write_summaries;
-use gpuwmm::slurm::{self, BatchJob, JobArray, TASK_ID};
+use gpuwmm::job::slurm::{record_job, write_campaign_job, SbatchOptions};
+use gpuwmm::slurm;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// The batch script's name in the campaign folder.
-const SCRIPT: &str = "campaign.sbatch";
+use std::path::Path;
 
 /// Writes the plan and the batch script into `out` and submits the job array (or with
 /// `--dry-run`, prints the script and the command that would submit it).
 pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdResult {
     let out = std::path::absolute(out)?;
-    let job = array_job(args, plan, &out, out.join("slurm"))?;
-    let script = job.script().map_err(Failure::bad_input)?;
-    std::fs::create_dir_all(&job.logs)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", job.logs.display()))?;
-    let script_path = out.join(SCRIPT);
-    std::fs::write(&script_path, &script)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", script_path.display()))?;
-    plan.slurm = Some(SlurmJob {
-        script: SCRIPT.to_string(),
-        job_id: None,
-    });
-    plan.write(&out).map_err(anyhow::Error::from)?;
+    let sbatch = sbatch_options(&args.slurm.sbatch);
+    let (script_path, script) = write_campaign_job(plan, &out, args.slurm.array_limit, &sbatch)?;
     let command = slurm::sbatch_command(&script_path).join(" ");
     if args.slurm.dry_run {
         out!("{script}")?;
@@ -45,11 +32,7 @@ pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdRe
         return Ok(());
     }
     let job_id = slurm::submit(&script_path).map_err(Failure::bad_input)?;
-    plan.slurm = Some(SlurmJob {
-        script: SCRIPT.to_string(),
-        job_id: Some(job_id.clone()),
-    });
-    plan.write(&out).map_err(anyhow::Error::from)?;
+    record_job(plan, &out, Some(job_id.clone()))?;
     eprintln!(
         "submitted job array {job_id}: {} tasks, one per cell, journals in {}; follow with \
          `gpuwmm campaign --collect {}`",
@@ -61,43 +44,14 @@ pub fn submit(args: &CampaignArgs, plan: &mut CampaignPlan, out: &Path) -> CmdRe
     Ok(())
 }
 
-/// The job array: one task per planned cell, each running this binary on its cell.
-fn array_job(
-    args: &CampaignArgs,
-    plan: &CampaignPlan,
-    out: &Path,
-    logs: PathBuf,
-) -> Result<BatchJob, Failure> {
-    let mut command = job_command("campaign", "--array-limit", out)?;
-    command.extend([
-        "--resume".to_string(),
-        "--cell".to_string(),
-        TASK_ID.to_string(),
-    ]);
-    let version = env!("CARGO_PKG_VERSION");
-    Ok(BatchJob {
-        name: "gpuwmm-campaign".to_string(),
-        description: vec![
-            format!(
-                "gpuwmm {version} campaign: {} cells; array task i runs cell i of {}",
-                plan.cells.len(),
-                CampaignPlan::path(out).display()
-            ),
-            "and resumes its journal there, so a requeued task loses no run.".to_string(),
-        ],
-        array: Some(JobArray {
-            tasks: plan.cells.len(),
-            limit: args.slurm.array_limit,
-        }),
-        workdir: std::env::current_dir()?,
-        logs,
-        partition: args.slurm.sbatch.partition.clone(),
-        gres: args.slurm.sbatch.gres.clone(),
-        time: args.slurm.sbatch.time.clone(),
-        extra: args.slurm.sbatch.sbatch_arg.clone(),
-        resume_if: None,
-        command,
-    })
+/// The sbatch options as the library takes them.
+pub fn sbatch_options(args: &SbatchArgs) -> SbatchOptions {
+    SbatchOptions {
+        partition: args.partition.clone(),
+        gres: args.gres.clone(),
+        time: args.time.clone(),
+        extra: args.sbatch_arg.clone(),
+    }
 }
 
 /// `--collect DIR`: each cell's journal read and its status (asking Slurm about the plan's job,

@@ -2,7 +2,7 @@
 
 use super::CmdResult;
 use gpuwmm::backend::sim::{MemoryModel, SimBackend, SimConfig};
-use gpuwmm::backend::{cuda, Backend, DeviceInfo};
+use gpuwmm::backend::{cuda, Device, DeviceInfo};
 
 pub fn run() -> CmdResult {
     match cuda::list_devices() {

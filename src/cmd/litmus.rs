@@ -39,7 +39,7 @@ pub fn run(args: &LitmusArgs) -> CmdResult {
         test.distance,
         fence_name(test.fences[0]),
         fence_name(test.fences[1]),
-        args.access_name(),
+        args.access.name(),
         args.iterations,
         args.instances,
         args.backend.seed

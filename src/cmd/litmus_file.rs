@@ -1,20 +1,16 @@
 //! `gpuwmm litmus run`: litmus files on either backend, each reported herd-style, and with
 //! `--expect` a conformance table against known verdicts.
 
-use super::{backend_request, CmdResult, Failure, EXIT_BAD_INPUT};
+use super::{backend_options, CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::LitmusRunArgs;
 use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
-use gpuwmm::backend::BackendKind;
-use gpuwmm::litmus::file::expect::{Expectations, Finding, Row, Table};
+use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Finding, Row, Table};
 use gpuwmm::litmus::file::parse::parse_file;
-use gpuwmm::litmus::file::run::{run_litmus_file, FileRunError, FileSettings};
+use gpuwmm::litmus::file::run::{
+    default_instances, default_sim_budget, run_litmus_file, FileRunError, FileSettings,
+};
 use gpuwmm::litmus::file::{collect_files, LitmusFileError};
 use indicatif::ProgressBar;
-
-/// Instances per launch on a GPU unless --instances says otherwise.
-const GPU_INSTANCES: u32 = 256;
-/// Simulator instruction budget per instance of a launch, unless --sim-budget says otherwise.
-const SIM_BUDGET_PER_INSTANCE: u64 = 100_000;
 
 pub fn run(args: &LitmusRunArgs) -> CmdResult {
     let files = collect_files(&args.paths).map_err(Failure::bad_input)?;
@@ -35,13 +31,13 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         .transpose()
         .map_err(Failure::bad_input)?;
     if let Some(path) = &args.csv {
-        writable(path).map_err(Failure::bad_input)?;
+        csv_writable(path).map_err(Failure::bad_input)?;
     }
-    let (choice, sim) = backend_request(&args.backend);
-    let kind = probe_backend(choice, &sim)?.kind;
+    let backend = backend_options(&args.backend);
+    let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
     let settings = FileSettings {
         executions: args.executions,
-        instances: instances(args, kind),
+        instances: args.instances.unwrap_or(default_instances(kind)).max(1),
         distance: args.distance.max(1),
         deadline: args.deadline,
     };
@@ -111,20 +107,6 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     finish(args, &table, expectations.is_some(), malformed)
 }
 
-/// Refuses a `--csv` that cannot be written before any test runs (it is written at the end).
-fn writable(path: &std::path::Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    if !existed {
-        std::fs::remove_file(path)?;
-    }
-    Ok(())
-}
-
 /// Prints the table and summary, writes the CSV, and picks the exit code.
 fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -> CmdResult {
     let summary = table.summary();
@@ -154,15 +136,6 @@ fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -
     Ok(())
 }
 
-fn instances(args: &LitmusRunArgs, kind: BackendKind) -> u32 {
-    args.instances
-        .unwrap_or(match kind {
-            BackendKind::Sim => 1,
-            BackendKind::Cuda => GPU_INSTANCES,
-        })
-        .max(1)
-}
-
 /// Opens the backend, with the simulator's instruction budget sized for `instances` per launch;
 /// `say_fallback` notes when `auto` fell back to the simulator.
 fn open(
@@ -170,10 +143,9 @@ fn open(
     instances: u32,
     say_fallback: bool,
 ) -> Result<OpenedBackend, Failure> {
-    let (choice, mut sim) = backend_request(&args.backend);
-    sim.instruction_budget = args
-        .sim_budget
-        .unwrap_or(SIM_BUDGET_PER_INSTANCE * instances as u64);
+    let backend = backend_options(&args.backend);
+    let (choice, mut sim) = (backend.backend, backend.sim_config());
+    sim.instruction_budget = args.sim_budget.unwrap_or(default_sim_budget(instances));
     let opened = open_backend(choice, &sim)?;
     if let (Some(reason), true) = (&opened.fallback_reason, say_fallback) {
         eprintln!("note: running on the simulator: {reason}");

@@ -22,25 +22,25 @@ mod apps;
 mod campaign;
 mod campaign_slurm;
 mod check;
-mod check_job;
 mod cost;
 mod devices;
 mod harden;
-mod journals;
+mod install;
 mod litmus;
 mod litmus_file;
 mod progress;
 mod ptx;
 mod replay;
-mod slurm_job;
-mod target;
 mod tune;
 mod tune_slurm;
 mod worker;
 
-use crate::cli::{BackendArgs, Command, LitmusCommand};
-use gpuwmm::backend::select::{open_backend, BackendChoice, OpenedBackend};
-use gpuwmm::backend::sim::SimConfig;
+use crate::cli::{BackendArgs, Command, JournalArgs, LitmusCommand, TargetArgs};
+use gpuwmm::backend::select::{open_backend, OpenedBackend};
+use gpuwmm::job::naming::Output;
+use gpuwmm::job::target::{BackendOptions, TargetOptions};
+use gpuwmm::job::JobError;
+use serde::Serialize;
 
 /// Exit code for bad input (malformed files, unknown names): the same as clap's usage errors.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -63,10 +63,19 @@ impl Failure {
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
+    /// A job's error says whether it is bad input; anything else is a failure.
     fn from(error: E) -> Failure {
+        let error = error.into();
+        let bad_input = error
+            .downcast_ref::<JobError>()
+            .is_some_and(JobError::is_bad_input);
         Failure {
-            error: error.into(),
-            exit_code: EXIT_FAILURE,
+            error,
+            exit_code: if bad_input {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_FAILURE
+            },
         }
     }
 }
@@ -77,6 +86,9 @@ pub fn run(command: Command) -> CmdResult {
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
+        Command::Setup(args) => install::setup(&args),
+        Command::Completions { shell } => install::completions(shell),
+        Command::Man => install::man(),
         Command::Litmus(args) => match &args.command {
             Some(LitmusCommand::Run(run)) => litmus_file::run(run),
             None => litmus::run(&args),
@@ -92,16 +104,51 @@ pub fn run(command: Command) -> CmdResult {
     }
 }
 
-/// The backend the user chose, and the simulator settings should it be (or fall back to) the
-/// simulator.
-fn backend_request(args: &BackendArgs) -> (BackendChoice, SimConfig) {
-    (args.backend, args.sim_model.config(args.seed))
+/// The backend options as the library takes them.
+fn backend_options(args: &BackendArgs) -> BackendOptions {
+    BackendOptions {
+        backend: args.backend,
+        sim_model: args.sim_model,
+        seed: args.seed,
+    }
+}
+
+/// The target options as the library takes them.
+fn target_options(args: &TargetArgs) -> TargetOptions {
+    TargetOptions {
+        app_dir: args.app_dir.clone(),
+        size: args.size,
+        fence_kind: args.fence_kind,
+        granularity: args.granularity,
+        deadline: args.deadline,
+        stress_factor: args.stress_factor,
+        profile: args.profile.clone(),
+        sim_budget: args.sim_budget,
+        in_process: args.in_process,
+        backend: backend_options(&args.backend),
+    }
+}
+
+/// `--journal` and `--resume` as the library takes them.
+fn output(args: &JournalArgs) -> Output<'_> {
+    Output::new(args.journal.as_deref(), args.resume)
+}
+
+/// Prints a job's note or warning on stderr.
+fn say(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Prints `document` as pretty JSON on stdout (`--json`).
+fn print_json(document: &impl Serialize) -> CmdResult {
+    outln!("{}", serde_json::to_string_pretty(document)?)?;
+    Ok(())
 }
 
 /// Opens the backend the user chose, saying so when `auto` fell back to the simulator.
 fn open(args: &BackendArgs) -> Result<OpenedBackend, Failure> {
-    let (choice, sim) = backend_request(args);
-    let opened = open_backend(choice, &sim)?;
+    let options = backend_options(args);
+    let opened = open_backend(options.backend, &options.sim_config())?;
     if let Some(reason) = &opened.fallback_reason {
         eprintln!("note: running on the simulator: {reason}");
     }

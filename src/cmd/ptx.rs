@@ -1,18 +1,15 @@
 //! `gpuwmm ptx sites` and `gpuwmm ptx instrument`.
 
 use super::{CmdResult, Failure};
-use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs, StressArg};
-use gpuwmm::apps::{app_sites, find_app, load_app_dir};
-use gpuwmm::input::{load_kernel_file, read_named_source, LoadedPtx};
+use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
+use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use gpuwmm::job::sites::list_sites;
 use gpuwmm::ptx::passes::fences::{
-    fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
+    fence_count, fence_sites, insert_fences, select_sites, strip_fences,
 };
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
-use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
 use gpuwmm::ptx::{print, Module};
-use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
 
 pub fn run(command: PtxCommand) -> CmdResult {
     match command {
@@ -26,25 +23,9 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
 }
 
 fn sites(args: &SitesArgs) -> CmdResult {
-    let granularity = args.granularity.into();
-    let listed = match (&args.input, &args.app_dir) {
-        (Some(input), None) if is_kernel_file(input) => {
-            let loaded = load_kernel_file(input, &args.arch).map_err(Failure::bad_input)?;
-            let sites = fence_sites(&loaded.module, granularity);
-            match input.extension().is_some_and(|e| e == "cu") {
-                true => Listed::Cuda(sites),
-                false => Listed::App(sites),
-            }
-        }
-        (name, dir) => {
-            let app = match dir {
-                Some(dir) => load_app_dir(dir),
-                None => find_app(&name.as_ref().expect("required").to_string_lossy()),
-            }
-            .map_err(Failure::bad_input)?;
-            Listed::App(app_sites(&*app, granularity).map_err(Failure::bad_input)?)
-        }
-    };
+    let input = args.input.as_deref();
+    let listed = list_sites(input, args.app_dir.as_deref(), &args.arch, args.granularity)
+        .map_err(Failure::bad_input)?;
     let sites = listed.sites();
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -52,100 +33,12 @@ fn sites(args: &SitesArgs) -> CmdResult {
         writeln!(out)?;
         return Ok(());
     }
-    let mut sources = SourceCache::default();
-    let mut function = None;
-    for site in sites {
-        if matches!(listed, Listed::Cuda(_)) && function != Some(&site.function) {
-            writeln!(out, "kernel {}:", site.function)?;
-            function = Some(&site.function);
-        }
-        write_site(&mut out, site, &mut sources)?;
+    let (text, warnings) = listed.render();
+    for warning in warnings {
+        eprintln!("warning: {warning}");
     }
-    let accesses: usize = sites.iter().map(|s| s.accesses.len()).sum();
-    writeln!(
-        out,
-        "{} fence sites, {accesses} access instructions",
-        sites.len()
-    )?;
-    if let Listed::Cuda(_) = listed {
-        writeln!(
-            out,
-            "note: numbered over every function of the file, check kernels included; for the \
-             ids check --fences and harden use, name the app (`ptx sites APP` or --app-dir DIR)"
-        )?;
-    }
+    write!(out, "{text}")?;
     Ok(())
-}
-
-/// What `ptx sites` lists: a `.cu` file's sites (every kernel, listed kernel by kernel), or
-/// the sites of an app or a PTX file, as they are numbered when it runs.
-enum Listed {
-    Cuda(Vec<FenceSite>),
-    App(Vec<FenceSite>),
-}
-
-impl Listed {
-    fn sites(&self) -> &[FenceSite] {
-        match self {
-            Listed::Cuda(sites) | Listed::App(sites) => sites,
-        }
-    }
-}
-
-/// Whether `path` names a file rather than an app: it exists, or has an extension or a folder.
-fn is_kernel_file(path: &Path) -> bool {
-    path.exists() || path.extension().is_some() || path.components().count() > 1
-}
-
-fn write_site(
-    out: &mut impl Write,
-    site: &FenceSite,
-    sources: &mut SourceCache,
-) -> std::io::Result<()> {
-    let place = site
-        .source
-        .as_ref()
-        .map_or_else(|| "(no line info)".to_string(), |s| s.to_string());
-    writeln!(out, "#{:<3} {place}  [{}]", site.id, site.function)?;
-    if let Some(line) = site
-        .source
-        .as_ref()
-        .and_then(|s| sources.line(&s.file, s.line))
-    {
-        writeln!(out, "       | {}", line.trim())?;
-    }
-    for access in &site.accesses {
-        let inner = match &access.inner {
-            Some(inner) if Some(inner) != site.source.as_ref() => {
-                format!("   (inlined from {inner})")
-            }
-            _ => String::new(),
-        };
-        writeln!(out, "       > {}{inner}", access.ptx.replace('\t', " "))?;
-    }
-    Ok(())
-}
-
-/// Source files read once, for showing the line of each site; a file that is not read (not a
-/// regular file, too large) gets one warning saying why, and its sites no line.
-#[derive(Default)]
-struct SourceCache {
-    files: HashMap<String, Option<Vec<String>>>,
-}
-
-impl SourceCache {
-    fn line(&mut self, file: &str, line: u32) -> Option<String> {
-        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
-            match read_named_source(Path::new(file)) {
-                Ok(text) => Some(text.lines().map(str::to_string).collect()),
-                Err(why) => {
-                    eprintln!("warning: {file}: source lines not shown: {why}");
-                    None
-                }
-            }
-        });
-        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
-    }
 }
 
 fn instrument(args: &InstrumentArgs) -> CmdResult {
@@ -156,7 +49,7 @@ fn instrument(args: &InstrumentArgs) -> CmdResult {
         eprintln!("stripped {removed} fences");
         module = stripped;
     }
-    let sites = fence_sites(&module, args.input.granularity.into());
+    let sites = fence_sites(&module, args.input.granularity);
     let chosen =
         select_sites(&sites, &args.fences).map_err(|e| Failure::bad_input(anyhow::anyhow!(e)))?;
     if !chosen.is_empty() {
@@ -187,14 +80,10 @@ fn add_harness(module: &Module, args: &InstrumentArgs) -> Result<Module, Failure
         Some(k) => k.clone(),
         None => only_kernel(module)?,
     };
-    let stress = match args.stress {
-        StressArg::None => StressStrategy::None,
-        StressArg::Rand => StressStrategy::Rand,
-        StressArg::Cache => StressStrategy::Cache,
-        StressArg::Sys => StressStrategy::Sys {
-            sequence: parse_sequence(&args.sequence).map_err(Failure::bad_input)?,
-        },
-    };
+    let stress = args
+        .stress
+        .strategy(&args.sequence)
+        .map_err(Failure::bad_input)?;
     harness(module, &kernel, &HarnessOptions { stress }).map_err(Failure::bad_input)
 }
 

@@ -8,7 +8,7 @@
 use super::variant::EmpFences;
 use super::CostError;
 use crate::check::journal::meta_path;
-use crate::check::{BackendChoice, Target};
+use crate::check::{BackendKind, Target};
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -66,7 +66,7 @@ pub fn harden_args(target: &Target, profile: Option<&Path>, seed: u64, name: &st
 pub struct HardenResult {
     /// The app hardened (for an app with fences of its own, usually its `-nf` variant).
     pub app: String,
-    pub backend: BackendChoice,
+    pub backend: BackendKind,
     pub stable: bool,
     pub fence_kind: FenceKind,
     pub fences: EmpFences,
@@ -76,7 +76,7 @@ pub struct HardenResult {
 #[derive(Debug, Deserialize)]
 struct Document {
     app: String,
-    backend: BackendChoice,
+    backend: BackendKind,
     stable: bool,
     fence_kind: FenceKind,
     #[serde(default)]
@@ -175,7 +175,7 @@ pub fn read_harden_result(path: &Path) -> Result<HardenResult, CostError> {
 pub fn newest_harden_result(
     dir: &Path,
     apps: &[String],
-    backend: BackendChoice,
+    backend: BackendKind,
 ) -> Option<(PathBuf, HardenResult)> {
     let mut journals: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
         .ok()?
@@ -290,7 +290,7 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            newest_harden_result(dir.path(), &["x".into()], BackendChoice::Sim),
+            newest_harden_result(dir.path(), &["x".into()], BackendKind::Sim),
             None
         );
     }

@@ -112,6 +112,21 @@ pub enum AccessFlavour {
 }
 
 impl AccessFlavour {
+    pub const ALL: [AccessFlavour; 3] = [
+        AccessFlavour::Volatile,
+        AccessFlavour::Relaxed,
+        AccessFlavour::Cg,
+    ];
+
+    /// The name as the command line (`--access`) and results spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessFlavour::Volatile => "volatile",
+            AccessFlavour::Relaxed => "relaxed",
+            AccessFlavour::Cg => "cg",
+        }
+    }
+
     fn load(self) -> &'static str {
         match self {
             AccessFlavour::Volatile => "ld.volatile.global.u32",
@@ -129,20 +144,10 @@ impl AccessFlavour {
     }
 }
 
-impl FromStr for AccessFlavour {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "volatile" => Ok(AccessFlavour::Volatile),
-            "relaxed" => Ok(AccessFlavour::Relaxed),
-            "cg" => Ok(AccessFlavour::Cg),
-            _ => Err(format!(
-                "unknown access flavour '{s}' (expected volatile, relaxed or cg)"
-            )),
-        }
-    }
-}
+display_by_name!(AccessFlavour, name);
+parse_by_name!(AccessFlavour, name, String, |s| format!(
+    "unknown access flavour '{s}' (expected volatile, relaxed or cg)"
+));
 
 /// One instantiation of a litmus test.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use super::{repo_root, CompileOptions, CompiledPtx, Nvrtc, NvrtcError, ToolchainError};
+use super::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError, ToolchainError};
 
 /// Environment variable overriding the default cache folder.
-pub const CACHE_DIR_ENV: &str = "GPUWMM_CACHE_DIR";
+pub use crate::places::CACHE_DIR_ENV;
 
 /// Something that compiles CUDA to PTX: NVRTC, or a stand-in in tests.
 pub trait PtxCompiler {
@@ -59,17 +59,15 @@ impl PtxCache {
         Self { dir: dir.into() }
     }
 
-    /// A cache in `$GPUWMM_CACHE_DIR`, or `<repo>/.cache/ptx` when that is unset.
+    /// A cache in [`Self::default_dir`].
     pub fn with_default_dir() -> Self {
         Self::new(Self::default_dir())
     }
 
-    /// `$GPUWMM_CACHE_DIR`, or `<repo>/.cache/ptx`.
+    /// `$GPUWMM_CACHE_DIR`, else `.cache/ptx` of the build tree for a binary run from it, else
+    /// the user's cache folder ([`crate::places::ptx_cache_dir`]).
     pub fn default_dir() -> PathBuf {
-        std::env::var_os(CACHE_DIR_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join(".cache").join("ptx"))
+        crate::places::ptx_cache_dir()
     }
 
     /// The cache folder.

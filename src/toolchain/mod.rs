@@ -11,9 +11,11 @@
 //! Search order, first match wins (see [`CudaTools::locate`]):
 //! 1. `$GPUWMM_CUDA_TOOLS` (a folder laid out like `.cuda-tools`: `bin/`, `lib/`),
 //! 2. `$CUDA_PATH`,
-//! 3. `/usr/local/cuda`,
-//! 4. the repository's `.cuda-tools` (from the crate's manifest directory, and by walking up
-//!    from the current directory).
+//! 3. the toolkit whose `bin/ptxas` is first on `PATH`,
+//! 4. `/usr/local/cuda`,
+//! 5. the folder `gpuwmm setup` fills for an installed binary (`$XDG_DATA_HOME/gpuwmm/cuda-tools`),
+//! 6. the checkout's `.cuda-tools` for a binary run from its build tree, and a `.cuda-tools`
+//!    found by walking up from the current directory.
 
 #![deny(unsafe_code)]
 
@@ -22,12 +24,14 @@ mod cccl;
 mod nvrtc;
 mod ptxas;
 mod sass;
+mod setup;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};
+pub use setup::{install_pinned_tools, InstalledTools, SETUP_SCRIPT};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -39,8 +43,8 @@ pub const REQUIRE_TOOLS_ENV: &str = "GPUWMM_REQUIRE_TOOLS";
 /// Name of the repository folder that `scripts/setup-cuda-tools.sh` fills.
 pub const REPO_TOOLS_DIR: &str = ".cuda-tools";
 
-const SETUP_HINT: &str = "run scripts/setup-cuda-tools.sh (installs pinned NVIDIA wheels into \
-    .cuda-tools/), install a CUDA toolkit, or point GPUWMM_CUDA_TOOLS or CUDA_PATH at one";
+const SETUP_HINT: &str = "run `gpuwmm setup` (installs pinned NVIDIA wheels, no GPU needed), \
+    install a CUDA toolkit, or point GPUWMM_CUDA_TOOLS or CUDA_PATH at one";
 
 /// Errors of the toolchain layer.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +87,9 @@ pub enum ToolchainError {
     /// NVRTC failed to load or to compile.
     #[error(transparent)]
     Nvrtc(#[from] NvrtcError),
+    /// The set-up script of `gpuwmm setup` failed; it has said why on standard error.
+    #[error("installing the CUDA tools into {} failed ({status})", .dir.display())]
+    Setup { dir: PathBuf, status: String },
 }
 
 impl ToolchainError {
@@ -110,8 +117,12 @@ pub enum ToolOrigin {
     EnvOverride,
     /// The toolkit named by `$CUDA_PATH`.
     CudaPath,
+    /// The toolkit whose `bin/ptxas` is on `PATH`.
+    SearchPath,
     /// The toolkit at `/usr/local/cuda`.
     SystemToolkit,
+    /// The folder `gpuwmm setup` fills for an installed binary (pinned wheels).
+    UserWheels,
     /// The repository's `.cuda-tools` (pinned wheels).
     RepoWheels,
     /// No folder held any tool.
@@ -123,7 +134,9 @@ impl fmt::Display for ToolOrigin {
         let text = match self {
             Self::EnvOverride => "$GPUWMM_CUDA_TOOLS",
             Self::CudaPath => "$CUDA_PATH",
+            Self::SearchPath => "ptxas on PATH",
             Self::SystemToolkit => "/usr/local/cuda",
+            Self::UserWheels => "gpuwmm setup (pinned wheels)",
             Self::RepoWheels => "repository .cuda-tools (pinned wheels)",
             Self::NotFound => "not found",
         };
@@ -179,8 +192,14 @@ impl CudaTools {
         if let Some(dir) = env_dir("CUDA_PATH") {
             push(ToolOrigin::CudaPath, dir);
         }
+        if let Some(dir) = toolkit_on_path() {
+            push(ToolOrigin::SearchPath, dir);
+        }
         push(ToolOrigin::SystemToolkit, PathBuf::from("/usr/local/cuda"));
-        push(ToolOrigin::RepoWheels, repo_root().join(REPO_TOOLS_DIR));
+        push(ToolOrigin::UserWheels, crate::places::user_tools_dir());
+        if let Some(checkout) = crate::places::source_tree() {
+            push(ToolOrigin::RepoWheels, checkout.join(REPO_TOOLS_DIR));
+        }
         if let Some(dir) = std::env::current_dir().ok().and_then(|d| find_up(&d)) {
             push(ToolOrigin::RepoWheels, dir);
         }
@@ -297,9 +316,13 @@ impl CudaTools {
     }
 }
 
-/// The repository root, as known when the crate was built.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The toolkit folder of the first `ptxas` on `PATH` (`<toolkit>/bin/ptxas`).
+fn toolkit_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("ptxas"))
+        .find(|ptxas| is_executable(ptxas))
+        .and_then(|ptxas| Some(ptxas.parent()?.parent()?.to_path_buf()))
 }
 
 /// For tests: the located tools when all four are present. Otherwise, panics when
@@ -539,13 +562,10 @@ mod tests {
             msg.contains("/nonexistent/cuda, /nonexistent/repo/.cuda-tools"),
             "{msg}"
         );
-        assert!(msg.contains("scripts/setup-cuda-tools.sh"), "{msg}");
+        assert!(msg.contains("gpuwmm setup"), "{msg}");
         let described = tools.describe();
         assert!(described.contains("none found"), "{described}");
-        assert!(
-            described.contains("scripts/setup-cuda-tools.sh"),
-            "{described}"
-        );
+        assert!(described.contains("gpuwmm setup"), "{described}");
     }
 
     #[test]
@@ -562,7 +582,7 @@ mod tests {
         let roots = CudaTools::search_roots();
         assert!(roots
             .iter()
-            .any(|r| r.dir == repo_root().join(".cuda-tools")));
+            .any(|r| r.dir == Path::new(env!("CARGO_MANIFEST_DIR")).join(".cuda-tools")));
         assert!(roots.iter().any(|r| r.dir == Path::new("/usr/local/cuda")));
     }
 }

@@ -103,7 +103,7 @@ pub fn gpu() -> Option<CudaBackend> {
 /// million threads) takes minutes to interpret. Everything else they check is unchanged.
 #[allow(dead_code)]
 pub fn is_standin(backend: &CudaBackend) -> bool {
-    use gpuwmm::backend::Backend;
+    use gpuwmm::backend::Device;
     backend.info().name.contains("stand-in")
 }
 

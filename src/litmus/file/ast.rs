@@ -8,32 +8,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// A scope qualifier: `.cta`, `.gpu` or `.sys`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
-    Cta,
-    Gpu,
-    Sys,
-}
-
-impl Scope {
-    pub fn from_word(word: &str) -> Option<Scope> {
-        match word {
-            "cta" => Some(Scope::Cta),
-            "gpu" => Some(Scope::Gpu),
-            "sys" => Some(Scope::Sys),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Cta => "cta",
-            Scope::Gpu => "gpu",
-            Scope::Sys => "sys",
-        }
-    }
-}
+/// A scope qualifier; litmus files use `.cta`, `.gpu` and `.sys` (the parser refuses
+/// `.cluster`).
+pub use crate::ptx::Scope;
 
 /// The semantics of a load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

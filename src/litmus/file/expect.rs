@@ -476,3 +476,20 @@ impl fmt::Display for Summary {
         )
     }
 }
+
+/// Whether the conformance CSV can be written at `path`, checked before any test runs (a file
+/// that did not exist is removed again).
+pub fn csv_writable(path: &std::path::Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        })?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}

@@ -522,8 +522,8 @@ fn load(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
     let sem = match q {
         [] | ["weak"] => LoadSem::Weak,
         ["volatile"] => LoadSem::Volatile,
-        ["relaxed", s] if Scope::from_word(s).is_some() => LoadSem::Relaxed(scope(s)),
-        ["acquire", s] if Scope::from_word(s).is_some() => LoadSem::Acquire(scope(s)),
+        ["relaxed", s] if litmus_scope(s).is_some() => LoadSem::Relaxed(scope(s)),
+        ["acquire", s] if litmus_scope(s).is_some() => LoadSem::Acquire(scope(s)),
         _ => return Ok(Instr::Unknown(ops.text.to_string())),
     };
     Ok(Instr::Load {
@@ -538,8 +538,8 @@ fn store(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
     let sem = match q {
         [] | ["weak"] => StoreSem::Weak,
         ["volatile"] => StoreSem::Volatile,
-        ["relaxed", s] if Scope::from_word(s).is_some() => StoreSem::Relaxed(scope(s)),
-        ["release", s] if Scope::from_word(s).is_some() => StoreSem::Release(scope(s)),
+        ["relaxed", s] if litmus_scope(s).is_some() => StoreSem::Relaxed(scope(s)),
+        ["release", s] if litmus_scope(s).is_some() => StoreSem::Release(scope(s)),
         _ => return Ok(Instr::Unknown(ops.text.to_string())),
     };
     ops.count(2)?;
@@ -551,15 +551,15 @@ fn store(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
 }
 
 fn scope(word: &str) -> Scope {
-    Scope::from_word(word).unwrap_or(Scope::Sys)
+    litmus_scope(word).unwrap_or(Scope::Sys)
 }
 
 /// `fence.sc.S`, `fence.acq_rel.S`, `membar.{cta,gl,sys}`; anything else (`fence.proxy...`) is
 /// unknown.
 fn fence(words: &[&str]) -> Instr {
     let fence = match words {
-        ["fence", "sc", s] => Scope::from_word(s).map(Fence::Sc),
-        ["fence", "acq_rel", s] => Scope::from_word(s).map(Fence::AcqRel),
+        ["fence", "sc", s] => litmus_scope(s).map(Fence::Sc),
+        ["fence", "acq_rel", s] => litmus_scope(s).map(Fence::AcqRel),
         ["membar", "cta"] => Some(Fence::Membar(Scope::Cta)),
         ["membar", "gl"] => Some(Fence::Membar(Scope::Gpu)),
         ["membar", "sys"] => Some(Fence::Membar(Scope::Sys)),
@@ -575,7 +575,7 @@ fn rmw(is_red: bool, q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileErro
     for w in q {
         if let (Some(s), None) = (RmwSem::from_word(w), sem) {
             sem = Some(s);
-        } else if let (Some(s), None) = (Scope::from_word(w), sc) {
+        } else if let (Some(s), None) = (litmus_scope(w), sc) {
             sc = Some(s);
         } else if let (Some(o), None) = (RmwOp::from_word(w), op) {
             op = Some(o);
@@ -967,4 +967,10 @@ fn tokenize(text: &str, line: usize, out: &mut Vec<(usize, Token)>) -> Result<()
         i += len;
     }
     Ok(())
+}
+
+/// A scope word of a litmus file: `cta`, `gpu` or `sys` (clusters are not part of the tests'
+/// dialect).
+fn litmus_scope(word: &str) -> Option<Scope> {
+    Scope::from_word(word).filter(|scope| *scope != Scope::Cluster)
 }

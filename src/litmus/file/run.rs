@@ -21,6 +21,25 @@ use thiserror::Error;
 /// Launches that all hang, from the first, before a test is declared unable to finish.
 pub const HANG_PROBE: u64 = 8;
 
+/// Instances per launch on a GPU unless the user says otherwise.
+const GPU_INSTANCES: u32 = 256;
+/// Simulator instruction budget per instance of a launch, unless the user says otherwise.
+const SIM_BUDGET_PER_INSTANCE: u64 = 100_000;
+
+/// Instances per launch by default: one on the simulator (the paper's one test per launch), many
+/// side by side on a GPU.
+pub fn default_instances(backend: crate::backend::BackendKind) -> u32 {
+    match backend {
+        crate::backend::BackendKind::Sim => 1,
+        crate::backend::BackendKind::Cuda => GPU_INSTANCES,
+    }
+}
+
+/// The simulator's instruction budget of a launch of `instances` by default.
+pub fn default_sim_budget(instances: u32) -> u64 {
+    SIM_BUDGET_PER_INSTANCE * instances as u64
+}
+
 /// How much to run, and how.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FileSettings {

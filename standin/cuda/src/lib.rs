@@ -40,7 +40,7 @@ mod inject;
 mod state;
 
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUjit_option as Jit, CUresult};
-use gpuwmm::backend::{Backend, BackendError, LaunchConfig};
+use gpuwmm_sim::device::{BackendError, Device, LaunchConfig};
 use state::{Object, Stamp};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -276,7 +276,7 @@ fn attribute_value(attribute: c_int) -> Option<c_int> {
     let known = [
         (
             Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            gpuwmm::backend::sim::SM_COUNT as c_int,
+            gpuwmm_sim::SM_COUNT as c_int,
         ),
         (
             Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,

@@ -8,8 +8,8 @@
 //! another (tests open several backends side by side).
 
 use cudarc::driver::sys::CUresult;
-use gpuwmm::backend::sim::{SimBackend, SimConfig};
-use gpuwmm::backend::{Buffer, ModuleId};
+use gpuwmm_sim::device::{Buffer, ModuleId};
+use gpuwmm_sim::{SimBackend, SimConfig};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,0 +1,252 @@
+//! Which source line each PTX statement comes from, through inlined code.
+//!
+//! Reports and patches name fence sites by source line, and the line a user can patch is one of
+//! the function the PTX was compiled from: for code inlined from a helper (in the same file or in
+//! a header such as CUB's), the line of the outermost call that leads to it. NVRTC says where
+//! inlined code comes from with `.loc F L C, function_name N, inlined_at F2 L2 C2`: `F L C` is a
+//! position inside the inlined function and `inlined_at` the position of its call, which may
+//! itself be inside another inlined function. The chain is not spelled out in one directive:
+//! each call site is a position that an earlier `.loc` of the same body named (NVRTC emits the
+//! enclosing frames' `.loc`s, outermost first, before the code of an inlined call), and that
+//! `.loc` has its own `inlined_at`, and so on up to a `.loc` without one, a line of the function
+//! itself. Code motion can separate inlined code from the `.loc`s of its frames (a later block
+//! reuses a frame emitted much earlier), so the chain must be followed through the body's
+//! history, not through the nearest non-inlined `.loc`, which may belong to an unrelated line.
+//!
+//! The rule here: a call site resolves through the most recent `.loc` at exactly that position
+//! (the same position can be a call site in several inlined copies; the most recent is the copy
+//! being emitted). A call site no `.loc` named yet ends the chain at itself. NVRTC sometimes
+//! repeats a position of inlined code without its `inlined_at` (seen in ls-bh: `.loc 1 143 9`,
+//! a branch inside `split`, among code inlined at kernel.cu:392); a position that an earlier
+//! `.loc` of the body named as inlined code keeps that chain.
+
+use crate::ir::{Loc, SourcePos, Statement};
+use std::collections::HashMap;
+
+/// Where a statement comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineAttribution {
+    /// The position the most recent `.loc` names (inside the inlined function, if any).
+    pub inner: SourcePos,
+    /// The outermost frame of the inlining chain: a line of the function the code was inlined
+    /// into, or the inner position itself for code that is not inlined.
+    pub outer: SourcePos,
+}
+
+/// Follows a body's `.loc` directives in order and resolves inlining chains as it goes.
+#[derive(Debug, Default)]
+pub struct LocFollower {
+    current: Option<LineAttribution>,
+    /// For each position a `.loc` has named, the outermost frame its chain resolved to then.
+    outermost_of: HashMap<SourcePos, SourcePos>,
+}
+
+impl LocFollower {
+    /// Takes in one `.loc`. Line 0 marks compiler-generated code, which stays attributed to the
+    /// previous line.
+    pub fn see(&mut self, loc: &Loc) {
+        if loc.at.line == 0 {
+            return;
+        }
+        let outer = match loc.inlined_at {
+            Some(call_site) => self.outermost_of_call(call_site),
+            // A position inlined code of this body named before is that code again, emitted
+            // without its `inlined_at` (NVRTC does so for some branches): it keeps its chain.
+            // A function cannot be inlined into itself, so this is never a line of the body's
+            // own function.
+            None => self.outermost_of_call(loc.at),
+        };
+        self.outermost_of.insert(loc.at, outer);
+        self.current = Some(LineAttribution {
+            inner: loc.at,
+            outer,
+        });
+    }
+
+    /// The attribution of the statements after the `.loc`s seen so far.
+    pub fn current(&self) -> Option<LineAttribution> {
+        self.current
+    }
+
+    fn outermost_of_call(&self, call_site: SourcePos) -> SourcePos {
+        self.outermost_of
+            .get(&call_site)
+            .copied()
+            .unwrap_or(call_site)
+    }
+}
+
+/// The attribution of every statement of a body, by index: `None` before the first `.loc`. A
+/// `.loc` statement itself gets the attribution it starts.
+pub fn attribute_statements(body: &[Statement]) -> Vec<Option<LineAttribution>> {
+    let mut follower = LocFollower::default();
+    body.iter()
+        .map(|statement| {
+            if let Statement::Loc(loc) = statement {
+                follower.see(loc);
+            }
+            follower.current()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    /// The attribution of every instruction of kernel `k` in `body`, as `(inner, outer)` lines
+    /// written `file:line`.
+    fn instruction_lines(body: &str) -> Vec<(String, String)> {
+        let text = format!(
+            ".version 8.8\n.target sm_70\n.address_size 64\n\n.visible .entry k()\n{{\n{body}}}\n"
+        );
+        let module = parse(&text).unwrap();
+        let body = module.function("k").unwrap().body.clone().unwrap();
+        let show = |p: SourcePos| format!("{}:{}", p.file, p.line);
+        attribute_statements(&body)
+            .into_iter()
+            .zip(&body)
+            .filter(|(_, s)| matches!(s, Statement::Instruction(_)))
+            .map(|(a, _)| {
+                let a = a.expect("every instruction follows a .loc");
+                (show(a.inner), show(a.outer))
+            })
+            .collect()
+    }
+
+    fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+        expected
+            .iter()
+            .map(|(i, o)| (i.to_string(), o.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn code_that_is_not_inlined_is_its_own_outer_line() {
+        let lines =
+            instruction_lines("\t.loc 1 5 3\n\tst.global.u32 [%rd1], 1;\n\t.loc 1 6 3\n\tret;\n");
+        assert_eq!(lines, pairs(&[("1:5", "1:5"), ("1:6", "1:6")]));
+    }
+
+    #[test]
+    fn one_level_of_inlining_takes_the_call_line() {
+        let lines = instruction_lines(
+            "\t.loc 1 11 3\n\
+             \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 11 3\n\
+             \tatom.global.exch.b32 %r1, [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:2", "1:11")]));
+    }
+
+    #[test]
+    fn inlined_code_takes_its_call_line_not_the_previous_line_of_the_kernel() {
+        // The call at line 9 was never named by a `.loc` of its own; the previous kernel line (7)
+        // is unrelated to it.
+        let lines = instruction_lines(
+            "\t.loc 1 7 3\n\tmov.u32 %r1, 0;\n\
+             \t.loc 1 2 33, function_name $L__info_string0, inlined_at 1 9 3\n\
+             \tst.global.u32 [%rd1], %r1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:7", "1:7"), ("1:2", "1:9")]));
+    }
+
+    #[test]
+    fn two_levels_of_inlining_resolve_to_the_kernel_line() {
+        // kernel.cu:20 calls outer() (line 10), which calls inner() at line 11; inner's store is
+        // at line 3.
+        let lines = instruction_lines(
+            "\t.loc 1 20 5\n\
+             \t.loc 1 11 5, function_name $L__info_string0, inlined_at 1 20 5\n\
+             \t.loc 1 3 5, function_name $L__info_string1, inlined_at 1 11 5\n\
+             \tst.global.u32 [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:3", "1:20")]));
+    }
+
+    #[test]
+    fn three_levels_of_inlining_from_a_header_resolve_to_the_kernel_line() {
+        // File 1 is kernel.cu, file 2 a header: kernel.cu:40 calls a (2:100), which calls b at
+        // 2:101, which calls c at 2:50; c's load is at 2:7.
+        let lines = instruction_lines(
+            "\t.loc 1 40 9\n\
+             \t.loc 2 101 5, function_name $L__info_string0, inlined_at 1 40 9\n\
+             \t.loc 2 50 7, function_name $L__info_string1, inlined_at 2 101 5\n\
+             \t.loc 2 7 3, function_name $L__info_string2, inlined_at 2 50 7\n\
+             \tld.relaxed.gpu.u32 %r1, [%rd1];\n",
+        );
+        assert_eq!(lines, pairs(&[("2:7", "1:40")]));
+    }
+
+    #[test]
+    fn code_moved_past_another_kernel_line_keeps_its_own_call_line() {
+        // The cccl-scan bug: the look-back (called at kernel.cu:109) has its frames emitted,
+        // then tile 0's branch (lines 104, 105) is laid out, then more of the look-back code
+        // names only its innermost frame, whose call site 2:267 was resolved at the start.
+        let lines = instruction_lines(
+            "\t.loc 1 109 9\n\
+             \t.loc 2 1266 5, function_name $L__info_string2, inlined_at 1 109 9\n\
+             \t.loc 2 267 5, function_name $L__info_string10, inlined_at 2 1266 5\n\
+             \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
+             \tmov.u32 %r1, 0;\n\
+             \t.loc 1 105 13\n\
+             \tst.shared.u32 [%rd2], 0;\n\
+             \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
+             \tld.relaxed.gpu.u32 %r2, [%rd1];\n",
+        );
+        assert_eq!(
+            lines,
+            pairs(&[("2:143", "1:109"), ("1:105", "1:105"), ("2:143", "1:109")])
+        );
+    }
+
+    #[test]
+    fn a_call_site_shared_by_two_inlined_copies_resolves_through_the_most_recent() {
+        // SetInclusive (2:897) is inlined both at kernel.cu:104 and, inside the look-back, at
+        // 2:1286 (itself called at kernel.cu:109); a store inlined at 2:897 belongs to the copy
+        // whose frame was emitted last.
+        let lines = instruction_lines(
+            "\t.loc 1 104 13\n\
+             \t.loc 2 897 5, function_name $L__info_string12, inlined_at 1 104 13\n\
+             \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
+             \tst.cg.u32 [%rd1], %r1;\n\
+             \t.loc 2 1286 7, function_name $L__info_string2, inlined_at 1 109 9\n\
+             \t.loc 2 897 5, function_name $L__info_string12, inlined_at 2 1286 7\n\
+             \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
+             \tst.cg.u32 [%rd2], %r2;\n",
+        );
+        assert_eq!(lines, pairs(&[("4:252", "1:104"), ("4:252", "1:109")]));
+    }
+
+    #[test]
+    fn inlined_code_repeated_without_inlined_at_keeps_its_chain() {
+        // ls-bh's bh_build: split() (line 143 is inside it) is inlined at 192 in insert_body(),
+        // inlined at kernel.cu:392; NVRTC repeats `.loc 1 143 9` without `inlined_at` for a
+        // branch. The store after it, and the inlined code after that, belong to line 392.
+        let lines = instruction_lines(
+            "\t.loc 1 392 9\n\
+             \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
+             \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+             \tsetp.eq.s32 %p1, %r1, %r2;\n\
+             \t.loc 1 143 9\n\
+             \tst.global.u32 [%rd1], %r1;\n\
+             \t.loc 1 125 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+             \tatom.global.add.u32 %r3, [%rd2], 1;\n",
+        );
+        assert_eq!(
+            lines,
+            pairs(&[("1:143", "1:392"), ("1:143", "1:392"), ("1:125", "1:392")])
+        );
+    }
+
+    #[test]
+    fn line_zero_keeps_the_previous_attribution() {
+        let lines = instruction_lines(
+            "\t.loc 1 30 5\n\
+             \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 30 5\n\
+             \t.loc 1 0 5\n\
+             \tst.global.u32 [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:2", "1:30")]));
+    }
+}

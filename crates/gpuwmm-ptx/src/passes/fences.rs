@@ -1,0 +1,598 @@
+//! Fence sites, fence insertion and fence stripping.
+//!
+//! Empirical fence insertion starts from a fence after every access that may touch global memory
+//! and removes fences while the application stays correct under stress. This module finds those
+//! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
+//! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
+
+use crate::ir::{Function, Instruction, Module, SourcePos, Statement};
+use crate::lines::attribute_statements;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// How fine-grained candidate sites are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Granularity {
+    /// One site per PTX access instruction.
+    Instruction,
+    /// One site per source line (for inlined code, the line of the outermost call that leads to
+    /// it: [`crate::lines`]): all accesses a line compiles to share a site, as in the
+    /// paper's counts.
+    #[default]
+    SourceLine,
+}
+
+impl Granularity {
+    pub const ALL: [Granularity; 2] = [Granularity::SourceLine, Granularity::Instruction];
+
+    /// The name as the command line (`--granularity`) and journals spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Granularity::SourceLine => "line",
+            Granularity::Instruction => "instruction",
+        }
+    }
+}
+
+display_by_name!(Granularity, name);
+parse_by_name!(Granularity, name, String, |s| format!(
+    "unknown granularity '{s}' (expected line or instruction)"
+));
+
+/// A file and line of the application's source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
+}
+
+impl fmt::Display for SourceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One access instruction after which a fence may go.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Access {
+    /// Index of the instruction's statement in its function's body.
+    pub statement: usize,
+    /// The instruction, as PTX text.
+    pub ptx: String,
+    /// The innermost source line (inside an inlined function, if any).
+    pub inner: Option<SourceLine>,
+}
+
+/// A candidate fence site: one or more accesses that get a fence after each of them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FenceSite {
+    /// Position in module order, starting at 0; stable for a given module and granularity.
+    pub id: usize,
+    pub function: String,
+    /// The source line of the outermost frame: for an inlined access, the line of the outermost
+    /// call that leads to it, in the function it was inlined into ([`crate::lines`]).
+    pub source: Option<SourceLine>,
+    pub accesses: Vec<Access>,
+}
+
+/// The fence instruction inserted at a site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum FenceKind {
+    #[default]
+    #[serde(rename = "fence.sc.gpu")]
+    ScGpu,
+    #[serde(rename = "membar.gl")]
+    MembarGl,
+    #[serde(rename = "fence.acq_rel.gpu")]
+    AcqRelGpu,
+    #[serde(rename = "membar.cta")]
+    MembarCta,
+    #[serde(rename = "fence.sc.sys")]
+    ScSys,
+    #[serde(rename = "fence.acq_rel.cta")]
+    AcqRelCta,
+}
+
+impl FenceKind {
+    pub const ALL: [FenceKind; 6] = [
+        FenceKind::ScGpu,
+        FenceKind::MembarGl,
+        FenceKind::AcqRelGpu,
+        FenceKind::MembarCta,
+        FenceKind::ScSys,
+        FenceKind::AcqRelCta,
+    ];
+
+    /// The weaker kinds `harden` tries in place of a kept fence, in this order: release/acquire
+    /// instead of sequential consistency, then block scope instead of GPU scope, then both.
+    pub const WEAKENING: [FenceKind; 3] = [
+        FenceKind::AcqRelGpu,
+        FenceKind::MembarCta,
+        FenceKind::AcqRelCta,
+    ];
+
+    /// Scope rank: 0 block, 1 GPU, 2 system.
+    fn scope(self) -> u8 {
+        match self {
+            FenceKind::MembarCta | FenceKind::AcqRelCta => 0,
+            FenceKind::ScGpu | FenceKind::MembarGl | FenceKind::AcqRelGpu => 1,
+            FenceKind::ScSys => 2,
+        }
+    }
+
+    /// Whether the fence is sequentially consistent (`fence.sc`, every `membar`).
+    fn is_sc(self) -> bool {
+        !matches!(self, FenceKind::AcqRelGpu | FenceKind::AcqRelCta)
+    }
+
+    /// Whether `self` orders no more than `other` and differs from it: neither a wider scope
+    /// nor a stronger ordering (`membar.gl` and `fence.sc.gpu` are the same fence).
+    pub fn is_weaker_than(self, other: FenceKind) -> bool {
+        self.scope() <= other.scope()
+            && (self.is_sc() <= other.is_sc())
+            && (self.scope(), self.is_sc()) != (other.scope(), other.is_sc())
+    }
+
+    /// The PTX opcode.
+    pub fn opcode(self) -> &'static str {
+        match self {
+            FenceKind::ScGpu => "fence.sc.gpu",
+            FenceKind::MembarGl => "membar.gl",
+            FenceKind::AcqRelGpu => "fence.acq_rel.gpu",
+            FenceKind::MembarCta => "membar.cta",
+            FenceKind::ScSys => "fence.sc.sys",
+            FenceKind::AcqRelCta => "fence.acq_rel.cta",
+        }
+    }
+}
+
+display_by_name!(FenceKind, opcode);
+parse_by_name!(FenceKind, opcode, String, |s| {
+    let names: Vec<_> = FenceKind::ALL.iter().map(|k| k.opcode()).collect();
+    format!(
+        "unknown fence kind '{s}' (expected one of: {})",
+        names.join(", ")
+    )
+});
+
+/// Every candidate fence site of the module, in module order.
+pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> {
+    let mut sites = Vec::new();
+    for function in module.functions() {
+        for (source, accesses) in function_accesses(module, function, granularity) {
+            sites.push(FenceSite {
+                id: sites.len(),
+                function: function.name.clone(),
+                source,
+                accesses,
+            });
+        }
+    }
+    sites
+}
+
+/// The accesses of one function, grouped by site, in order of first appearance.
+fn function_accesses(
+    module: &Module,
+    function: &Function,
+    granularity: Granularity,
+) -> Vec<(Option<SourceLine>, Vec<Access>)> {
+    let mut groups: Vec<(Option<SourceLine>, Vec<Access>)> = Vec::new();
+    let mut by_line: BTreeMap<SourceLine, usize> = BTreeMap::new();
+    let body = function.body.as_deref().unwrap_or_default();
+    for (index, (statement, attribution)) in body.iter().zip(attribute_statements(body)).enumerate()
+    {
+        let Statement::Instruction(instruction) = statement else {
+            continue;
+        };
+        if !instruction
+            .memory_access()
+            .is_some_and(|a| a.may_be_global())
+        {
+            continue;
+        }
+        let access = Access {
+            statement: index,
+            ptx: crate::print::instruction_text(instruction),
+            inner: attribution.and_then(|a| source_line(module, a.inner)),
+        };
+        let outer = attribution.and_then(|a| source_line(module, a.outer));
+        let group = match (&outer, granularity) {
+            (Some(line), Granularity::SourceLine) => by_line.get(line).copied(),
+            _ => None,
+        };
+        match group {
+            Some(g) => groups[g].1.push(access),
+            None => {
+                if let (Some(line), Granularity::SourceLine) = (&outer, granularity) {
+                    by_line.insert(line.clone(), groups.len());
+                }
+                groups.push((outer, vec![access]));
+            }
+        }
+    }
+    groups
+}
+
+/// A fence the module already has: where it is, for reports that compare fence sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnFence {
+    pub function: String,
+    /// The source line of the outermost frame, when the PTX has line info.
+    pub source: Option<SourceLine>,
+    /// The fence instruction, as printed.
+    pub ptx: String,
+}
+
+/// Every ordering fence of the module (what [`strip_fences`] removes), in module order.
+pub fn own_fences(module: &Module) -> Vec<OwnFence> {
+    let mut fences = Vec::new();
+    for function in module.functions() {
+        let body = function.body.as_deref().unwrap_or_default();
+        for (statement, attribution) in body.iter().zip(attribute_statements(body)) {
+            if let Statement::Instruction(i) = statement {
+                if i.fence().is_some() {
+                    fences.push(OwnFence {
+                        function: function.name.clone(),
+                        source: attribution.and_then(|a| source_line(module, a.outer)),
+                        ptx: crate::print::instruction_text(i),
+                    });
+                }
+            }
+        }
+    }
+    fences
+}
+
+fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
+    if pos.line == 0 {
+        return None;
+    }
+    Some(SourceLine {
+        file: module.file_path(pos.file)?.to_string(),
+        line: pos.line,
+    })
+}
+
+/// Inserts a `kind` fence after every access of the given sites. A guarded access gets a fence
+/// with the same guard, so the fence executes exactly when the access does.
+pub fn insert_fences(module: &Module, sites: &[&FenceSite], kind: FenceKind) -> Module {
+    let kinded: Vec<(&FenceSite, FenceKind)> = sites.iter().map(|s| (*s, kind)).collect();
+    insert_kinded_fences(module, &kinded)
+}
+
+/// Inserts after every access of each site a fence of that site's kind. Where two sites share
+/// an access (with different kinds), the access gets one fence: the first of the strongest.
+pub fn insert_kinded_fences(module: &Module, sites: &[(&FenceSite, FenceKind)]) -> Module {
+    let mut module = module.clone();
+    for function in module.functions_mut() {
+        let mut after: Vec<(usize, FenceKind)> = sites
+            .iter()
+            .filter(|(s, _)| s.function == function.name)
+            .flat_map(|(s, k)| s.accesses.iter().map(move |a| (a.statement, *k)))
+            .collect();
+        after.sort_by_key(|&(statement, kind)| (statement, kind.scope(), kind.is_sc()));
+        after.reverse();
+        after.dedup_by_key(|&mut (statement, _)| statement);
+        let Some(body) = function.body.as_mut() else {
+            continue;
+        };
+        for &(index, kind) in &after {
+            let guard = match &body[index] {
+                Statement::Instruction(i) => i.guard.clone(),
+                _ => continue,
+            };
+            let mut fence = Instruction::synthetic(kind.opcode(), Vec::new());
+            fence.guard = guard;
+            body.insert(index + 1, Statement::Instruction(fence));
+        }
+    }
+    module
+}
+
+/// The number of fences [`insert_fences`] adds for these sites.
+pub fn fence_count(sites: &[&FenceSite]) -> usize {
+    sites.iter().map(|s| s.accesses.len()).sum()
+}
+
+/// Removes every ordering fence (`membar.*`, `fence.sc.*`, `fence.acq_rel.*`); proxy fences stay.
+/// Returns the stripped module and how many fences were removed.
+pub fn strip_fences(module: &Module) -> (Module, usize) {
+    let mut module = module.clone();
+    let mut removed = 0;
+    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
+        let before = body.len();
+        body.retain(|s| !matches!(s, Statement::Instruction(i) if i.fence().is_some()));
+        removed += before - body.len();
+    }
+    (module, removed)
+}
+
+/// Weakens every release, acquire and acq_rel access (`ld`, `st`, `atom`, `red`) to `.relaxed`,
+/// keeping its scope; fences stay. This makes the weak variant of code whose ordering lives in
+/// its accesses rather than in fences (CUB's `st.release.gpu` status stores). Returns the module
+/// and how many accesses were weakened.
+pub fn relax_orderings(module: &Module) -> (Module, usize) {
+    let mut module = module.clone();
+    let mut relaxed = 0;
+    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
+        for statement in body.iter_mut() {
+            let Statement::Instruction(instruction) = statement else {
+                continue;
+            };
+            if !matches!(
+                instruction.opcode.base.as_str(),
+                "ld" | "st" | "atom" | "red"
+            ) {
+                continue;
+            }
+            for modifier in instruction.opcode.modifiers.iter_mut() {
+                if matches!(modifier.as_str(), "release" | "acquire" | "acq_rel") {
+                    *modifier = "relaxed".to_string();
+                    relaxed += 1;
+                }
+            }
+        }
+    }
+    (module, relaxed)
+}
+
+/// Parses a site selection: `all`, `none`, or a list of ids and ranges such as `0,2,5-7`.
+pub fn select_sites<'a>(sites: &'a [FenceSite], spec: &str) -> Result<Vec<&'a FenceSite>, String> {
+    match spec.trim() {
+        "all" => return Ok(sites.iter().collect()),
+        "none" => return Ok(Vec::new()),
+        _ => {}
+    }
+    let mut ids = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_id(a)?, parse_id(b)?),
+            None => (parse_id(part)?, parse_id(part)?),
+        };
+        if lo > hi {
+            return Err(format!("empty range '{part}'"));
+        }
+        // Checked before the range is expanded: `0-4294967295` names no list to build.
+        if hi >= sites.len() {
+            return Err(format!(
+                "no fence site {hi} (the module has {} sites, numbered from 0)",
+                sites.len(),
+            ));
+        }
+        ids.extend(lo..=hi);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids.into_iter().map(|id| &sites[id]).collect())
+}
+
+fn parse_id(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a site id (expected all, none, or ids like 0,2,5-7)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse, print};
+
+    const DOT: &str = include_str!("../../../../tests/fixtures/ptx/dot_inlined.ptx");
+    const SDK_RED: &str = include_str!("../../../../tests/fixtures/ptx/sdk_red.ptx");
+    const NESTED: &str = include_str!("../../../../tests/fixtures/ptx/nested_inlined.ptx");
+
+    #[test]
+    fn own_fences_are_found_with_their_source_line_and_are_what_strip_removes() {
+        let module = parse(SDK_RED).unwrap();
+        let fences = own_fences(&module);
+        assert_eq!(fences.len(), 1);
+        let fence = &fences[0];
+        assert_eq!(fence.ptx, "membar.gl");
+        let source = fence.source.as_ref().unwrap();
+        assert_eq!(
+            (source.file.as_str(), source.line),
+            ("apps/sdk-red/kernel.cu", 41)
+        );
+        assert_eq!(strip_fences(&module).1, fences.len());
+        assert!(own_fences(&strip_fences(&module).0).is_empty());
+    }
+
+    fn module() -> Module {
+        parse(DOT).unwrap()
+    }
+
+    #[test]
+    fn sites_per_instruction_cover_every_global_access() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let opcodes: Vec<_> = sites
+            .iter()
+            .map(|s| {
+                s.accesses[0]
+                    .ptx
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            opcodes,
+            [
+                "ld.global.f32",
+                "ld.global.f32",
+                "atom.global.cas.b32",
+                "ld.global.f32",
+                "st.global.f32",
+                "atom.global.exch.b32",
+                "st.volatile.global.u32",
+                "ld.global.v4.u32",
+                "st.global.v4.u32",
+                "atom.global.add.u32"
+            ]
+        );
+    }
+
+    #[test]
+    fn inlined_accesses_take_the_outer_line() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let cas = &sites[2];
+        assert_eq!(cas.source.as_ref().unwrap().line, 11);
+        assert_eq!(cas.accesses[0].inner.as_ref().unwrap().line, 2);
+        assert_eq!(cas.source.as_ref().unwrap().file, "/tmp/nv/k.cu");
+    }
+
+    #[test]
+    fn sites_per_line_group_accesses() {
+        let sites = fence_sites(&module(), Granularity::SourceLine);
+        let lines: Vec<_> = sites
+            .iter()
+            .map(|s| (s.source.as_ref().unwrap().line, s.accesses.len()))
+            .collect();
+        assert_eq!(lines, [(8, 2), (11, 4), (12, 1), (13, 2), (14, 1)]);
+    }
+
+    #[test]
+    fn relax_orderings_weakens_release_and_acquire_accesses_and_keeps_fences() {
+        let text = "\
+.version 8.8
+.target sm_70
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<2>;
+\tld.param.u64 %rd1, [p];
+\tst.release.gpu.u32 [%rd1], 1;
+\tld.acquire.gpu.u32 %r1, [%rd1];
+\tatom.acq_rel.gpu.add.u32 %r2, [%rd1], 1;
+\tld.relaxed.gpu.u32 %r3, [%rd1];
+\tmembar.gl;
+\tret;
+}
+";
+        let module = parse(text).unwrap();
+        let (relaxed, count) = relax_orderings(&module);
+        assert_eq!(count, 3);
+        let printed = print(&relaxed);
+        for expected in [
+            "st.relaxed.gpu.u32",
+            "atom.relaxed.gpu.add.u32",
+            "membar.gl",
+        ] {
+            assert!(printed.contains(expected), "{expected} in\n{printed}");
+        }
+        assert_eq!(
+            printed.matches("ld.relaxed.gpu.u32").count(),
+            2,
+            "{printed}"
+        );
+        assert!(!printed.contains("release") && !printed.contains("acquire"));
+        assert_eq!(relax_orderings(&relaxed).1, 0);
+    }
+
+    #[test]
+    fn insert_all_then_strip_restores_the_fence_free_module() {
+        let m = module();
+        let sites = fence_sites(&m, Granularity::Instruction);
+        let all: Vec<_> = sites.iter().collect();
+        let fenced = insert_fences(&m, &all, FenceKind::ScGpu);
+        let text = print(&fenced);
+        assert_eq!(text.matches("fence.sc.gpu;").count(), fence_count(&all));
+        let (stripped, removed) = strip_fences(&fenced);
+        assert_eq!(
+            removed,
+            fence_count(&all) + 1,
+            "the original membar.gl goes too"
+        );
+        let (original_stripped, _) = strip_fences(&m);
+        assert_eq!(print(&stripped), print(&original_stripped));
+    }
+
+    #[test]
+    fn guarded_access_gets_a_guarded_fence() {
+        let text = ".visible .entry k(\n.param .u64 p\n)\n{\n\t@!%p1 st.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+        let m = parse(text).unwrap();
+        let sites = fence_sites(&m, Granularity::Instruction);
+        let fenced = print(&insert_fences(&m, &[&sites[0]], FenceKind::MembarGl));
+        assert!(
+            fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"),
+            "{fenced}"
+        );
+    }
+
+    #[test]
+    fn shared_and_param_accesses_are_not_sites() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        assert!(sites.iter().all(
+            |s| !s.accesses[0].ptx.contains(".shared") && !s.accesses[0].ptx.contains(".param")
+        ));
+    }
+
+    #[test]
+    fn selection_parses_lists_and_ranges() {
+        let sites = fence_sites(&module(), Granularity::Instruction);
+        let ids = |spec| -> Vec<usize> {
+            select_sites(&sites, spec)
+                .unwrap()
+                .iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        assert_eq!(ids("0,2,5-7"), [0, 2, 5, 6, 7]);
+        assert_eq!(ids("all").len(), sites.len());
+        assert!(ids("none").is_empty());
+        assert!(select_sites(&sites, "99")
+            .unwrap_err()
+            .contains("no fence site 99"));
+        assert!(select_sites(&sites, "x").is_err());
+    }
+
+    #[test]
+    fn fence_kinds_round_trip_through_their_names() {
+        for kind in FenceKind::ALL {
+            assert_eq!(kind.opcode().parse::<FenceKind>().unwrap(), kind);
+        }
+        assert!("membar.foo"
+            .parse::<FenceKind>()
+            .unwrap_err()
+            .contains("membar.gl"));
+    }
+
+    #[test]
+    fn snapshot_all_fences_per_line() {
+        let m = module();
+        let sites = fence_sites(&m, Granularity::SourceLine);
+        let all: Vec<_> = sites.iter().collect();
+        insta::assert_snapshot!(print(&insert_fences(&m, &all, FenceKind::ScGpu)));
+    }
+
+    #[test]
+    fn snapshot_stripped() {
+        insta::assert_snapshot!(print(&strip_fences(&module()).0));
+    }
+
+    /// Each site as `#id file:line [function]`, then its accesses with their innermost lines.
+    fn listing(sites: &[FenceSite]) -> String {
+        let line = |l: &Option<SourceLine>| l.as_ref().map_or("-".to_string(), |l| l.to_string());
+        let mut text = String::new();
+        for site in sites {
+            text += &format!("#{} {} [{}]\n", site.id, line(&site.source), site.function);
+            for access in &site.accesses {
+                text += &format!("    {}  (inner {})\n", access.ptx, line(&access.inner));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn snapshot_sites_of_code_inlined_three_deep_from_a_header() {
+        // Both loads belong to the call at k.cu:12, the second one too although the store of
+        // line 14 comes between them in the PTX.
+        let sites = fence_sites(&parse(NESTED).unwrap(), Granularity::SourceLine);
+        insta::assert_snapshot!(listing(&sites));
+    }
+}

@@ -1,0 +1,1120 @@
+//! The interpreter's step loop and memory accesses: executing decoded instructions of one thread.
+//!
+//! This is the hot path. A quantum runs straight through `Kernel::code` with the thread's register
+//! file addressed as `regs[thread * nregs + slot]`; no strings, hashing or allocation happen per
+//! instruction. Memory accesses resolve the state space (generic addresses by window), check
+//! bounds and alignment (a violation is a [`BackendError::Fault`] naming kernel, PTX line and
+//! address) and, for global memory under the weak model, go through the store buffer and the
+//! stale cache as documented in `mod.rs`.
+
+use super::alu;
+use super::decode::CALL_PARAM;
+use super::isa::*;
+use super::memory::MemFault;
+use super::ptx_model::Access as ModelAccess;
+use super::sched::{Deferred, Machine, QuantumEnd};
+use super::weak::Pending;
+use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
+use crate::device::BackendError;
+use rand::Rng;
+
+/// Where an access goes after resolving generic addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Region {
+    Global,
+    Const,
+    Shared,
+    Local,
+    Param,
+}
+
+fn resolve(space: Space, addr: u64) -> (Region, u64) {
+    let in_window = |w: u64| addr >= w && addr < w + WINDOW_SIZE;
+    match space {
+        Space::Global => (Region::Global, addr),
+        Space::Const => (Region::Const, addr),
+        Space::Param if addr & CALL_PARAM != 0 => (Region::Local, addr & !CALL_PARAM),
+        Space::Param => (Region::Param, addr),
+        Space::Shared if in_window(SHARED_WINDOW) => (Region::Shared, addr - SHARED_WINDOW),
+        Space::Shared => (Region::Shared, addr),
+        Space::Local if in_window(LOCAL_WINDOW) => (Region::Local, addr - LOCAL_WINDOW),
+        Space::Local => (Region::Local, addr),
+        Space::Generic if in_window(SHARED_WINDOW) => (Region::Shared, addr - SHARED_WINDOW),
+        Space::Generic if in_window(LOCAL_WINDOW) => (Region::Local, addr - LOCAL_WINDOW),
+        Space::Generic => (Region::Global, addr),
+    }
+}
+
+/// What kind of access faulted.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    Load,
+    Store,
+    Atomic,
+}
+
+impl Machine<'_> {
+    #[inline]
+    fn val(&self, base: usize, t: usize, s: Src) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[base + r as usize],
+            Src::Imm(v) => u64::from(v),
+            Src::Const(i) => self.k.consts[i as usize],
+            Src::Special(sp) => self.special(t, sp),
+        }
+    }
+
+    fn special(&self, t: usize, sp: Special) -> u64 {
+        let th = &self.threads[t];
+        let lane = th.lin % 32;
+        let v = match sp {
+            Special::Tid(d) => th.tid[d as usize],
+            Special::Ntid(d) => self.block_dim[d as usize],
+            Special::Ctaid(d) => self.blocks[th.block as usize].ctaid[d as usize],
+            Special::Nctaid(d) => self.grid_dim[d as usize],
+            Special::LaneId => lane,
+            Special::WarpId => th.lin / 32,
+            Special::NWarpId => self.block_dim.iter().product::<u32>().div_ceil(32),
+            Special::SmId => th.block % super::SM_COUNT,
+            Special::NSmId => super::SM_COUNT,
+            Special::GridId => 1,
+            Special::Clock => return self.executed,
+            Special::LanemaskEq => 1 << lane,
+            Special::LanemaskLt => (1u32 << lane) - 1,
+            Special::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
+            Special::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
+            Special::LanemaskGe => !((1u32 << lane) - 1),
+        };
+        u64::from(v)
+    }
+
+    fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
+        BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
+    }
+
+    fn mem_fault(
+        &self,
+        line: u32,
+        access: Access,
+        space: &str,
+        addr: u64,
+        size: u64,
+        why: MemFault,
+    ) -> BackendError {
+        let why = match why {
+            MemFault::Unmapped => "outside every allocation",
+            MemFault::Misaligned => "misaligned",
+        };
+        let access = match access {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Atomic => "atomic",
+        };
+        self.fault(
+            line,
+            format_args!("{space} {access} of {size} bytes at {addr:#x} is {why}"),
+        )
+    }
+
+    /// Runs thread `t` for at most `quantum` instructions.
+    pub fn run_quantum(&mut self, t: usize, quantum: u32) -> Result<QuantumEnd, BackendError> {
+        let k = self.k;
+        let base = t * self.nregs;
+        let mut pc = self.threads[t].pc as usize;
+        let mut n = 0;
+        let stop = loop {
+            if n == quantum {
+                break Ok(QuantumEnd::Quantum);
+            }
+            let inst = &k.code[pc];
+            if self.threads[t].deferred != 0 && self.hazard(t, base, inst) {
+                self.resolve_deferred(t)?;
+            }
+            pc += 1;
+            n += 1;
+            if inst.guard != NO_GUARD {
+                let slot = (inst.guard & !GUARD_NEGATED) as usize;
+                let negated = inst.guard & GUARD_NEGATED != 0;
+                if (self.regs[base + slot] != 0) == negated {
+                    continue;
+                }
+            }
+            match self.step(t, base, inst) {
+                Ok(Flow::Next) => {}
+                Ok(Flow::Jump(target)) => pc = target as usize,
+                Ok(Flow::Call(site)) => pc = self.call(t, site, pc),
+                Ok(Flow::Return) => match self.ret(t) {
+                    Some(to) => pc = to,
+                    None => break Ok(QuantumEnd::Exit),
+                },
+                Ok(Flow::Stop(s)) => break Ok(s),
+                Err(e) => break Err(e),
+            }
+        };
+        self.threads[t].pc = pc as u32;
+        self.threads[t].executed += u64::from(n);
+        self.executed += u64::from(n);
+        stop
+    }
+
+    /// The values of three sources.
+    #[inline(always)]
+    fn vals3(&self, base: usize, t: usize, s: [Src; 3]) -> [u64; 3] {
+        s.map(|s| self.val(base, t, s))
+    }
+
+    #[inline]
+    fn set(&mut self, base: usize, d: Reg, v: u64) {
+        self.regs[base + d as usize] = v;
+    }
+
+    /// Executes one instruction of thread `t` (its registers start at `base`), by family.
+    #[inline(always)]
+    fn step(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
+            Op::Int { .. }
+            | Op::MulWide { .. }
+            | Op::Mad { .. }
+            | Op::Carry { .. }
+            | Op::Sad { .. } => self.step_int(t, base, inst)?,
+            Op::Bfind { .. } | Op::Bfe { .. } | Op::Bfi { .. } | Op::Prmt { .. } => {
+                self.step_bits(t, base, inst.op)
+            }
+            Op::Float { .. } | Op::Fma { .. } | Op::Unary { .. } => {
+                self.step_float(t, base, inst.op)
+            }
+            Op::Setp { .. } | Op::Set { .. } | Op::Selp { .. } => {
+                self.step_compare(t, base, inst.op)
+            }
+            Op::Mov { .. }
+            | Op::Cvt { .. }
+            | Op::Cvta { .. }
+            | Op::Pack { .. }
+            | Op::Unpack { .. } => self.step_move(t, base, inst.op),
+            Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
+            Op::BarRed { .. }
+            | Op::Bar { .. }
+            | Op::WarpSync { .. }
+            | Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
+            Op::Bra { .. }
+            | Op::Call { .. }
+            | Op::Return
+            | Op::Exit
+            | Op::Fence { .. }
+            | Op::Nop
+            | Op::Trap => return self.step_control(t, inst),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Integer arithmetic; integer division by zero faults.
+    #[inline(always)]
+    fn step_int(&mut self, t: usize, base: usize, inst: &Inst) -> Result<(), BackendError> {
+        match inst.op {
+            Op::Int { op, ty, d, a, b } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let v = alu::int_op(op, ty, a, b)
+                    .map_err(|_| self.fault(inst.line, "integer division by zero"))?;
+                self.set(base, d, v);
+            }
+            Op::MulWide {
+                signed,
+                bits,
+                d,
+                a,
+                b,
+            } => {
+                let v = alu::mul_wide(signed, bits, self.val(base, t, a), self.val(base, t, b));
+                self.set(base, d, v);
+            }
+            Op::Mad {
+                mode,
+                ty,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::mad(mode, ty, a, b, c);
+                self.set(base, d, v);
+            }
+            Op::Carry {
+                op,
+                ty,
+                use_cf,
+                set_cf,
+                d,
+                cc,
+                a,
+                b,
+                c,
+            } => {
+                let cf = if use_cf {
+                    self.regs[base + cc as usize] & 1
+                } else {
+                    0
+                };
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let (v, carry) = alu::carry(op, ty, a, b, c, cf);
+                self.set(base, d, v);
+                if set_cf {
+                    self.set(base, cc, carry);
+                }
+            }
+            Op::Sad { ty, d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::sad(ty, a, b, c);
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only integer ops to step_int"),
+        }
+        Ok(())
+    }
+
+    /// Bit manipulation: `bfind`, `bfe`, `bfi`, `prmt`.
+    #[inline(always)]
+    fn step_bits(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Bfind { ty, shiftamt, d, a } => {
+                let v = alu::bfind(ty, shiftamt, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::Bfe { ty, d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::bfe(ty, a, b, c);
+                self.set(base, d, v);
+            }
+            Op::Bfi {
+                ty,
+                d,
+                f,
+                b,
+                c,
+                len,
+            } => {
+                let v = alu::bfi(
+                    ty,
+                    self.val(base, t, f),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                    self.val(base, t, len),
+                );
+                self.set(base, d, v);
+            }
+            Op::Prmt { d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::prmt(a, b, c);
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only bit manipulation to step_bits"),
+        }
+    }
+
+    /// Float arithmetic and the unary operations.
+    #[inline(always)]
+    fn step_float(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Float {
+                op,
+                ty,
+                mode,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let v = alu::float_op(op, ty, mode, sat, a, b);
+                self.set(base, d, v);
+            }
+            Op::Fma {
+                ty,
+                mode,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let v = alu::fma(ty, mode, sat, a, b, c);
+                self.set(base, d, v);
+            }
+            Op::Unary { op, ty, mode, d, a } => {
+                let v = alu::unary(op, ty, mode, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only float ops to step_float"),
+        }
+    }
+
+    /// Comparisons (`setp`, `set`) and selection (`selp`).
+    #[inline(always)]
+    fn step_compare(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Setp {
+                cmp,
+                ty,
+                ftz,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            } => {
+                let r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
+                let (rp, rq) = match combine {
+                    Some(c) => {
+                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                        (alu::combine(r, c.op, cv), alu::combine(!r, c.op, cv))
+                    }
+                    None => (r, !r),
+                };
+                self.set(base, p, u64::from(rp));
+                if let Some(q) = q {
+                    self.set(base, q, u64::from(rq));
+                }
+            }
+            Op::Set {
+                cmp,
+                ty,
+                ftz,
+                dty,
+                d,
+                a,
+                b,
+                combine,
+            } => {
+                let mut r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
+                if let Some(c) = combine {
+                    let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                    r = alu::combine(r, c.op, cv);
+                }
+                let v = match (dty.is_float(), r) {
+                    (_, false) => 0,
+                    (true, true) => u64::from(1f32.to_bits()),
+                    (false, true) => alu::mask(dty.bits),
+                };
+                self.set(base, d, v);
+            }
+            Op::Selp { ty, d, a, b, c } => {
+                let v = if self.val(base, t, c) != 0 {
+                    self.val(base, t, a)
+                } else {
+                    self.val(base, t, b)
+                };
+                let v = if ty.is_float() {
+                    v
+                } else {
+                    v & alu::mask(ty.bits)
+                };
+                self.set(base, d, v);
+            }
+            _ => unreachable!("step dispatches only comparisons to step_compare"),
+        }
+    }
+
+    /// Moves, packing and conversions.
+    #[inline(always)]
+    fn step_move(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Mov { ty, d, a } => {
+                let v = self.val(base, t, a);
+                let v = if ty.is_float() {
+                    v
+                } else {
+                    v & alu::mask(ty.bits)
+                };
+                self.set(base, d, v);
+            }
+            Op::Cvt {
+                dst,
+                src,
+                round,
+                mode,
+                sat,
+                d,
+                a,
+            } => {
+                let v = alu::cvt(dst, src, round, mode, sat, self.val(base, t, a));
+                self.set(base, d, v);
+            }
+            Op::Cvta {
+                space,
+                to_generic,
+                d,
+                a,
+            } => {
+                let v = self.val(base, t, a);
+                let window = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    _ => 0,
+                };
+                let v = match (to_generic, window) {
+                    (_, 0) => v,
+                    (true, w) => w + (v & 0xffff_ffff),
+                    (false, w) => v.wrapping_sub(w) & 0xffff_ffff,
+                };
+                self.set(base, d, v);
+            }
+            Op::Pack { bits, n, d, parts } => {
+                let mut v = 0;
+                for (k, p) in parts.iter().take(n as usize).enumerate() {
+                    v |= (self.val(base, t, *p) & alu::mask(bits)) << (k as u32 * u32::from(bits));
+                }
+                self.set(base, d, v);
+            }
+            Op::Unpack { bits, n, d, a } => {
+                let v = self.val(base, t, a);
+                for (k, r) in d.iter().take(n as usize).enumerate() {
+                    self.set(
+                        base,
+                        *r,
+                        (v >> (k as u32 * u32::from(bits))) & alu::mask(bits),
+                    );
+                }
+            }
+            _ => unreachable!("step dispatches only moves and conversions to step_move"),
+        }
+    }
+
+    /// Loads, stores and atomics.
+    #[inline(always)]
+    fn step_memory(&mut self, t: usize, base: usize, inst: &Inst) -> Result<(), BackendError> {
+        match inst.op {
+            Op::Ld { d, mem } => self.exec_ld(t, base, inst.line, d, mem)?,
+            Op::St { s, mem } => self.exec_st(t, base, inst.line, s, mem)?,
+            Op::Atom { op, d, b, c, mem } => {
+                let at = self.address(base, mem.addr);
+                let (b, c) = (self.val(base, t, b), self.val(base, t, c));
+                let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
+                self.set(base, d, old);
+            }
+            _ => unreachable!("step dispatches only memory ops to step_memory"),
+        }
+        Ok(())
+    }
+
+    /// Warp and block collectives: the thread stops until its warp or barrier completes,
+    /// except `activemask`, which reads the warp's state at once, and `bar.arrive`, which
+    /// counts the thread at its barrier and goes on.
+    #[inline(always)]
+    fn step_warp(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
+            Op::BarRed { p, negate, bar, .. } => {
+                let p = (self.val(base, t, p) != 0) ^ negate;
+                self.threads[t].warp_args[0] = u64::from(p);
+                self.barrier_operands(t, base, inst.line, bar)?;
+                return Ok(Flow::Stop(QuantumEnd::Barrier));
+            }
+            Op::Bar { bar, wait } => {
+                self.threads[t].warp_args[0] = 0;
+                self.barrier_operands(t, base, inst.line, bar)?;
+                if wait {
+                    return Ok(Flow::Stop(QuantumEnd::Barrier));
+                }
+                self.arrive_without_waiting(t);
+            }
+            Op::WarpSync { mask } => {
+                self.threads[t].warp_args = [0, 0, 0, self.val(base, t, mask)];
+                return Ok(Flow::Stop(QuantumEnd::Warp));
+            }
+            Op::Shfl { a, b, c, mask, .. } => {
+                self.threads[t].warp_args = [
+                    self.val(base, t, a),
+                    self.val(base, t, b),
+                    self.val(base, t, c),
+                    self.val(base, t, mask),
+                ];
+                return Ok(Flow::Stop(QuantumEnd::Warp));
+            }
+            Op::Vote {
+                a, negate, mask, ..
+            } => {
+                let p = (self.val(base, t, a) != 0) ^ negate;
+                self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
+                return Ok(Flow::Stop(QuantumEnd::Warp));
+            }
+            Op::ActiveMask { d } => {
+                let v = self.active_mask(t);
+                self.set(base, d, u64::from(v));
+            }
+            _ => unreachable!("step dispatches only collectives to step_warp"),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Records which barrier thread `t` arrives at (`warp_args[1]`) and how many threads
+    /// complete it (`warp_args[2]`, 0 for the whole CTA); an id outside 0..16 faults.
+    fn barrier_operands(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        bar: BarrierRef,
+    ) -> Result<(), BackendError> {
+        let id = self.val(base, t, bar.id);
+        if id > 15 {
+            return Err(self.fault(line, format_args!("barrier id {id} is not in 0..=15")));
+        }
+        let count = bar.count.map_or(0, |c| self.val(base, t, c));
+        if bar.count.is_some() && count == 0 {
+            return Err(self.fault(line, "a barrier thread count of 0"));
+        }
+        self.threads[t].warp_args[1] = id;
+        self.threads[t].warp_args[2] = count;
+        Ok(())
+    }
+
+    /// Control flow, barriers and fences.
+    #[inline(always)]
+    fn step_control(&mut self, t: usize, inst: &Inst) -> Result<Flow, BackendError> {
+        match inst.op {
+            Op::Bra { target } => return Ok(Flow::Jump(target)),
+            Op::Call { site } => return Ok(Flow::Call(site)),
+            Op::Return => return Ok(Flow::Return),
+            Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
+            Op::Fence { reach, sc } => self.fence(t, reach, sc),
+            Op::Nop => {}
+            Op::Trap => return Err(self.fault(inst.line, "trap")),
+            _ => unreachable!("step dispatches only control ops to step_control"),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Copies the arguments of call `site` into the callee's frame; returns the callee's entry.
+    fn call(&mut self, t: usize, site: u32, return_pc: usize) -> usize {
+        let k = self.k;
+        let cs = &k.calls[site as usize];
+        let base = t * self.local_size;
+        for &(dst, src, size) in &cs.args {
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        self.threads[t].stack.push((return_pc as u32, site));
+        cs.target as usize
+    }
+
+    /// Returns from a device function: copies the result back, gives the return pc (`None` when
+    /// no call is in progress, i.e. `ret` of the kernel itself).
+    fn ret(&mut self, t: usize) -> Option<usize> {
+        let (to, site) = self.threads[t].stack.pop()?;
+        if let Some((dst, src, size)) = self.k.calls[site as usize].ret {
+            let base = t * self.local_size;
+            let (dst, src) = (base + dst as usize, base + src as usize);
+            self.local.copy_within(src..src + size as usize, dst);
+        }
+        Some(to as usize)
+    }
+
+    fn active_mask(&self, t: usize) -> u32 {
+        let th = &self.threads[t];
+        let first = t - (th.lin % 32) as usize;
+        let mut m = 0;
+        for l in 0..32 {
+            let u = first + l;
+            if u < self.threads.len()
+                && self.threads[u].block == th.block
+                && self.threads[u].state != super::sched::State::Exited
+            {
+                m |= 1 << l;
+            }
+        }
+        m
+    }
+
+    #[inline]
+    fn address(&self, base: usize, addr: Addr) -> u64 {
+        let b = addr.base.map_or(0, |r| self.regs[base + r as usize]);
+        b.wrapping_add(addr.offset as u64)
+    }
+
+    /// The first address of a load or store and the size of one element; a vector access must
+    /// be aligned to its whole size.
+    fn vector_start(
+        &self,
+        base: usize,
+        line: u32,
+        access: Access,
+        mem: MemRef,
+    ) -> Result<(u64, u64), BackendError> {
+        let at = self.address(base, mem.addr);
+        let size = mem.size();
+        let bytes = size * u64::from(mem.n);
+        if mem.n > 1 && !at.is_multiple_of(bytes) {
+            return Err(self.mem_fault(line, access, "vector", at, bytes, MemFault::Misaligned));
+        }
+        Ok((at, size))
+    }
+
+    /// `ld`: each element into its register (sign-extended for signed types); a plain global
+    /// load under the PTX model may be deferred instead.
+    fn exec_ld(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        d: [Reg; 4],
+        mem: MemRef,
+    ) -> Result<(), BackendError> {
+        let (at, size) = self.vector_start(base, line, Access::Load, mem)?;
+        let MemRef {
+            space, ty, order, ..
+        } = mem;
+        if mem.n == 1 && self.ptx && self.may_defer(t, space, at, order) {
+            self.mem
+                .check(at, size)
+                .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
+            let th = &mut self.threads[t];
+            th.pending[th.deferred as usize] = Deferred {
+                d: d[0],
+                addr: at,
+                ty,
+                line,
+                order,
+            };
+            th.deferred += 1;
+            return Ok(());
+        }
+        for (k, r) in d.iter().take(mem.n as usize).enumerate() {
+            let v = self.load(
+                t,
+                line,
+                space,
+                at.wrapping_add(k as u64 * size),
+                size,
+                order,
+            )?;
+            self.set(base, *r, alu::extend(ty, v));
+        }
+        Ok(())
+    }
+
+    /// `st`: each element, truncated to the element size.
+    fn exec_st(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        s: [Src; 4],
+        mem: MemRef,
+    ) -> Result<(), BackendError> {
+        let (at, size) = self.vector_start(base, line, Access::Store, mem)?;
+        for (k, src) in s.iter().take(mem.n as usize).enumerate() {
+            let v = self.val(base, t, *src) & alu::mask(size as u8 * 8);
+            let at = at.wrapping_add(k as u64 * size);
+            self.store(t, line, mem.space, at, size, v, mem.order)?;
+        }
+        Ok(())
+    }
+
+    /// A byte range of a per-block or per-thread memory, checked.
+    fn local_range(
+        &self,
+        line: u32,
+        access: Access,
+        target: Region,
+        t: usize,
+        off: u64,
+        size: u64,
+    ) -> Result<usize, BackendError> {
+        let (region, region_size, name) = match target {
+            Region::Shared => (self.threads[t].block as usize, self.shared_size, "shared"),
+            Region::Local => (t, self.local_size, "local"),
+            _ => (0, self.params.len(), "param"),
+        };
+        let why = if !off.is_multiple_of(size) {
+            Some(MemFault::Misaligned)
+        } else if off
+            .checked_add(size)
+            .is_none_or(|end| end > region_size as u64)
+        {
+            Some(MemFault::Unmapped)
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(self.mem_fault(line, access, name, off, size, why)),
+            None => Ok(region * region_size + off as usize),
+        }
+    }
+
+    fn load(
+        &mut self,
+        t: usize,
+        line: u32,
+        space: Space,
+        addr: u64,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let (target, a) = resolve(space, addr);
+        let bytes = match target {
+            Region::Global => return self.load_global(t, line, a, size, order),
+            Region::Const => {
+                return self
+                    .mem
+                    .read(a, size)
+                    .map_err(|why| self.mem_fault(line, Access::Load, "const", a, size, why))
+            }
+            Region::Shared => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.shared[at..at + size as usize]
+            }
+            Region::Local => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.local[at..at + size as usize]
+            }
+            Region::Param => {
+                let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                &self.params[at..at + size as usize]
+            }
+        };
+        Ok(super::memory::read_le(bytes))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        t: usize,
+        line: u32,
+        space: Space,
+        addr: u64,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let (target, a) = resolve(space, addr);
+        let bytes = match target {
+            Region::Global | Region::Const => {
+                return self.store_global(t, line, a, size, value, order)
+            }
+            Region::Shared => {
+                let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                &mut self.shared[at..at + size as usize]
+            }
+            Region::Local => {
+                let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                &mut self.local[at..at + size as usize]
+            }
+            Region::Param => return Err(self.fault(line, "store to the parameter space")),
+        };
+        super::memory::write_le(bytes, value);
+        Ok(())
+    }
+
+    fn load_global(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let in_memory = self
+            .mem
+            .read(addr, size)
+            .map_err(|why| self.mem_fault(line, Access::Load, "global", addr, size, why))?;
+        if self.ptx {
+            let pick = self.rng.random::<u32>();
+            let a = self.model_access(t, order);
+            return Ok(self.model.load(a, addr, size, in_memory, pick, self.older));
+        }
+        if !self.weak {
+            return Ok(in_memory);
+        }
+        let th = &self.threads[t];
+        if !th.buffer.is_empty() && th.buffer.overlaps(addr, size) {
+            return Ok(th.buffer.forward(addr, size, in_memory));
+        }
+        if !self.stale {
+            return Ok(in_memory);
+        }
+        let b = th.block as usize;
+        if order.acquire() {
+            self.blocks[b].cache.clear();
+        } else if order.may_be_stale() {
+            if let Some(old) = self.blocks[b].cache.lookup(addr, size) {
+                if old != in_memory && self.rng.random_bool(self.cfg.stale_probability) {
+                    return Ok(old);
+                }
+            }
+        }
+        let victim = if self.blocks[b].cache.is_full() {
+            self.rng.random_range(0..usize::MAX)
+        } else {
+            0
+        };
+        self.blocks[b].cache.observe(addr, size, in_memory, victim);
+        Ok(in_memory)
+    }
+
+    fn store_global(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        self.mem
+            .check(addr, size)
+            .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
+        if self.ptx {
+            let old = self.mem.read(addr, size).unwrap_or(0);
+            let _ = self.mem.write(addr, size, value);
+            let a = self.model_access(t, order);
+            self.model.store(a, addr, size, old, value);
+            return Ok(());
+        }
+        if !self.weak {
+            let _ = self.mem.write(addr, size, value);
+            return Ok(());
+        }
+        if order.release() {
+            self.drain_all(t);
+            let _ = self.mem.write(addr, size, value);
+            self.evict(t, addr, size);
+            return Ok(());
+        }
+        self.threads[t].buffer.push(Pending { addr, size, value });
+        let len = self.threads[t].buffer.len();
+        if len > self.cfg.store_buffer_capacity.max(1) {
+            let pick = self.rng.random_range(0..len);
+            self.drain_one(t, pick);
+        }
+        Ok(())
+    }
+
+    fn evict(&mut self, t: usize, addr: u64, size: u64) {
+        if self.stale {
+            let b = self.threads[t].block as usize;
+            self.blocks[b].cache.evict(addr, size);
+        }
+    }
+
+    /// `atom` and `red` at `addr` (already computed from `mem.addr`): returns the old value.
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &mut self,
+        t: usize,
+        line: u32,
+        op: AtomOp,
+        mem: MemRef,
+        addr: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<u64, BackendError> {
+        let MemRef {
+            space, ty, order, ..
+        } = mem;
+        let size = mem.size();
+        let (target, a) = resolve(space, addr);
+        match target {
+            Region::Global | Region::Const => {}
+            Region::Shared | Region::Local => {
+                let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
+                let region = if target == Region::Shared {
+                    &mut self.shared
+                } else {
+                    &mut self.local
+                };
+                let bytes = &mut region[at..at + size as usize];
+                let old = super::memory::read_le(bytes);
+                super::memory::write_le(bytes, alu::atom(op, ty, old, b, c));
+                return Ok(old);
+            }
+            Region::Param => return Err(self.fault(line, "atomic on the parameter space")),
+        }
+        self.mem
+            .check(a, size)
+            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", a, size, why))?;
+        if self.weak {
+            if order.release() {
+                self.drain_all(t);
+            } else {
+                let th = &mut self.threads[t];
+                let cache = &mut self.blocks[th.block as usize].cache;
+                let stale = self.stale;
+                th.buffer.drain_overlapping(a, size, self.mem, |e| {
+                    if stale {
+                        cache.evict(e.addr, e.size);
+                    }
+                });
+            }
+            if order.acquire() && self.stale {
+                let blk = self.threads[t].block as usize;
+                self.blocks[blk].cache.clear();
+            }
+        }
+        let in_memory = self.mem.read(a, size).unwrap_or(0);
+        if self.ptx {
+            return Ok(self.ptx_atomic(t, op, mem, a, in_memory, b, c));
+        }
+        let new = alu::atom(op, ty, in_memory, b, c);
+        let _ = self.mem.write(a, size, new);
+        self.evict(t, a, size);
+        Ok(in_memory)
+    }
+
+    /// An atomic under the PTX model: it reads the newest value or, with the chance of reading
+    /// an older one, a message the model lets it read instead (an RMW that is not morally strong
+    /// with a newer write may read before it: a lost update); memory gets what it writes. The
+    /// dice are thrown only when there is a choice, so RMWs that must read the newest draw
+    /// nothing. Returns the value read.
+    #[allow(clippy::too_many_arguments)]
+    fn ptx_atomic(
+        &mut self,
+        t: usize,
+        op: AtomOp,
+        mem: MemRef,
+        addr: u64,
+        in_memory: u64,
+        b: u64,
+        c: u64,
+    ) -> u64 {
+        let size = mem.size();
+        let access = self.model_access(t, mem.order);
+        let choices = self.model.rmw_choices(access, addr, size);
+        let back = if choices > 0 && self.rng.random::<u32>() < self.older {
+            1 + self.rng.random_range(0..choices)
+        } else {
+            0
+        };
+        let old = self.model.rmw_value(addr, size, back, in_memory);
+        let new = alu::atom(op, mem.ty, old, b, c);
+        let writes = !(op == AtomOp::Cas && old == new);
+        if writes {
+            let _ = self.mem.write(addr, size, new);
+        }
+        self.model
+            .atomic(access, addr, size, back, in_memory, writes.then_some(new));
+        old
+    }
+
+    /// How an access of thread `t` with `order` takes part in the PTX model.
+    fn model_access(&self, t: usize, order: Order) -> ModelAccess {
+        ModelAccess {
+            thread: t as u32,
+            block: self.threads[t].block,
+            reach: order.reach,
+            acquires: order.acquires,
+            releases: order.releases,
+            reduction: order.reduction,
+        }
+    }
+
+    /// A fence under the model in force.
+    fn fence(&mut self, t: usize, reach: Reach, sc: bool) {
+        if self.ptx {
+            let block = self.threads[t].block;
+            if sc {
+                self.model.fence_sc(t as u32, block, reach);
+            } else {
+                self.model.fence_acq_rel(t as u32, reach);
+            }
+        } else if self.weak && (reach == Reach::Gpu || self.cfg.cta_drains) {
+            self.drain_all(t);
+            if self.stale && reach == Reach::Gpu {
+                let b = self.threads[t].block as usize;
+                self.blocks[b].cache.clear();
+            }
+        }
+    }
+
+    /// Whether a load may be deferred: a plain or relaxed global load, with room left, on the
+    /// dice. A deferred load is performed later (see [`Machine::hazard`]), so later independent
+    /// accesses of the thread overtake it (load-load and load-store reordering).
+    fn may_defer(&mut self, t: usize, space: Space, at: u64, order: Order) -> bool {
+        self.threads[t].deferred < super::sched::MAX_DEFERRED
+            && !order.acquires
+            && resolve(space, at).0 == Region::Global
+            && self.rng.random_bool(self.cfg.defer_probability)
+    }
+
+    /// Performs the thread's deferred loads, oldest first.
+    pub fn resolve_deferred(&mut self, t: usize) -> Result<(), BackendError> {
+        let n = std::mem::take(&mut self.threads[t].deferred) as usize;
+        let base = t * self.nregs;
+        for i in 0..n {
+            let p = self.threads[t].pending[i];
+            let size = u64::from(p.ty.bytes());
+            let v = self.load_global(t, p.line, p.addr, size, p.order)?;
+            self.set(base, p.d, alu::extend(p.ty, v));
+        }
+        Ok(())
+    }
+
+    /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
+    /// registers, touches their addresses, or is anything but plain arithmetic, a branch, or a
+    /// load or store without release or acquire semantics.
+    fn hazard(&self, t: usize, base: usize, inst: &Inst) -> bool {
+        let th = &self.threads[t];
+        let pending = &th.pending[..th.deferred as usize];
+        let reg = |r: Reg| pending.iter().any(|p| p.d == r);
+        let src = |s: Src| matches!(s, Src::Reg(r) if reg(r));
+        if inst.guard != NO_GUARD && reg(inst.guard & !GUARD_NEGATED) {
+            return true;
+        }
+        let touches = |mem: MemRef| {
+            if mem.addr.base.is_some_and(reg) {
+                return true;
+            }
+            let at = self.address(base, mem.addr);
+            let (target, at) = resolve(mem.space, at);
+            let bytes = mem.size() * u64::from(mem.n);
+            target == Region::Global
+                && pending
+                    .iter()
+                    .any(|p| p.addr < at + bytes && at < p.addr + u64::from(p.ty.bytes()))
+        };
+        match inst.op {
+            Op::Mov { d, a, .. } | Op::Unary { d, a, .. } | Op::Cvt { d, a, .. } => {
+                reg(d) || src(a)
+            }
+            Op::Cvta { d, a, .. } => reg(d) || src(a),
+            Op::Int { d, a, b, .. } | Op::Float { d, a, b, .. } | Op::MulWide { d, a, b, .. } => {
+                reg(d) || src(a) || src(b)
+            }
+            Op::Mad { d, a, b, c, .. }
+            | Op::Fma { d, a, b, c, .. }
+            | Op::Selp { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            } => {
+                reg(p)
+                    || q.is_some_and(reg)
+                    || src(a)
+                    || src(b)
+                    || combine.is_some_and(|c| src(c.c))
+            }
+            Op::Ld { d, mem } => {
+                mem.order.acquires || d[..mem.n as usize].iter().any(|r| reg(*r)) || touches(mem)
+            }
+            Op::St { s, mem } => {
+                mem.order.releases || s[..mem.n as usize].iter().any(|s| src(*s)) || touches(mem)
+            }
+            Op::Bra { .. } | Op::Nop => false,
+            _ => true,
+        }
+    }
+}
+
+/// What happens after an instruction.
+enum Flow {
+    Next,
+    Jump(u32),
+    Call(u32),
+    Return,
+    Stop(QuantumEnd),
+}

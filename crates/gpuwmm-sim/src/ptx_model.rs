@@ -1,0 +1,1081 @@
+//! The PTX memory model of the simulator ([`MemoryModel::Ptx`](super::MemoryModel::Ptx)), the
+//! default: per-location histories of writes, and per-thread views of them as vector clocks over
+//! the launch's blocks.
+//!
+//! It exists so that what gpuwmm reports without a GPU (weak outcomes, failing runs, the fences
+//! `harden` keeps) is what the PTX memory consistency model (PTX ISA, "Memory Consistency
+//! Model") allows, rather than what one store-buffer machine happens to do. It is operational,
+//! so whole applications run on it, and it only produces executions the PTX model allows
+//! (measured on the litmus suite of `../shared/litmus/ptx/`, see the README).
+//!
+//! # State
+//!
+//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, and
+//!   the writer's block with a per-block sequence number. A [`Location`] (a 4- or 8-byte word
+//!   written in this launch) keeps its newest messages in coherence order (the order in which
+//!   writes happen). Global memory always holds the newest value, so the first write of a launch
+//!   also records the value it replaced, as a message everybody may read.
+//! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
+//!   sequence number per block ("every write of block `b` up to number `n` happened before
+//!   me") and a few single writes. The clock grows with synchronisation (acquire, fences,
+//!   barriers). The thread's own writes are not in it: they bound its own reads only through
+//!   coherence (per location), and they join what it passes on (releases, `fence.sc`,
+//!   barriers). So two threads of one block do not see each other's writes by writing
+//!   themselves (store buffering inside a CTA). A write the thread observes through a
+//!   morally strong read, or receives from a thread that observed it, is a single write: PTX
+//!   puts it in causality order (observation, then base causality) but not the writes its
+//!   writer made before it, which only a release of the writer carries.
+//! - Every thread also has what it may acquire (the views released by the writers of messages
+//!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
+//!   last release fence or release operation), per scope.
+//! - A location remembers, per thread, the newest message the thread wrote or read strongly
+//!   there (coherence). A thread that no longer fits moves the location's floor up instead
+//!   (everybody must read at least that), which is stronger, never weaker.
+//!
+//! # Rules
+//!
+//! - A load returns a kept message of its location no older than the newest message in its
+//!   causal past (or the one before that, when the two are racing weak writes, which PTX leaves
+//!   unordered in coherence) and its coherence position; with `older_value_probability` an
+//!   older one of those it may read. So a write becomes visible to each reader by itself, not to all at once
+//!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
+//!   (PTX keeps coherence only between morally strong accesses).
+//! - A morally strong read (same thread, or both strong with scopes that include each other)
+//!   puts the write it reads, as a single write, into what the reader passes on (its own later
+//!   reads are held by coherence) and collects the writer's released view; an acquire read or
+//!   a later acquire fence of a matching scope takes what was collected.
+//! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
+//!   release writes release the causal past; weak writes release nothing. A read-modify-write
+//!   carries the view of the message it read forward (release sequences); a `cas` that does not
+//!   change the value is a read. An RMW reads the newest message, or (with
+//!   `older_value_probability`) an older one it may read by causality and coherence that no
+//!   newer write morally strong with it follows: atomicity binds only morally strong RMWs, so
+//!   two blocks' `atom.cta` on one word can lose an update, and an RMW can read before a racing
+//!   weak write. Its own write goes after the newest.
+//! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
+//!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
+//!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
+//!   every arriving thread passes on and gives it to the threads that wait there when it
+//!   completes; `bar.warp.sync` does the same for the lanes of its mask. A cta-scope release
+//!   reaches only readers in the same block.
+//!
+//! # Where it differs from PTX
+//!
+//! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
+//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND):
+//! causality gained through synchronisation is tracked per block, so acquiring one write of a
+//! block means seeing every earlier write of that block (by any of its threads), and a release
+//! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
+//! single writes for at most [`POINTS`](view::POINTS) locations (the newest of each) and folds
+//! the rest into its clock, with the same effect for them; coherence order is the order in
+//! which writes happen, except that a reader may take one step back over a racing weak write;
+//! only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
+//! accesses that overlap a word written with another size, see the newest value; shared memory
+//! is sequentially consistent.
+//!
+//! Weak behaviours PTX allows that it never shows, by reason:
+//! - *Stores are performed in program order* (only loads are deferred, `exec.rs`): a store
+//!   never overtakes an earlier store to another location (2+2W, S, `Manual/CoRW-WW`).
+//! - *RMWs are never deferred*: an `atom` is performed when it executes, so load buffering
+//!   through RMWs (LB+RMW shapes) is not shown; plain LB needs a deferred load and is rare.
+//! - *No speculation*: a load whose value decides a branch is performed before the branch, so
+//!   shapes that need a later access to overtake it past the branch are not shown.
+//! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
+//!   synchronised thread must still miss an unsynchronised write of its own block.
+
+mod ordering;
+mod view;
+
+pub use self::ordering::{access_order, fence_order};
+
+use self::view::{Point, View};
+
+use super::isa::Reach;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+/// Messages kept per location, the newest included.
+pub const KEPT: usize = 4;
+/// Threads whose coherence position a location remembers one by one.
+const READERS: usize = 8;
+
+/// A released view, shared by the messages that carry it.
+type Released = Option<Rc<View>>;
+
+/// One write to a location.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Message {
+    /// Launch clock; 0 for the value a location held before its first write of the launch.
+    pub ts: u32,
+    pub value: u64,
+    pub writer: u32,
+    pub block: u32,
+    /// The write's number among its block's writes.
+    pub seq: u32,
+    /// The write's scope if it was strong.
+    pub reach: Reach,
+    /// What it releases to readers in the writer's block (includes `view_gpu`).
+    pub view_cta: Released,
+    /// What it releases to readers anywhere on the GPU.
+    pub view_gpu: Released,
+    /// Not ordered after the message before it in coherence: a weak write racing with it (not
+    /// morally strong, not causally after it), which PTX leaves unordered.
+    pub racing: bool,
+}
+
+/// A word written during the launch: its newest messages and who has seen how far.
+#[derive(Debug, Clone)]
+pub struct Location {
+    addr: u64,
+    size: u8,
+    /// Oldest first.
+    msgs: Vec<Message>,
+    readers: [(u32, u32); READERS],
+    nreaders: u8,
+    floor: u32,
+}
+
+impl Location {
+    fn new(addr: u64, size: u8, value: u64) -> Location {
+        let mut msgs = Vec::with_capacity(KEPT);
+        msgs.push(Message {
+            value,
+            ..Message::default()
+        });
+        Location {
+            addr,
+            size,
+            msgs,
+            readers: [(0, 0); READERS],
+            nreaders: 0,
+            floor: 0,
+        }
+    }
+
+    fn newest(&self) -> &Message {
+        &self.msgs[self.msgs.len() - 1]
+    }
+
+    fn push(&mut self, m: Message) {
+        if self.msgs.len() == KEPT {
+            self.msgs.remove(0);
+        }
+        self.msgs.push(m);
+    }
+
+    /// The newest message thread `t` has written or strongly read here.
+    fn position(&self, t: u32) -> u32 {
+        self.readers[..self.nreaders as usize]
+            .iter()
+            .find(|r| r.0 == t)
+            .map_or(0, |r| r.1)
+            .max(self.floor)
+    }
+
+    /// Records that thread `t` has seen the message with timestamp `ts`.
+    fn advance(&mut self, t: u32, ts: u32) {
+        let n = self.nreaders as usize;
+        if let Some(r) = self.readers[..n].iter_mut().find(|r| r.0 == t) {
+            r.1 = r.1.max(ts);
+        } else if n < READERS {
+            self.readers[n] = (t, ts);
+            self.nreaders += 1;
+        } else {
+            // No room: everybody must now read at least the smallest position remembered.
+            let (i, smallest) = (0..READERS)
+                .map(|i| (i, self.readers[i].1))
+                .min_by_key(|r| r.1)
+                .unwrap_or((0, 0));
+            self.floor = self.floor.max(smallest);
+            self.readers[i] = (t, ts);
+        }
+    }
+
+    /// Index of the oldest message thread `t`, with causal past `past`, may read.
+    fn lower_bound(&self, t: u32, past: Option<&View>) -> usize {
+        let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq));
+        let mut by_causality = self
+            .msgs
+            .iter()
+            .rposition(|m| m.ts == 0 || seen(m))
+            .unwrap_or(0);
+        // A write racing with the one before it does not hide that one: coherence leaves the
+        // two unordered, so a reader that must see the newer may still read the older.
+        if by_causality > 0 && self.msgs[by_causality].racing {
+            by_causality -= 1;
+        }
+        let position = self.position(t);
+        let by_coherence = self
+            .msgs
+            .iter()
+            .position(|m| m.ts >= position)
+            .unwrap_or(self.msgs.len() - 1);
+        by_causality.max(by_coherence)
+    }
+}
+
+/// Whether a strong access at `reach` by thread `t` of `block` and message `m` are morally
+/// strong.
+fn morally_strong(m: &Message, t: u32, block: u32, reach: Reach) -> bool {
+    if m.ts == 0 {
+        return false;
+    }
+    let includes = |r: Reach| r == Reach::Gpu || (r == Reach::Cta && m.block == block);
+    m.writer == t || (includes(reach) && includes(m.reach))
+}
+
+/// `acc` joined with `more`, sharing where one contains the other.
+fn join_released(acc: &Released, more: &Released) -> Released {
+    match (acc, more) {
+        (None, x) | (x, None) => x.clone(),
+        (Some(a), Some(b)) if Rc::ptr_eq(a, b) => Some(a.clone()),
+        (Some(a), Some(b)) => {
+            let mut v = View::clone(a);
+            v.join(b);
+            Some(Rc::new(v))
+        }
+    }
+}
+
+/// What a thread may acquire and what it releases.
+#[derive(Debug, Clone, Default)]
+struct Sync {
+    /// Views released by writers in the thread's block, of messages it read strongly.
+    acq_cta: Released,
+    /// Views released to the GPU by writers in other blocks.
+    acq_gpu: Released,
+    /// What its strong writes release to its block (includes `rel_gpu`).
+    rel_cta: Released,
+    rel_gpu: Released,
+}
+
+/// How a global access takes part in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub thread: u32,
+    pub block: u32,
+    pub reach: Reach,
+    pub acquires: bool,
+    pub releases: bool,
+    /// A `red`: its read forms no acquire pattern.
+    pub reduction: bool,
+}
+
+/// A multiplicative hash for word addresses (SipHash costs more than the lookup).
+#[derive(Default)]
+pub struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The model's state for one launch.
+#[derive(Debug)]
+pub struct PtxMemory {
+    blocks: usize,
+    clock: u32,
+    /// Writes so far per block.
+    seq: Vec<u32>,
+    locations: HashMap<u64, Location, BuildHasherDefault<WordHasher>>,
+    /// Causal past per thread, made when the thread first needs one.
+    past: Vec<Option<View>>,
+    /// Writes each thread has observed with morally strong reads: in the causal past of what
+    /// the thread does next, but not of their writers' earlier writes, so they join what the
+    /// thread passes on (releases, fence-SC, barriers) and not what it must read itself. Each
+    /// is a single write of the view ([`View::add_point`]), never its block's history.
+    observed: Vec<Option<View>>,
+    sync: Vec<Sync>,
+    /// Each thread's newest write as (block, number). A thread's own writes are in the causal
+    /// past of what it passes on (releases, fence-SC, barriers), not in the view that bounds
+    /// its own reads: program order to another location orders nothing for the thread itself
+    /// (its reads of a location it wrote are held by coherence), and keeping them out of its
+    /// clock keeps it from seeing, through its block's clock, the earlier writes of the other
+    /// threads of its block (store buffering between threads of one CTA).
+    own: Vec<(u32, u32)>,
+    /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
+    sc_gpu: View,
+    sc_cta: HashMap<u32, View>,
+    /// What each CTA barrier passes on in its current phase (keyed by block and id).
+    barriers: HashMap<u32, View>,
+}
+
+/// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
+fn tracked(size: u64) -> bool {
+    size == 4 || size == 8
+}
+
+impl PtxMemory {
+    pub fn new(threads: usize, blocks: usize) -> PtxMemory {
+        PtxMemory {
+            blocks,
+            clock: 0,
+            seq: vec![0; blocks],
+            locations: HashMap::default(),
+            past: vec![None; threads],
+            observed: vec![None; threads],
+            sync: vec![Sync::default(); threads],
+            own: vec![(0, 0); threads],
+            sc_gpu: View::new(blocks),
+            sc_cta: HashMap::new(),
+            barriers: HashMap::new(),
+        }
+    }
+
+    fn past_mut(&mut self, t: u32) -> &mut View {
+        let blocks = self.blocks;
+        self.past[t as usize].get_or_insert_with(|| View::new(blocks))
+    }
+
+    /// What thread `t` passes on: its causal past, the writes it has observed and its own.
+    fn passed_on(&mut self, t: u32) -> View {
+        let mut v = self.past_mut(t).clone();
+        self.join_passed_on(t, &mut v);
+        v
+    }
+
+    /// Adds to `v` what thread `t` passes on besides its causal past: the writes it has
+    /// observed and its own (with, as the clock is per block, its block's earlier writes).
+    fn join_passed_on(&self, t: u32, v: &mut View) {
+        if let Some(o) = &self.observed[t as usize] {
+            v.join(o);
+        }
+        let (block, seq) = self.own[t as usize];
+        if seq > 0 {
+            v.advance(block, seq);
+        }
+    }
+
+    /// Which value a load of `[addr, addr + size)` returns; `newest` is the value in memory,
+    /// `pick` a random number, `older` the chance (out of `u32::MAX`) to read an older message
+    /// than the newest when the thread may.
+    #[allow(clippy::too_many_arguments)]
+    pub fn load(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+        older: u32,
+    ) -> u64 {
+        if !tracked(size) {
+            return newest;
+        }
+        let Some(loc) = self.locations.get_mut(&(addr >> 2)) else {
+            return newest;
+        };
+        if loc.addr != addr || u64::from(loc.size) != size {
+            return newest;
+        }
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let last = loc.msgs.len() - 1;
+        let i = if lower < last && pick < older {
+            lower + (pick as usize) % (last - lower)
+        } else {
+            last
+        };
+        let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
+        let strong =
+            a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
+        if strong || own {
+            loc.advance(a.thread, loc.msgs[i].ts);
+        }
+        if !strong {
+            return loc.msgs[i].value;
+        }
+        let m = loc.msgs[i].clone();
+        self.observe(a, addr, &m, !a.reduction, a.acquires);
+        m.value
+    }
+
+    /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
+    /// and its released view is collected for an acquire (unless the read cannot form an
+    /// acquire pattern) and taken at once by an acquire read.
+    fn observe(&mut self, a: Access, addr: u64, m: &Message, collect: bool, acquire_now: bool) {
+        let blocks = self.blocks;
+        self.observed[a.thread as usize]
+            .get_or_insert_with(|| View::new(blocks))
+            .add_point(Point {
+                block: m.block,
+                seq: m.seq,
+                location: addr >> 2,
+                ts: m.ts,
+            });
+        if collect {
+            let s = &mut self.sync[a.thread as usize];
+            if m.block == a.block {
+                s.acq_cta = join_released(&s.acq_cta, &m.view_cta);
+            } else {
+                s.acq_gpu = join_released(&s.acq_gpu, &m.view_gpu);
+            }
+            if acquire_now {
+                self.acquire(a.thread, a.reach);
+            }
+        }
+    }
+
+    /// The acquire half of a fence or acquire operation at `reach`.
+    fn acquire(&mut self, t: u32, reach: Reach) {
+        let s = &self.sync[t as usize];
+        let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
+        let past = self.past_mut(t);
+        if let Some(v) = &cta {
+            past.join(v);
+        }
+        if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
+            past.join(v);
+        }
+    }
+
+    /// The release half: later strong writes pass on the thread's causal past.
+    fn release(&mut self, t: u32, reach: Reach) {
+        let now = Rc::new(self.passed_on(t));
+        let s = &mut self.sync[t as usize];
+        s.rel_cta = Some(now.clone());
+        if reach == Reach::Gpu {
+            s.rel_gpu = Some(now);
+        }
+    }
+
+    /// `fence.acq_rel` at `reach`.
+    pub fn fence_acq_rel(&mut self, t: u32, reach: Reach) {
+        self.acquire(t, reach);
+        self.release(t, reach);
+    }
+
+    /// `fence.sc` at `reach`: an acq_rel fence that also joins the fence-SC frontier of its
+    /// block and, at gpu scope, the GPU's, both ways.
+    pub fn fence_sc(&mut self, t: u32, block: u32, reach: Reach) {
+        self.acquire(t, reach);
+        let blocks = self.blocks;
+        let passed = self.passed_on(t);
+        let cta = self
+            .sc_cta
+            .entry(block)
+            .or_insert_with(|| View::new(blocks));
+        let mut before = cta.clone();
+        cta.join(&passed);
+        if reach == Reach::Gpu {
+            before.join(&self.sc_gpu);
+            self.sc_gpu.join(&passed);
+        }
+        self.past_mut(t).join(&before);
+        self.release(t, reach);
+    }
+
+    /// A thread arrives at CTA barrier `key` (waiting or not): what it passes on joins what
+    /// the barrier will pass to the threads waiting there.
+    pub fn barrier_arrive(&mut self, t: u32, key: u32) {
+        let blocks = self.blocks;
+        let mut view = self
+            .barriers
+            .remove(&key)
+            .unwrap_or_else(|| View::new(blocks));
+        if let Some(past) = &self.past[t as usize] {
+            view.join(past);
+        }
+        self.join_passed_on(t, &mut view);
+        self.barriers.insert(key, view);
+    }
+
+    /// CTA barrier `key` completes: every thread in `waiters` (all arrived) gets the joined
+    /// causal past of every thread that arrived in this phase, and the next phase starts empty.
+    pub fn barrier_complete(&mut self, key: u32, waiters: &[u32]) {
+        let Some(all) = self.barriers.remove(&key) else {
+            return;
+        };
+        if all.is_empty() {
+            return;
+        }
+        for &t in waiters {
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
+        }
+    }
+
+    /// `bar.sync` (or `bar.warp.sync`) where every thread in `threads` arrives and waits: each
+    /// gets the joined causal past of them all.
+    pub fn barrier(&mut self, threads: &[u32]) {
+        let mut all = View::new(self.blocks);
+        for &t in threads {
+            if let Some(past) = &self.past[t as usize] {
+                all.join(past);
+            }
+            self.join_passed_on(t, &mut all);
+        }
+        if all.is_empty() {
+            return;
+        }
+        for &t in threads {
+            match &mut self.past[t as usize] {
+                Some(past) => past.clone_from(&all),
+                none => *none = Some(all.clone()),
+            }
+        }
+    }
+
+    /// Records a store of `value` (already in memory, which held `old` before).
+    pub fn store(&mut self, a: Access, addr: u64, size: u64, old: u64, value: u64) {
+        if a.releases {
+            self.release(a.thread, a.reach);
+        }
+        let (view_cta, view_gpu) = match a.reach {
+            Reach::Weak => (None, None),
+            _ => {
+                let s = &self.sync[a.thread as usize];
+                (s.rel_cta.clone(), s.rel_gpu.clone())
+            }
+        };
+        self.append(a, addr, size, old, value, view_cta, view_gpu);
+    }
+
+    /// How many messages before the newest a read-modify-write `a` at `addr` may read instead
+    /// of the newest: those its causal past and coherence position allow, and newer than every
+    /// write that is morally strong with it. PTX's atomicity axiom holds only between morally
+    /// strong operations, so a `.cta` RMW may skip the RMWs of another block (a lost update),
+    /// and any RMW may skip weak writes of other threads; it never skips its own writes or a
+    /// morally strong one. 0 when the location has no history (the newest value is read).
+    pub fn rmw_choices(&self, a: Access, addr: u64, size: u64) -> usize {
+        let Some(loc) = self.tracked_location(addr, size) else {
+            return 0;
+        };
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let strong = loc
+            .msgs
+            .iter()
+            .rposition(|m| morally_strong(m, a.thread, a.block, a.reach))
+            .unwrap_or(0);
+        loc.msgs.len() - 1 - lower.max(strong)
+    }
+
+    /// The value a read-modify-write reads when it takes the message `back` places before the
+    /// newest (`newest`, the value in memory, when `back` is 0 or the word has no history).
+    pub fn rmw_value(&self, addr: u64, size: u64, back: usize, newest: u64) -> u64 {
+        match self.tracked_location(addr, size) {
+            Some(loc) if back > 0 => loc.msgs[loc.msgs.len() - 1 - back].value,
+            _ => newest,
+        }
+    }
+
+    /// A read-modify-write that read the message `back` places before the newest (see
+    /// [`PtxMemory::rmw_choices`]) while memory held `before`, and wrote `new` (`None` for a
+    /// `cas` that changed nothing, which is a read): it observes the message it read and
+    /// appends `new` after the newest, carrying the read message's views forward (release
+    /// sequences).
+    pub fn atomic(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        back: usize,
+        before: u64,
+        new: Option<u64>,
+    ) {
+        let read = self
+            .tracked_location(addr, size)
+            .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
+        if let Some(m) = &read {
+            if morally_strong(m, a.thread, a.block, a.reach) {
+                self.observe(a, addr, m, !a.reduction, a.acquires);
+            }
+        }
+        let Some(new) = new else {
+            return;
+        };
+        if a.releases {
+            self.release(a.thread, a.reach);
+        }
+        let carried = read.unwrap_or_default();
+        let s = &self.sync[a.thread as usize];
+        let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
+        let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
+        self.append(a, addr, size, before, new, view_cta, view_gpu);
+    }
+
+    /// The history of the word at `addr` if it is tracked with this size.
+    fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
+        let loc = self.locations.get(&(addr >> 2))?;
+        (tracked(size) && loc.addr == addr && u64::from(loc.size) == size).then_some(loc)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        old: u64,
+        value: u64,
+        view_cta: Released,
+        view_gpu: Released,
+    ) {
+        self.forget_overlapping(addr, size);
+        if !tracked(size) {
+            return;
+        }
+        self.clock += 1;
+        let ts = self.clock;
+        let b = a.block as usize;
+        self.seq[b] += 1;
+        let seq = self.seq[b];
+        let loc = self
+            .locations
+            .entry(addr >> 2)
+            .or_insert_with(|| Location::new(addr, size as u8, old));
+        let prev = loc.newest();
+        let known = |v: &Option<View>| v.as_ref().is_some_and(|v| v.covers(prev.block, prev.seq));
+        let ordered = prev.ts == 0
+            || prev.writer == a.thread
+            || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
+            || known(&self.past[a.thread as usize])
+            || known(&self.observed[a.thread as usize]);
+        self.own[a.thread as usize] = (a.block, seq);
+        loc.push(Message {
+            racing: !ordered,
+            ts,
+            value,
+            writer: a.thread,
+            block: a.block,
+            seq,
+            reach: a.reach,
+            view_cta,
+            view_gpu,
+        });
+        loc.advance(a.thread, ts);
+    }
+
+    /// Drops the histories of words that `[addr, addr + size)` overlaps with another extent:
+    /// afterwards everybody reads the newest value there.
+    fn forget_overlapping(&mut self, addr: u64, size: u64) {
+        let key = addr >> 2;
+        let same = |l: &Location| l.addr == addr && u64::from(l.size) == size;
+        if self.locations.get(&key).is_some_and(|l| !same(l)) {
+            self.locations.remove(&key);
+        }
+        if size == 8 {
+            self.locations.remove(&(key + 1));
+        }
+        if key > 0 && self.locations.get(&(key - 1)).is_some_and(|l| l.size == 8) {
+            self.locations.remove(&(key - 1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const X: u64 = 0x1000;
+    const Y: u64 = 0x2000;
+
+    fn access(thread: u32, block: u32, reach: Reach) -> Access {
+        Access {
+            thread,
+            block,
+            reach,
+            acquires: false,
+            releases: false,
+            reduction: false,
+        }
+    }
+
+    fn acquiring(a: Access) -> Access {
+        Access {
+            acquires: true,
+            ..a
+        }
+    }
+
+    fn releasing(a: Access) -> Access {
+        Access {
+            releases: true,
+            ..a
+        }
+    }
+
+    fn clone(m: &PtxMemory) -> PtxMemory {
+        PtxMemory {
+            blocks: m.blocks,
+            clock: m.clock,
+            seq: m.seq.clone(),
+            locations: m.locations.clone(),
+            past: m.past.clone(),
+            observed: m.observed.clone(),
+            sync: m.sync.clone(),
+            own: m.own.clone(),
+            sc_gpu: m.sc_gpu.clone(),
+            sc_cta: m.sc_cta.clone(),
+            barriers: m.barriers.clone(),
+        }
+    }
+
+    /// Every value `a` may read at `addr` (trying every pick, and the newest).
+    fn readable(m: &PtxMemory, a: Access, addr: u64, newest: u64) -> Vec<u64> {
+        let mut out: Vec<u64> = (0..=KEPT as u32)
+            .map(|p| {
+                let (pick, older) = if p == KEPT as u32 {
+                    (0, 0)
+                } else {
+                    (p, u32::MAX)
+                };
+                clone(m).load(a, addr, 4, newest, pick, older)
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn newest_load(m: &mut PtxMemory, a: Access, addr: u64, newest: u64) -> u64 {
+        m.load(a, addr, 4, newest, u32::MAX, 0)
+    }
+
+    #[test]
+    fn a_fence_after_the_flag_store_does_not_publish_the_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        assert_eq!(
+            newest_load(&mut m, acquiring(access(1, 1, Reach::Gpu)), Y, 1),
+            1
+        );
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn release_pattern_and_acquire_pattern_publish_the_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        // Before the acquire fence the payload may still be old; after it, never.
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn a_weak_flag_forms_no_release_pattern() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Weak), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_cta_scope_release_does_not_reach_another_block() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Cta);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        newest_load(&mut m, access(2, 0, Reach::Cta), Y, 1);
+        m.fence_acq_rel(2, Reach::Cta);
+        assert_eq!(readable(&m, access(2, 0, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn strong_reads_are_coherent_and_weak_reads_need_not_be() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
+        let strong = access(1, 1, Reach::Gpu);
+        assert_eq!(newest_load(&mut m, strong, X, 1), 1);
+        assert_eq!(readable(&m, strong, X, 1), vec![1]);
+        let weak = access(2, 1, Reach::Weak);
+        assert_eq!(newest_load(&mut m, weak, X, 1), 1);
+        assert_eq!(readable(&m, weak, X, 1), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_thread_reads_its_own_writes_or_newer() {
+        let mut m = PtxMemory::new(2, 2);
+        let a = access(0, 0, Reach::Weak);
+        m.store(a, X, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        assert_eq!(readable(&m, a, X, 2), vec![1, 2]);
+    }
+
+    #[test]
+    fn fence_sc_orders_store_buffering() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_sc(0, 0, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.fence_sc(1, 1, Reach::Gpu);
+        // The later fence sees the earlier one's store.
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    /// Store buffering between threads 0 and 1 of one block, with `fence` at `reach`
+    /// between each store and load; returns what each may then read.
+    fn store_buffering_in_one_block(fence: impl Fn(&mut PtxMemory, u32)) -> [Vec<u64>; 2] {
+        let mut m = PtxMemory::new(2, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        fence(&mut m, 0);
+        m.store(access(1, 0, Reach::Weak), Y, 4, 0, 1);
+        fence(&mut m, 1);
+        [
+            readable(&m, access(0, 0, Reach::Weak), Y, 1),
+            readable(&m, access(1, 0, Reach::Weak), X, 1),
+        ]
+    }
+
+    /// Regression (issue 26: SB with `fence.acq_rel.cta` between two threads of one CTA was
+    /// never weak): a thread's own write went into its block's clock, so the later writer saw
+    /// every earlier write of its block.
+    #[test]
+    fn acq_rel_fences_do_not_order_store_buffering_inside_a_block() {
+        let [r0, r1] = store_buffering_in_one_block(|m, t| m.fence_acq_rel(t, Reach::Cta));
+        assert_eq!((r0, r1), (vec![0, 1], vec![0, 1]));
+    }
+
+    #[test]
+    fn cta_scope_fence_sc_orders_store_buffering_inside_a_block() {
+        let [_, r1] = store_buffering_in_one_block(|m, t| m.fence_sc(t, 0, Reach::Cta));
+        assert_eq!(r1, vec![1]);
+    }
+
+    #[test]
+    fn a_barrier_passes_on_the_writes_of_the_threads_that_arrive() {
+        let mut m = PtxMemory::new(2, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![0, 1]);
+        m.barrier_arrive(0, 3);
+        m.barrier_arrive(1, 3);
+        m.barrier_complete(3, &[1]);
+        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![1]);
+        // The own write is still its writer's to read, by coherence.
+        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn fence_acq_rel_does_not_order_store_buffering() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    /// Thread 0 (block 0) stores the payload `X` (weak) and then the flag `Y` (relaxed, gpu)
+    /// with nothing between; thread 1 (block 1) reads the flag with a relaxed gpu load.
+    fn relaxed_message_passing_read_by_thread_1(m: &mut PtxMemory) {
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        assert_eq!(newest_load(m, access(1, 1, Reach::Gpu), Y, 1), 1);
+    }
+
+    /// Regression (observed writes passed on as their block's history): a relaxed flag read
+    /// then two `fence.sc` made the second fence take the flag back from the fence-SC
+    /// frontier as "every write of the writer's block up to the flag", data included.
+    #[test]
+    fn two_fence_sc_after_a_relaxed_flag_read_do_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(2, 2);
+        relaxed_message_passing_read_by_thread_1(&mut m);
+        m.fence_sc(1, 1, Reach::Gpu);
+        m.fence_sc(1, 1, Reach::Cta);
+        m.fence_sc(1, 1, Reach::Gpu);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Gpu), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through `bar.sync`): the barrier joined the observed flag into
+    /// the block's causal pasts as its writer's block history.
+    #[test]
+    fn a_barrier_after_a_relaxed_flag_read_does_not_acquire_the_unreleased_payload() {
+        let mut m = PtxMemory::new(3, 2);
+        relaxed_message_passing_read_by_thread_1(&mut m);
+        m.barrier(&[1, 2]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        // The flag itself is passed on: the other thread reads it or newer.
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), Y, 1), vec![1]);
+    }
+
+    /// Regression (same bug, through a release): a third thread that acquires from the
+    /// observer gets the observed write, and not the writes before it.
+    #[test]
+    fn a_release_passes_on_an_observed_write_without_its_writers_earlier_writes() {
+        let mut m = PtxMemory::new(3, 3);
+        relaxed_message_passing_read_by_thread_1(&mut m);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
+        m.fence_acq_rel(2, Reach::Gpu);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![0, 1]);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), Y, 1), vec![1]);
+    }
+
+    #[test]
+    fn atomics_carry_a_release_forward() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
+        assert_eq!(
+            newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
+            2
+        );
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn a_relaxed_ticket_does_not_publish_other_blocks_writes() {
+        // sdk-red's idiom without fences: blocks store a partial, then take a ticket.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 5);
+        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 0, Some(1));
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
+        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 0, 2, Some(3));
+        m.barrier(&[2]);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
+    }
+
+    #[test]
+    fn bar_sync_passes_a_causal_past_to_the_block() {
+        let mut m = PtxMemory::new(3, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        m.barrier(&[1, 2]);
+        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    #[test]
+    fn racing_weak_writes_stay_unordered_for_a_reader_that_saw_both() {
+        // Co-Total: two weak writes to x, each published by a release; a reader that acquired
+        // both may read either, since coherence does not order racing weak writes.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![1, 2]);
+    }
+
+    #[test]
+    fn writes_ordered_by_causality_hide_the_older_one() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
+        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![2]);
+    }
+
+    /// Two increments of `X` (from 0): thread 0 of block 0, then thread 1 of `block` with
+    /// `reach`; returns how many messages before the newest the second may read.
+    fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1));
+        m.rmw_choices(access(1, block, second), X, 4)
+    }
+
+    /// Regression (issue 30: `atomicAdd_block` from two blocks never lost an update): PTX
+    /// gives atomicity only between morally strong RMWs.
+    #[test]
+    fn a_cta_scope_rmw_may_read_before_another_blocks_rmw() {
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Cta), 1);
+        assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Gpu), 1);
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 0, Some(1));
+        let lost = m.rmw_value(X, 4, 1, 1);
+        assert_eq!(lost, 0);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 1, 1, Some(lost + 1));
+        assert_eq!(m.locations[&(X >> 2)].newest().value, 1);
+    }
+
+    #[test]
+    fn morally_strong_rmws_read_the_newest() {
+        assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Gpu), 0);
+        assert_eq!(second_increment_choices(0, Reach::Cta, Reach::Cta), 0);
+        // A thread never reads before its own write, whatever the scope.
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1));
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2));
+        assert_eq!(m.rmw_choices(access(1, 1, Reach::Cta), X, 4), 1);
+        assert_eq!(m.rmw_choices(access(0, 0, Reach::Cta), X, 4), 0);
+    }
+
+    #[test]
+    fn an_rmw_may_read_before_a_weak_write_of_another_thread_but_not_before_a_strong_one() {
+        let mut m = PtxMemory::new(3, 3);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1));
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 5);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 1);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6);
+        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 0);
+    }
+
+    #[test]
+    fn a_failed_cas_writes_nothing() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None);
+        assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
+    }
+
+    #[test]
+    fn a_location_remembers_at_most_kept_messages_and_readers() {
+        let mut m = PtxMemory::new(30, 2);
+        for k in 1..=10 {
+            m.store(access(0, 0, Reach::Gpu), X, 4, k - 1, k);
+        }
+        assert_eq!(
+            readable(&m, access(29, 1, Reach::Weak), X, 10),
+            vec![7, 8, 9, 10]
+        );
+        for t in 1..=20 {
+            newest_load(&mut m, access(t, 1, Reach::Gpu), X, 10);
+        }
+        // Forgotten readers raised the floor: nobody reads below what they had read.
+        assert_eq!(readable(&m, access(29, 1, Reach::Gpu), X, 10), vec![10]);
+    }
+
+    #[test]
+    fn a_wider_store_forgets_the_words_it_covers() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 8, 0, 5);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X + 4, 0), vec![0]);
+        assert!(m.tracked_location(X, 8).is_some());
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2);
+        assert!(m.tracked_location(X, 8).is_none());
+    }
+}

@@ -1,0 +1,614 @@
+//! One kernel launch: the per-launch machine state and the seeded random scheduler.
+//!
+//! Every block is resident; a launch starts them all at once or, with the config's stagger
+//! probability, one after another in block order (`dispatch.rs`). The scheduler keeps a list of
+//! runnable threads; each step it picks one uniformly at random (so every runnable thread keeps
+//! being picked and spin loops make progress) and runs it for a random quantum of
+//! `1..=max_quantum` instructions. The unit of scheduling is the *thread*, not the warp: threads
+//! of one warp interleave freely, which exposes more interleavings than a GPU would (a superset
+//! of warp-lockstep behaviour for race-free-per-warp code). Warp-synchronous instructions
+//! (`shfl.sync`, `vote.sync`) are a rendezvous: a thread waits until every live thread of its
+//! member mask has arrived. `bar.sync` waits until every live (not exited) thread of the block
+//! has arrived.
+//!
+//! Under the weak model, each step also may drain one pending store of the picked thread, and a
+//! thread that has exited stays schedulable until its store buffer is empty.
+
+use super::decode::Kernel;
+use super::dispatch;
+use super::isa::*;
+use super::memory::GlobalMemory;
+use super::ptx_model::PtxMemory;
+use super::weak::{StaleCache, StoreBuffer};
+use super::{MemoryModel, SimConfig};
+use crate::device::{BackendError, LaunchConfig};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::time::{Duration, Instant};
+
+/// What a thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Running,
+    /// Waiting at `bar.sync`.
+    Barrier,
+    /// Waiting at a warp rendezvous (`shfl.sync`, `vote.sync`).
+    Warp,
+    /// Finished; may still hold pending stores.
+    Exited,
+}
+
+/// Loads a thread may have deferred at once (PTX model).
+pub const MAX_DEFERRED: u8 = 2;
+
+/// A load issued but not yet performed (PTX model): where its value goes and where it reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Deferred {
+    pub d: Reg,
+    pub addr: u64,
+    pub ty: Ty,
+    pub line: u32,
+    pub order: Order,
+}
+
+impl Default for Deferred {
+    fn default() -> Self {
+        Deferred {
+            d: 0,
+            addr: 0,
+            ty: Ty::PRED,
+            line: 0,
+            order: Order::default(),
+        }
+    }
+}
+
+/// Per-thread state besides registers and local memory.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub pc: u32,
+    pub state: State,
+    pub block: u32,
+    /// Linear index within the block.
+    pub lin: u32,
+    pub tid: [u32; 3],
+    pub buffer: StoreBuffer,
+    /// PTX model: deferred loads, oldest first (`deferred` of them are in use).
+    pub pending: [Deferred; MAX_DEFERRED as usize],
+    pub deferred: u8,
+    /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask.
+    pub warp_args: [u64; 4],
+    /// Device-function calls in progress: (return pc, call site).
+    pub stack: Vec<(u32, u32)>,
+    /// Instructions this thread has executed (the simulated duration of a launch is the most
+    /// any thread executed: on a GPU all threads run at once).
+    pub executed: u64,
+}
+
+/// Barriers per CTA (`bar.sync` ids 0 to 15).
+pub const BARRIERS: usize = 16;
+
+/// One of a CTA's barriers in its current phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Barrier {
+    /// Threads that arrived in this phase (waiting or not).
+    pub arrived: u32,
+    /// Threads that complete it, as the last arrival gave; 0 for the whole CTA (its live
+    /// threads).
+    pub expected: u32,
+}
+
+/// Per-block state.
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub ctaid: [u32; 3],
+    /// Threads not yet exited.
+    pub live: u32,
+    pub barriers: [Barrier; BARRIERS],
+    pub cache: StaleCache,
+}
+
+/// Why a quantum ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantumEnd {
+    Quantum,
+    Exit,
+    Barrier,
+    Warp,
+}
+
+/// The state of one launch.
+pub struct Machine<'a> {
+    pub k: &'a Kernel,
+    pub mem: &'a mut GlobalMemory,
+    pub cfg: &'a SimConfig,
+    pub rng: &'a mut ChaCha8Rng,
+    pub regs: Vec<u64>,
+    pub nregs: usize,
+    pub threads: Vec<Thread>,
+    pub blocks: Vec<Block>,
+    pub shared: Vec<u8>,
+    pub shared_size: usize,
+    pub local: Vec<u8>,
+    pub local_size: usize,
+    pub params: Vec<u8>,
+    pub runnable: Vec<u32>,
+    pub executed: u64,
+    pub block_dim: [u32; 3],
+    pub grid_dim: [u32; 3],
+    pub weak: bool,
+    pub stale: bool,
+    pub ptx: bool,
+    /// PTX model: the launch's write histories and the threads' views.
+    pub model: PtxMemory,
+    /// PTX model: chance (out of `u32::MAX`) that a load reads an older message it may read.
+    pub older: u32,
+    /// Threads below this index belong to the application; the others to stressing blocks that
+    /// the launch ends with the application's (all threads when stress runs its course).
+    pub app_threads: usize,
+    /// Application threads not yet exited with an empty store buffer.
+    pub app_unfinished: usize,
+}
+
+fn dims(d: (u32, u32, u32)) -> [u32; 3] {
+    [d.0, d.1, d.2]
+}
+
+/// The x, y, z coordinates of linear index `i` in a grid or block of extent `dim` (x fastest).
+fn unflatten(i: u32, dim: [u32; 3]) -> [u32; 3] {
+    [i % dim[0], (i / dim[0]) % dim[1], i / (dim[0] * dim[1])]
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(
+        k: &'a Kernel,
+        mem: &'a mut GlobalMemory,
+        cfg: &'a SimConfig,
+        rng: &'a mut ChaCha8Rng,
+        launch: &LaunchConfig,
+        params: Vec<u8>,
+    ) -> Machine<'a> {
+        let block_dim = dims(launch.block);
+        let grid_dim = dims(launch.grid);
+        let per_block = block_dim.iter().product::<u32>();
+        let nblocks = grid_dim.iter().product::<u32>();
+        let nthreads = (per_block * nblocks) as usize;
+        let mut threads = Vec::with_capacity(nthreads);
+        let mut blocks = Vec::with_capacity(nblocks as usize);
+        for b in 0..nblocks {
+            let ctaid = unflatten(b, grid_dim);
+            blocks.push(Block {
+                ctaid,
+                live: per_block,
+                barriers: [Barrier::default(); BARRIERS],
+                cache: StaleCache::default(),
+            });
+            for lin in 0..per_block {
+                let tid = unflatten(lin, block_dim);
+                threads.push(Thread {
+                    pc: 0,
+                    state: State::Running,
+                    block: b,
+                    lin,
+                    tid,
+                    buffer: StoreBuffer::default(),
+                    pending: [Deferred::default(); MAX_DEFERRED as usize],
+                    deferred: 0,
+                    warp_args: [0; 4],
+                    stack: Vec::new(),
+                    executed: 0,
+                });
+            }
+        }
+        let nregs = k.nregs as usize;
+        let shared_size = (k.dynamic_shared_offset + u64::from(launch.shared_bytes))
+            .max(k.static_shared) as usize;
+        let local_size = k.local_bytes as usize;
+        Machine {
+            k,
+            mem,
+            cfg,
+            rng,
+            regs: vec![0; nregs * nthreads],
+            nregs,
+            threads,
+            blocks,
+            shared: vec![0; shared_size * nblocks as usize],
+            shared_size,
+            local: vec![0; local_size * nthreads],
+            local_size,
+            params,
+            runnable: (0..nthreads as u32).collect(),
+            executed: 0,
+            block_dim,
+            grid_dim,
+            weak: cfg.model == MemoryModel::Weak,
+            stale: cfg.model == MemoryModel::Weak && cfg.stale_loads,
+            ptx: cfg.model == MemoryModel::Ptx,
+            model: PtxMemory::new(
+                if cfg.model == MemoryModel::Ptx {
+                    nthreads
+                } else {
+                    0
+                },
+                nblocks as usize,
+            ),
+            older: (cfg.older_value_probability.clamp(0.0, 1.0) * f64::from(u32::MAX)) as u32,
+            app_threads: nthreads,
+            app_unfinished: nthreads,
+        }
+    }
+
+    /// Ends the launch once the blocks below `stress_from` have finished: the blocks from it on
+    /// are stressing blocks, whose scratchpad nothing reads back. Without it every block runs to
+    /// the end. The scheduler's choices up to the application's end do not change either way.
+    pub fn ending_with_app(mut self, stress_from: Option<u32>) -> Self {
+        if let Some(first) = stress_from {
+            let per_block = self.block_dim.iter().product::<u32>() as usize;
+            self.app_threads = self.threads.len().min(first as usize * per_block);
+            self.app_unfinished = self.app_threads;
+        }
+        self
+    }
+
+    /// Notes that thread `t` left the runnable set for good (exited, its stores drained).
+    fn finished(&mut self, t: usize) {
+        if t < self.app_threads {
+            self.app_unfinished -= 1;
+        }
+    }
+
+    /// Runs the launch to completion; returns the executed thread-instructions, in all and of the
+    /// thread that executed most.
+    pub fn run(mut self, deadline: Duration) -> Result<(u64, u64), BackendError> {
+        let start = Instant::now();
+        let max_quantum = self.cfg.max_quantum.max(1);
+        let mut steps = 0u64;
+        let mut waiting = self.hold_back_staggered_blocks();
+        while (!self.runnable.is_empty() || !waiting.is_empty()) && self.app_unfinished > 0 {
+            steps += 1;
+            self.admit_due_blocks(&mut waiting, steps);
+            if self.executed > self.cfg.instruction_budget {
+                return Err(BackendError::Hang(format!(
+                    "{} thread-instructions executed, more than the budget of {} (a hang or a \
+                     livelock)",
+                    self.executed, self.cfg.instruction_budget
+                )));
+            }
+            if steps.is_multiple_of(4096) && start.elapsed() > deadline {
+                return Err(BackendError::Timeout(start.elapsed()));
+            }
+            let i = self.rng.random_range(0..self.runnable.len());
+            let t = self.runnable[i] as usize;
+            if self.threads[t].state == State::Exited {
+                let len = self.threads[t].buffer.len();
+                let pick = self.rng.random_range(0..len);
+                self.drain_one(t, pick);
+                if self.threads[t].buffer.is_empty() {
+                    self.runnable.swap_remove(i);
+                    self.finished(t);
+                }
+                continue;
+            }
+            if self.weak {
+                self.maybe_drain(t);
+            }
+            if self.threads[t].deferred != 0 && self.rng.random_bool(0.5) {
+                self.resolve_deferred(t)?;
+            }
+            let quantum = self.rng.random_range(1..=max_quantum);
+            match self.run_quantum(t, quantum)? {
+                QuantumEnd::Quantum => {}
+                QuantumEnd::Exit => {
+                    if self.threads[t].buffer.is_empty() {
+                        self.runnable.swap_remove(i);
+                        self.finished(t);
+                    }
+                    self.exit_thread(t);
+                }
+                QuantumEnd::Barrier => {
+                    self.runnable.swap_remove(i);
+                    self.arrive_barrier(t);
+                }
+                QuantumEnd::Warp => {
+                    self.runnable.swap_remove(i);
+                    self.threads[t].state = State::Warp;
+                    self.try_warp(t);
+                }
+            }
+        }
+        let app = &self.threads[..self.app_threads];
+        if app.iter().any(|t| t.state != State::Exited) {
+            // Threads wait at a barrier or rendezvous that can never complete: a hang.
+            return Err(BackendError::Hang(
+                "every thread left waits at a barrier or warp rendezvous that cannot complete"
+                    .into(),
+            ));
+        }
+        let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
+        Ok((self.executed, longest))
+    }
+
+    /// Takes the blocks that a staggered launch starts later out of the runnable set; returns
+    /// them with their start steps, soonest last. The plan covers every block, stressing blocks
+    /// included, so that ending a launch with the application changes no choice before its end.
+    fn hold_back_staggered_blocks(&mut self) -> Vec<(u64, u32)> {
+        let per_block = self.block_dim.iter().product::<u32>();
+        let starts = dispatch::start_steps(
+            self.blocks.len() as u32,
+            per_block,
+            self.cfg.stagger_probability,
+            self.rng,
+        );
+        let mut waiting: Vec<(u64, u32)> = (0..self.blocks.len() as u32)
+            .filter(|&b| starts[b as usize] > 0)
+            .map(|b| (starts[b as usize], b))
+            .collect();
+        if !waiting.is_empty() {
+            let threads = &self.threads;
+            self.runnable
+                .retain(|&t| starts[threads[t as usize].block as usize] == 0);
+            waiting.reverse();
+        }
+        waiting
+    }
+
+    /// Starts the held-back blocks whose step has come, and the next one at once when no thread
+    /// that has started can run.
+    fn admit_due_blocks(&mut self, waiting: &mut Vec<(u64, u32)>, steps: u64) {
+        while let Some(&(start, block)) = waiting.last() {
+            if start > steps && !self.runnable.is_empty() {
+                break;
+            }
+            waiting.pop();
+            let per_block = self.block_dim.iter().product::<u32>();
+            self.runnable
+                .extend(block * per_block..(block + 1) * per_block);
+        }
+    }
+
+    fn maybe_drain(&mut self, t: usize) {
+        let len = self.threads[t].buffer.len();
+        if len > 0 && self.rng.random_bool(self.cfg.drain_probability) {
+            let pick = self.rng.random_range(0..len);
+            self.drain_one(t, pick);
+        }
+    }
+
+    /// Drains one pending store of thread `t` (the one at `pick`, or an older one it must follow).
+    pub fn drain_one(&mut self, t: usize, pick: usize) {
+        let th = &mut self.threads[t];
+        if let Some(e) = th.buffer.drain_one(pick, self.mem) {
+            if self.stale {
+                self.blocks[th.block as usize].cache.evict(e.addr, e.size);
+            }
+        }
+    }
+
+    /// Drains all pending stores of thread `t` in program order.
+    pub fn drain_all(&mut self, t: usize) {
+        let th = &mut self.threads[t];
+        let cache = &mut self.blocks[th.block as usize].cache;
+        let stale = self.stale;
+        th.buffer.drain_all(self.mem, |e| {
+            if stale {
+                cache.evict(e.addr, e.size);
+            }
+        });
+    }
+
+    fn exit_thread(&mut self, t: usize) {
+        self.threads[t].state = State::Exited;
+        let b = self.threads[t].block as usize;
+        self.blocks[b].live -= 1;
+        for id in 0..BARRIERS {
+            self.check_barrier(b, id);
+        }
+        let warp_base = (self.threads[t].lin / 32) * 32;
+        let first = t - (self.threads[t].lin - warp_base) as usize;
+        let waiting = (0..32).map(|l| first + l).find(|&u| {
+            u < self.threads.len()
+                && self.threads[u].block as usize == b
+                && self.threads[u].state == State::Warp
+        });
+        if let Some(u) = waiting {
+            self.try_warp(u);
+        }
+    }
+
+    /// Thread `t` arrives at the barrier its `warp_args` name and waits there.
+    fn arrive_barrier(&mut self, t: usize) {
+        self.threads[t].state = State::Barrier;
+        self.arrive(t);
+    }
+
+    /// `bar.arrive`: thread `t` counts at the barrier its `warp_args` name and goes on.
+    pub fn arrive_without_waiting(&mut self, t: usize) {
+        self.arrive(t);
+    }
+
+    fn arrive(&mut self, t: usize) {
+        let b = self.threads[t].block as usize;
+        let id = self.threads[t].warp_args[1] as usize;
+        let barrier = &mut self.blocks[b].barriers[id];
+        barrier.arrived += 1;
+        barrier.expected = self.threads[t].warp_args[2] as u32;
+        if self.ptx {
+            self.model.barrier_arrive(t as u32, barrier_key(b, id));
+        }
+        self.check_barrier(b, id);
+    }
+
+    /// Completes barrier `id` of block `b` if enough threads have arrived: the threads waiting
+    /// there run again (with the result of a `bar.red`), and the barrier starts a new phase.
+    fn check_barrier(&mut self, b: usize, id: usize) {
+        let block = &mut self.blocks[b];
+        let barrier = &mut block.barriers[id];
+        let expected = match barrier.expected {
+            0 => block.live,
+            n => n,
+        };
+        if barrier.arrived == 0 || barrier.arrived < expected {
+            return;
+        }
+        *barrier = Barrier::default();
+        let per_block = self.block_dim.iter().product::<u32>() as usize;
+        let waiters: Vec<usize> = (b * per_block..(b + 1) * per_block)
+            .filter(|&t| {
+                self.threads[t].state == State::Barrier
+                    && self.threads[t].warp_args[1] as usize == id
+            })
+            .collect();
+        let count: u64 = waiters
+            .iter()
+            .map(|&t| self.threads[t].warp_args[0] & 1)
+            .sum();
+        let waiting = waiters.len() as u64;
+        if self.ptx {
+            let threads: Vec<u32> = waiters.iter().map(|&t| t as u32).collect();
+            self.model.barrier_complete(barrier_key(b, id), &threads);
+        }
+        for t in waiters {
+            let inst = self.k.code[self.threads[t].pc as usize - 1];
+            if let Op::BarRed { op, d, .. } = inst.op {
+                let v = match op {
+                    BarRedOp::Popc => count,
+                    BarRedOp::And => u64::from(count == waiting),
+                    BarRedOp::Or => u64::from(count > 0),
+                };
+                self.regs[t * self.nregs + d as usize] = v;
+            }
+            if self.weak && self.cfg.cta_drains {
+                self.drain_all(t);
+            }
+            self.threads[t].state = State::Running;
+            self.runnable.push(t as u32);
+        }
+    }
+
+    /// Completes the warp rendezvous thread `t` waits at, if every live member has arrived.
+    fn try_warp(&mut self, t: usize) {
+        let lin = self.threads[t].lin;
+        let first = t - (lin % 32) as usize;
+        let block = self.threads[t].block;
+        let mask = self.threads[t].warp_args[3] as u32;
+        let lane_thread = |l: u32| {
+            let u = first + l as usize;
+            (u < self.threads.len() && self.threads[u].block == block).then_some(u)
+        };
+        let mut members = 0u32;
+        for l in 0..32 {
+            if mask & (1 << l) == 0 {
+                continue;
+            }
+            let Some(u) = lane_thread(l) else { continue };
+            match self.threads[u].state {
+                State::Exited => {}
+                State::Warp => members |= 1 << l,
+                _ => return,
+            }
+        }
+        if self.ptx
+            && matches!(
+                self.k.code[self.threads[t].pc as usize - 1].op,
+                Op::WarpSync { .. }
+            )
+        {
+            // bar.warp.sync orders memory among the threads it releases, as bar.sync does.
+            let threads: Vec<u32> = (0..32)
+                .filter(|l| members & (1 << l) != 0)
+                .map(|l| (first + l as usize) as u32)
+                .collect();
+            self.model.barrier(&threads);
+        }
+        let args: Vec<[u64; 4]> = (0..32)
+            .map(|l| lane_thread(l).map_or([0; 4], |u| self.threads[u].warp_args))
+            .collect();
+        for l in 0..32 {
+            if members & (1 << l) == 0 {
+                continue;
+            }
+            let u = first + l as usize;
+            let inst = self.k.code[self.threads[u].pc as usize - 1];
+            self.finish_warp_op(u, l, &inst.op, members, &args);
+            self.threads[u].state = State::Running;
+            self.runnable.push(u as u32);
+        }
+    }
+
+    fn finish_warp_op(&mut self, u: usize, lane: u32, op: &Op, members: u32, args: &[[u64; 4]]) {
+        let base = u * self.nregs;
+        match *op {
+            Op::Shfl { mode, d, p, .. } => {
+                let [a, b, c, _] = args[lane as usize];
+                let (j, ok) = shfl_source(mode, lane, b as u32, c as u32);
+                let ok = ok && members & (1 << j) != 0;
+                let value = if ok { args[j as usize][0] } else { a };
+                self.regs[base + d as usize] = value & 0xffff_ffff;
+                if let Some(p) = p {
+                    self.regs[base + p as usize] = u64::from(ok);
+                }
+            }
+            Op::Vote { mode, d, .. } => {
+                let mut ballot = 0u32;
+                for l in 0..32 {
+                    if members & (1 << l) != 0 && args[l as usize][0] != 0 {
+                        ballot |= 1 << l;
+                    }
+                }
+                let value = match mode {
+                    VoteMode::All => u64::from(ballot == members),
+                    VoteMode::Any => u64::from(ballot != 0),
+                    VoteMode::Uni => u64::from(ballot == 0 || ballot == members),
+                    VoteMode::Ballot => u64::from(ballot),
+                };
+                self.regs[base + d as usize] = value;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The PTX model's name for barrier `id` of block `b`.
+fn barrier_key(b: usize, id: usize) -> u32 {
+    (b * BARRIERS + id) as u32
+}
+
+/// The source lane of `shfl.sync` and whether it is in range (PTX ISA semantics).
+fn shfl_source(mode: ShflMode, lane: u32, b: u32, c: u32) -> (u32, bool) {
+    let lane = lane as i32;
+    let b = (b & 31) as i32;
+    let clamp = (c & 31) as i32;
+    let segmask = ((c >> 8) & 31) as i32;
+    let max_lane = (lane & segmask) | (clamp & !segmask);
+    let min_lane = lane & segmask;
+    let (j, ok) = match mode {
+        ShflMode::Up => (lane - b, lane - b >= max_lane),
+        ShflMode::Down => (lane + b, lane + b <= max_lane),
+        ShflMode::Bfly => (lane ^ b, (lane ^ b) <= max_lane),
+        ShflMode::Idx => (
+            min_lane | (b & !segmask),
+            (min_lane | (b & !segmask)) <= max_lane,
+        ),
+    };
+    if ok && (0..32).contains(&j) {
+        (j as u32, true)
+    } else {
+        (lane as u32, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shfl_lanes() {
+        assert_eq!(shfl_source(ShflMode::Down, 3, 1, 0x1f), (4, true));
+        assert_eq!(shfl_source(ShflMode::Down, 31, 1, 0x1f), (31, false));
+        assert_eq!(shfl_source(ShflMode::Up, 0, 1, 0), (0, false));
+        assert_eq!(shfl_source(ShflMode::Up, 5, 2, 0), (3, true));
+        assert_eq!(shfl_source(ShflMode::Bfly, 5, 1, 0x1f), (4, true));
+        assert_eq!(shfl_source(ShflMode::Idx, 7, 2, 0x1f), (2, true));
+    }
+}

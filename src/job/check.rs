@@ -1,0 +1,352 @@
+//! A check as a job: started (target resolved, stress calibrated, journal created) or resumed
+//! from its journal, run to its stop, and summed up as the `--json` document, with the running
+//! error rate drawn beside the journal. `check` runs one; each cell of a campaign is one.
+
+use super::naming::{choose_journal, Output};
+use super::sidecar::{
+    create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
+    JobKind,
+};
+use super::target::{calibrate, resolve, Executors, TargetOptions};
+use super::{JobError, Say};
+use crate::check::journal::{read_rows, refuse_misnumbered, set_meta_entry};
+use crate::check::local::target_sites;
+use crate::check::spec::SiteSummary;
+use crate::check::{run_check, BackendKind, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
+use crate::env::Environment;
+use crate::plot::{running_rate, running_rate_chart, MAX_POINTS};
+use crate::ptx::passes::fences::select_sites;
+use crate::stats::{Rate, ZeroErrorBound};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A check's stop when none is given.
+pub const DEFAULT_STOP: Stop = Stop::Runs(crate::check::driver::DEFAULT_RUNS);
+
+/// A stop from a run count and a duration, either of which may be missing: the duration wins
+/// when both are given (the command line lets only one through).
+pub fn stop_of(runs: Option<u64>, duration: Option<Duration>) -> Option<Stop> {
+    match (runs, duration) {
+        (_, Some(d)) => Some(Stop::Seconds(d.as_secs_f64())),
+        (Some(n), None) => Some(Stop::Runs(n)),
+        (None, None) => None,
+    }
+}
+
+/// The journal `check` writes: the one given, a new default one, or with `--resume` the newest
+/// default one that has not reached `stop` (or the stop it records).
+pub fn check_journal(
+    (app, env): (&str, Environment),
+    output: Output,
+    stop: Option<Stop>,
+    target: &TargetOptions,
+    say: Say,
+) -> Result<PathBuf, JobError> {
+    let unfinished = |journal: &Path| unfinished(JobKind::Check, journal, stop);
+    let parts = target.backend.name_parts();
+    choose_journal("check", (app, env), output, parts, &unfinished, say)
+}
+
+/// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`
+/// (removed there when the runs had an error, e.g. after a resume). The journal holds the
+/// results, so a sidecar that cannot be updated is a warning.
+pub fn record_confidence(journal: &Path, tally: &Tally, say: Say) -> Option<ZeroErrorBound> {
+    let confidence = ZeroErrorBound::of(tally.runs, tally.errors());
+    if let Err(e) = set_meta_entry(journal, "confidence", &confidence) {
+        say(&format!(
+            "warning: the sidecar of {} has no confidence entry: {e}",
+            journal.display()
+        ));
+    }
+    confidence
+}
+
+/// One check to start, or to resume from its journal: what `check` runs, and each cell of
+/// `campaign`.
+pub struct CheckJob<'a> {
+    pub app: &'a str,
+    pub env: Environment,
+    /// `as-is`, `all`, `none` or site ids (see [`parse_fences`]); ignored on resume.
+    pub fences: &'a str,
+    /// The stop; `None` keeps the one recorded on resume, and is [`DEFAULT_STOP`] for a new
+    /// check.
+    pub stop: Option<Stop>,
+    pub journal: &'a Path,
+    pub resume: bool,
+    pub target: &'a TargetOptions,
+}
+
+/// A check whose journal is open: what it is and the runs recorded so far.
+pub struct OpenCheck {
+    pub journal: Journal<RunRecord>,
+    pub meta: CheckMeta,
+    pub done: Vec<RunRecord>,
+}
+
+impl OpenCheck {
+    /// Whether the runs recorded already reach the stop.
+    pub fn finished(&self) -> bool {
+        self.meta.stop.reached(&Tally::of(&self.done))
+    }
+
+    /// Runs the check to its stop (a finished one needs no executor), calling `progress` after
+    /// each run; returns the tally of all its runs, those before a resume included.
+    pub fn run(
+        &mut self,
+        executors: &mut Executors,
+        progress: &mut dyn FnMut(&Tally),
+    ) -> Result<Tally, JobError> {
+        if self.finished() {
+            return Ok(Tally::of(&self.done));
+        }
+        let executor = executors.get(&self.meta.target)?;
+        Ok(run_check(
+            executor,
+            &mut self.journal,
+            &self.meta,
+            &self.done,
+            &mut |_, tally| progress(tally),
+            &|| false,
+        )?)
+    }
+}
+
+/// Starts the check `spec` describes (resolving the target, calibrating stress, creating the
+/// journal), or with `resume` reopens its journal.
+pub fn open_check(
+    spec: &CheckJob,
+    executors: &mut Executors,
+    say: Say,
+) -> Result<OpenCheck, JobError> {
+    if spec.resume {
+        return resume(spec);
+    }
+    let resolved = resolve(spec.app, spec.target, say)?;
+    let (fences, sites) = parse_fences(spec.fences, &resolved.target)?;
+    let calibrator = executors.get(&resolved.target)?;
+    let seed = spec.target.backend.seed;
+    let stress = calibrate(calibrator, spec.env, &fences, seed, say)?;
+    let meta = CheckMeta {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started: now(),
+        target: resolved.target,
+        env: spec.env,
+        fences,
+        sites,
+        seed,
+        stop: spec.stop.unwrap_or(DEFAULT_STOP),
+        stress,
+        provenance: calibrator.provenance(),
+        profile_source: resolved.profile_source,
+    };
+    let journal =
+        create_journal(spec.journal, JobKind::Check, &meta).map_err(super::bad_journal)?;
+    Ok(OpenCheck {
+        journal,
+        meta,
+        done: Vec::new(),
+    })
+}
+
+/// Reopens a journal; the app and environment given must be the ones it records.
+fn resume(spec: &CheckJob) -> Result<OpenCheck, JobError> {
+    let path = spec.journal;
+    let (journal, mut meta, done): (_, CheckMeta, Vec<RunRecord>) = resume_journal(path)?;
+    refuse_misnumbered(path, done.iter().map(|r| r.run)).map_err(super::bad_journal)?;
+    refuse_another_journal(
+        path,
+        JobKind::Check,
+        (&meta.target.app, meta.env),
+        (spec.app, spec.env),
+    )?;
+    if !meta.sites.is_empty() {
+        let now = target_sites(&meta.target).map_err(JobError::BadApp)?;
+        refuse_changed_sites(path, "resume", &meta.sites, &now)?;
+    }
+    // A new stop given with --resume extends (or shortens) the check.
+    if let Some(stop) = spec.stop {
+        meta.stop = stop;
+    }
+    Ok(OpenCheck {
+        journal,
+        meta,
+        done,
+    })
+}
+
+/// `as-is`, or a site selection checked against the app's sites, with those sites (which the
+/// journal records, so that a resume can tell whether the ids still name them).
+pub fn parse_fences(
+    spec: &str,
+    target: &crate::check::Target,
+) -> Result<(Fences, Vec<SiteSummary>), JobError> {
+    if spec.trim() == "as-is" {
+        return Ok((Fences::AsIs, Vec::new()));
+    }
+    let sites = target_sites(target).map_err(JobError::BadApp)?;
+    let chosen = select_sites(&sites, spec).map_err(JobError::Refused)?;
+    let fences = Fences::Sites(chosen.iter().map(|s| s.id).collect());
+    Ok((fences, sites.iter().map(SiteSummary::from).collect()))
+}
+
+/// `check --json`: the check's results as one document.
+#[derive(Debug, Serialize)]
+pub struct CheckDocument<'a> {
+    app: &'a str,
+    env: Environment,
+    /// `as-is`, `all`, `none`, or the site ids.
+    fences: String,
+    /// The backend that ran (`cuda` or `sim`; `auto` resolved); `provenance` says more.
+    backend: BackendKind,
+    provenance: &'a str,
+    seed: u64,
+    stop: Stop,
+    runs: u64,
+    /// The runs' wall time, seconds.
+    elapsed_s: f64,
+    outcomes: Outcomes,
+    errors: u64,
+    /// Errors out of runs, with the 95% Wilson interval (`low`, `high`).
+    error_rate: Rate,
+    /// Whether the error rate is above 5% (the paper's threshold).
+    effective: bool,
+    /// With 0 errors: what the runs support about the error rate; else `null`.
+    confidence: Option<ZeroErrorBound>,
+    first_error: Option<FirstError>,
+    journal: &'a Path,
+    chart: Option<PathBuf>,
+}
+
+/// Runs per outcome.
+#[derive(Debug, Serialize)]
+struct Outcomes {
+    pass: u64,
+    fail: u64,
+    timeout: u64,
+    crash: u64,
+}
+
+impl Outcomes {
+    fn of(tally: &Tally) -> Outcomes {
+        use crate::check::Outcome::{Crash, Fail, Pass, Timeout};
+        Outcomes {
+            pass: tally.count(Pass),
+            fail: tally.count(Fail),
+            timeout: tally.count(Timeout),
+            crash: tally.count(Crash),
+        }
+    }
+}
+
+/// The first run that did not pass, and the command that replays it.
+#[derive(Debug, Serialize)]
+struct FirstError {
+    run: u64,
+    outcome: crate::check::Outcome,
+    reason: String,
+    replay: String,
+}
+
+impl<'a> CheckDocument<'a> {
+    pub fn new(
+        meta: &'a CheckMeta,
+        tally: &Tally,
+        journal: &'a Path,
+        chart: Option<PathBuf>,
+    ) -> CheckDocument<'a> {
+        let rate = tally.error_rate();
+        CheckDocument {
+            app: &meta.target.app,
+            env: meta.env,
+            fences: meta.fences.label(),
+            backend: meta.target.backend,
+            provenance: &meta.provenance,
+            seed: meta.seed,
+            stop: meta.stop,
+            runs: tally.runs,
+            elapsed_s: tally.elapsed_ms / 1e3,
+            outcomes: Outcomes::of(tally),
+            errors: tally.errors(),
+            error_rate: rate,
+            effective: rate.is_effective(),
+            confidence: ZeroErrorBound::of(tally.runs, tally.errors()),
+            first_error: tally
+                .first_error
+                .as_ref()
+                .map(|(run, outcome, reason)| FirstError {
+                    run: *run,
+                    outcome: *outcome,
+                    reason: reason.clone(),
+                    replay: format!("gpuwmm replay {} {run}", journal.display()),
+                }),
+            journal,
+            chart,
+        }
+    }
+}
+
+/// Draws the running error rate of the whole journal next to it (`<journal>.svg`) and returns
+/// its path. The journal holds the results, so a chart that cannot be made is a warning, not a
+/// failed check.
+pub fn write_chart(meta: &CheckMeta, journal: &Path, say: Say) -> Option<PathBuf> {
+    let chart_path = journal.with_extension("svg");
+    let drawn = read_rows(journal)
+        .map_err(JobError::from)
+        .and_then(|rows| {
+            let errors: Vec<bool> = rows
+                .iter()
+                .map(|r: &RunRecord| r.outcome.is_error())
+                .collect();
+            let title = format!("{} under {}: running error rate", meta.target.app, meta.env);
+            let points = running_rate(&errors, MAX_POINTS);
+            Ok(running_rate_chart(&title, &meta.provenance, &points)?)
+        })
+        .and_then(|svg| Ok(std::fs::write(&chart_path, svg)?));
+    match drawn {
+        Ok(()) => Some(chart_path),
+        Err(e) => {
+            say(&format!(
+                "warning: no chart at {}: {}",
+                chart_path.display(),
+                with_causes(&e)
+            ));
+            None
+        }
+    }
+}
+
+/// An error and its causes, `: `-separated.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_wins_over_a_run_count() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(stop_of(Some(5), Some(minute)), Some(Stop::Seconds(60.0)));
+        assert_eq!(stop_of(None, Some(minute)), Some(Stop::Seconds(60.0)));
+        assert_eq!(stop_of(Some(5), None), Some(Stop::Runs(5)));
+        assert_eq!(stop_of(None, None), None);
+    }
+
+    #[test]
+    fn a_check_without_a_stop_runs_a_thousand_times() {
+        assert_eq!(stop_of(Some(7), None), Some(Stop::Runs(7)));
+        assert_eq!(
+            stop_of(None, None).unwrap_or(DEFAULT_STOP),
+            Stop::Runs(1000)
+        );
+    }
+}

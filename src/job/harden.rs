@@ -1,0 +1,610 @@
+//! A hardening as a job: its defaults (the stability check, whether kinds are weakened, how
+//! many workers), its journal started or resumed, the search run over it, the fences found as a
+//! report and a patch beside the journal, and the result recorded in the sidecar and given as
+//! the `--json` document.
+
+use super::naming::{choose_journal, Output};
+use super::sidecar::{
+    create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
+    JobKind,
+};
+use super::target::TargetOptions;
+use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
+use super::{JobError, Say};
+use crate::apps::DEFAULT_ARCH;
+use crate::check::journal::{read_rows, set_meta_entry};
+use crate::check::local::target_app;
+use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
+use crate::env::Environment;
+use crate::harden::algorithm::Insertion;
+use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
+use crate::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
+use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
+use crate::stats::ZeroErrorBound;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The stability check on the simulator when none is given: runs are cheap there.
+const SIM_STABLE_RUNS: u64 = 10_000;
+/// The stability check on a GPU when none is given: the paper's hour.
+const GPU_STABLE_SECONDS: f64 = 3600.0;
+
+/// Whether a hardening weakens the fences it keeps (`--minimise-kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinimiseKind {
+    /// Where the backend tells fence kinds apart: a GPU, or the simulator's `ptx` model.
+    Auto,
+    On,
+    Off,
+}
+
+impl MinimiseKind {
+    pub const ALL: [MinimiseKind; 3] = [MinimiseKind::Auto, MinimiseKind::On, MinimiseKind::Off];
+
+    /// The name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MinimiseKind::Auto => "auto",
+            MinimiseKind::On => "on",
+            MinimiseKind::Off => "off",
+        }
+    }
+}
+
+display_by_name!(MinimiseKind, name);
+
+/// A hardening as given on the command line.
+pub struct HardenOptions<'a> {
+    pub app: &'a str,
+    pub env: Environment,
+    /// The stability check given, if any.
+    pub stable: Option<Stop>,
+    pub iterations: u64,
+    pub max_rounds: u32,
+    pub minimise_kinds: MinimiseKind,
+    /// Worker processes; `None`: one per core on the simulator, one on a GPU.
+    pub jobs: Option<usize>,
+    pub journal: Output<'a>,
+    pub target: &'a TargetOptions,
+    /// How the patch writes its fences.
+    pub fence_style: FenceStyle,
+}
+
+/// A hardening whose journal is open, ready to run.
+pub struct OpenHardening {
+    pub path: PathBuf,
+    pub meta: HardenMeta,
+    /// Runs recorded before a resume.
+    pub done: Vec<HardenRow>,
+    journal: Journal<HardenRow>,
+    executor: Box<dyn Executor>,
+    fence_style: FenceStyle,
+}
+
+/// A hardening that ran to its end: the fences found, as a report and a patch.
+pub struct Hardening {
+    pub path: PathBuf,
+    pub meta: HardenMeta,
+    pub hardened: Hardened,
+    pub report: FenceReport,
+    /// Where the patch was written (`<journal>.patch`).
+    pub patch_path: PathBuf,
+}
+
+/// Opens the hardening `options` describe: the journal chosen (with `--resume` without a name,
+/// the newest unfinished default one), started or resumed, and the app's own fences warned
+/// about.
+pub fn open_hardening(options: &HardenOptions, say: Say) -> Result<OpenHardening, JobError> {
+    let parts = options.target.backend.name_parts();
+    let path = choose_journal(
+        "harden",
+        (options.app, options.env),
+        options.journal,
+        parts,
+        &|journal| unfinished(JobKind::Harden, journal, None),
+        say,
+    )?;
+    let opened = match options.journal.resume {
+        true => resume(path, options, say)?,
+        false => start(path, options, say)?,
+    };
+    warn_about_own_fences(&opened.meta.target, say)?;
+    Ok(opened)
+}
+
+impl OpenHardening {
+    /// Runs the search, calling `progress` as queries go, and writes the patch beside the
+    /// journal.
+    pub fn run(mut self, progress: &mut dyn FnMut(&QueryProgress)) -> Result<Hardening, JobError> {
+        let done = std::mem::take(&mut self.done);
+        let hardened = harden(
+            self.executor.as_mut(),
+            &mut self.journal,
+            &self.meta,
+            done,
+            progress,
+        )?;
+        let report = make_report(&self.meta, &hardened, self.fence_style)?;
+        let patch_path = self.path.with_extension("patch");
+        std::fs::write(&patch_path, &report.patch)?;
+        Ok(Hardening {
+            path: self.path,
+            meta: self.meta,
+            hardened,
+            report,
+            patch_path,
+        })
+    }
+}
+
+/// A hardening that ran out of rounds is a failure, though its report and patch (the last
+/// round's fences) are written: what the command ends with.
+pub fn not_stable(insertion: &Insertion) -> JobError {
+    JobError::Other(format!(
+        "no stable fence set: after {} round(s) the fences kept still failed the stability check \
+         (more --max-rounds or --iterations may help); the report above is the last round's",
+        insertion.rounds
+    ))
+}
+
+/// Continues the hardening in the journal, with the settings it records.
+fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardening, JobError> {
+    let (journal, meta, done): (_, HardenMeta, _) = resume_journal(&path)?;
+    refuse_another_journal(
+        &path,
+        JobKind::Harden,
+        (&meta.target.app, meta.env),
+        (options.app, options.env),
+    )?;
+    warn_about_ignored_settings(options, &meta, say);
+    let executor = pooled_executor(&meta.target, options)?;
+    refuse_changed_sites(&path, "resume", &meta.sites, &executor.sites()?)?;
+    Ok(OpenHardening {
+        fence_style: options.fence_style,
+        path,
+        meta,
+        done,
+        journal,
+        executor,
+    })
+}
+
+/// A resumed hardening replays its journal, so it must keep the settings it started with.
+fn warn_about_ignored_settings(options: &HardenOptions, meta: &HardenMeta, say: Say) {
+    let changed = options.stable.is_some()
+        || options.iterations != meta.initial_iterations
+        || options.max_rounds != meta.max_rounds;
+    if changed {
+        say(&format!(
+            "warning: --resume keeps the journal's settings (I = {}, at most {} rounds, \
+             stability check {}); the ones given are ignored",
+            meta.initial_iterations, meta.max_rounds, meta.stable
+        ));
+    }
+}
+
+/// Resolves the target, lists its sites, calibrates stress once with every fence inserted, and
+/// creates the journal.
+fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardening, JobError> {
+    let resolved = resolve(options.app, options.target, say)?;
+    let mut executor = pooled_executor(&resolved.target, options)?;
+    let sites: Vec<SiteSummary> = executor.sites()?.iter().map(SiteSummary::from).collect();
+    let all = Fences::Sites(sites.iter().map(|s| s.id).collect());
+    let seed = options.target.backend.seed;
+    let stress = calibrate(executor.as_mut(), options.env, &all, seed, say)?;
+    let minimise_kinds = minimise_kinds(options.minimise_kinds, &resolved.target);
+    let meta = HardenMeta {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started: now(),
+        minimise_kinds,
+        stable: stable_stop(options, &resolved.target),
+        target: resolved.target,
+        env: options.env,
+        seed,
+        initial_iterations: options.iterations,
+        max_rounds: options.max_rounds,
+        stress,
+        sites,
+        provenance: executor.provenance(),
+        profile_source: resolved.profile_source,
+    };
+    let journal = create_journal(&path, JobKind::Harden, &meta).map_err(super::bad_journal)?;
+    Ok(OpenHardening {
+        fence_style: options.fence_style,
+        path,
+        meta,
+        done: Vec::new(),
+        journal,
+        executor,
+    })
+}
+
+/// The executor of a hardening: `jobs` worker processes side by side (by default one per core
+/// on the simulator, one on a GPU), or one in this process when asked.
+fn pooled_executor(
+    target: &Target,
+    options: &HardenOptions,
+) -> Result<Box<dyn Executor>, JobError> {
+    let in_process = options.target.in_process;
+    let jobs = options.jobs.unwrap_or_else(|| match target.backend {
+        BackendKind::Sim => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        BackendKind::Cuda => 1,
+    });
+    if jobs <= 1 || in_process {
+        return executor(target, in_process);
+    }
+    find_and_compile_app(target)?;
+    let workers = (0..jobs)
+        .map(|_| worker_executor(target))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::new(Pool::new(workers)))
+}
+
+/// Whether to weaken kept fences: `auto` does where fence kinds can differ in effect.
+fn minimise_kinds(choice: MinimiseKind, target: &Target) -> bool {
+    match choice {
+        MinimiseKind::On => true,
+        MinimiseKind::Off => false,
+        MinimiseKind::Auto => {
+            target.backend != BackendKind::Sim || target.sim_model == SimModel::Ptx
+        }
+    }
+}
+
+/// The stability check asked for, else 10,000 runs on the simulator and an hour on a GPU.
+fn stable_stop(options: &HardenOptions, target: &Target) -> Stop {
+    options.stable.unwrap_or(match target.backend {
+        BackendKind::Sim => Stop::Runs(SIM_STABLE_RUNS),
+        BackendKind::Cuda => Stop::Seconds(GPU_STABLE_SECONDS),
+    })
+}
+
+/// Fences the app has of its own stay in every run: the search only decides about the others.
+fn warn_about_own_fences(target: &Target, say: Say) -> Result<(), JobError> {
+    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH)?);
+    if !own.is_empty() {
+        say(&format!(
+            "warning: {} already has {} fence(s) ({}); they are kept in every run, and the \
+             search only decides about the candidate sites (for a search without them, harden \
+             the `-nf` variant, e.g. `gpuwmm harden sdk-red-nf`)",
+            target.app,
+            own.len(),
+            fence_places(&own)
+        ));
+    }
+    Ok(())
+}
+
+/// `apps/sdk-red/kernel.cu:46 (membar.gl), …`: where fences are, by source line where the PTX
+/// has one (relative to the working directory when the file lies under it).
+fn fence_places(fences: &[OwnFence]) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let place = |f: &OwnFence| match &f.source {
+        Some(line) => format!("{}:{} ({})", shown_path(&line.file, &cwd), line.line, f.ptx),
+        None => format!("{} in {}", f.ptx, f.function),
+    };
+    fences.iter().map(place).collect::<Vec<_>>().join(", ")
+}
+
+/// `file` relative to `cwd` when it lies under it, else as it is.
+fn shown_path(file: &str, cwd: &Path) -> String {
+    let path = Path::new(file);
+    match path.strip_prefix(cwd_as_spelled_in(path, cwd)) {
+        Ok(relative) if path.is_absolute() => relative.display().to_string(),
+        _ => file.to_string(),
+    }
+}
+
+/// For a `-nf` variant: the fences of the original idiom, to compare with the ones kept, and
+/// why the patch goes into a source that still has them. A variant that keeps its fences (`-rlx`
+/// weakens orderings instead) was warned about them at the start, and gets nothing here.
+pub fn original_fences_note(meta: &HardenMeta) -> Result<Option<String>, JobError> {
+    let app = target_app(&meta.target)?;
+    let Some(original) = app.unstripped() else {
+        return Ok(None);
+    };
+    if !own_fences(&app.module(DEFAULT_ARCH)?).is_empty() {
+        return Ok(None);
+    }
+    let own = own_fences(&original.module(DEFAULT_ARCH)?);
+    Ok(Some(format!(
+        "original idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
+         so the patch below is made against a source that still has them.",
+        original.name(),
+        own.len(),
+        fence_places(&own),
+        meta.target.app
+    )))
+}
+
+/// The fences kept as source lines and a patch, each fence of the kind the search chose.
+fn make_report(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    style: FenceStyle,
+) -> Result<FenceReport, JobError> {
+    let app = target_app(&meta.target)?;
+    let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
+    let chosen: Vec<(usize, FenceKind)> = hardened
+        .insertion
+        .fences
+        .iter()
+        .map(|&id| (id, kind_of(meta, hardened, id)))
+        .collect();
+    Ok(styled_fence_report(
+        &chosen,
+        &meta.sites,
+        app.source(),
+        meta.target.fence_kind,
+        &cwd,
+        style,
+    )?)
+}
+
+/// The kind of the fence kept at site `id`: the weaker one chosen for it, else the hardening's.
+fn kind_of(meta: &HardenMeta, hardened: &Hardened, id: usize) -> FenceKind {
+    let choice = hardened.kinds.iter().find(|c| c.site == id);
+    choice.map_or(meta.target.fence_kind, |c| c.kind)
+}
+
+/// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
+/// app's path is the build directory, which may be a link to this checkout), so the patch names
+/// the file relative to here; otherwise `cwd` itself.
+fn cwd_as_spelled_in(path: &Path, cwd: &Path) -> PathBuf {
+    let (Ok(real_path), Ok(real_cwd)) = (path.canonicalize(), cwd.canonicalize()) else {
+        return cwd.to_path_buf();
+    };
+    let Ok(below) = real_path.strip_prefix(&real_cwd) else {
+        return cwd.to_path_buf();
+    };
+    match path.ancestors().nth(below.components().count()) {
+        Some(prefix) if prefix.canonicalize().is_ok_and(|p| p == real_cwd) => prefix.to_path_buf(),
+        _ => cwd.to_path_buf(),
+    }
+}
+
+/// The runs of the stability checks, as the search answers them: the document reports the
+/// passing one's (or, not stable, the last one's).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StabilityRuns {
+    /// Runs of the last stability check that passed: the final fences' (a later change is kept
+    /// only after a stability check of its own passed).
+    pub passed: Option<u64>,
+    /// Runs of the last stability check.
+    pub last: Option<u64>,
+}
+
+impl StabilityRuns {
+    /// Takes note of an answered query.
+    pub fn update(&mut self, p: &QueryProgress) {
+        // A query without `I` runs to the hardening's stability stop.
+        if let (Some(answer), None) = (p.answer, p.query.iterations) {
+            self.last = Some(p.tally.runs);
+            if answer {
+                self.passed = Some(p.tally.runs);
+            }
+        }
+    }
+}
+
+/// Adds to the journal's sidecar what the hardening came to: `result` (the `--json` document)
+/// and `confidence` (what the passing stability check supports, or none). The journal holds
+/// the results, so a sidecar that cannot be updated is a warning.
+pub fn record_result(journal: &Path, document: &HardenDocument, say: Say) {
+    let written = set_meta_entry(journal, "result", document)
+        .and_then(|()| set_meta_entry(journal, "confidence", &document.confidence));
+    if let Err(e) = written {
+        say(&format!(
+            "warning: the sidecar of {} has no result entry: {e}",
+            journal.display()
+        ));
+    }
+}
+
+/// `harden --json`: the hardening's results as one document (also the sidecar's `result`).
+#[derive(Debug, Serialize)]
+pub struct HardenDocument<'a> {
+    app: &'a str,
+    env: Environment,
+    /// The backend that ran (`cuda` or `sim`; `auto` resolved); `provenance` says more.
+    backend: BackendKind,
+    provenance: &'a str,
+    seed: u64,
+    /// The kind the search inserts; each fence says its own.
+    fence_kind: FenceKind,
+    /// What a site is (site ids count at this granularity).
+    granularity: Granularity,
+    candidate_sites: usize,
+    /// The final fences, by site id.
+    fences: Vec<FenceEntry>,
+    stable: bool,
+    /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
+    stability_check: Stop,
+    /// Runs of the stability check that passed with the final fences, or (not stable) of the
+    /// last one, which failed; `null` when none ran.
+    stability_runs: Option<u64>,
+    /// When stable: what the passing stability check's runs without an error support.
+    pub confidence: Option<ZeroErrorBound>,
+    rounds: u32,
+    final_iterations: u64,
+    queries: usize,
+    /// Every run of the search, those read from the journal included.
+    runs: u64,
+    runs_from_journal: u64,
+    errors_seen: u64,
+    /// This invocation's wall time up to the report, seconds.
+    wall_s: f64,
+    first_failure: Option<FirstFailure>,
+    journal: &'a Path,
+    /// The patch file; `null` when no fence goes into the source.
+    patch: Option<&'a Path>,
+}
+
+/// One final fence.
+#[derive(Debug, Serialize)]
+struct FenceEntry {
+    site: usize,
+    function: String,
+    /// The source file, relative to the working directory when under it (for a fence without a
+    /// line in the app's source, the file the PTX names, if any).
+    file: Option<String>,
+    /// The source line the fence goes after.
+    line: Option<usize>,
+    /// That line's text, trimmed.
+    source: Option<String>,
+    /// The site's accesses as PTX text: `cost --emp` checks that the id still names them.
+    ptx: Vec<String>,
+    kind: FenceKind,
+    /// Whether the patch inserts it (a fence without a line in the app's source is left out).
+    in_patch: bool,
+}
+
+/// The journal's first run that did not pass, and the command that replays it.
+#[derive(Debug, Serialize)]
+struct FirstFailure {
+    query: usize,
+    run: u64,
+    outcome: crate::check::Outcome,
+    reason: String,
+    replay: String,
+}
+
+impl<'a> HardenDocument<'a> {
+    /// The document of `hardening`, whose stability checks ran `stability` runs, after
+    /// `wall_s` seconds.
+    pub fn new(
+        hardening: &'a Hardening,
+        stability: StabilityRuns,
+        wall_s: f64,
+    ) -> HardenDocument<'a> {
+        let Hardening {
+            meta,
+            hardened,
+            report,
+            path: journal,
+            patch_path: patch,
+        } = hardening;
+        let i = &hardened.insertion;
+        let t = &hardened.totals;
+        let stability_runs = match i.stable {
+            true => stability.passed,
+            false => stability.last,
+        };
+        HardenDocument {
+            app: &meta.target.app,
+            env: meta.env,
+            backend: meta.target.backend,
+            provenance: &meta.provenance,
+            seed: meta.seed,
+            fence_kind: meta.target.fence_kind,
+            granularity: meta.target.granularity,
+            candidate_sites: meta.sites.len(),
+            fences: fence_entries(meta, hardened, report),
+            stable: i.stable,
+            stability_check: meta.stable,
+            stability_runs,
+            confidence: stability_runs
+                .filter(|_| i.stable)
+                .and_then(|runs| ZeroErrorBound::of(runs, 0)),
+            rounds: i.rounds,
+            final_iterations: i.final_iterations,
+            queries: i.queries,
+            runs: t.runs,
+            runs_from_journal: hardened.replayed,
+            errors_seen: t.errors(),
+            wall_s,
+            first_failure: first_failure(journal).map(|row| FirstFailure {
+                replay: replay_command(journal, &row),
+                query: row.query,
+                run: row.run,
+                outcome: row.outcome,
+                reason: row.reason,
+            }),
+            journal,
+            patch: (!report.patch.is_empty()).then_some(patch.as_path()),
+        }
+    }
+}
+
+/// `gpuwmm replay <journal> <run> --query <query>`: the command that replays `row`.
+pub fn replay_command(journal: &Path, row: &HardenRow) -> String {
+    format!(
+        "gpuwmm replay {} {} --query {}",
+        journal.display(),
+        row.run,
+        row.query
+    )
+}
+
+/// The final fences, placed in the source or not, by site id.
+fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -> Vec<FenceEntry> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let file = shown_path(&report.root.join(&report.path).to_string_lossy(), &cwd);
+    let placed = report.placed.iter().map(|f| FenceEntry {
+        site: f.site.id,
+        function: f.site.function.clone(),
+        file: Some(file.clone()),
+        line: Some(f.line),
+        source: Some(f.text.clone()),
+        ptx: f.site.ptx.clone(),
+        kind: f.kind,
+        in_patch: true,
+    });
+    let unplaced = report.unplaced.iter().map(|s| FenceEntry {
+        site: s.id,
+        function: s.function.clone(),
+        file: s.file.clone(),
+        line: s.line.map(|l| l as usize),
+        source: None,
+        ptx: s.ptx.clone(),
+        kind: kind_of(meta, hardened, s.id),
+        in_patch: false,
+    });
+    let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
+    entries.sort_by_key(|e| e.site);
+    entries
+}
+
+/// The journal's first run that did not pass, if it can be read.
+pub fn first_failure(journal: &Path) -> Option<HardenRow> {
+    let rows: Vec<HardenRow> = read_rows(journal).ok()?;
+    rows.into_iter().find(|r| r.outcome.is_error())
+}
+
+/// The first run of `query` that did not pass, among `rows`.
+pub fn first_failure_of(rows: &[HardenRow], query: usize) -> Option<&HardenRow> {
+    rows.iter()
+        .find(|r| r.query == query && r.outcome.is_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_reached_through_a_link_to_the_working_directory_gets_a_relative_patch() {
+        let dir = tempfile::tempdir().unwrap();
+        let checkout = dir.path().join("checkout");
+        std::fs::create_dir_all(checkout.join("apps/x")).unwrap();
+        std::fs::write(checkout.join("apps/x/kernel.cu"), "k\n").unwrap();
+        let link = dir.path().join("build-dir");
+        std::os::unix::fs::symlink(&checkout, &link).unwrap();
+
+        let source = link.join("apps/x/kernel.cu");
+        assert_eq!(cwd_as_spelled_in(&source, &checkout), link);
+        assert_eq!(cwd_as_spelled_in(&source, dir.path()), dir.path());
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(
+            cwd_as_spelled_in(&source, elsewhere.path()),
+            elsewhere.path()
+        );
+
+        let file = source.to_str().unwrap();
+        assert_eq!(shown_path(file, &checkout), "apps/x/kernel.cu");
+        assert_eq!(shown_path(file, elsewhere.path()), file);
+        assert_eq!(
+            shown_path("apps/x/kernel.cu", &checkout),
+            "apps/x/kernel.cu"
+        );
+    }
+}
