@@ -46,6 +46,7 @@ fn measure(name: &str, executor: &mut dyn Executor, env: Environment) {
             env,
             fences: Fences::AsIs,
             stress_iterations: iterations,
+            races: false,
         };
         let record = executor.execute(&request).expect("run");
         errors += u64::from(record.outcome.is_error());

@@ -268,6 +268,14 @@ pub struct CheckArgs {
     /// warnings stay on stderr).
     #[arg(long)]
     pub json: bool,
+    /// Simulator: record in every run the conflicting accesses of different threads that
+    /// causality order leaves unordered, and report them summed over the runs as pairs of
+    /// source lines, in three classes: data races (undefined under PTX), unsynchronised pairs a
+    /// fence can order (and what is missing), and unsynchronised pairs no fence can order (and
+    /// what would). `--races strict` shows data races only. Kept in `<journal>.races.jsonl`, so
+    /// `--resume` goes on with it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "strict")]
+    pub races: Option<gpuwmm::check::races::RaceMode>,
     #[command(flatten)]
     pub target: TargetArgs,
 }

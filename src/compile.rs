@@ -7,9 +7,10 @@
 //! a machine's CUDA 13 toolkit next to its GPU.
 
 use crate::toolchain::{
-    cccl_compile_args, nvrtc_std_shims, CompileOptions, CudaTools, Nvrtc, PtxCache, ToolchainError,
+    cccl_compile_args, nvrtc_std_shims, CompileOptions, CompiledPtx, CudaTools, Nvrtc, PtxCache,
+    ToolchainError,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The architecture name that stands for the oldest one the NVRTC found accepts.
 pub const PORTABLE_ARCH: &str = "portable";
@@ -20,31 +21,73 @@ pub const PORTABLE_ARCH: &str = "portable";
 /// The `.file` directive of the PTX records `path` (made absolute), so fence sites can show the
 /// source line.
 pub fn compile_cuda(path: &Path, source: &str, arch: &str) -> Result<String, ToolchainError> {
+    let program = CudaProgram::new(path, source);
+    Ok(compile_program(&program, arch)?.ptx)
+}
+
+/// One translation unit as an app describes it: a source, the folders its `#include`s are
+/// searched in, preprocessor defines, and the C++ names of the kernels and variables to look up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaProgram<'a> {
+    /// The file the source is (named in `.file` directives and diagnostics).
+    pub path: &'a Path,
+    pub source: &'a str,
+    pub include_dirs: Vec<PathBuf>,
+    /// `-D NAME=VALUE`, in order.
+    pub defines: Vec<(String, String)>,
+    /// C++ names whose PTX names [`CompiledPtx::lowered_names`] gives (templates are
+    /// instantiated by being named).
+    pub name_expressions: Vec<String>,
+}
+
+impl<'a> CudaProgram<'a> {
+    /// A plain source: no include folder, define or name expression.
+    pub fn new(path: &'a Path, source: &'a str) -> CudaProgram<'a> {
+        CudaProgram {
+            path,
+            source,
+            include_dirs: Vec::new(),
+            defines: Vec::new(),
+            name_expressions: Vec::new(),
+        }
+    }
+}
+
+/// Compiles `program` to PTX for `arch` with line info (see [`compile_cuda`]), with the lowered
+/// names of its name expressions.
+pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx, ToolchainError> {
     let tools = CudaTools::locate();
     let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut options = CompileOptions {
         arch: resolve_arch(arch, nvrtc.version()).to_string(),
+        include_dirs: program.include_dirs.iter().map(|d| absolute(d)).collect(),
+        name_expressions: program.name_expressions.clone(),
+        extra: program
+            .defines
+            .iter()
+            .map(|(name, value)| format!("-D{name}={value}"))
+            .collect(),
         ..CompileOptions::default()
     };
     match &tools.cccl_include {
         Some(include) => {
-            options.extra = cccl_compile_args(include);
+            options.extra.extend(cccl_compile_args(include));
             options.headers = nvrtc_std_shims();
         }
         // Without the headers NVRTC would only say "cannot open source file"; say what is missing.
-        None if includes_cccl(source) => return Err(tools.require_cccl().unwrap_err()),
+        None if includes_cccl(program.source) => return Err(tools.require_cccl().unwrap_err()),
         None => {}
     }
     // NVRTC makes a relative name absolute against the working directory; naming the file
     // absolutely keeps the cache key and the `.file` directive in step.
-    let name = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let compiled = PtxCache::with_default_dir().get_or_compile(
+    let name = absolute(program.path);
+    PtxCache::with_default_dir().get_or_compile(
         &nvrtc,
-        source,
+        program.source,
         &name.to_string_lossy(),
         &options,
-    )?;
-    Ok(compiled.ptx)
+    )
 }
 
 /// True when `source` includes a CCCL header (`<cub/...>`, `<cuda/...>`, `<thrust/...>`).

@@ -145,10 +145,7 @@ struct TwoLaunches {
 impl TwoLaunches {
     fn new() -> TwoLaunches {
         TwoLaunches {
-            source: KernelSource {
-                path: PathBuf::from("two.cu"),
-                text: String::new(),
-            },
+            source: KernelSource::single(PathBuf::from("two.cu"), String::new()),
         }
     }
 }
@@ -166,13 +163,13 @@ impl App for TwoLaunches {
     fn source(&self) -> &KernelSource {
         &self.source
     }
-    fn kernels(&self) -> Vec<String> {
+    fn kernels(&self, _size: Size) -> Vec<String> {
         vec!["first".into(), "second".into()]
     }
     fn parameters(&self, _size: Size) -> Vec<(String, i64)> {
         vec![("blocks".into(), 3)]
     }
-    fn module(&self, _arch: &str) -> Result<Module, AppError> {
+    fn module(&self, _arch: &str, _size: Size) -> Result<Module, AppError> {
         Ok(Module::default())
     }
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
@@ -234,7 +231,14 @@ impl Launcher for Harness {
 fn launcher_sees_every_app_launch_and_may_rewrite_it() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(&app, &mut backend, &Module::default(), DEFAULT_ARCH).unwrap();
+    let loaded = LoadedApp::load(
+        &app,
+        &mut backend,
+        &Module::default(),
+        DEFAULT_ARCH,
+        Size::Sim,
+    )
+    .unwrap();
     let mut harness = Harness::default();
     let verdict = loaded
         .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 1))
@@ -264,7 +268,14 @@ fn launcher_sees_every_app_launch_and_may_rewrite_it() {
 fn backend_errors_come_back_typed_and_buffers_are_still_freed() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(&app, &mut backend, &Module::default(), DEFAULT_ARCH).unwrap();
+    let loaded = LoadedApp::load(
+        &app,
+        &mut backend,
+        &Module::default(),
+        DEFAULT_ARCH,
+        Size::Sim,
+    )
+    .unwrap();
     let err = loaded
         .run(
             &mut backend,
@@ -322,7 +333,7 @@ fn variants_share_the_source_and_inputs_of_their_base() {
     ] {
         let (base, nf) = (find_app(base).unwrap(), find_app(nf).unwrap());
         assert_eq!(base.source(), nf.source());
-        assert_eq!(base.kernels(), nf.kernels());
+        assert_eq!(base.kernels(Size::Sim), nf.kernels(Size::Sim));
         assert_eq!(base.parameters(Size::Sim), nf.parameters(Size::Sim));
         assert!(nf.description().contains("strip-fences"));
     }
@@ -337,10 +348,17 @@ fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
         return;
     };
     for app in builtin_apps().unwrap() {
-        let module = app.module(DEFAULT_ARCH).unwrap_or_else(|e| panic!("{e}"));
+        let module = app
+            .module(DEFAULT_ARCH, Size::Sim)
+            .unwrap_or_else(|e| panic!("{e}"));
         let kernels: Vec<String> = module.kernels().map(|k| k.name.clone()).collect();
-        assert_eq!(kernels, app.kernels(), "{}: module kernels", app.name());
-        let check = app.check_module(DEFAULT_ARCH).unwrap();
+        assert_eq!(
+            kernels,
+            app.kernels(Size::Sim),
+            "{}: module kernels",
+            app.name()
+        );
+        let check = app.check_module(DEFAULT_ARCH, Size::Sim).unwrap();
         for arch in ARCHS {
             assemble_or_panic(&tools, &module, arch, app.name());
             if let Some(check) = &check {
@@ -349,7 +367,11 @@ fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
         }
         // Fence sites only ever cover app kernels.
         for site in fence_sites(&module, Granularity::SourceLine) {
-            assert!(app.kernels().contains(&site.function), "{}", site.function);
+            assert!(
+                app.kernels(Size::Sim).contains(&site.function),
+                "{}",
+                site.function
+            );
         }
     }
 }
@@ -362,7 +384,7 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
     let fences = |name: &str| {
         find_app(name)
             .unwrap()
-            .module(DEFAULT_ARCH)
+            .module(DEFAULT_ARCH, Size::Sim)
             .unwrap()
             .fence_count()
     };
@@ -384,8 +406,8 @@ fn check_kernels_are_not_in_the_app_module_but_in_the_check_module() {
         return;
     }
     let app = find_app("sdk-red").unwrap();
-    let module = print(&app.module(DEFAULT_ARCH).unwrap());
-    let check = print(&app.check_module(DEFAULT_ARCH).unwrap().unwrap());
+    let module = print(&app.module(DEFAULT_ARCH, Size::Sim).unwrap());
+    let check = print(&app.check_module(DEFAULT_ARCH, Size::Sim).unwrap().unwrap());
     assert!(!module.contains(".entry reduce_check"));
     assert!(check.contains(".entry reduce_check"));
 }
@@ -397,8 +419,9 @@ fn manifest_check_kernel_runs_from_the_check_module_without_the_launcher() {
     }
     let app = find_app("cub-scan").unwrap();
     let mut backend = MemBackend::new();
-    let module = app.module(DEFAULT_ARCH).unwrap();
-    let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH).unwrap();
+    let module = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
+    let loaded =
+        LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim).unwrap();
     let mut harness = Harness::default();
     // Nothing executes on a MemBackend, so the status word keeps the value set before the
     // check kernel: no verdict, and never a pass.
@@ -474,12 +497,20 @@ fn parse(text: &str) -> Result<Manifest, ManifestError> {
     Manifest::parse(Path::new("/apps/toy/app.toml"), text)
 }
 
+/// `message` without the line number after `app.toml` (`app.toml:12: x` → `app.toml: x`).
+fn unlocated(message: &str) -> String {
+    let (file, rest) = message.split_once("app.toml").unwrap();
+    let rest = rest.trim_start_matches(':');
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    format!("{file}app.toml{rest}")
+}
+
 /// Parses GOOD with `from` replaced by `to`, expecting an error about `field`.
 fn bad(from: &str, to: &str, field: &str) -> (Problem, String) {
     assert!(GOOD.contains(from), "{from}");
     let err = parse(&GOOD.replacen(from, to, 1)).unwrap_err();
     let message = err.to_string();
-    assert!(message.starts_with("/apps/toy/app.toml: "), "{message}");
+    assert!(message.starts_with("/apps/toy/app.toml"), "{message}");
     assert_eq!(err.field(), Some(field), "{message}");
     assert!(message.contains(field), "{message}");
     (err.problem().unwrap().clone(), message)
@@ -688,12 +719,12 @@ fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
     write(GOOD);
     let app = load_app_dir(dir.path()).unwrap();
     assert_eq!(app.name(), "toy");
-    app.module(DEFAULT_ARCH).unwrap();
+    app.module(DEFAULT_ARCH, Size::Sim).unwrap();
 
     let module_error = |text: &str| {
         write(text);
         let app = load_app_dir(dir.path()).unwrap();
-        let err = app.module(DEFAULT_ARCH).err().unwrap();
+        let err = app.module(DEFAULT_ARCH, Size::Sim).err().unwrap();
         match err {
             AppError::Manifest(e) => e,
             other => panic!("expected a manifest error, got {other}"),
@@ -726,8 +757,13 @@ fn every_manifest_error_in_the_apps_readme_is_produced_as_written() {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/README.md"))
             .unwrap();
-    let prefix = "apps/toy/app.toml: ";
+    let prefix = "apps/toy/app.toml:";
     let documented: Vec<&str> = readme.lines().filter(|l| l.starts_with(prefix)).collect();
+    /// `apps/toy/app.toml:32: field: problem` without `apps/toy/app.toml:32: `.
+    fn after_location(l: &str) -> &str {
+        let rest = l["apps/toy/app.toml:".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        rest.trim_start_matches(':').trim_start()
+    }
     assert_eq!(documented.len(), 7, "{documented:#?}");
     // (field, mutation of GOOD, needs the compiled kernels)
     let cases: [(&str, &str, &str, bool); 7] = [
@@ -763,7 +799,7 @@ fn every_manifest_error_in_the_apps_readme_is_produced_as_written() {
     for (field, from, to, compiled) in cases {
         let line = documented
             .iter()
-            .find(|l| l[prefix.len()..].starts_with(&format!("{field}: ")))
+            .find(|l| after_location(l).starts_with(&format!("{field}: ")))
             .unwrap_or_else(|| panic!("apps/README.md shows no error for {field}"));
         assert!(GOOD.contains(from), "{from}");
         let text = GOOD.replacen(from, to, 1);
@@ -777,11 +813,8 @@ fn every_manifest_error_in_the_apps_readme_is_produced_as_written() {
         }
         let err = compiled_manifest_error(&text);
         let message = err.to_string();
-        let tail = &line[prefix.len()..];
-        assert!(
-            message.ends_with(&format!("app.toml: {tail}")),
-            "{message}\nvs {line}"
-        );
+        let tail = &line["apps/toy/".len()..];
+        assert!(message.ends_with(tail), "{message}\nvs {line}");
     }
 }
 
@@ -791,7 +824,7 @@ fn compiled_manifest_error(text: &str) -> ManifestError {
     std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     std::fs::write(dir.path().join("app.toml"), text).unwrap();
     let app = load_app_dir(dir.path()).unwrap();
-    match app.module(DEFAULT_ARCH).err().unwrap() {
+    match app.module(DEFAULT_ARCH, Size::Sim).err().unwrap() {
         AppError::Manifest(e) => e,
         other => panic!("expected a manifest error, got {other}"),
     }
@@ -805,8 +838,8 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
         (
             "description = \"a toy\"",
             "description = \"a toy\"\nsim = 1",
-            "sim: unknown key (allowed here: name, description, postcondition, sizes, buffers, \
-             launches, check)",
+            "sim: unknown key (allowed here: name, description, postcondition, source, sizes, \
+             buffers, launches, check)",
         ),
         (
             "[sizes]\n",
@@ -816,8 +849,8 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
         (
             "kernel = \"toy\"",
             "kernel = \"toy\"\nblocks = 2",
-            "launches[0].blocks: unknown key (allowed here: kernel, grid, block, shared_bytes, \
-             args)",
+            "launches[0].blocks: unknown key (allowed here: kernel, repeat, grid, block, \
+             shared_bytes, args)",
         ),
         (
             "result = \"status\"",
@@ -859,7 +892,10 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
     for (from, to, expected) in cases {
         let field = expected.split(": ").next().unwrap();
         let (_, message) = bad(from, to, field);
-        assert_eq!(message, format!("/apps/toy/app.toml: {expected}"));
+        assert_eq!(
+            unlocated(&message),
+            format!("/apps/toy/app.toml: {expected}")
+        );
     }
     // An array of tables written as a plain value (the `[[launches]]` block taken out).
     let start = GOOD.find("[[launches]]").unwrap();
@@ -877,7 +913,10 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
     ] {
         let text = format!("launches = {value}\n{without_launches}");
         let err = parse(&text).unwrap_err();
-        assert_eq!(err.to_string(), format!("/apps/toy/app.toml: {expected}"));
+        assert_eq!(
+            unlocated(&err.to_string()),
+            format!("/apps/toy/app.toml: {expected}")
+        );
     }
 }
 

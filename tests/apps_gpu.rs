@@ -29,13 +29,14 @@ fn every_app_runs_on_a_gpu_at_both_sizes() {
         return;
     };
     for app in builtin_apps().unwrap() {
-        let plain = app.module(DEFAULT_ARCH).unwrap();
+        let plain = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
         for (label, module) in [
             ("plain", plain.clone()),
             ("fenced", fence_everything(plain)),
         ] {
-            let loaded = LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH)
-                .unwrap_or_else(|e| panic!("{} {label}: {e}", app.name()));
+            let loaded =
+                LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim)
+                    .unwrap_or_else(|e| panic!("{} {label}: {e}", app.name()));
             // The stand-in driver interprets every thread: GPU-sized inputs would take minutes.
             let sizes: &[Size] = if common::is_standin(&backend) {
                 &[Size::Sim]

@@ -90,8 +90,8 @@ fn outcomes(
     let start = Instant::now();
     let model = config.model;
     let mut backend = SimBackend::new(config);
-    let module = transform(app.module(DEFAULT_ARCH).unwrap());
-    let loaded = LoadedApp::load(app, &mut backend, &module, DEFAULT_ARCH)
+    let module = transform(app.module(DEFAULT_ARCH, Size::Sim).unwrap());
+    let loaded = LoadedApp::load(app, &mut backend, &module, DEFAULT_ARCH, Size::Sim)
         .unwrap_or_else(|e| panic!("{}: {e}", app.name()));
     let mut tally = Tally::default();
     for seed in seeds {
@@ -275,7 +275,7 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
     }
     for name in ALL_APPS {
         let app = find_app(name).unwrap();
-        let kernels = app.kernels();
+        let kernels = app.kernels(Size::Sim);
         let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
         let options = HarnessOptions {
             stress: StressStrategy::Sys {
@@ -287,10 +287,11 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
             (MemoryModel::Weak, fence_everything),
         ] {
             let mut backend = SimBackend::new(sim(model));
-            let module = transform(app.module(DEFAULT_ARCH).unwrap());
+            let module = transform(app.module(DEFAULT_ARCH, Size::Sim).unwrap());
             let harnessed = harness_kernels(&module, &kernels, &options).unwrap();
             let loaded =
-                LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH).unwrap();
+                LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim)
+                    .unwrap();
             let harnessed =
                 gpuwmm::backend::Device::load_module(&mut backend, &print(&harnessed)).unwrap();
             for seed in 0..10 {
@@ -524,7 +525,10 @@ fn cccl_scan_as_shipped_passes_under_ptx() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    let module = find_app("cccl-scan").unwrap().module(DEFAULT_ARCH).unwrap();
+    let module = find_app("cccl-scan")
+        .unwrap()
+        .module(DEFAULT_ARCH, Size::Sim)
+        .unwrap();
     assert!(module.fence_count() > 0, "CUB's membar.gl is in the PTX");
     let seeds = 0..RUNS_CCCL_SCAN_SHIPPED;
     assert_every_run_passes(&["cccl-scan"], MemoryModel::Ptx, no_change, seeds);
@@ -538,7 +542,7 @@ fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
     }
     let module = find_app("cccl-scan-nf")
         .unwrap()
-        .module(DEFAULT_ARCH)
+        .module(DEFAULT_ARCH, Size::Sim)
         .unwrap();
     assert_eq!(module.fence_count(), 0);
     assert_fails_under_ptx_at_the_pinned_rate(
@@ -557,7 +561,7 @@ fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
     }
     let module = find_app("cccl-scan-rlx")
         .unwrap()
-        .module(DEFAULT_ARCH)
+        .module(DEFAULT_ARCH, Size::Sim)
         .unwrap();
     let text = gpuwmm::ptx::print(&module);
     assert!(!text.contains("st.release"), "no release store is left");

@@ -223,6 +223,7 @@ fn journal_seeds() -> (String, String) {
                 },
                 kernel_us: 12.5,
                 wall_ms: 1.25,
+                races: None,
             })
             .unwrap();
     }

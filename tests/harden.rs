@@ -262,8 +262,14 @@ fn complete_lines(journal: &Path) -> Vec<String> {
 /// minimised; returns (site id, kind) of each final fence, from the "fence kinds" section, or
 /// `None` without the CUDA tools.
 fn hardened_kinds(placement: &str) -> Option<Vec<(String, String)>> {
+    Some(hardened_fixture(&format!("handoff-{placement}"))?.0)
+}
+
+/// `harden` of the fixture `tests/fixtures/apps/<app>` with kinds minimised: (site id, kind) of
+/// each final fence, and the whole report; `None` without the CUDA tools.
+fn hardened_fixture(app: &str) -> Option<(Vec<(String, String)>, String)> {
     let dir = common::temp_dir_with_tools()?;
-    let app = format!("handoff-{placement}");
+    let app = app.to_string();
     let app_dir = Path::new(REPO).join("tests/fixtures/apps").join(&app);
     let extra = [
         "--app-dir",
@@ -283,7 +289,68 @@ fn hardened_kinds(placement: &str) -> Option<Vec<(String, String)>> {
         let (site, kind) = l.trim().split_once(" keeps ")?;
         Some((site.to_string(), kind.to_string()))
     });
-    Some(kinds.collect())
+    Some((kinds.collect(), stdout))
+}
+
+const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
+
+/// Issue 25's load-buffering slot recycler: no run can refute a CTA-scoped fence after the
+/// slot read (the simulator, like today's GPUs, resolves the read at any fence), yet under PTX
+/// it orders nothing for the other CTA; and no run fails without an acquire after block 1's
+/// spin, yet PTX gives no order to a control dependency. The communication graph keeps the
+/// fence at GPU scope and adds the acquire side: both fences, of GPU scope.
+#[test]
+fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
+    let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {
+        return;
+    };
+    assert!(!kinds.is_empty(), "{stdout}");
+    for (site, kind) in &kinds {
+        assert!(!kind.ends_with(".cta"), "{site} keeps {kind}");
+    }
+    assert!(stdout.contains(SCOPE_REFUSED), "{stdout}");
+    assert!(
+        stdout.contains("scope from communication: sites #"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("final fences: 2"), "{stdout}");
+    let added = stdout.lines().any(|l| {
+        l.contains("added fence.acq_rel.gpu as the acquire side")
+            && l.contains("required by the PTX model, not seen failing")
+    });
+    assert!(added, "{stdout}");
+    let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
+    let placed = format!("kernel.cu:{spin}  [recycle]  fence.acq_rel.gpu");
+    assert!(stdout.contains(&placed), "{stdout}");
+}
+
+/// The 1-based line of a fixture's kernel.cu that contains `needle`.
+fn kernel_line_in(fixture: &str, needle: &str) -> usize {
+    let path = Path::new(REPO)
+        .join("tests/fixtures/apps")
+        .join(fixture)
+        .join("kernel.cu");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+/// A cross-CTA handoff: its fences met another CTA, so CTA-scoped kinds are refused without
+/// asking the runs; inside one block nothing is refused and CTA scope is kept.
+#[test]
+fn a_cross_cta_handoff_refuses_cta_scoped_fences_and_an_intra_cta_one_does_not() {
+    let Some((grid, grid_report)) = hardened_fixture("handoff-grid") else {
+        return;
+    };
+    assert!(grid_report.contains(SCOPE_REFUSED), "{grid_report}");
+    assert!(grid.iter().all(|(_, kind)| !kind.ends_with(".cta")));
+    let Some((block, block_report)) = hardened_fixture("handoff-block") else {
+        return;
+    };
+    assert!(!block_report.contains(SCOPE_REFUSED), "{block_report}");
+    assert!(
+        block.iter().all(|(_, kind)| kind.ends_with(".cta")),
+        "{block:?}"
+    );
 }
 
 /// The handoff fixture keeps two fences, the writer's (after the data) and the reader's (after
@@ -453,7 +520,10 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
         return;
     }
     let app = find_app("cccl-scan-nf").unwrap();
-    let sites = fence_sites(&app.module(DEFAULT_ARCH).unwrap(), Granularity::SourceLine);
+    let sites = fence_sites(
+        &app.module(DEFAULT_ARCH, gpuwmm::apps::Size::Sim).unwrap(),
+        Granularity::SourceLine,
+    );
     let call = kernel_line("cccl-scan", "const int exclusive = prefix_op(aggregate);");
     let tile_zero = kernel_line("cccl-scan", "s_exclusive = 0;");
     let look_back: Vec<_> = sites

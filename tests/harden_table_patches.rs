@@ -151,7 +151,7 @@ fn apply(dir: &Path, app: &dyn App, patch: &str) -> KernelSource {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    KernelSource { path, text }
+    KernelSource::single(path, text)
 }
 
 /// An app with its source patched: the same host side and check kernels, its module compiled
@@ -165,8 +165,8 @@ struct PatchedApp {
 
 impl PatchedApp {
     /// The module without `.entry` functions the app does not launch (its check kernels).
-    fn app_kernels_only(&self, mut module: Module) -> Module {
-        let kernels = self.base.kernels();
+    fn app_kernels_only(&self, mut module: Module, size: Size) -> Module {
+        let kernels = self.base.kernels(size);
         module.items.retain(|item| match item {
             Item::Function(f) => f.kind != FunctionKind::Entry || kernels.contains(&f.name),
             _ => true,
@@ -208,14 +208,14 @@ impl App for PatchedApp {
     fn source(&self) -> &KernelSource {
         &self.source
     }
-    fn kernels(&self) -> Vec<String> {
-        self.base.kernels()
+    fn kernels(&self, size: Size) -> Vec<String> {
+        self.base.kernels(size)
     }
     fn parameters(&self, size: Size) -> Vec<(String, i64)> {
         self.base.parameters(size)
     }
-    fn module(&self, arch: &str) -> Result<Module, AppError> {
-        let module = self.app_kernels_only(compile_source(&self.source, arch)?);
+    fn module(&self, arch: &str, size: Size) -> Result<Module, AppError> {
+        let module = self.app_kernels_only(compile_source(&self.source, arch)?, size);
         match self.base.unstripped() {
             Some(_) => {
                 assert!(self.name().ends_with("-nf"), "{}", self.name());
@@ -224,8 +224,8 @@ impl App for PatchedApp {
             None => Ok(module),
         }
     }
-    fn check_module(&self, arch: &str) -> Result<Option<Module>, AppError> {
-        self.base.check_module(arch)
+    fn check_module(&self, arch: &str, size: Size) -> Result<Option<Module>, AppError> {
+        self.base.check_module(arch, size)
     }
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
         self.base.run(ctx)
@@ -263,6 +263,7 @@ fn check(report: &Report, app: Arc<dyn App>, runs: u64) -> Vec<Outcome> {
             env: report.env,
             fences: Fences::AsIs,
             stress_iterations: stress.stress_iterations,
+            races: false,
         };
         let record = executor.execute(&request).unwrap();
         outcomes.push(record.outcome);
@@ -285,7 +286,7 @@ fn patched(report: &Report, dir: &Path, style: FenceStyle) -> (Arc<dyn App>, Str
         added,
     };
     // It builds with the pinned NVRTC: the app module and the whole file.
-    app.module(DEFAULT_ARCH)
+    app.module(DEFAULT_ARCH, Size::Sim)
         .unwrap_or_else(|e| panic!("{} ({style:?}): {e}", report.app));
     (Arc::new(app), patch)
 }

@@ -34,10 +34,10 @@ pub const BUILTIN_APP_NAMES: [&str; 13] = [
 ];
 
 fn source(name: &str, text: &str) -> KernelSource {
-    KernelSource {
-        path: builtin_apps_dir().join(name).join("kernel.cu"),
-        text: text.to_string(),
-    }
+    KernelSource::single(
+        builtin_apps_dir().join(name).join("kernel.cu"),
+        text.to_string(),
+    )
 }
 
 fn manifest_app(name: &str, manifest: &str, kernel: &str) -> Result<Arc<dyn App>, AppError> {
@@ -234,24 +234,24 @@ impl App for StrippedVariant {
         self.base.source()
     }
 
-    fn kernels(&self) -> Vec<String> {
-        self.base.kernels()
+    fn kernels(&self, size: Size) -> Vec<String> {
+        self.base.kernels(size)
     }
 
     fn parameters(&self, size: Size) -> Vec<(String, i64)> {
         self.base.parameters(size)
     }
 
-    fn module(&self, arch: &str) -> Result<Module, AppError> {
-        let module = self.base.module(arch)?;
+    fn module(&self, arch: &str, size: Size) -> Result<Module, AppError> {
+        let module = self.base.module(arch, size)?;
         Ok(match self.weakening {
             Weakening::Fences => strip_fences(&module).0,
             Weakening::Orderings => relax_orderings(&module).0,
         })
     }
 
-    fn check_module(&self, arch: &str) -> Result<Option<Module>, AppError> {
-        self.base.check_module(arch)
+    fn check_module(&self, arch: &str, size: Size) -> Result<Option<Module>, AppError> {
+        self.base.check_module(arch, size)
     }
 
     fn unstripped(&self) -> Option<&dyn App> {

@@ -65,7 +65,7 @@ impl App for CbeDot {
         &self.source
     }
 
-    fn kernels(&self) -> Vec<String> {
+    fn kernels(&self, _size: Size) -> Vec<String> {
         vec!["dot".to_string()]
     }
 
@@ -188,7 +188,7 @@ impl App for CbeHt {
         &self.source
     }
 
-    fn kernels(&self) -> Vec<String> {
+    fn kernels(&self, _size: Size) -> Vec<String> {
         vec!["ht_insert".to_string()]
     }
 

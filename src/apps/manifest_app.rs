@@ -6,73 +6,135 @@
 //! word into a [`Verdict`]. Built-in case studies written this way (sdk-red, cub-scan) and user
 //! apps loaded with `--app-dir` share this code.
 
+use super::app_program::{AppProgram, Unit};
 use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
-use super::{compile_source, App, AppError, KernelSource, RunContext, Size, Verdict};
+use super::{App, AppError, KernelSource, RunContext, Size, Verdict, DEFAULT_ARCH};
 use crate::backend::{Buffer, KernelArg};
 use crate::ptx::{FunctionKind, Item, Module};
 use rand::Rng;
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-/// An app defined by a manifest and a `kernel.cu`.
+/// An app defined by a manifest and its CUDA sources.
 #[derive(Debug, Clone)]
 pub struct ManifestApp {
     manifest: Manifest,
     source: KernelSource,
+    program: AppProgram,
+    /// The PTX name of each kernel name of the manifest, per size, once compiled.
+    lowered: Arc<Mutex<BTreeMap<Size, BTreeMap<String, String>>>>,
 }
 
 /// How many words of the result buffer (after the code) are shown in a failure reason.
 const DETAIL_WORDS: usize = 4;
 
 impl ManifestApp {
-    /// An app from a parsed manifest and its kernel source.
+    /// An app from a parsed manifest and its one kernel source (a built-in app).
     pub fn new(manifest: Manifest, source: KernelSource) -> ManifestApp {
-        ManifestApp { manifest, source }
+        ManifestApp {
+            program: AppProgram::of_text(&source),
+            manifest,
+            source,
+            lowered: Arc::default(),
+        }
     }
 
-    /// Reads `dir/app.toml` and `dir/kernel.cu`.
+    /// Reads `dir/app.toml` and the sources it names (`kernel.cu` when it names none).
     pub fn load_dir(dir: &Path) -> Result<ManifestApp, AppError> {
         let manifest = Manifest::load(&dir.join("app.toml"))?;
-        let path = dir.join("kernel.cu");
-        let text = std::fs::read_to_string(&path).map_err(|e| AppError::Compile {
-            path: path.clone(),
-            message: format!("cannot read the app's kernel source: {e}"),
-        })?;
-        Ok(ManifestApp::new(manifest, KernelSource { path, text }))
+        let (program, source) = AppProgram::new(&manifest, dir)?;
+        Ok(ManifestApp {
+            manifest,
+            source,
+            program,
+            lowered: Arc::default(),
+        })
     }
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
-    /// The full compiled module, validated against the manifest.
-    fn compiled(&self, arch: &str) -> Result<Module, AppError> {
-        let module = compile_source(&self.source, arch)?;
-        self.manifest.check_module(&module)?;
+    /// The kernel names a unit is asked to lower: the check unit all, the app unit those it
+    /// holds (the check kernel too when it is among the app's files).
+    fn unit_kernels(&self, unit: Unit) -> Vec<String> {
+        match (unit, self.program.has_check_files()) {
+            (Unit::App, true) => self.manifest.app_kernels(),
+            _ => self.manifest.all_kernels(),
+        }
+    }
+
+    /// Compiles `unit` at `size`, records the lowered names, and parses the PTX.
+    fn compile(&self, unit: Unit, size: Size, arch: &str) -> Result<Module, AppError> {
+        let kernels = self.unit_kernels(unit);
+        let compiled =
+            self.program
+                .compile(&self.manifest, &self.source, unit, size, arch, &kernels)?;
+        self.lowered
+            .lock()
+            .expect("no panic while holding the lock")
+            .entry(size)
+            .or_default()
+            .extend(compiled.lowered);
+        crate::ptx::parse(&compiled.ptx).map_err(|e| AppError::Compile {
+            path: self.source.path.clone(),
+            message: format!("PTX line {}: {}", e.line, e.message),
+        })
+    }
+
+    /// The check unit at `size`, validated against the manifest.
+    fn checked(&self, size: Size, arch: &str) -> Result<Module, AppError> {
+        let module = self.compile(Unit::Check, size, arch)?;
+        let lowered = self.lowered_names(size);
+        let lower = |name: &str| lowered.get(name).cloned().unwrap_or(name.to_string());
+        self.manifest.check_module(&module, &lower)?;
         Ok(module)
     }
 
-    fn fill(
+    /// The lowered names known at `size` (compiling the check unit first if none are).
+    fn lowered_names(&self, size: Size) -> BTreeMap<String, String> {
+        let known = |app: &Self| {
+            let map = app.lowered.lock().expect("no panic while holding the lock");
+            map.get(&size).cloned()
+        };
+        if let Some(names) = known(self) {
+            return names;
+        }
+        // Only reached before any compilation at this size; a failure here shows up again
+        // (with its message) when the driver asks for the module.
+        let _ = self.compile(Unit::Check, size, DEFAULT_ARCH);
+        known(self).unwrap_or_default()
+    }
+
+    /// The PTX name of kernel `name` at `size`.
+    fn lowered(&self, names: &BTreeMap<String, String>, name: &str) -> String {
+        names.get(name).cloned().unwrap_or_else(|| name.to_string())
+    }
+
+    /// The initial image of buffer `index` (`None`: zeros), given the images before it.
+    fn image(
         &self,
-        ctx: &mut RunContext<'_>,
+        size: Size,
         rng: &mut impl Rng,
         index: usize,
-    ) -> Result<Buffer, AppError> {
+        earlier: &[Option<Vec<u8>>],
+    ) -> Option<Vec<u8>> {
         let spec = &self.manifest.buffers[index];
-        let len = self.manifest.plan(ctx.size()).lengths[index];
+        let len = self.manifest.plan(size).lengths[index];
         let bytes = len * spec.elem.bytes();
-        let buffer = ctx.alloc(&spec.name, bytes)?;
         let mut image = Vec::with_capacity(bytes);
-        match spec.init {
-            Init::Zero => return Ok(buffer), // allocations are zeroed
+        match &spec.init {
+            Init::Zero => return None, // allocations are zeroed
             Init::Constant(v) => {
                 for _ in 0..len {
-                    spec.elem.int_bytes(v as i128, &mut image);
+                    spec.elem.int_bytes(*v as i128, &mut image);
                 }
             }
             Init::ConstantFloat(x) => {
                 for _ in 0..len {
-                    image.extend_from_slice(&(x as f32).to_le_bytes());
+                    image.extend_from_slice(&(*x as f32).to_le_bytes());
                 }
             }
             Init::Iota => {
@@ -83,18 +145,39 @@ impl ManifestApp {
             Init::RandomInt { lo, hi } => {
                 for _ in 0..len {
                     spec.elem
-                        .int_bytes(rng.random_range(lo..=hi) as i128, &mut image);
+                        .int_bytes(rng.random_range(*lo..=*hi) as i128, &mut image);
                 }
             }
             Init::RandomFloat { lo, hi } => {
                 for _ in 0..len {
-                    let x = rng.random_range(lo..hi) as f32;
+                    let x = rng.random_range(*lo..*hi) as f32;
                     image.extend_from_slice(&x.to_le_bytes());
                 }
             }
+            // The manifest checked that there is enough data, and that a copy's source is an
+            // earlier buffer of the same type at least as long.
+            Init::Data(data) => image.extend_from_slice(&data[..bytes]),
+            Init::Copy(source) => return earlier[*source].as_ref().map(|s| s[..bytes].to_vec()),
         }
-        ctx.write(&spec.name, buffer, &image)?;
-        Ok(buffer)
+        Some(image)
+    }
+
+    /// Allocates and fills every buffer.
+    fn fill(&self, ctx: &mut RunContext<'_>) -> Result<Vec<Buffer>, AppError> {
+        let mut rng = ctx.rng();
+        let mut images: Vec<Option<Vec<u8>>> = Vec::new();
+        let mut buffers = Vec::new();
+        for (index, spec) in self.manifest.buffers.iter().enumerate() {
+            let len = self.manifest.plan(ctx.size()).lengths[index];
+            let buffer = ctx.alloc(&spec.name, len * spec.elem.bytes())?;
+            let image = self.image(ctx.size(), &mut rng, index, &images);
+            if let Some(image) = &image {
+                ctx.write(&spec.name, buffer, image)?;
+            }
+            images.push(image);
+            buffers.push(buffer);
+        }
+        Ok(buffers)
     }
 }
 
@@ -126,8 +209,10 @@ impl App for ManifestApp {
         &self.source
     }
 
-    fn kernels(&self) -> Vec<String> {
-        self.manifest.app_kernels()
+    fn kernels(&self, size: Size) -> Vec<String> {
+        let names = self.lowered_names(size);
+        let kernels = self.manifest.app_kernels();
+        kernels.iter().map(|k| self.lowered(&names, k)).collect()
     }
 
     fn parameters(&self, size: Size) -> Vec<(String, i64)> {
@@ -138,37 +223,42 @@ impl App for ManifestApp {
             .collect()
     }
 
-    /// The compiled module without the check kernel (unless the app launches it too), so that
-    /// fence sites and the stress harness only ever see app code.
-    fn module(&self, arch: &str) -> Result<Module, AppError> {
-        let mut module = self.compiled(arch)?;
+    /// The compiled app files without the check kernel (unless the app launches it too), so
+    /// that fence sites and the stress harness only ever see app code.
+    fn module(&self, arch: &str, size: Size) -> Result<Module, AppError> {
+        let checked = self.checked(size, arch)?;
+        let mut module = match self.program.has_check_files() {
+            true => self.compile(Unit::App, size, arch)?,
+            false => checked,
+        };
         let check = &self.manifest.check.launch.kernel;
         if !self.manifest.launches.iter().any(|l| &l.kernel == check) {
+            let check = self.lowered(&self.lowered_names(size), check);
             module.items.retain(|item| {
-                !matches!(item, Item::Function(f) if f.kind == FunctionKind::Entry && &f.name == check)
+                !matches!(item, Item::Function(f) if f.kind == FunctionKind::Entry && f.name == check)
             });
         }
         Ok(module)
     }
 
-    fn check_module(&self, arch: &str) -> Result<Option<Module>, AppError> {
-        self.compiled(arch).map(Some)
+    fn check_module(&self, arch: &str, size: Size) -> Result<Option<Module>, AppError> {
+        self.checked(size, arch).map(Some)
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
-        let mut rng = ctx.rng();
-        let buffers = (0..self.manifest.buffers.len())
-            .map(|i| self.fill(ctx, &mut rng, i))
-            .collect::<Result<Vec<_>, _>>()?;
+        let buffers = self.fill(ctx)?;
         let plan = self.manifest.plan(ctx.size());
+        let names = self.lowered_names(ctx.size());
         for launch in &plan.launches {
-            ctx.launch(&launch.kernel, launch.config, args(launch, &buffers))?;
+            let kernel = self.lowered(&names, &launch.kernel);
+            ctx.launch(&kernel, launch.config, args(launch, &buffers))?;
         }
         let check = &plan.check;
         let result = self.manifest.check.result;
         let spec = &self.manifest.buffers[result];
         ctx.write(&spec.name, buffers[result], &[UNWRITTEN_RESULT])?;
-        ctx.launch_check(&check.kernel, check.config, &args(check, &buffers))?;
+        let check_kernel = self.lowered(&names, &check.kernel);
+        ctx.launch_check(&check_kernel, check.config, &args(check, &buffers))?;
 
         let len = plan.lengths[result].min(1 + DETAIL_WORDS);
         let words: Vec<u32> = ctx.download(&spec.name, buffers[result], len)?;

@@ -20,9 +20,11 @@
 //! (running an app described by a manifest, with a CUDA check kernel), [`expr`] (size
 //! expressions), [`words`] (host-side element types).
 
+pub mod app_program;
 pub mod builtin;
 pub mod cbe;
 pub mod expr;
+pub mod host_code;
 pub mod manifest;
 pub mod manifest_app;
 pub mod words;
@@ -48,7 +50,7 @@ use thiserror::Error;
 pub const DEFAULT_ARCH: &str = crate::compile::PORTABLE_ARCH;
 
 /// Which input size to run an app at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Size {
     /// Small enough for the simulator: a few blocks of at most 64 threads.
@@ -105,8 +107,29 @@ impl fmt::Display for Verdict {
 /// An app's CUDA source: where it lives (for `file:line` reports and patches) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSource {
+    /// The app's (first) source file.
     pub path: PathBuf,
     pub text: String,
+    /// The app's other files that fences may go in: further source files and the headers they
+    /// include from the app's folders, each with its text.
+    pub others: Vec<(PathBuf, String)>,
+}
+
+impl KernelSource {
+    /// A source of one file.
+    pub fn single(path: PathBuf, text: String) -> KernelSource {
+        KernelSource {
+            path,
+            text,
+            others: Vec::new(),
+        }
+    }
+
+    /// Every file of the source, the first one first.
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &str)> {
+        std::iter::once((self.path.as_path(), self.text.as_str()))
+            .chain(self.others.iter().map(|(p, t)| (p.as_path(), t.as_str())))
+    }
 }
 
 /// Everything that can go wrong with an app, other than a failed post-condition.
@@ -118,6 +141,19 @@ pub enum AppError {
     Manifest(#[from] ManifestError),
     #[error("{}: {message}", .path.display())]
     Compile { path: PathBuf, message: String },
+    /// A listed source file holds host code, which NVRTC cannot compile.
+    #[error(
+        "{}:{line}: host code, which NVRTC cannot compile: `{text}`. gpuwmm compiles device code \
+         only: guard the host part with `#ifndef __CUDACC_RTC__` ... `#endif`, or list only the \
+         device files in `[source] files` of app.toml",
+        .path.display()
+    )]
+    HostCode {
+        path: PathBuf,
+        /// The first host line (1-based) and its text.
+        line: usize,
+        text: String,
+    },
     /// The backend error is part of the message and deliberately not a `#[source]`: error
     /// reports that print the cause chain would otherwise print it twice.
     #[error("{app}: {step}: {error}")]
@@ -172,23 +208,24 @@ pub trait App: Send + Sync {
     /// The CUDA source of the app's kernels.
     fn source(&self) -> &KernelSource;
 
-    /// The kernels the app launches (through the [`Launcher`]), in launch order, without
-    /// duplicates. Check kernels are not among them.
-    fn kernels(&self) -> Vec<String>;
+    /// The kernels the app launches (through the [`Launcher`]) at `size`, by their names in
+    /// the module, in launch order, without duplicates. Check kernels are not among them.
+    fn kernels(&self, size: Size) -> Vec<String>;
 
     /// The named size parameters at `size` (for reports), e.g. `n = 256, blocks = 4`.
     fn parameters(&self, size: Size) -> Vec<(String, i64)>;
 
-    /// The app's PTX: its source compiled for `arch` with line info, after the variant's
-    /// transformation (the `-nf` variants strip fences here), without check kernels. Drivers
-    /// transform this module further and hand it to [`LoadedApp::load`].
-    fn module(&self, arch: &str) -> Result<Module, AppError> {
+    /// The app's PTX at `size` (sizes may set preprocessor defines): its source compiled for
+    /// `arch` with line info, after the variant's transformation (the `-nf` variants strip
+    /// fences here), without check kernels. Drivers transform this module further and hand it
+    /// to [`LoadedApp::load`].
+    fn module(&self, arch: &str, _size: Size) -> Result<Module, AppError> {
         compile_source(self.source(), arch)
     }
 
-    /// The module holding the app's check kernels, loaded untransformed next to the app module;
-    /// `None` for apps that check on the host.
-    fn check_module(&self, _arch: &str) -> Result<Option<Module>, AppError> {
+    /// The module holding the app's check kernels at `size`, loaded untransformed next to the
+    /// app module; `None` for apps that check on the host.
+    fn check_module(&self, _arch: &str, _size: Size) -> Result<Option<Module>, AppError> {
         Ok(None)
     }
 
@@ -202,12 +239,14 @@ pub trait App: Send + Sync {
 }
 
 /// The app's fence sites at `granularity`, numbered as `check --fences` and `harden` number
-/// them: from its module for [`DEFAULT_ARCH`], without its check kernels.
+/// them: from its module for [`DEFAULT_ARCH`] at input size `size` (an app's per-size defines
+/// may change its code), without its check kernels.
 pub fn app_sites(
     app: &dyn App,
+    size: Size,
     granularity: ptx::passes::fences::Granularity,
 ) -> Result<Vec<ptx::passes::fences::FenceSite>, AppError> {
-    let module = app.module(DEFAULT_ARCH)?;
+    let module = app.module(DEFAULT_ARCH, size)?;
     Ok(ptx::passes::fences::fence_sites(&module, granularity))
 }
 
@@ -302,12 +341,13 @@ pub struct LoadedApp<'a> {
 
 impl<'a> LoadedApp<'a> {
     /// Loads `module` (the app's module from [`App::module`], transformed by the driver) and the
-    /// app's check module compiled for `arch`.
+    /// app's check module compiled for `arch` at `size`.
     pub fn load(
         app: &'a dyn App,
         backend: &mut dyn Backend,
         module: &Module,
         arch: &str,
+        size: Size,
     ) -> Result<LoadedApp<'a>, AppError> {
         let backend_error = |step: &str, error| AppError::Backend {
             app: app.name().to_string(),
@@ -317,7 +357,7 @@ impl<'a> LoadedApp<'a> {
         let module = backend
             .load_module(&ptx::print(module))
             .map_err(|e| backend_error("loading the app module", e))?;
-        let check_module = match app.check_module(arch)? {
+        let check_module = match app.check_module(arch, size)? {
             Some(check) => Some(
                 backend
                     .load_module(&ptx::print(&check))
@@ -389,8 +429,9 @@ pub fn run_once(
     launcher: &mut dyn Launcher,
     options: &RunOptions,
 ) -> Result<Verdict, AppError> {
-    let module = transform(app.module(DEFAULT_ARCH)?);
-    LoadedApp::load(app, backend, &module, DEFAULT_ARCH)?.run(backend, launcher, options)
+    let module = transform(app.module(DEFAULT_ARCH, options.size)?);
+    LoadedApp::load(app, backend, &module, DEFAULT_ARCH, options.size)?
+        .run(backend, launcher, options)
 }
 
 /// What an app sees of the machine during one run.

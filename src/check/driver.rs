@@ -9,6 +9,7 @@ use super::calibrate::Calibration;
 use super::executor::{ExecError, Executor};
 use super::journal::{Journal, JournalError};
 use super::outcome::{Outcome, RunRecord};
+use super::races::RaceMode;
 use super::spec::{run_seed, CalibrationRequest, Fences, RunRequest, SiteSummary, Target};
 use crate::env::Environment;
 use crate::stats::Rate;
@@ -86,6 +87,10 @@ pub struct CheckMeta {
     pub provenance: String,
     /// Where the stress profile came from.
     pub profile_source: String,
+    /// `check --races`: every run records its races (simulator) into the races journal
+    /// beside the check's ([`super::races`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub races: Option<RaceMode>,
 }
 
 /// Counts of a series of runs.
@@ -148,6 +153,10 @@ pub enum CheckError {
     Exec(#[from] ExecError),
     #[error(transparent)]
     Journal(#[from] JournalError),
+    #[error("--races needs the simulator's PTX model: {0} records no races")]
+    NoRaces(String),
+    #[error("cannot write the races journal: {0}")]
+    RacesJournal(std::io::Error),
 }
 
 /// The stress iterations every run of a check or hardening uses, and how they were found; the
@@ -221,14 +230,35 @@ pub fn run_check(
             env: meta.env,
             fences: meta.fences.clone(),
             stress_iterations: meta.stress.stress_iterations,
+            races: meta.races.is_some(),
         };
-        let record = executor.execute(&request)?;
+        let mut record = executor.execute(&request)?;
+        if meta.races.is_some() {
+            journal_races(journal.path(), &mut record, &meta.provenance)?;
+        }
         journal.append(&record)?;
         tally.add(&record);
         progress(&record, &tally);
         next += 1;
     }
     Ok(tally)
+}
+
+/// Appends the races `record` carries to the races journal beside `journal` (before the run's
+/// row, so that every run the journal has has its races). A run that crashed or timed out may
+/// carry none: it counts with no races.
+fn journal_races(
+    journal: &std::path::Path,
+    record: &mut RunRecord,
+    provenance: &str,
+) -> Result<(), CheckError> {
+    let log = match record.races.take() {
+        Some(log) => log,
+        None if record.outcome.needs_restart() => Default::default(),
+        None => return Err(CheckError::NoRaces(provenance.to_string())),
+    };
+    let run = super::races::run_races(record.run, &log);
+    super::races::append_run(journal, &run).map_err(CheckError::RacesJournal)
 }
 
 #[cfg(test)]
@@ -271,6 +301,7 @@ mod tests {
                     reason: String::new(),
                     kernel_us: 1.0,
                     wall_ms: 10.0,
+                    races: None,
                 }
             },
         }
@@ -300,6 +331,7 @@ mod tests {
             },
             provenance: "mock".into(),
             profile_source: "test".into(),
+            races: None,
         }
     }
 
@@ -383,6 +415,7 @@ mod tests {
                 env: "no-str-".parse().unwrap(),
                 fences: Fences::AsIs,
                 stress_iterations: 0,
+                races: false,
             })
             .unwrap();
         let mut records = Vec::new();

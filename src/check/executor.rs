@@ -38,6 +38,11 @@ pub trait Executor {
     /// A line saying what runs the requests (device, driver; the simulator says it is one).
     fn provenance(&self) -> String;
 
+    /// Whether runs asked for races bring them back (the simulator's PTX model).
+    fn records_races(&self) -> bool {
+        false
+    }
+
     /// The app's candidate fence sites, in the target's granularity.
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError>;
 

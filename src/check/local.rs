@@ -91,7 +91,7 @@ pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
 
 /// The target's fence sites, from its PTX alone (no backend needed).
 pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
-    crate::apps::app_sites(&*target_app(target)?, target.granularity)
+    crate::apps::app_sites(&*target_app(target)?, target.size, target.granularity)
 }
 
 /// Opens the backend a target names.
@@ -125,7 +125,7 @@ impl LocalExecutor {
         backend: Box<dyn Backend>,
         app: Arc<dyn App>,
     ) -> Result<LocalExecutor, ExecError> {
-        let base = app.module(DEFAULT_ARCH)?;
+        let base = app.module(DEFAULT_ARCH, target.size)?;
         let sites = fence_sites(&base, target.granularity);
         Ok(LocalExecutor {
             target: target.clone(),
@@ -162,7 +162,9 @@ impl LocalExecutor {
     fn load(&mut self, fences: &Fences) -> Result<&mut Loaded, ExecError> {
         if !self.loaded.contains_key(fences) {
             let fenced = self.fenced_module(fences)?;
-            let loaded = LoadedApp::load(&*self.app, &mut *self.backend, &fenced, DEFAULT_ARCH)?;
+            let size = self.target.size;
+            let loaded =
+                LoadedApp::load(&*self.app, &mut *self.backend, &fenced, DEFAULT_ARCH, size)?;
             let parts = loaded.parts();
             self.loaded.insert(
                 fences.clone(),
@@ -178,7 +180,7 @@ impl LocalExecutor {
 
     /// The harnessed module for `fences` and `stress` (once per pair).
     fn harnessed(&mut self, fences: &Fences, stress: StressKind) -> Result<ModuleId, ExecError> {
-        let kernels = self.app.kernels();
+        let kernels = self.app.kernels(self.target.size);
         let sequence = self.target.profile.sequence.clone();
         let loaded = self.load(fences)?;
         if let Some(&id) = loaded.harnessed.get(&stress) {
@@ -371,6 +373,10 @@ impl Executor for LocalExecutor {
         provenance(&*self.backend)
     }
 
+    fn records_races(&self) -> bool {
+        self.target.races_recordable()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(self.sites.clone())
     }
@@ -409,6 +415,7 @@ impl Executor for LocalExecutor {
         } else {
             0
         };
+        self.backend.record_races(request.races);
         let m = self.run(
             request.env,
             &request.fences,
@@ -416,6 +423,7 @@ impl Executor for LocalExecutor {
             iterations,
             StressEnd::WithApp,
         )?;
+        let races = self.backend.take_races();
         Ok(RunRecord {
             run: request.run,
             seed: request.seed,
@@ -431,6 +439,7 @@ impl Executor for LocalExecutor {
             reason: m.reason,
             kernel_us: round_to(m.kernel_seconds * 1e6, 1),
             wall_ms: round_to(start.elapsed().as_secs_f64() * 1e3, 3),
+            races,
         })
     }
 }

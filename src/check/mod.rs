@@ -13,6 +13,7 @@ pub mod journal;
 pub mod local;
 pub mod outcome;
 pub mod pool;
+pub mod races;
 pub mod spec;
 pub mod supervisor;
 pub mod worker;

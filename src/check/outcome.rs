@@ -69,6 +69,10 @@ pub struct RunRecord {
     pub kernel_us: f64,
     /// Wall time of the whole run in milliseconds, set-up and check included.
     pub wall_ms: f64,
+    /// What the simulator recorded of races, when the request asked for them (not a column of
+    /// the journal: `check --races` keeps its own, see [`super::races`]).
+    #[serde(skip)]
+    pub races: Option<crate::backend::sim::RaceLog>,
 }
 
 #[cfg(test)]
@@ -85,6 +89,7 @@ impl RunRecord {
             reason: String::new(),
             kernel_us: 0.0,
             wall_ms: 1.0,
+            races: None,
         }
     }
 }

@@ -31,6 +31,10 @@ impl Executor for Pool {
         self.workers[0].provenance()
     }
 
+    fn records_races(&self) -> bool {
+        self.workers[0].records_races()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         self.workers[0].sites()
     }
@@ -101,6 +105,7 @@ mod tests {
                     reason: String::new(),
                     kernel_us: 0.0,
                     wall_ms: 0.0,
+                    races: None,
                 }
             },
         })
@@ -115,6 +120,7 @@ mod tests {
                 env: "sys-str+".parse().unwrap(),
                 fences: Fences::AsIs,
                 stress_iterations: 0,
+                races: false,
             })
             .collect();
         let mut one = Pool::new(vec![slow()]);

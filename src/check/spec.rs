@@ -48,6 +48,11 @@ impl Target {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)
     }
+
+    /// Whether its runs can record races: on the simulator's PTX model only.
+    pub fn races_recordable(&self) -> bool {
+        self.backend == crate::backend::BackendKind::Sim && self.sim_model == SimModel::Ptx
+    }
 }
 
 /// Default kernel deadline: 30 s, long enough for any case-study kernel on a GPU.
@@ -133,6 +138,9 @@ pub struct RunRequest {
     pub fences: Fences,
     /// Stress loop iterations (from calibration); ignored without stress.
     pub stress_iterations: u32,
+    /// Record races (simulator): the record then carries them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub races: bool,
 }
 
 /// A request to calibrate stress iterations for an environment.

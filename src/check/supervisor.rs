@@ -128,7 +128,7 @@ impl Supervisor {
             Err(_) => Received::Died(exit_status(worker)),
         };
         let keep = match &received {
-            Received::Answer(Answer::Record(r)) => !r.outcome.needs_restart(),
+            Received::Answer(Answer::Record { record, .. }) => !record.outcome.needs_restart(),
             Received::Answer(Answer::Calibrated(_)) => true,
             _ => false,
         };
@@ -193,6 +193,10 @@ impl Executor for Supervisor {
         self.provenance.clone()
     }
 
+    fn records_races(&self) -> bool {
+        self.target.races_recordable()
+    }
+
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(target_sites(&self.target)?)
     }
@@ -211,7 +215,10 @@ impl Executor for Supervisor {
         let start = Instant::now();
         let limit = self.watchdog();
         let (outcome, reason) = match self.ask(&Request::Run(request.clone()), limit)? {
-            Received::Answer(Answer::Record(record)) => return Ok(record),
+            Received::Answer(Answer::Record { mut record, races }) => {
+                record.races = races;
+                return Ok(record);
+            }
             Received::Answer(Answer::Error(e)) => return Err(ExecError::Worker(e)),
             silent @ Received::Silent(_) => (Outcome::Timeout, silent.to_string()),
             other => (Outcome::Crash, other.to_string()),
@@ -226,6 +233,7 @@ impl Executor for Supervisor {
             reason,
             kernel_us: 0.0,
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            races: None,
         })
     }
 }

@@ -35,7 +35,11 @@ pub enum Answer {
         provenance: String,
     },
     Calibrated(Calibration),
-    Record(RunRecord),
+    Record {
+        record: RunRecord,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        races: Option<crate::backend::sim::RaceLog>,
+    },
     /// A problem that is not a run's outcome (the app cannot be built, the backend not opened).
     Error(String),
 }
@@ -90,13 +94,16 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
 fn answer(executor: &mut LocalExecutor, request: Request) -> (Answer, bool) {
     let result: Result<Answer, ExecError> = match request {
         Request::Calibrate(c) => executor.calibrate(&c).map(Answer::Calibrated),
-        Request::Run(r) => executor.execute(&r).map(Answer::Record),
+        Request::Run(r) => executor.execute(&r).map(|mut record| {
+            let races = record.races.take();
+            Answer::Record { record, races }
+        }),
         Request::Target(_) => Err(ExecError::Worker("a second target".into())),
     };
     match result {
-        Ok(Answer::Record(record)) => {
+        Ok(Answer::Record { record, races }) => {
             let stop = record.outcome.needs_restart();
-            (Answer::Record(record), stop)
+            (Answer::Record { record, races }, stop)
         }
         Ok(answer) => (answer, false),
         Err(e) => (Answer::Error(e.to_string()), true),

@@ -5,9 +5,11 @@
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, target_options, CmdResult};
 use crate::cli::CheckArgs;
+use gpuwmm::check::races::{describe, races_path};
 use gpuwmm::check::{CheckMeta, Stop, Tally};
 use gpuwmm::job::check::{
-    check_journal, open_check, record_confidence, stop_of, write_chart, CheckDocument, CheckJob,
+    check_journal, open_check, race_summary, record_confidence, stop_of, write_chart,
+    CheckDocument, CheckJob,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::job::target::Executors;
@@ -29,6 +31,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         journal: &path,
         resume: args.journal.resume,
         target: &target,
+        races: args.races,
     };
     let mut executors = Executors::new(target.in_process);
     let mut check = open_check(&spec, &mut executors, &say)?;
@@ -39,12 +42,21 @@ pub fn run(args: &CheckArgs) -> CmdResult {
     bar.finish_and_clear();
     let confidence = record_confidence(&path, &tally, &say);
     let chart = write_chart(&check.meta, &path, &say);
+    let races = race_summary(&check.meta, &path)?;
     if args.json {
-        return print_json(&CheckDocument::new(&check.meta, &tally, &path, chart));
+        let mut document = CheckDocument::new(&check.meta, &tally, &path, chart);
+        document.races = races;
+        return print_json(&document);
     }
     print_summary(&check.meta, &tally, &path, confidence.as_ref())?;
     if let Some(chart) = chart {
         outln!("chart: {}", chart.display())?;
+    }
+    if let Some(races) = &races {
+        for line in describe(races, tally.runs) {
+            outln!("{line}")?;
+        }
+        outln!("races journal: {}", races_path(&path).display())?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
     first_failure, first_failure_of, not_stable, open_hardening, original_fences_note,
     record_result, replay_command, HardenDocument, HardenOptions, Hardening, StabilityRuns,
+    REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;
@@ -170,8 +171,8 @@ fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
 /// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
 fn answer_text(p: &QueryProgress, answer: bool) -> String {
     let mut text = match (p.query.phase, answer) {
-        (Phase::Kind, true) => "passes".to_string(),
-        (Phase::Kind, false) => format!("fails ({})", first_error(p)),
+        (Phase::Kind | Phase::All, true) => "passes".to_string(),
+        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
         (Phase::Stable, true) => "stable".to_string(),
         (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
         (_, true) => "removed".to_string(),
@@ -203,19 +204,20 @@ fn print_fences(
         outln!("\nfinal fences: {count}, each of the weakest kind that passed")?;
     }
     for fence in &report.placed {
-        let kind = match hardened.kinds.is_empty() {
+        let kind = match hardened.kinds.is_empty() && hardened.required.is_none() {
             true => String::new(),
             false => format!("{}  ", fence.kind),
         };
         outln!(
             "  #{:<3} {}:{}  [{}]  {kind}{}",
             fence.site.id,
-            report.path,
+            fence.path,
             fence.line,
             fence.site.function,
             fence.text
         )?;
     }
+    print_required(hardened)?;
     for header in &report.headers {
         outln!("  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
     }
@@ -314,6 +316,34 @@ fn print_summary(
 
 /// Per kept fence, the kind kept and why each weaker kind tried was not (with the command that
 /// replays the run that refuted it).
+/// The fences the PTX model requires beside the kept ones, and whether races were recorded.
+fn print_required(hardened: &Hardened) -> std::io::Result<()> {
+    match &hardened.required {
+        None if hardened.insertion.stable => outln!(
+            "  (no partner fences checked: the backend records no races; release/acquire pairs \
+             rest on the runs alone)"
+        ),
+        None => Ok(()),
+        Some(required) if required.is_empty() => outln!(
+            "  every kept release has its acquire and the reverse (races recorded, simulator)"
+        ),
+        Some(required) => {
+            for r in required {
+                let kept = hardened.insertion.fences.contains(&r.site);
+                let what = if kept { "made" } else { "added" };
+                outln!(
+                    "  #{:<3} {what} {} as the {} side of {}: {REQUIRED}",
+                    r.site,
+                    r.kind,
+                    r.role,
+                    r.orders
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
 fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) -> io::Result<()> {
     if hardened.kinds.is_empty() {
         return Ok(());
@@ -324,8 +354,25 @@ fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) ->
         meta.target.fence_kind,
         FenceKind::WEAKENING.map(|k| k.to_string()).join(", ")
     )?;
+    match &hardened.cross_cta {
+        Some(c) if c.sites.is_empty() => outln!(
+            "  scope from communication: no site met another CTA in {} runs recording races (simulator)",
+            c.runs
+        )?,
+        Some(c) => outln!(
+            "  scope from communication: sites {} met another CTA in {} runs recording races (simulator): no CTA-scoped fence there",
+            c.sites.iter().map(|s| format!("#{s}")).collect::<Vec<_>>().join(", "),
+            c.runs
+        )?,
+        None => outln!(
+            "  scope from communication: the backend records no races, so scopes rest on the runs alone"
+        )?,
+    }
     for choice in &hardened.kinds {
         outln!("  #{:<3} keeps {}", choice.site, choice.kind)?;
+        for kind in &choice.refused_for_scope {
+            outln!("        {kind} not tried: the site communicates with another CTA, where PTX gives a .cta fence no effect")?;
+        }
         for (kind, query) in &choice.rejected {
             match first_failure_of(&rows, *query) {
                 Some(r) => outln!(

@@ -8,7 +8,7 @@
 use super::measure::{EnergyMethod, Measurement, RunSample, TimeMethod};
 use super::variant::{fence_free, variant_module, EmpFences};
 use super::{CostError, Variant};
-use crate::apps::{App, Launch, Launcher, LoadedApp, RunOptions, Verdict, DEFAULT_ARCH};
+use crate::apps::{App, Launch, Launcher, LoadedApp, RunOptions, Size, Verdict, DEFAULT_ARCH};
 use crate::backend::nvml::PowerMeter;
 use crate::backend::{Backend, BackendError, BackendKind, ModuleId};
 use crate::check::local::RunPlan;
@@ -38,11 +38,12 @@ impl AppMeasurement {
         emp: Option<&EmpFences>,
         cons_kind: FenceKind,
     ) -> Result<AppMeasurement, CostError> {
-        let base = fence_free(&app.module(DEFAULT_ARCH)?);
+        let base = fence_free(&app.module(DEFAULT_ARCH, target.size)?);
         let mut loaded = HashMap::new();
         for &variant in variants {
             let module = variant_module(&base, variant, emp, cons_kind)?;
-            let parts = LoadedApp::load(&*app, &mut *backend, &module, DEFAULT_ARCH)?.parts();
+            let parts =
+                LoadedApp::load(&*app, &mut *backend, &module, DEFAULT_ARCH, target.size)?.parts();
             loaded.insert(variant, parts);
         }
         let meter = backend.power_meter();
@@ -57,8 +58,8 @@ impl AppMeasurement {
     }
 
     /// How many fences `cons` puts into the app: one per memory access.
-    pub fn cons_fences(app: &dyn App) -> Result<usize, CostError> {
-        let base = fence_free(&app.module(DEFAULT_ARCH)?);
+    pub fn cons_fences(app: &dyn App, size: Size) -> Result<usize, CostError> {
+        let base = fence_free(&app.module(DEFAULT_ARCH, size)?);
         Ok(fence_sites(&base, Granularity::Instruction).len())
     }
 }

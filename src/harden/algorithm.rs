@@ -44,10 +44,19 @@ pub enum Phase {
     Stable,
     /// Beyond the paper: whether a kept fence may be of a weaker kind ([`minimise_kinds`]).
     Kind,
+    /// Beyond the paper, asked once before the search: whether the app passes with a fence at
+    /// every site at all ([`fences_can_help`]). If not, no fence set can make it pass.
+    All,
 }
 
 impl Phase {
-    const ALL: [Phase; 4] = [Phase::Binary, Phase::Linear, Phase::Stable, Phase::Kind];
+    const ALL: [Phase; 5] = [
+        Phase::Binary,
+        Phase::Linear,
+        Phase::Stable,
+        Phase::Kind,
+        Phase::All,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -55,6 +64,7 @@ impl Phase {
             Phase::Linear => "linear",
             Phase::Stable => "stable",
             Phase::Kind => "kind",
+            Phase::All => "all",
         }
     }
 }
@@ -63,7 +73,7 @@ display_by_name!(Phase, name);
 
 /// A phase name that is not `binary`, `linear` or `stable`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown phase '{0}': expected 'binary', 'linear', 'stable' or 'kind'")]
+#[error("unknown phase '{0}': expected 'binary', 'linear', 'stable', 'kind' or 'all'")]
 pub struct ParsePhaseError(pub String);
 
 parse_by_name!(Phase, name, ParsePhaseError, |s| ParsePhaseError(
@@ -140,11 +150,23 @@ pub fn empirical_fence_insertion<C: FenceChecker>(
     initial_iterations: u64,
     max_rounds: u32,
 ) -> Result<Insertion, C::Error> {
+    empirical_fence_insertion_from(checker, all, initial_iterations, max_rounds, 0)
+}
+
+/// [`empirical_fence_insertion`] whose queries are numbered from `first_index` (the queries
+/// asked before it, e.g. by [`fences_can_help`]).
+pub fn empirical_fence_insertion_from<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    initial_iterations: u64,
+    max_rounds: u32,
+    first_index: usize,
+) -> Result<Insertion, C::Error> {
     let all = normalise(all);
     let mut context = Context {
         round: 0,
         iterations: initial_iterations,
-        next_index: 0,
+        next_index: first_index,
     };
     loop {
         let reduced = binary_reduction(checker, all.clone(), &mut context)?;
@@ -164,6 +186,26 @@ pub fn empirical_fence_insertion<C: FenceChecker>(
     }
 }
 
+/// Beyond the paper: asks once, as query 0 ([`Phase::All`], `initial_iterations` runs),
+/// whether the app passes with a fence at every site. Algorithm 1 only ever removes fences, so
+/// when this fails no set it could return passes, and searching is pointless: the caller stops
+/// and says so. The search's own queries then start at index 1.
+pub fn fences_can_help<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    initial_iterations: u64,
+) -> Result<bool, C::Error> {
+    let query = Query {
+        index: 0,
+        phase: Phase::All,
+        round: 0,
+        iterations: Some(initial_iterations),
+        fences: normalise(all),
+        kinds: BTreeMap::new(),
+    };
+    checker.check(&query)
+}
+
 /// What [`minimise_kinds`] decided for one kept fence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KindChoice {
@@ -172,17 +214,24 @@ pub struct KindChoice {
     pub kind: FenceKind,
     /// Weaker kinds that failed, each with the index of the query whose runs refuted it.
     pub rejected: Vec<(FenceKind, usize)>,
+    /// Weaker kinds not tried: of CTA scope, at a site that met another CTA in the recorded
+    /// runs ([`super::communication`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_for_scope: Vec<FenceKind>,
 }
 
 /// Beyond the paper: the weakest fence that suffices. For each kept fence in turn (by site id),
 /// tries the kinds of [`FenceKind::WEAKENING`] weaker than its current kind, in that order, with
 /// every other fence as chosen so far. A kind is kept when `I` runs (the last round's) and then
-/// the stability check pass with it; a failure of either rejects it. The queries continue
-/// `context`'s numbering, in phase [`Phase::Kind`], so a journal replays them like the rest.
+/// the stability check pass with it; a failure of either rejects it. At a site of
+/// `gpu_floor` (one that communicated with another CTA) kinds of CTA scope are not tried: PTX
+/// gives them no effect there, whatever runs say. The queries continue `context`'s numbering,
+/// in phase [`Phase::Kind`], so a journal replays them like the rest.
 pub fn minimise_kinds<C: FenceChecker>(
     checker: &mut C,
     fences: &[usize],
     base: FenceKind,
+    gpu_floor: &std::collections::BTreeSet<usize>,
     context: &mut Context,
 ) -> Result<Vec<KindChoice>, C::Error> {
     let mut kinds: BTreeMap<usize, FenceKind> = BTreeMap::new();
@@ -192,9 +241,14 @@ pub fn minimise_kinds<C: FenceChecker>(
             site,
             kind: base,
             rejected: Vec::new(),
+            refused_for_scope: Vec::new(),
         };
         for candidate in FenceKind::WEAKENING {
             if !candidate.is_weaker_than(choice.kind) {
+                continue;
+            }
+            if candidate.is_cta_scoped() && gpu_floor.contains(&site) {
+                choice.refused_for_scope.push(candidate);
                 continue;
             }
             let mut trial = kinds.clone();
@@ -308,6 +362,7 @@ fn normalise(all: &[usize]) -> FenceSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
     use std::convert::Infallible;
 
     /// Answers from a function of the query, and records every query.
@@ -635,7 +690,13 @@ mod tests {
             iterations: 64,
             next_index: 10,
         };
-        let Ok(choices) = minimise_kinds(&mut mock, &[1, 2], FenceKind::ScGpu, &mut context);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[1, 2],
+            FenceKind::ScGpu,
+            &BTreeSet::new(),
+            &mut context,
+        );
         assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
         // membar.cta is not weaker than fence.acq_rel.gpu, so only fence.acq_rel.cta is tried.
         assert_eq!(choices[0].rejected, vec![(FenceKind::AcqRelCta, 12)]);
@@ -672,10 +733,37 @@ mod tests {
     fn a_fence_that_needs_sequential_consistency_keeps_its_kind() {
         let mut mock = Mock::new(|q: &Query| q.kinds.is_empty());
         let mut context = context(0);
-        let Ok(choices) = minimise_kinds(&mut mock, &[3], FenceKind::MembarGl, &mut context);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[3],
+            FenceKind::MembarGl,
+            &BTreeSet::new(),
+            &mut context,
+        );
         assert_eq!(choices[0].kind, FenceKind::MembarGl);
         let tried: Vec<FenceKind> = choices[0].rejected.iter().map(|r| r.0).collect();
         assert_eq!(tried, FenceKind::WEAKENING.to_vec());
+    }
+
+    /// The load-buffering slot recycler of issue 25: runs cannot refute a CTA-scoped fence
+    /// between two CTAs, so the communication graph must.
+    #[test]
+    fn a_site_that_met_another_cta_never_keeps_a_cta_scoped_fence_even_when_runs_pass() {
+        let mut mock = Mock::new(|_: &Query| true);
+        let mut context = context(0);
+        let floor = BTreeSet::from([1]);
+        let Ok(choices) =
+            minimise_kinds(&mut mock, &[1, 2], FenceKind::ScGpu, &floor, &mut context);
+        assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
+        // membar.cta is not weaker than the fence.acq_rel.gpu kept first, so only
+        // fence.acq_rel.cta is left to refuse.
+        assert_eq!(choices[0].refused_for_scope, vec![FenceKind::AcqRelCta]);
+        assert!(mock
+            .queries
+            .iter()
+            .all(|q| q.kinds.get(&1).is_none_or(|k| !k.is_cta_scoped())));
+        assert_eq!(choices[1].kind, FenceKind::AcqRelCta);
+        assert!(choices[1].refused_for_scope.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`report`]: the chosen fences as source lines, CUDA statements and a patch.
 
 pub mod algorithm;
+pub mod communication;
 pub mod patch;
 pub mod report;
 pub mod run;

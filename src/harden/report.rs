@@ -100,6 +100,8 @@ fn includes(text: &str, header: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacedFence {
     pub site: SiteSummary,
+    /// The file it goes in, as the diff names it (relative to [`FenceReport::root`]).
+    pub path: String,
     /// The fence's kind, and the CUDA statement that is it.
     pub kind: FenceKind,
     pub statement: &'static str,
@@ -119,13 +121,13 @@ pub struct FenceReport {
     /// Headers the inserted statements need; the patch adds an `#include` of each at the top
     /// of the source, unless the source has it already.
     pub headers: Vec<&'static str>,
-    /// The source path as the diff names it (`a/<path>`).
+    /// The app's (first) source path as the diff names it (`a/<path>`).
     pub path: String,
     /// The directory the diff applies in (with `git apply` or `patch -p1`).
     pub root: PathBuf,
     pub placed: Vec<PlacedFence>,
-    /// Chosen sites without a line in the app's source (no line info, or another file): listed
-    /// with their PTX, and left out of the patch.
+    /// Chosen sites without a line in the app's source files (no line info, or a file that is
+    /// not the app's): listed with their PTX, and left out of the patch.
     pub unplaced: Vec<SiteSummary>,
     /// The unified diff; empty when no fence is placed.
     pub patch: String,
@@ -145,7 +147,8 @@ pub fn fence_report(
 }
 
 /// [`fence_report`] with a kind per fence (`base` is the hardening's own kind), in the
-/// [`FenceStyle::Exact`] style.
+/// [`FenceStyle::Exact`] style. Fences go in whichever of the source's files their site's line
+/// is in; the patch has a part per file.
 pub fn kinded_fence_report(
     chosen: &[(usize, FenceKind)],
     sites: &[SiteSummary],
@@ -165,7 +168,8 @@ pub fn styled_fence_report(
     cwd: &Path,
     style: FenceStyle,
 ) -> Result<FenceReport, ReportError> {
-    let lines: Vec<&str> = source.text.lines().collect();
+    let files: Vec<(&Path, &str)> = source.files().collect();
+    let root = common_root(files.iter().map(|(p, _)| *p), cwd);
     let mut placed = Vec::new();
     let mut unplaced = Vec::new();
     for &(id, kind) in chosen {
@@ -173,33 +177,43 @@ pub fn styled_fence_report(
             .iter()
             .find(|s| s.id == id)
             .ok_or(ReportError::UnknownSite(id))?;
-        match place(site, kind, style, source, &lines) {
+        match place(site, kind, style, &files, &root) {
             Some(fence) => placed.push(fence),
             None => unplaced.push(site.clone()),
         }
     }
-    let (root, path) = diff_path(&source.path, cwd);
+    let mut patch = String::new();
+    for (path, text) in &files {
+        let name = diff_name(path, &root);
+        let here: Vec<&PlacedFence> = placed.iter().filter(|f| f.path == name).collect();
+        if here.is_empty() {
+            continue;
+        }
+        let mut needed: Vec<&'static str> = here
+            .iter()
+            .filter_map(|f| fence_header(written_kind(f.kind, style).0))
+            .filter(|h| !includes(text, h))
+            .collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let include: Vec<String> = needed.iter().map(|h| format!("#include {h}")).collect();
+        let insertions: Vec<(usize, &str)> = include
+            .iter()
+            .map(|line| (0, line.as_str()))
+            .chain(here.iter().map(|f| (f.line, f.statement)))
+            .collect();
+        patch.push_str(&statements_diff(&name, text, &insertions)?);
+    }
     let mut headers: Vec<&'static str> = placed
         .iter()
         .filter_map(|f| fence_header(written_kind(f.kind, style).0))
         .collect();
     headers.sort_unstable();
     headers.dedup();
-    let include: Vec<String> = headers
-        .iter()
-        .filter(|h| !includes(&source.text, h))
-        .map(|h| format!("#include {h}"))
-        .collect();
-    let insertions: Vec<(usize, &str)> = include
-        .iter()
-        .map(|line| (0, line.as_str()))
-        .chain(placed.iter().map(|f| (f.line, f.statement)))
-        .collect();
-    let patch = statements_diff(&path, &source.text, &insertions)?;
     Ok(FenceReport {
         statement: fence_statement(written_kind(base, style).0),
         headers,
-        path,
+        path: diff_name(&source.path, &root),
         root,
         placed,
         unplaced,
@@ -207,23 +221,27 @@ pub fn styled_fence_report(
     })
 }
 
-/// `site` placed after its line of `source`, if it has one there.
+/// `site` placed after its line, in the one of `files` it names, if any.
 fn place(
     site: &SiteSummary,
     kind: FenceKind,
     style: FenceStyle,
-    source: &KernelSource,
-    lines: &[&str],
+    files: &[(&Path, &str)],
+    root: &Path,
 ) -> Option<PlacedFence> {
     let file = site.file.as_deref()?;
     let line = site.line? as usize;
-    if !same_file(Path::new(file), &source.path) || line == 0 {
+    let (path, text) = files
+        .iter()
+        .find(|(path, _)| same_file(Path::new(file), path))?;
+    if line == 0 {
         return None;
     }
-    let text = lines.get(line - 1)?.trim().to_string();
+    let text = text.lines().nth(line - 1)?.trim().to_string();
     let (written, note) = written_kind(kind, style);
     Some(PlacedFence {
         site: site.clone(),
+        path: diff_name(path, root),
         kind,
         statement: fence_statement(written),
         note,
@@ -232,11 +250,29 @@ fn place(
     })
 }
 
+/// The folder a diff of all `paths` applies in: `cwd` when each lies under it (or is
+/// relative), else the file system's root.
+fn common_root<'p>(mut paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
+    match paths.all(|p| diff_path(p, cwd).0 == cwd) {
+        true => cwd.to_path_buf(),
+        false => PathBuf::from("/"),
+    }
+}
+
+/// `path` as a diff applied in `root` names it.
+fn diff_name(path: &Path, root: &Path) -> String {
+    diff_path(path, root).1
+}
+
 /// Whether two spellings name the same source: equal, or one relative and the other ending in
 /// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
 /// absolutely).
 fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || (b.is_relative() && a.ends_with(b)) || (a.is_relative() && b.ends_with(a))
+    a == b
+        || (b.is_relative() && a.ends_with(b))
+        || (a.is_relative() && b.ends_with(a))
+        || a.canonicalize()
+            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
@@ -271,10 +307,7 @@ mod tests {
     const TEXT: &str = "void k() {\n  x = 1;\n  flag = 1;\n}\n";
 
     fn source() -> KernelSource {
-        KernelSource {
-            path: PathBuf::from("/repo/apps/k/kernel.cu"),
-            text: TEXT.to_string(),
-        }
+        KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), TEXT.to_string())
     }
 
     fn site(id: usize, file: Option<&str>, line: Option<u32>) -> SiteSummary {
@@ -298,10 +331,7 @@ mod tests {
 
     #[test]
     fn a_relative_source_path_matches_the_absolute_one_nvrtc_records() {
-        let relative = KernelSource {
-            path: PathBuf::from("apps/k/kernel.cu"),
-            text: TEXT.to_string(),
-        };
+        let relative = KernelSource::single(PathBuf::from("apps/k/kernel.cu"), TEXT.to_string());
         let report = fence_report(
             &[0],
             &sites(),
@@ -312,6 +342,47 @@ mod tests {
         .unwrap();
         assert_eq!(report.placed.len(), 1);
         assert!(report.unplaced.is_empty());
+    }
+
+    /// An app of several files: each fence goes into the file its site's line is in, and the
+    /// patch has a part per file, in the source's file order.
+    #[test]
+    fn fences_go_into_the_file_of_their_line_among_several() {
+        let header = "template <typename T>\nvoid publish(T *p) {\n  *p = 1;\n}\n";
+        let mut source = source();
+        source.others = vec![(PathBuf::from("/repo/apps/k/util.cuh"), header.to_string())];
+        let sites = vec![
+            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
+            site(1, Some("/repo/apps/k/util.cuh"), Some(3)),
+        ];
+        let report = fence_report(
+            &[0, 1],
+            &sites,
+            &source,
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let placed: Vec<(&str, usize)> = (report.placed.iter())
+            .map(|f| (f.path.as_str(), f.line))
+            .collect();
+        assert_eq!(placed, [("apps/k/kernel.cu", 2), ("apps/k/util.cuh", 3)]);
+        assert_eq!(report.placed[1].text, "*p = 1;");
+        let kernel_part = report.patch.find("--- a/apps/k/kernel.cu").unwrap();
+        let header_part = report.patch.find("--- a/apps/k/util.cuh").unwrap();
+        assert!(kernel_part < header_part, "{}", report.patch);
+        assert!(
+            report.patch.contains(" *p = 1;\n+  __threadfence();\n"),
+            "{}",
+            report.patch
+        );
+        // A file outside the working directory moves the root of the whole patch to `/`.
+        source.others[0].0 = PathBuf::from("/elsewhere/util.cuh");
+        let sites = vec![site(1, Some("/elsewhere/util.cuh"), Some(3))];
+        let report =
+            fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        assert_eq!(report.root, PathBuf::from("/"));
+        assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
     }
 
     #[test]
@@ -335,10 +406,8 @@ mod tests {
     fn a_patch_with_libcudacxx_fences_includes_their_header_once_at_the_top() {
         let chosen = [(0, FenceKind::AcqRelCta), (1, FenceKind::AcqRelGpu)];
         let report = |text: &str| {
-            let source = KernelSource {
-                path: PathBuf::from("/repo/apps/k/kernel.cu"),
-                text: text.to_string(),
-            };
+            let source =
+                KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), text.to_string());
             let cwd = Path::new("/repo");
             kinded_fence_report(&chosen, &sites(), &source, FenceKind::ScGpu, cwd).unwrap()
         };
@@ -359,10 +428,7 @@ mod tests {
         for site in &mut shifted {
             site.line = site.line.map(|l| l + 1);
         }
-        let source = KernelSource {
-            path: PathBuf::from("/repo/apps/k/kernel.cu"),
-            text: included,
-        };
+        let source = KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), included);
         let again = kinded_fence_report(
             &chosen,
             &shifted,

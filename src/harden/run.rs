@@ -10,9 +10,10 @@
 //! `stable` stop is reached.
 
 use super::algorithm::{
-    empirical_fence_insertion, minimise_kinds, Context, FenceChecker, Insertion, KindChoice, Phase,
-    Query,
+    empirical_fence_insertion_from, fences_can_help, minimise_kinds, Context, FenceChecker,
+    Insertion, KindChoice, Phase, Query,
 };
+use super::communication::{cross_cta_sites, required_partners, CrossCta, RequiredFence};
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -82,6 +83,7 @@ impl HardenRow {
             reason: self.reason.clone(),
             kernel_us: self.kernel_us,
             wall_ms: self.wall_ms,
+            races: None,
         }
     }
 
@@ -113,7 +115,8 @@ pub struct HardenMeta {
     pub started: String,
     pub target: Target,
     pub env: Environment,
-    /// Query `q`'s run `r` has seed `run_seed(run_seed(seed, q), r)`.
+    /// Query `q`'s run `r` has seed `run_seed(run_seed(seed, s), r)`, where `s` is `q` among
+    /// the search's queries (see [`HardenMeta::seed_index`]).
     pub seed: u64,
     /// `I` of the first round.
     pub initial_iterations: u64,
@@ -133,6 +136,10 @@ pub struct HardenMeta {
     /// journals from before this step existed).
     #[serde(default)]
     pub minimise_kinds: bool,
+    /// Whether the search is preceded by query 0, the app with a fence at every site
+    /// ([`fences_can_help`]); absent, so false, in journals from before that query existed.
+    #[serde(default)]
+    pub all_fences_first: bool,
 }
 
 impl HardenMeta {
@@ -141,11 +148,27 @@ impl HardenMeta {
         self.sites.iter().map(|s| s.id).collect()
     }
 
+    /// The index a query's run seeds derive from: its index among the search's own queries, so
+    /// that the all-fences query before them changes none of their runs; that query has a
+    /// stream of its own.
+    pub fn seed_index(&self, query: &Query) -> u64 {
+        match (self.all_fences_first, query.phase) {
+            (true, Phase::All) => ALL_FENCES_SEED_INDEX,
+            (true, _) => query.index as u64 - 1,
+            (false, _) => query.index as u64,
+        }
+    }
+
     /// When `query` is answered `true`.
     pub fn stop(&self, query: &Query) -> Stop {
         query.iterations.map_or(self.stable, Stop::Runs)
     }
 }
+
+/// The seed stream of the all-fences query (see [`HardenMeta::seed_index`]).
+const ALL_FENCES_SEED_INDEX: u64 = u64::MAX;
+/// The seed stream of [`run_with_every_fence`].
+const RECHECK_SEED_INDEX: u64 = u64::MAX - 1;
 
 /// A hardening that cannot go on: the same causes as a check's. A journal that belongs to
 /// another search is a [`JournalError::Mismatch`] naming the query where the two part.
@@ -227,10 +250,11 @@ impl<'a> JournaledChecker<'a> {
     fn request(&self, query: &Query, run: u64) -> RunRequest {
         RunRequest {
             run,
-            seed: run_seed(run_seed(self.meta.seed, query.index as u64), run),
+            seed: run_seed(run_seed(self.meta.seed, self.meta.seed_index(query)), run),
             env: self.meta.env,
             fences: self.fences(query),
             stress_iterations: self.meta.stress.stress_iterations,
+            races: false,
         }
     }
 
@@ -347,15 +371,50 @@ impl FenceChecker for JournaledChecker<'_> {
 /// The outcome of [`harden`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hardened {
+    /// With [`Hardened::fences_cannot_help`], the all-fences query alone (no search ran).
     pub insertion: Insertion,
+    /// The app failed with a fence at every site (query 0): no fence set can fix it, so the
+    /// search did not run. The failure is `totals.first_error`.
+    pub fences_cannot_help: bool,
     /// The kind kept per fence, when kinds were minimised (a stable search with fences).
     pub kinds: Vec<KindChoice>,
     /// The queries that minimising kinds asked, after the search's.
     pub kind_queries: usize,
+    /// When kinds were minimised: the sites that met another CTA in runs recording races
+    /// (`None`: the backend records none, so scopes rest on runs alone).
+    pub cross_cta: Option<CrossCta>,
+    /// For a stable search: the fences the PTX model requires beside the kept ones (a release
+    /// without its acquire, or the reverse), not seen failing; `None` when the backend records
+    /// no races.
+    pub required: Option<Vec<RequiredFence>>,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
     pub replayed: u64,
+}
+
+impl Hardened {
+    /// Every final fence with its kind: the kept ones (with their minimised kinds) and the ones
+    /// the PTX model requires.
+    pub fn final_fences(&self, base: FenceKind) -> Vec<(usize, FenceKind)> {
+        let mut fences: BTreeMap<usize, FenceKind> = self
+            .insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = self
+                    .kinds
+                    .iter()
+                    .find(|c| c.site == id)
+                    .map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        for r in self.required.iter().flatten() {
+            fences.insert(r.site, r.kind);
+        }
+        fences.into_iter().collect()
+    }
 }
 
 /// Runs (or, from `done`, resumes) the hardening `meta` describes, appending every new run to
@@ -368,22 +427,76 @@ pub fn harden(
     progress: &mut dyn FnMut(&QueryProgress),
 ) -> Result<Hardened, HardenError> {
     let mut checker = JournaledChecker::new(executor, journal, meta, done, progress);
-    let insertion = empirical_fence_insertion(
+    let all = meta.site_ids();
+    let first_index = usize::from(meta.all_fences_first);
+    if meta.all_fences_first && !fences_can_help(&mut checker, &all, meta.initial_iterations)? {
+        return Ok(Hardened {
+            insertion: Insertion {
+                fences: all,
+                rounds: 0,
+                final_iterations: meta.initial_iterations,
+                queries: 1,
+                stable: false,
+            },
+            fences_cannot_help: true,
+            cross_cta: None,
+            required: None,
+            kinds: Vec::new(),
+            kind_queries: 0,
+            totals: checker.totals,
+            replayed: checker.replayed,
+        });
+    }
+    let insertion = empirical_fence_insertion_from(
         &mut checker,
-        &meta.site_ids(),
+        &all,
         meta.initial_iterations,
         meta.max_rounds,
+        first_index,
     )?;
     let mut context = Context {
         round: insertion.rounds,
         iterations: insertion.final_iterations,
         next_index: insertion.queries,
     };
-    let kinds = if meta.minimise_kinds && insertion.stable {
+    let (kinds, cross_cta) = if meta.minimise_kinds && insertion.stable {
         let base = meta.target.fence_kind;
-        minimise_kinds(&mut checker, &insertion.fences, base, &mut context)?
+        let cross_cta = cross_cta_sites(
+            &mut *checker.executor,
+            &meta.sites,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?;
+        let floor = cross_cta
+            .as_ref()
+            .map(|c| c.sites.clone())
+            .unwrap_or_default();
+        let kinds = minimise_kinds(&mut checker, &insertion.fences, base, &floor, &mut context)?;
+        (kinds, cross_cta)
     } else {
-        Vec::new()
+        (Vec::new(), None)
+    };
+    let required = if insertion.stable {
+        let base = meta.target.fence_kind;
+        let kept: BTreeMap<usize, FenceKind> = insertion
+            .fences
+            .iter()
+            .map(|&id| {
+                let kind = kinds.iter().find(|c| c.site == id).map_or(base, |c| c.kind);
+                (id, kind)
+            })
+            .collect();
+        required_partners(
+            &mut *checker.executor,
+            &meta.sites,
+            &kept,
+            meta.env,
+            meta.seed,
+            meta.stress.stress_iterations,
+        )?
+    } else {
+        None
     };
     let unused = checker.unused_rows();
     if unused > 0 {
@@ -396,11 +509,42 @@ pub fn harden(
     }
     Ok(Hardened {
         kind_queries: context.next_index - insertion.queries,
+        fences_cannot_help: false,
         insertion,
         kinds,
+        cross_cta,
+        required,
         totals: checker.totals,
         replayed: checker.replayed,
     })
+}
+
+/// Runs the app `runs` times with a fence at every site through `executor` (another backend
+/// setting, e.g. the simulator under sequential consistency), stopping at the first run that
+/// does not pass. The runs are not journaled: they diagnose, they answer no query. Their seeds
+/// come from the hardening's seed, on a stream of their own.
+pub fn run_with_every_fence(
+    executor: &mut dyn Executor,
+    meta: &HardenMeta,
+    runs: u64,
+) -> Result<Tally, HardenError> {
+    let mut tally = Tally::default();
+    for run in 0..runs {
+        let request = RunRequest {
+            run,
+            seed: run_seed(run_seed(meta.seed, RECHECK_SEED_INDEX), run),
+            env: meta.env,
+            fences: Fences::Sites(meta.site_ids()),
+            stress_iterations: meta.stress.stress_iterations,
+            races: false,
+        };
+        let record = executor.execute(&request)?;
+        tally.add(&record);
+        if tally.errors() > 0 {
+            break;
+        }
+    }
+    Ok(tally)
 }
 
 #[cfg(test)]

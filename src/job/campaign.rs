@@ -159,6 +159,7 @@ impl Campaign<'_> {
             journal: &journal,
             resume: self.options.out.resume && journal.exists(),
             target: &target,
+            races: None,
         };
         let mut check = open_check(&spec, executors, say)?;
         let finished_before = check.finished();

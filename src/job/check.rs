@@ -11,6 +11,7 @@ use super::target::{calibrate, resolve, Executors, TargetOptions};
 use super::{JobError, Say};
 use crate::check::journal::{read_rows, refuse_misnumbered, set_meta_entry};
 use crate::check::local::target_sites;
+use crate::check::races::{summarise, RaceMode, RaceReport};
 use crate::check::spec::SiteSummary;
 use crate::check::{run_check, BackendKind, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
 use crate::env::Environment;
@@ -75,6 +76,8 @@ pub struct CheckJob<'a> {
     pub journal: &'a Path,
     pub resume: bool,
     pub target: &'a TargetOptions,
+    /// `check --races`: record races in every run (ignored on resume: the journal says).
+    pub races: Option<RaceMode>,
 }
 
 /// A check whose journal is open: what it is and the runs recorded so far.
@@ -139,6 +142,7 @@ pub fn open_check(
         stress,
         provenance: calibrator.provenance(),
         profile_source: resolved.profile_source,
+        races: spec.races,
     };
     let journal =
         create_journal(spec.journal, JobKind::Check, &meta).map_err(super::bad_journal)?;
@@ -216,6 +220,9 @@ pub struct CheckDocument<'a> {
     first_error: Option<FirstError>,
     journal: &'a Path,
     chart: Option<PathBuf>,
+    /// With `--races`: the races summed over the runs (simulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub races: Option<Vec<RaceReport>>,
 }
 
 /// Runs per outcome.
@@ -282,8 +289,20 @@ impl<'a> CheckDocument<'a> {
                 }),
             journal,
             chart,
+            races: None,
         }
     }
+}
+
+/// With `--races`: the races of every run the journal has, summed from its races journal
+/// (so a resumed check reports what one uninterrupted check would).
+pub fn race_summary(meta: &CheckMeta, journal: &Path) -> std::io::Result<Option<Vec<RaceReport>>> {
+    let Some(mode) = meta.races else {
+        return Ok(None);
+    };
+    let rows: Vec<RunRecord> = crate::check::journal::read_rows(journal)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    summarise(journal, rows.iter().map(|r| r.run), mode).map(Some)
 }
 
 /// Draws the running error rate of the whole journal next to it (`<journal>.svg`) and returns

@@ -126,7 +126,8 @@ fn plan(options: &CostOptions, say: Say) -> Result<CostMeta, JobError> {
             false => None,
         };
         apps.push(AppPlan {
-            cons_fences: AppMeasurement::cons_fences(&*app).map_err(JobError::BadCost)?,
+            cons_fences: AppMeasurement::cons_fences(&*app, target.size)
+                .map_err(JobError::BadCost)?,
             fence_kind: emp
                 .as_ref()
                 .map_or(options.target.fence_kind, |e| e.fence_kind),

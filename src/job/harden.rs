@@ -18,7 +18,9 @@ use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop,
 use crate::env::Environment;
 use crate::harden::algorithm::Insertion;
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
-use crate::harden::run::{harden, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary};
+use crate::harden::run::{
+    harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
+};
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
 use serde::Serialize;
@@ -79,6 +81,8 @@ pub struct OpenHardening {
     journal: Journal<HardenRow>,
     executor: Box<dyn Executor>,
     fence_style: FenceStyle,
+    /// Whether runs go in this process (also those of a diagnosis after the search).
+    in_process: bool,
 }
 
 /// A hardening that ran to its end: the fences found, as a report and a patch.
@@ -124,6 +128,10 @@ impl OpenHardening {
             done,
             progress,
         )?;
+        if hardened.fences_cannot_help {
+            let diagnosis = fences_cannot_help(&self.meta, &hardened, self.in_process, &self.path)?;
+            return Err(JobError::Other(diagnosis));
+        }
         let report = make_report(&self.meta, &hardened, self.fence_style)?;
         let patch_path = self.path.with_extension("patch");
         std::fs::write(&patch_path, &report.patch)?;
@@ -135,6 +143,48 @@ impl OpenHardening {
             patch_path,
         })
     }
+}
+
+/// The diagnosis when the app fails with a fence at every site: no fence can fix it. On the
+/// simulator the same configuration is run under sequential consistency: a failure there too
+/// means the bug is not one of memory ordering at all.
+fn fences_cannot_help(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    in_process: bool,
+    journal: &Path,
+) -> Result<String, JobError> {
+    let first = match &hardened.totals.first_error {
+        Some((run, outcome, reason)) => format!("{outcome} at run {run}: {reason}"),
+        None => "no error recorded".to_string(),
+    };
+    let mut lines = vec![
+        "fails with a fence at every site: fences cannot fix this".to_string(),
+        format!("  query #0 ({} sites fenced): {first}", meta.sites.len()),
+    ];
+    let target = &meta.target;
+    if target.backend == BackendKind::Sim && target.sim_model != SimModel::Sc {
+        let sc = Target {
+            sim_model: SimModel::Sc,
+            ..target.clone()
+        };
+        let mut sc_executor = executor(&sc, in_process)?;
+        let runs = meta.initial_iterations;
+        let tally = run_with_every_fence(sc_executor.as_mut(), meta, runs)?;
+        lines.push(match &tally.first_error {
+            Some((run, outcome, reason)) => format!(
+                "  fails under sequential consistency too (--sim-model sc, {outcome} at run {run}: \
+                 {reason}): not a memory-ordering bug (e.g. warp-synchronous code, a logic race)"
+            ),
+            None => format!(
+                "  passes {runs} runs under sequential consistency (--sim-model sc): a \
+                 memory-ordering bug that {} fences at these sites do not fix",
+                target.fence_kind
+            ),
+        });
+    }
+    lines.push(format!("  journal: {}", journal.display()));
+    Ok(lines.join("\n"))
 }
 
 /// A hardening that ran out of rounds is a failure, though its report and patch (the last
@@ -166,6 +216,7 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
         done,
         journal,
         executor,
+        in_process: options.target.in_process,
     })
 }
 
@@ -197,6 +248,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
         minimise_kinds,
+        all_fences_first: true,
         stable: stable_stop(options, &resolved.target),
         target: resolved.target,
         env: options.env,
@@ -216,6 +268,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         done: Vec::new(),
         journal,
         executor,
+        in_process: options.target.in_process,
     })
 }
 
@@ -261,7 +314,7 @@ fn stable_stop(options: &HardenOptions, target: &Target) -> Stop {
 
 /// Fences the app has of its own stay in every run: the search only decides about the others.
 fn warn_about_own_fences(target: &Target, say: Say) -> Result<(), JobError> {
-    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH)?);
+    let own = own_fences(&target_app(target)?.module(DEFAULT_ARCH, target.size)?);
     if !own.is_empty() {
         say(&format!(
             "warning: {} already has {} fence(s) ({}); they are kept in every run, and the \
@@ -303,10 +356,10 @@ pub fn original_fences_note(meta: &HardenMeta) -> Result<Option<String>, JobErro
     let Some(original) = app.unstripped() else {
         return Ok(None);
     };
-    if !own_fences(&app.module(DEFAULT_ARCH)?).is_empty() {
+    if !own_fences(&app.module(DEFAULT_ARCH, meta.target.size)?).is_empty() {
         return Ok(None);
     }
-    let own = own_fences(&original.module(DEFAULT_ARCH)?);
+    let own = own_fences(&original.module(DEFAULT_ARCH, meta.target.size)?);
     Ok(Some(format!(
         "original idiom: {} has {} fence(s) of its own: {}. {} strips them from the PTX only, \
          so the patch below is made against a source that still has them.",
@@ -325,12 +378,7 @@ fn make_report(
 ) -> Result<FenceReport, JobError> {
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
-    let chosen: Vec<(usize, FenceKind)> = hardened
-        .insertion
-        .fences
-        .iter()
-        .map(|&id| (id, kind_of(meta, hardened, id)))
-        .collect();
+    let chosen = hardened.final_fences(meta.target.fence_kind);
     Ok(styled_fence_report(
         &chosen,
         &meta.sites,
@@ -341,10 +389,22 @@ fn make_report(
     )?)
 }
 
-/// The kind of the fence kept at site `id`: the weaker one chosen for it, else the hardening's.
+/// The kind of the final fence at site `id`: the weaker one chosen for it, the one the PTX
+/// model required, else the hardening's.
 fn kind_of(meta: &HardenMeta, hardened: &Hardened, id: usize) -> FenceKind {
-    let choice = hardened.kinds.iter().find(|c| c.site == id);
-    choice.map_or(meta.target.fence_kind, |c| c.kind)
+    let finals = hardened.final_fences(meta.target.fence_kind);
+    let kind = finals.iter().find(|f| f.0 == id).map(|f| f.1);
+    kind.unwrap_or(meta.target.fence_kind)
+}
+
+/// What marks a fence that completes a release/acquire pair without a failing run.
+pub const REQUIRED: &str = "required by the PTX model, not seen failing";
+
+/// [`REQUIRED`] for a fence that is there only because the PTX model requires it.
+fn why(hardened: &Hardened, id: usize) -> Option<&'static str> {
+    let kept = hardened.insertion.fences.contains(&id);
+    let required = hardened.required.iter().flatten().any(|r| r.site == id);
+    (required && !kept).then_some(REQUIRED)
 }
 
 /// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
@@ -457,6 +517,9 @@ struct FenceEntry {
     kind: FenceKind,
     /// Whether the patch inserts it (a fence without a line in the app's source is left out).
     in_patch: bool,
+    /// For a fence no run needed: "required by the PTX model, not seen failing".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
 }
 
 /// The journal's first run that did not pass, and the command that replays it.
@@ -539,16 +602,17 @@ pub fn replay_command(journal: &Path, row: &HardenRow) -> String {
 /// The final fences, placed in the source or not, by site id.
 fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -> Vec<FenceEntry> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let file = shown_path(&report.root.join(&report.path).to_string_lossy(), &cwd);
+    let shown = |path: &str| shown_path(&report.root.join(path).to_string_lossy(), &cwd);
     let placed = report.placed.iter().map(|f| FenceEntry {
         site: f.site.id,
         function: f.site.function.clone(),
-        file: Some(file.clone()),
+        file: Some(shown(&f.path)),
         line: Some(f.line),
         source: Some(f.text.clone()),
         ptx: f.site.ptx.clone(),
         kind: f.kind,
         in_patch: true,
+        why: why(hardened, f.site.id),
     });
     let unplaced = report.unplaced.iter().map(|s| FenceEntry {
         site: s.id,
@@ -559,6 +623,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         ptx: s.ptx.clone(),
         kind: kind_of(meta, hardened, s.id),
         in_patch: false,
+        why: why(hardened, s.id),
     });
     let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
     entries.sort_by_key(|e| e.site);

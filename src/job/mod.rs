@@ -125,7 +125,10 @@ fn setup_is_bad_input(e: &ExecError) -> bool {
     matches!(
         e,
         ExecError::App(
-            AppError::UnknownApp { .. } | AppError::Manifest(_) | AppError::Compile { .. },
+            AppError::UnknownApp { .. }
+                | AppError::Manifest(_)
+                | AppError::Compile { .. }
+                | AppError::HostCode { .. },
         ) | ExecError::NoSuchSite { .. }
     )
 }

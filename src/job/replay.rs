@@ -41,6 +41,7 @@ impl Subject {
             env: r.env,
             fences: self.fences.clone(),
             stress_iterations: r.stress_iterations,
+            races: false,
         }
     }
 }

@@ -216,6 +216,7 @@ mod tests {
             stress: crate::check::driver::CalibratedStress::NONE,
             provenance: "made-up".into(),
             profile_source: "default".into(),
+            races: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! number them, or the sites of a kernel file as it is. One place decides which, so the
 //! command only prints.
 
-use crate::apps::{app_sites, find_app, load_app_dir, AppError};
+use crate::apps::{app_sites, find_app, load_app_dir, AppError, Size};
 use crate::input::{load_kernel_file, InputError, SourceLines};
 use crate::ptx::passes::fences::{fence_sites, FenceSite, Granularity};
 use std::path::Path;
@@ -79,7 +79,8 @@ impl Listed {
 }
 
 /// The sites of `input` (an app name or a kernel file) or of the app in `app_dir`; `arch` is
-/// the NVRTC architecture for a kernel file (an app uses the one check uses).
+/// the NVRTC architecture for a kernel file (an app uses the one check uses, at the simulator's
+/// input size).
 pub fn list_sites(
     input: Option<&Path>,
     app_dir: Option<&Path>,
@@ -100,7 +101,7 @@ pub fn list_sites(
         (None, Some(name)) => find_app(&name.to_string_lossy())?,
         (None, None) => find_app("")?,
     };
-    Ok(Listed::App(app_sites(&*app, granularity)?))
+    Ok(Listed::App(app_sites(&*app, Size::Sim, granularity)?))
 }
 
 /// Whether `path` names a file rather than an app: it exists, or has an extension or a folder.

@@ -2,9 +2,10 @@
 //!
 //! Compiling a kernel with NVRTC takes around a second on a CPU, and every driver run, test and
 //! benchmark starts from the applications' PTX. The cache keys each compilation by everything that
-//! determines its output (NVRTC version, file name, options, source) so a hit is always the PTX
-//! NVRTC would produce, and writes atomically (temporary file, then rename) so concurrent test
-//! processes never see a half-written entry.
+//! determines its output (NVRTC version, file name, options with defines and include folders,
+//! name expressions, source, and the text of every local file the source includes) so a hit is
+//! always the PTX NVRTC would produce, and writes atomically (temporary file, then rename) so
+//! concurrent test processes never see a half-written entry.
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+use super::includes::local_includes;
 use super::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError, ToolchainError};
 
 /// Environment variable overriding the default cache folder.
@@ -47,7 +49,8 @@ impl PtxCompiler for Nvrtc {
     }
 }
 
-/// A folder of `<key>.ptx` files (and `<key>.log` with NVRTC's warnings).
+/// A folder of `<key>.ptx` files (and `<key>.log` with NVRTC's warnings, `<key>.names` with the
+/// lowered names of the name expressions).
 #[derive(Debug, Clone)]
 pub struct PtxCache {
     dir: PathBuf,
@@ -85,7 +88,7 @@ impl PtxCache {
         opts: &CompileOptions,
     ) -> Result<CompiledPtx, ToolchainError> {
         let key = cache_key(compiler.version(), file_name, opts, source)?;
-        if let Some(hit) = self.read(&key) {
+        if let Some(hit) = self.read(&key, opts) {
             return Ok(hit);
         }
         let compiled = compiler.compile(source, file_name, opts)?;
@@ -97,11 +100,26 @@ impl PtxCache {
         self.dir.join(format!("{key}.{ext}"))
     }
 
-    /// An entry counts as present when its PTX file is; it is written last.
-    fn read(&self, key: &str) -> Option<CompiledPtx> {
+    /// An entry counts as present when its PTX file is (it is written last) and it has a
+    /// lowered name for every name expression.
+    fn read(&self, key: &str, opts: &CompileOptions) -> Option<CompiledPtx> {
         let ptx = fs::read_to_string(self.entry(key, "ptx")).ok()?;
         let log = fs::read_to_string(self.entry(key, "log")).unwrap_or_default();
-        Some(CompiledPtx { ptx, log })
+        let lowered_names: Vec<(String, String)> = match opts.name_expressions.is_empty() {
+            true => Vec::new(),
+            false => {
+                serde_json::from_str(&fs::read_to_string(self.entry(key, "names")).ok()?).ok()?
+            }
+        };
+        let expressions = lowered_names.iter().map(|(e, _)| e);
+        if !expressions.eq(opts.name_expressions.iter()) {
+            return None;
+        }
+        Some(CompiledPtx {
+            ptx,
+            log,
+            lowered_names,
+        })
     }
 
     fn write(&self, key: &str, compiled: &CompiledPtx) -> Result<(), ToolchainError> {
@@ -109,12 +127,19 @@ impl PtxCache {
             ToolchainError::io(format!("creating cache folder {}", self.dir.display()), e)
         })?;
         write_atomic(&self.entry(key, "log"), compiled.log.as_bytes())?;
+        if !compiled.lowered_names.is_empty() {
+            let names =
+                serde_json::to_string(&compiled.lowered_names).expect("pairs of strings serialise");
+            write_atomic(&self.entry(key, "names"), names.as_bytes())?;
+        }
         write_atomic(&self.entry(key, "ptx"), compiled.ptx.as_bytes())
     }
 }
 
-/// The cache key: SHA-256 (hex) over the NVRTC version, the file name, the NVRTC options and the
-/// source, each length-prefixed so that no two different inputs hash the same byte stream.
+/// The cache key: SHA-256 (hex) over the NVRTC version, the file name, the NVRTC options (defines
+/// and include folders among them), the in-memory headers, the name expressions, the source and
+/// every local file it includes (path and text, see [`local_includes`]), each length-prefixed so
+/// that no two different inputs hash the same byte stream.
 pub fn cache_key(
     nvrtc_version: (i32, i32),
     file_name: &str,
@@ -126,7 +151,7 @@ pub fn cache_key(
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(bytes);
     };
-    field(b"gpuwmm-ptx-cache-v1");
+    field(b"gpuwmm-ptx-cache-v2");
     field(format!("{}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
     field(file_name.as_bytes());
     for arg in opts.to_args()? {
@@ -136,7 +161,15 @@ pub fn cache_key(
         field(name.as_bytes());
         field(text.as_bytes());
     }
+    for expression in &opts.name_expressions {
+        field(b"name expression");
+        field(expression.as_bytes());
+    }
     field(source.as_bytes());
+    for (path, text) in local_includes(Path::new(file_name), source, &opts.include_dirs) {
+        field(path.to_string_lossy().as_bytes());
+        field(text.as_bytes());
+    }
     let digest = hasher.finalize();
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
@@ -206,6 +239,77 @@ mod tests {
     }
 
     #[test]
+    fn key_changes_with_defines_include_folders_and_name_expressions() {
+        let opts = CompileOptions::default();
+        let base = key((12, 9), "k.cu", &opts, "src");
+        let defined = CompileOptions {
+            extra: vec!["-DNBLOCKS=4".into()],
+            ..opts.clone()
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &defined, "src"));
+        let included = CompileOptions {
+            include_dirs: vec!["/apps/x/include".into()],
+            ..opts.clone()
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &included, "src"));
+        let named = CompileOptions {
+            name_expressions: vec!["reduce<128, true>".into()],
+            ..opts.clone()
+        };
+        let other_name = CompileOptions {
+            name_expressions: vec!["reduce<64, true>".into()],
+            ..opts
+        };
+        assert_ne!(base, key((12, 9), "k.cu", &named, "src"));
+        assert_ne!(
+            key((12, 9), "k.cu", &named, "src"),
+            key((12, 9), "k.cu", &other_name, "src")
+        );
+    }
+
+    /// Regression guard: NVRTC reads included headers itself, so a key of the source text alone
+    /// would hand out the PTX of a header's old text.
+    #[test]
+    fn key_changes_when_an_included_header_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("k.cu");
+        let main = main.to_string_lossy();
+        std::fs::create_dir(dir.path().join("inc")).unwrap();
+        let header = dir.path().join("inc/h.cuh");
+        std::fs::write(&header, "#define N 1\n").unwrap();
+        let opts = CompileOptions {
+            include_dirs: vec![dir.path().join("inc")],
+            ..CompileOptions::default()
+        };
+        let source = "#include <h.cuh>\n";
+        let before = key((12, 9), &main, &opts, source);
+        assert_eq!(before, key((12, 9), &main, &opts, source));
+        std::fs::write(&header, "#define N 2\n").unwrap();
+        assert_ne!(before, key((12, 9), &main, &opts, source));
+    }
+
+    #[test]
+    fn lowered_names_come_back_from_a_hit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = PtxCache::new(tmp.path());
+        let fake = FakeCompiler {
+            calls: Cell::new(0),
+        };
+        let opts = CompileOptions {
+            name_expressions: vec!["k<1>".into()],
+            ..CompileOptions::default()
+        };
+        let first = cache.get_or_compile(&fake, "a", "k.cu", &opts).unwrap();
+        let second = cache.get_or_compile(&fake, "a", "k.cu", &opts).unwrap();
+        assert_eq!(fake.calls.get(), 1);
+        assert_eq!(
+            second.lowered_names,
+            [("k<1>".into(), "lowered_k<1>".into())]
+        );
+        assert_eq!(first, second);
+    }
+
+    #[test]
     fn key_fields_do_not_run_together() {
         let opts = CompileOptions::default();
         assert_ne!(
@@ -250,7 +354,7 @@ mod tests {
             &self,
             source: &str,
             file_name: &str,
-            _opts: &CompileOptions,
+            opts: &CompileOptions,
         ) -> Result<CompiledPtx, NvrtcError> {
             self.calls.set(self.calls.get() + 1);
             if source.contains("error") {
@@ -262,6 +366,11 @@ mod tests {
             Ok(CompiledPtx {
                 ptx: format!("// ptx of {source}"),
                 log: "warning".into(),
+                lowered_names: opts
+                    .name_expressions
+                    .iter()
+                    .map(|e| (e.clone(), format!("lowered_{e}")))
+                    .collect(),
             })
         }
     }

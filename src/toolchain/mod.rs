@@ -21,6 +21,7 @@
 
 mod cache;
 mod cccl;
+mod includes;
 mod nvrtc;
 mod ptxas;
 mod sass;
@@ -28,6 +29,7 @@ mod setup;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
+pub use includes::{include_names, local_includes};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};

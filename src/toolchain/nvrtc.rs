@@ -69,6 +69,13 @@ pub struct CompileOptions {
     /// In-memory headers as (include name, text), which `#include <name>` finds before any
     /// folder (NVRTC's `headers`/`includeNames`). Default none.
     pub headers: Vec<(String, String)>,
+    /// Folders searched for `#include` (`-I`), in order, before those in `extra`. The cache key
+    /// covers the files the source includes from them. Default none.
+    pub include_dirs: Vec<PathBuf>,
+    /// C++ names of kernels and variables (`reduce<128, true>`) to instantiate and look up, so
+    /// [`CompiledPtx::lowered_names`] gives their PTX names (NVRTC's name expressions). Default
+    /// none.
+    pub name_expressions: Vec<String>,
 }
 
 impl Default for CompileOptions {
@@ -78,6 +85,8 @@ impl Default for CompileOptions {
             line_info: true,
             extra: Vec::new(),
             headers: Vec::new(),
+            include_dirs: Vec::new(),
+            name_expressions: Vec::new(),
         }
     }
 }
@@ -88,6 +97,9 @@ impl CompileOptions {
         let mut args = vec![format!("--gpu-architecture={}", virtual_arch(&self.arch)?)];
         if self.line_info {
             args.push("-lineinfo".to_string());
+        }
+        for dir in &self.include_dirs {
+            args.push(format!("-I{}", dir.display()));
         }
         args.extend(self.extra.iter().cloned());
         Ok(args)
@@ -121,6 +133,8 @@ pub struct CompiledPtx {
     pub ptx: String,
     /// NVRTC's log (warnings), possibly empty.
     pub log: String,
+    /// Each of [`CompileOptions::name_expressions`] with its name in the PTX, in that order.
+    pub lowered_names: Vec<(String, String)>,
 }
 
 type Program = *mut c_void;
@@ -138,6 +152,8 @@ type FnDestroy = unsafe extern "C" fn(*mut Program) -> c_int;
 type FnCompile = unsafe extern "C" fn(Program, c_int, *const *const c_char) -> c_int;
 type FnSize = unsafe extern "C" fn(Program, *mut usize) -> c_int;
 type FnText = unsafe extern "C" fn(Program, *mut c_char) -> c_int;
+type FnAddName = unsafe extern "C" fn(Program, *const c_char) -> c_int;
+type FnLoweredName = unsafe extern "C" fn(Program, *const c_char, *mut *const c_char) -> c_int;
 
 const NVRTC_SUCCESS: c_int = 0;
 const NVRTC_ERROR_INVALID_OPTION: c_int = 5;
@@ -156,6 +172,8 @@ struct Api {
     ptx: FnText,
     log_size: FnSize,
     log: FnText,
+    add_name: FnAddName,
+    lowered_name: FnLoweredName,
 }
 
 /// A loaded NVRTC library. Dropping it unloads the library.
@@ -227,12 +245,26 @@ impl Nvrtc {
             .collect::<Result<Vec<_>, _>>()?;
         let headers = HeaderTexts::new(&opts.headers)?;
         let program = ProgramGuard::create(self, &c_source, &c_name, &headers)?;
+        let c_expressions = opts
+            .name_expressions
+            .iter()
+            .map(|e| c_string(e, "name expression"))
+            .collect::<Result<Vec<_>, _>>()?;
+        for expression in &c_expressions {
+            program.add_name_expression(expression)?;
+        }
         let code = program.compile(&c_args)?;
         let log = program.log()?;
         match code {
             NVRTC_SUCCESS => Ok(CompiledPtx {
                 ptx: program.ptx()?,
                 log,
+                lowered_names: opts
+                    .name_expressions
+                    .iter()
+                    .zip(&c_expressions)
+                    .map(|(e, c)| Ok((e.clone(), program.lowered_name(c)?)))
+                    .collect::<Result<_, NvrtcError>>()?,
             }),
             NVRTC_ERROR_COMPILATION => Err(NvrtcError::Compile {
                 file: file_name.to_string(),
@@ -337,6 +369,8 @@ impl Api {
             ptx: symbol(lib, path, "nvrtcGetPTX")?,
             log_size: symbol(lib, path, "nvrtcGetProgramLogSize")?,
             log: symbol(lib, path, "nvrtcGetProgramLog")?,
+            add_name: symbol(lib, path, "nvrtcAddNameExpression")?,
+            lowered_name: symbol(lib, path, "nvrtcGetLoweredName")?,
         })
     }
 }
@@ -447,6 +481,32 @@ impl<'a> ProgramGuard<'a> {
         // SAFETY: `self.program` is a live program; `pointers` holds `count` pointers to
         // NUL-terminated strings in `args`, all alive for the duration of the call.
         Ok(unsafe { (self.nvrtc.api.compile)(self.program, count, pointers.as_ptr()) })
+    }
+
+    /// Asks NVRTC to instantiate `expression` and record its lowered name (before compiling).
+    fn add_name_expression(&self, expression: &CStr) -> Result<(), NvrtcError> {
+        // SAFETY: `self.program` is a live program; `expression` is NUL-terminated and alive
+        // for the call (NVRTC copies it).
+        let code = unsafe { (self.nvrtc.api.add_name)(self.program, expression.as_ptr()) };
+        self.nvrtc.check("nvrtcAddNameExpression", code)
+    }
+
+    /// The PTX name of `expression`, added before a successful compilation.
+    fn lowered_name(&self, expression: &CStr) -> Result<String, NvrtcError> {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: `self.program` is live and compiled; `expression` is NUL-terminated; `name`
+        // is a valid out-pointer that NVRTC sets to a string owned by the program.
+        let code =
+            unsafe { (self.nvrtc.api.lowered_name)(self.program, expression.as_ptr(), &mut name) };
+        self.nvrtc.check("nvrtcGetLoweredName", code)?;
+        if name.is_null() {
+            return Err(self.nvrtc.api_error("nvrtcGetLoweredName", code));
+        }
+        // SAFETY: a non-null name from nvrtcGetLoweredName is a NUL-terminated string that
+        // lives as long as the program, which `self` still holds; it is copied out here.
+        Ok(unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned())
     }
 
     fn ptx(&self) -> Result<String, NvrtcError> {

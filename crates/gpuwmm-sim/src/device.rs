@@ -202,4 +202,16 @@ pub trait Device {
     /// simulator stress past the application's end changes nothing the application can see, and
     /// is most of a stressed run's work); a GPU ignores it and the stress runs its course.
     fn end_next_launch_with_app(&mut self, _first_stressing_block: u32) {}
+
+    /// Switches recording of races (conflicting accesses that causality order leaves
+    /// unordered, and morally strong communication) on or off for the launches that follow;
+    /// returns whether the device records them (the simulator's PTX model does, a GPU cannot).
+    fn record_races(&mut self, _on: bool) -> bool {
+        false
+    }
+
+    /// What the launches since the last call recorded, when recording is on.
+    fn take_races(&mut self) -> Option<crate::races::RaceLog> {
+        None
+    }
 }

@@ -822,7 +822,11 @@ impl Machine<'_> {
         if self.ptx {
             let pick = self.rng.random::<u32>();
             let a = self.model_access(t, order);
-            return Ok(self.model.load(a, addr, size, in_memory, pick, self.older));
+            let v = self.model.load(a, addr, size, in_memory, pick, self.older);
+            if let Some(races) = &mut self.races {
+                races.load(t, line, addr, order, self.model.last_read);
+            }
+            return Ok(v);
         }
         if !self.weak {
             return Ok(in_memory);
@@ -870,6 +874,10 @@ impl Machine<'_> {
             let _ = self.mem.write(addr, size, value);
             let a = self.model_access(t, order);
             self.model.store(a, addr, size, old, value);
+            if let Some(races) = &mut self.races {
+                let ts = matches!(size, 4 | 8).then(|| self.model.clock());
+                races.store(t, line, addr, order, ts);
+            }
             return Ok(());
         }
         if !self.weak {
@@ -954,7 +962,7 @@ impl Machine<'_> {
         }
         let in_memory = self.mem.read(a, size).unwrap_or(0);
         if self.ptx {
-            return Ok(self.ptx_atomic(t, op, mem, a, in_memory, b, c));
+            return Ok(self.ptx_atomic(t, line, op, mem, a, in_memory, b, c));
         }
         let new = alu::atom(op, ty, in_memory, b, c);
         let _ = self.mem.write(a, size, new);
@@ -971,6 +979,7 @@ impl Machine<'_> {
     fn ptx_atomic(
         &mut self,
         t: usize,
+        line: u32,
         op: AtomOp,
         mem: MemRef,
         addr: u64,
@@ -994,6 +1003,10 @@ impl Machine<'_> {
         }
         self.model
             .atomic(access, addr, size, back, in_memory, writes.then_some(new));
+        if let Some(races) = &mut self.races {
+            let ts = (writes && matches!(size, 4 | 8)).then(|| self.model.clock());
+            races.atomic(t, line, addr, mem.order, writes, ts);
+        }
         old
     }
 
@@ -1017,6 +1030,9 @@ impl Machine<'_> {
                 self.model.fence_sc(t as u32, block, reach);
             } else {
                 self.model.fence_acq_rel(t as u32, reach);
+            }
+            if let Some(races) = &mut self.races {
+                races.fence(t, reach, sc);
             }
         } else if self.weak && (reach == Reach::Gpu || self.cfg.cta_drains) {
             self.drain_all(t);

@@ -130,6 +130,7 @@ mod exec;
 mod isa;
 mod memory;
 mod ptx_model;
+mod races;
 mod rounding;
 mod sched;
 mod vars;
@@ -137,6 +138,10 @@ mod weak;
 
 use self::decode::Kernel;
 use self::memory::GlobalMemory;
+use self::races::LaunchRaces;
+pub use self::races::{
+    AccessKind as RaceAccessKind, Communication, Conflict, RaceAccess, RaceLog, RaceSite, Strength,
+};
 use self::vars::VarSpace;
 pub use crate::device::Device;
 use crate::device::{
@@ -312,6 +317,8 @@ impl SimConfig {
 struct SimModule {
     kernels: Vec<Kernel>,
     by_name: HashMap<String, usize>,
+    /// The PTX text, to resolve the lines the race recorder names.
+    text: String,
 }
 
 struct QueuedLaunch {
@@ -334,6 +341,10 @@ pub struct SimBackend {
     stats: KernelStats,
     /// [`Backend::end_next_launch_with_app`]'s hint, taken by the next launch.
     stress_from: Option<u32>,
+    /// Whether launches record races ([`Device::record_races`]).
+    record_races: bool,
+    /// What they recorded since the last [`Device::take_races`], by module.
+    races: Vec<(usize, LaunchRaces)>,
 }
 
 impl SimBackend {
@@ -369,6 +380,8 @@ impl SimBackend {
             queue: Vec::new(),
             stats: KernelStats::default(),
             stress_from: None,
+            record_races: false,
+            races: Vec::new(),
         }
     }
 
@@ -407,8 +420,12 @@ impl SimBackend {
                 &launch.config,
                 launch.params,
             )
-            .ending_with_app(launch.stress_from);
-            let (executed, longest) = machine.run(deadline)?;
+            .ending_with_app(launch.stress_from)
+            .recording_races(self.record_races);
+            let (executed, longest, races) = machine.run(deadline)?;
+            if let Some(races) = races {
+                self.races.push((launch.module, races));
+            }
             self.stats = KernelStats {
                 time: start.elapsed(),
                 instructions: Some(executed),
@@ -446,7 +463,11 @@ impl SimBackend {
             by_name.insert(f.name.clone(), kernels.len());
             kernels.push(decode::decode_kernel(f, &module, &symbols)?);
         }
-        Ok(SimModule { kernels, by_name })
+        Ok(SimModule {
+            kernels,
+            by_name,
+            text: ptx_text.to_string(),
+        })
     }
 }
 
@@ -632,6 +653,27 @@ impl Device for SimBackend {
     fn reseed(&mut self, seed: u64) {
         self.config.seed = seed;
         self.rng = ChaCha8Rng::seed_from_u64(seed);
+    }
+
+    fn record_races(&mut self, on: bool) -> bool {
+        self.record_races = on && self.config.model == MemoryModel::Ptx;
+        self.races.clear();
+        self.record_races
+    }
+
+    fn take_races(&mut self) -> Option<RaceLog> {
+        if !self.record_races {
+            return None;
+        }
+        let mut log = RaceLog::default();
+        let mut tables: HashMap<usize, HashMap<u32, RaceSite>> = HashMap::new();
+        for (module, launch) in std::mem::take(&mut self.races) {
+            let sites = tables
+                .entry(module)
+                .or_insert_with(|| races::site_table(&self.modules[module].text));
+            log.add(launch, sites);
+        }
+        Some(log)
     }
 
     fn end_next_launch_with_app(&mut self, first_stressing_block: u32) {

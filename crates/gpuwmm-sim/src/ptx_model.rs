@@ -310,6 +310,9 @@ pub struct PtxMemory {
     sc_cta: HashMap<u32, View>,
     /// What each CTA barrier passes on in its current phase (keyed by block and id).
     barriers: HashMap<u32, View>,
+    /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
+    /// value of a location the model does not track), for the race recorder.
+    pub last_read: Option<u32>,
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -331,7 +334,13 @@ impl PtxMemory {
             sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
             barriers: HashMap::new(),
+            last_read: None,
         }
+    }
+
+    /// The launch clock: the timestamp of the newest message appended.
+    pub fn clock(&self) -> u32 {
+        self.clock
     }
 
     fn past_mut(&mut self, t: u32) -> &mut View {
@@ -371,6 +380,7 @@ impl PtxMemory {
         pick: u32,
         older: u32,
     ) -> u64 {
+        self.last_read = None;
         if !tracked(size) {
             return newest;
         }
@@ -387,6 +397,7 @@ impl PtxMemory {
         } else {
             last
         };
+        self.last_read = Some(loc.msgs[i].ts);
         let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
         let strong =
             a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
@@ -721,6 +732,7 @@ mod tests {
             sc_gpu: m.sc_gpu.clone(),
             sc_cta: m.sc_cta.clone(),
             barriers: m.barriers.clone(),
+            last_read: None,
         }
     }
 

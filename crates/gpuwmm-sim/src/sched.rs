@@ -19,6 +19,7 @@ use super::dispatch;
 use super::isa::*;
 use super::memory::GlobalMemory;
 use super::ptx_model::PtxMemory;
+use super::races::{LaunchRaces, RaceTracker};
 use super::weak::{StaleCache, StoreBuffer};
 use super::{MemoryModel, SimConfig};
 use crate::device::{BackendError, LaunchConfig};
@@ -148,6 +149,8 @@ pub struct Machine<'a> {
     pub app_threads: usize,
     /// Application threads not yet exited with an empty store buffer.
     pub app_unfinished: usize,
+    /// PTX model, when races are recorded: the recorder of this launch.
+    pub races: Option<Box<RaceTracker>>,
 }
 
 fn dims(d: (u32, u32, u32)) -> [u32; 3] {
@@ -236,7 +239,18 @@ impl<'a> Machine<'a> {
             older: (cfg.older_value_probability.clamp(0.0, 1.0) * f64::from(u32::MAX)) as u32,
             app_threads: nthreads,
             app_unfinished: nthreads,
+            races: None,
         }
+    }
+
+    /// Records races among the application's threads (PTX model only; call after
+    /// [`Machine::ending_with_app`]).
+    pub fn recording_races(mut self, on: bool) -> Self {
+        if on && self.ptx {
+            let per_block = self.block_dim.iter().product::<u32>() as usize;
+            self.races = Some(Box::new(RaceTracker::new(self.app_threads, per_block)));
+        }
+        self
     }
 
     /// Ends the launch once the blocks below `stress_from` have finished: the blocks from it on
@@ -259,8 +273,11 @@ impl<'a> Machine<'a> {
     }
 
     /// Runs the launch to completion; returns the executed thread-instructions, in all and of the
-    /// thread that executed most.
-    pub fn run(mut self, deadline: Duration) -> Result<(u64, u64), BackendError> {
+    /// thread that executed most, and what the race recorder recorded, if it was on.
+    pub fn run(
+        mut self,
+        deadline: Duration,
+    ) -> Result<(u64, u64, Option<LaunchRaces>), BackendError> {
         let start = Instant::now();
         let max_quantum = self.cfg.max_quantum.max(1);
         let mut steps = 0u64;
@@ -326,7 +343,8 @@ impl<'a> Machine<'a> {
             ));
         }
         let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
-        Ok((self.executed, longest))
+        let races = self.races.take().map(|r| r.finish());
+        Ok((self.executed, longest, races))
     }
 
     /// Takes the blocks that a staggered launch starts later out of the runnable set; returns
@@ -467,6 +485,9 @@ impl<'a> Machine<'a> {
         if self.ptx {
             let threads: Vec<u32> = waiters.iter().map(|&t| t as u32).collect();
             self.model.barrier_complete(barrier_key(b, id), &threads);
+            if let Some(races) = &mut self.races {
+                races.barrier(&threads);
+            }
         }
         for t in waiters {
             let inst = self.k.code[self.threads[t].pc as usize - 1];

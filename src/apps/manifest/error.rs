@@ -21,13 +21,21 @@ pub enum ManifestError {
     },
     #[error("{}: invalid TOML: {message}", .file.display())]
     Syntax { file: PathBuf, message: String },
-    #[error("{}: {field}: {problem}", .file.display())]
+    #[error("{}{}: {field}: {problem}", .file.display(), line_suffix(*.line))]
     Field {
         file: PathBuf,
+        /// The line of the manifest the field is on (or, for a missing key, the line of its
+        /// table), when it can be found.
+        line: Option<u32>,
         /// The offending field, e.g. `buffers[1].length` or `launches[0].args[2]`.
         field: String,
-        problem: Problem,
+        /// Boxed: it is the largest part, and errors travel in `Result`s.
+        problem: Box<Problem>,
     },
+}
+
+fn line_suffix(line: Option<u32>) -> String {
+    line.map_or_else(String::new, |l| format!(":{l}"))
 }
 
 impl ManifestError {
@@ -39,9 +47,35 @@ impl ManifestError {
         }
     }
 
+    /// The manifest line a [`ManifestError::Field`] names, if any.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ManifestError::Field { line, .. } => line.map(|l| l as usize),
+            _ => None,
+        }
+    }
+
+    /// The error with the line of its field in `text` (the manifest's text).
+    pub fn located(self, text: &str) -> ManifestError {
+        match self {
+            ManifestError::Field {
+                file,
+                line: None,
+                field,
+                problem,
+            } => ManifestError::Field {
+                file,
+                line: locate(text, &field).and_then(|l| u32::try_from(l).ok()),
+                field,
+                problem,
+            },
+            other => other,
+        }
+    }
+
     pub fn problem(&self) -> Option<&Problem> {
         match self {
-            ManifestError::Field { problem, .. } => Some(problem),
+            ManifestError::Field { problem, .. } => Some(problem.as_ref()),
             _ => None,
         }
     }
@@ -89,6 +123,8 @@ pub enum Problem {
     NoSuchKernel {
         name: String,
         kernels: String,
+        /// The app's source files, as the manifest names them.
+        source: String,
     },
     ParameterCount {
         kernel: String,
@@ -132,9 +168,11 @@ impl fmt::Display for Problem {
             Problem::BadExpression { message } => write!(f, "bad expression: {message}"),
             Problem::Duplicate { name } => write!(f, "'{name}' is declared twice"),
             Problem::BadValue { message } => f.write_str(message),
-            Problem::NoSuchKernel { name, kernels } => {
-                write!(f, "no kernel '{name}' in kernel.cu (kernels: {kernels})")
-            }
+            Problem::NoSuchKernel {
+                name,
+                kernels,
+                source,
+            } => write!(f, "no kernel '{name}' in {source} (kernels: {kernels})"),
             Problem::ParameterCount {
                 kernel,
                 expected,
@@ -166,8 +204,9 @@ impl FieldErrors {
     pub fn err(&self, field: impl Into<String>, problem: Problem) -> ManifestError {
         ManifestError::Field {
             file: self.file.clone(),
+            line: None,
             field: field.into(),
-            problem,
+            problem: Box::new(problem),
         }
     }
 
@@ -200,6 +239,58 @@ impl FieldErrors {
     }
 }
 
+/// The 1-based line of `text` (a manifest) that `field` (`launches[1].args[0]`,
+/// `source.defines.N`, `name`) is written on: the line of its key in its table, else the line
+/// of the table itself (a missing key), else none. Keys in inline tables and arrays are found
+/// as the line of the key that holds them.
+pub fn locate(text: &str, field: &str) -> Option<usize> {
+    let mut parts = field.split('.');
+    let first = parts.next()?;
+    let (table, index) = match first.split_once('[') {
+        Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+        None => (first, None),
+    };
+    let key = parts.next().map(|k| k.split('[').next().unwrap_or(k));
+    let lines: Vec<&str> = text.lines().collect();
+    let header = |l: &str| l.trim_start().starts_with('[');
+    let is_key = |l: &str, k: &str| {
+        let l = l.trim_start();
+        l.strip_prefix(k)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    // The table's header: the `index`-th `[[table]]`, or `[table]`.
+    let array_header = format!("[[{table}]]");
+    let plain_header = format!("[{table}]");
+    let start = match index {
+        Some(i) => lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.trim() == array_header)
+            .nth(i)
+            .map(|(n, _)| n),
+        None => lines.iter().position(|l| l.trim() == plain_header),
+    };
+    let Some(start) = start else {
+        // A top-level key (or a table written inline at the top).
+        let end = lines.iter().position(|l| header(l)).unwrap_or(lines.len());
+        return lines[..end]
+            .iter()
+            .position(|l| is_key(l, table))
+            .map(|n| n + 1);
+    };
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| header(l))
+        .map_or(lines.len(), |n| start + 1 + n);
+    let found = key.and_then(|k| {
+        lines[start + 1..end]
+            .iter()
+            .position(|l| is_key(l, k))
+            .map(|n| start + 1 + n)
+    });
+    Some(found.unwrap_or(start) + 1)
+}
+
 /// How an error message names a TOML value of the wrong type.
 pub(super) fn type_name(value: &Value) -> String {
     match value {
@@ -220,5 +311,27 @@ pub(super) fn join_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Strin
         "none".to_string()
     } else {
         v.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locate;
+
+    const TEXT: &str = "name = \"x\"\n\n[source]\nfiles = [\"a.cu\"]\ndefines = { N = \"n\" }\n\
+                        \n[[launches]]\nkernel = \"k\"\n\n[[launches]]\nkernel = \"k\"\nrepeat = 0\n\
+                        args = [1]\n\n[check]\nkernel = \"c\"\n";
+
+    #[test]
+    fn fields_are_found_on_their_lines() {
+        assert_eq!(locate(TEXT, "name"), Some(1));
+        assert_eq!(locate(TEXT, "source.files[0]"), Some(4));
+        assert_eq!(locate(TEXT, "source.defines.N"), Some(5));
+        assert_eq!(locate(TEXT, "launches[1].repeat"), Some(12));
+        assert_eq!(locate(TEXT, "launches[1].args[0]"), Some(13));
+        assert_eq!(locate(TEXT, "launches[0].kernel"), Some(8));
+        // A missing key: its table's header.
+        assert_eq!(locate(TEXT, "check.result"), Some(15));
+        assert_eq!(locate(TEXT, "description"), None);
     }
 }

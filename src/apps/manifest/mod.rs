@@ -15,6 +15,7 @@
 //! [`Manifest::check_module`] adds the
 //! checks that need the compiled kernels (kernel names, parameter counts and sizes).
 
+mod data;
 mod error;
 mod plan;
 mod raw;
@@ -59,6 +60,12 @@ pub enum Init {
         lo: f64,
         hi: f64,
     },
+    /// Given elements (a literal list, or a file's contents), as the buffer's little-endian
+    /// image; a buffer takes the first `length` of them (there are at least as many at each size).
+    Data(Vec<u8>),
+    /// The initial contents of buffer number `.0` (declared earlier, of the same type and at
+    /// least as long at each size), its first `length` elements.
+    Copy(usize),
 }
 
 /// A declared buffer.
@@ -86,7 +93,11 @@ pub enum ArgSpec {
 pub struct LaunchSpec {
     /// Where it was declared (`launches[0]`, `check`), for error messages.
     pub field: String,
+    /// The kernel's C++ name as written: a name, or a template instance (`reduce<128, true>`).
     pub kernel: String,
+    /// How many times the launch is made in a row (`repeat`); its expressions may use
+    /// [`STEP`], 0 for the first. `None`: once, and `step` is not defined.
+    pub repeat: Option<Expr>,
     pub grid: [Expr; 3],
     pub block: [Expr; 3],
     pub shared_bytes: Expr,
@@ -111,9 +122,12 @@ pub enum PlannedArg {
     Scalar(KernelArg),
 }
 
-/// A launch resolved for one size.
+/// A launch resolved for one size (one step of a repeated launch).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedLaunch {
+    /// The launch entry it comes from (`launches[1]`, `check`).
+    pub field: String,
+    /// The kernel's C++ name as written in the manifest.
     pub kernel: String,
     pub config: LaunchConfig,
     pub args: Vec<PlannedArg>,
@@ -124,8 +138,40 @@ pub struct PlannedLaunch {
 pub struct Plan {
     /// Element count of each buffer, in declaration order.
     pub lengths: Vec<usize>,
+    /// The preprocessor defines of `[source]`, evaluated.
+    pub defines: Vec<(String, i64)>,
     pub launches: Vec<PlannedLaunch>,
     pub check: PlannedLaunch,
+}
+
+/// The name a repeated launch's expressions use for its step: 0, 1, ..., `repeat - 1`.
+pub const STEP: &str = "step";
+
+/// The source files the app is compiled from (`[source]`), relative to the manifest's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceSpec {
+    /// Compiled together, in order, as one translation unit.
+    pub files: Vec<PathBuf>,
+    /// Compiled after `files` into the check module only (the check kernel's own files).
+    pub check_files: Vec<PathBuf>,
+    /// Folders searched by `#include`, after the app's folder.
+    pub include: Vec<PathBuf>,
+    /// `-D NAME=value`, the values expressions over the size's parameters.
+    pub defines: Vec<(String, Expr)>,
+    /// Whether the manifest has a `[source]` table (without one: `kernel.cu`, compiled alone).
+    pub declared: bool,
+}
+
+impl Default for SourceSpec {
+    fn default() -> SourceSpec {
+        SourceSpec {
+            files: vec![PathBuf::from("kernel.cu")],
+            check_files: Vec::new(),
+            include: Vec::new(),
+            defines: Vec::new(),
+            declared: false,
+        }
+    }
 }
 
 /// A parsed, validated `app.toml`.
@@ -133,9 +179,12 @@ pub struct Plan {
 pub struct Manifest {
     /// The manifest file, as given.
     pub file: PathBuf,
+    /// Its text (errors found later name the line of their field in it).
+    pub text: String,
     pub name: String,
     pub description: String,
     pub postcondition: String,
+    pub source: SourceSpec,
     pub sim_params: BTreeMap<String, i64>,
     pub gpu_params: BTreeMap<String, i64>,
     pub buffers: Vec<BufferSpec>,
@@ -166,7 +215,10 @@ impl Manifest {
         let errors = FieldErrors {
             file: file.to_path_buf(),
         };
-        validate::validate(raw::read(text, &table, &errors)?, &errors)
+        let read = raw::read(text, &table, &errors).map_err(|e| e.located(text))?;
+        let mut manifest = validate::validate(read, &errors).map_err(|e| e.located(text))?;
+        manifest.text = text.to_string();
+        Ok(manifest)
     }
 
     pub fn params(&self, size: Size) -> &BTreeMap<String, i64> {
@@ -183,6 +235,39 @@ impl Manifest {
         }
     }
 
+    /// The folder the manifest is in, which its relative paths start from.
+    pub fn dir(&self) -> &Path {
+        self.file.parent().unwrap_or(Path::new("."))
+    }
+
+    /// An error about `field` of this manifest, with its line.
+    pub fn field_error(&self, field: String, problem: Problem) -> ManifestError {
+        ManifestError::Field {
+            file: self.file.clone(),
+            line: None,
+            field,
+            problem: Box::new(problem),
+        }
+        .located(&self.text)
+    }
+
+    /// The app's source files as the manifest names them, for messages.
+    pub fn source_names(&self) -> String {
+        let names: Vec<String> = (self.source.files.iter().chain(&self.source.check_files))
+            .map(|f| f.display().to_string())
+            .collect();
+        names.join(", ")
+    }
+
+    /// Every kernel name the manifest uses (launches, then the check), without duplicates.
+    pub fn all_kernels(&self) -> Vec<String> {
+        let mut names = self.app_kernels();
+        if !names.contains(&self.check.launch.kernel) {
+            names.push(self.check.launch.kernel.clone());
+        }
+        names
+    }
+
     /// The kernels the app launches, in order, without duplicates.
     pub fn app_kernels(&self) -> Vec<String> {
         let mut seen = BTreeSet::new();
@@ -194,30 +279,29 @@ impl Manifest {
     }
 
     /// Checks the launches against the compiled kernels: every kernel exists, and the arguments
-    /// match its parameters in number and size.
-    pub fn check_module(&self, module: &Module) -> Result<(), ManifestError> {
+    /// match its parameters in number and size. `lowered` gives the PTX name of a kernel name
+    /// as written (the name itself where it has none).
+    pub fn check_module(
+        &self,
+        module: &Module,
+        lowered: &dyn Fn(&str) -> String,
+    ) -> Result<(), ManifestError> {
         let kernels: Vec<&str> = module
             .functions()
             .filter(|f| f.kind == FunctionKind::Entry)
             .map(|f| f.name.as_str())
             .collect();
-        let launches = self
-            .launches
-            .iter()
-            .zip(&self.sim.launches)
-            .chain(std::iter::once((&self.check.launch, &self.sim.check)));
-        for (spec, planned) in launches {
-            let error = |field: String, problem| ManifestError::Field {
-                file: self.file.clone(),
-                field,
-                problem,
-            };
-            let Some(function) = module.function(&spec.kernel) else {
+        let launches = self.sim.launches.iter().chain([&self.sim.check]);
+        for planned in launches {
+            let error = |field: String, problem| self.field_error(field, problem);
+            let spec = planned;
+            let Some(function) = module.function(&lowered(&spec.kernel)) else {
                 return Err(error(
                     format!("{}.kernel", spec.field),
                     Problem::NoSuchKernel {
                         name: spec.kernel.clone(),
                         kernels: kernels.join(", "),
+                        source: self.source_names(),
                     },
                 ));
             };

@@ -1,12 +1,15 @@
 //! The launch plan: the validated manifest evaluated for one size.
 //!
-//! Buffer lengths, grid and block dimensions, shared memory and scalar arguments are
+//! Buffer lengths, defines, grid and block dimensions, shared memory and scalar arguments are
 //! expressions over the size's parameters; here they become the numbers a run uses
-//! ([`Plan`]), with an error naming the field when a value is out of range at either size.
+//! ([`Plan`]), with an error naming the field when a value is out of range at either size. A
+//! repeated launch becomes one planned launch per step, its expressions evaluated with `step`.
 
 use super::error::{join_keys, FieldErrors, ManifestError, Problem};
 use super::validate::Params;
-use super::{ArgSpec, BufferSpec, CheckSpec, LaunchSpec, Plan, PlannedArg, PlannedLaunch};
+use super::{
+    ArgSpec, BufferSpec, CheckSpec, LaunchSpec, Plan, PlannedArg, PlannedLaunch, SourceSpec, STEP,
+};
 use crate::apps::expr::{EvalError, Expr};
 use crate::apps::words::ElemType;
 use crate::apps::Size;
@@ -42,6 +45,7 @@ pub(super) fn plan(
     buffers: &[BufferSpec],
     launches: &[LaunchSpec],
     check: &CheckSpec,
+    source: &SourceSpec,
     errors: &FieldErrors,
 ) -> R<Plan> {
     let planner = Planner {
@@ -49,6 +53,14 @@ pub(super) fn plan(
         params,
         errors,
     };
+    let defines = source
+        .defines
+        .iter()
+        .map(|(name, value)| {
+            let field = format!("source.defines.{name}");
+            Ok((name.clone(), planner.eval(value, &field)?))
+        })
+        .collect::<R<Vec<_>>>()?;
     let lengths = buffers
         .iter()
         .enumerate()
@@ -63,19 +75,34 @@ pub(super) fn plan(
             Ok(n as usize)
         })
         .collect::<R<Vec<_>>>()?;
-    let launches = launches
-        .iter()
-        .map(|l| planner.launch(l))
-        .collect::<R<Vec<_>>>()?;
+    let mut planned = Vec::new();
+    for launch in launches {
+        let Some(repeat) = &launch.repeat else {
+            planned.push(planner.launch(launch)?);
+            continue;
+        };
+        let steps = planner.eval(repeat, &format!("{}.repeat", launch.field))?;
+        let mut stepped = params.clone();
+        for step in 0..steps {
+            stepped.insert(STEP.to_string(), step);
+            let planner = Planner {
+                params: &stepped,
+                ..planner
+            };
+            planned.push(planner.launch(launch)?);
+        }
+    }
     let check = planner.launch(&check.launch)?;
     Ok(Plan {
         lengths,
-        launches,
+        defines,
+        launches: planned,
         check,
     })
 }
 
 /// Evaluates launches for one size.
+#[derive(Clone, Copy)]
 struct Planner<'a> {
     size: Size,
     params: &'a Params,
@@ -105,6 +132,7 @@ impl Planner<'_> {
             .map(|(i, a)| self.arg(a, &format!("{}.args[{i}]", spec.field)))
             .collect::<R<Vec<_>>>()?;
         Ok(PlannedLaunch {
+            field: spec.field.clone(),
             kernel: spec.kernel.clone(),
             config: LaunchConfig {
                 grid,

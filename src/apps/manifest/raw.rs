@@ -22,10 +22,23 @@ pub(super) struct RawManifest {
     pub name: Option<String>,
     pub description: Option<String>,
     pub postcondition: Option<String>,
+    pub source: Option<RawSource>,
     pub sizes: Option<RawSizes>,
     pub buffers: Option<Vec<RawBuffer>>,
     pub launches: Option<Vec<RawLaunch>>,
     pub check: Option<RawCheck>,
+}
+
+/// `[source]`: the files the app is compiled from, and how.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSource {
+    pub files: Option<Vec<String>>,
+    pub check_files: Option<Vec<String>>,
+    pub include: Option<Vec<String>>,
+    /// A table of define names to expressions; `Value`, not a map, so that a date is seen as
+    /// a date.
+    pub defines: Option<Value>,
 }
 
 /// `[sizes]`: the named parameters of each size.
@@ -53,6 +66,7 @@ pub(super) struct RawBuffer {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLaunch {
     pub kernel: Option<String>,
+    pub repeat: Option<Value>,
     pub grid: Option<Value>,
     pub block: Option<Value>,
     pub shared_bytes: Option<Value>,
@@ -78,6 +92,7 @@ impl RawCheck {
     pub fn split(self) -> (RawLaunch, Option<String>, Option<Value>) {
         let launch = RawLaunch {
             kernel: self.kernel,
+            repeat: None,
             grid: self.grid,
             block: self.block,
             shared_bytes: self.shared_bytes,
@@ -184,6 +199,7 @@ fn expected_form(field: &str, serde_expected: &str) -> &'static str {
         "a string" => "a string",
         "a sequence" if field == "buffers" => "an array of [[buffers]] tables",
         "a sequence" if field == "launches" => "an array of [[launches]] tables",
+        "a sequence" if field.starts_with("source.") => "an array of paths",
         "a sequence" => "an array of arguments",
         _ => "a table",
     }

@@ -5,16 +5,19 @@
 //! uses ([`BufferSpec`], [`LaunchSpec`], [`CheckSpec`]). Every expression is evaluated for both
 //! sizes here or in `plan`, so a manifest that loads cannot fail later because of itself.
 
+use super::data::{file_image, list_image, Format};
 use super::error::{join_keys, FieldErrors, ManifestError, Problem};
 use super::plan::{eval, plan};
-use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes};
+use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes, RawSource};
 use super::{
-    ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, MAX_BUFFER_BYTES, UNWRITTEN_RESULT,
+    ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, SourceSpec, MAX_BUFFER_BYTES, STEP,
+    UNWRITTEN_RESULT,
 };
 use crate::apps::expr::{is_identifier, Expr};
 use crate::apps::words::ElemType;
 use crate::apps::Size;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use toml::Value;
 
 type R<T> = Result<T, ManifestError>;
@@ -40,6 +43,11 @@ pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Manifest> {
         buffers: &[],
         params: [(Size::Sim, &sim_params), (Size::Gpu, &gpu_params)],
         errors,
+        step: false,
+    };
+    let source = match raw.source {
+        None => SourceSpec::default(),
+        Some(raw) => source(raw, &scope)?,
     };
     let raw_buffers = required(
         raw.buffers,
@@ -68,14 +76,16 @@ pub(super) fn validate(raw: RawManifest, errors: &FieldErrors) -> R<Manifest> {
         .collect::<R<Vec<_>>>()?;
     let raw_check: RawCheck = required(raw.check, "check", "a [check] table", errors)?;
     let check = check(raw_check, &scope)?;
-    let plan_for = |size, params| plan(size, params, &buffers, &launches, &check, errors);
+    let plan_for = |size, params| plan(size, params, &buffers, &launches, &check, &source, errors);
     let sim = plan_for(Size::Sim, &sim_params)?;
     let gpu = plan_for(Size::Gpu, &gpu_params)?;
     Ok(Manifest {
         file: errors.file.clone(),
+        text: String::new(),
         name,
         description,
         postcondition,
+        source,
         sim_params,
         gpu_params,
         buffers,
@@ -127,6 +137,50 @@ struct Scope<'a> {
     buffers: &'a [BufferSpec],
     params: [(Size, &'a Params); 2],
     errors: &'a FieldErrors,
+    /// Inside a repeated launch, where [`STEP`] is defined.
+    step: bool,
+}
+
+/// `[source]`: paths kept relative (the app's folder is the base), defines checked for both sizes.
+fn source(raw: RawSource, scope: &Scope) -> R<SourceSpec> {
+    let errors = scope.errors;
+    let paths = |list: Option<Vec<String>>, key: &str| -> R<Vec<PathBuf>> {
+        let list = list.unwrap_or_default();
+        for (i, path) in list.iter().enumerate() {
+            if path.trim().is_empty() {
+                return Err(errors.bad_value(format!("source.{key}[{i}]"), "an empty path"));
+            }
+        }
+        Ok(list.into_iter().map(PathBuf::from).collect())
+    };
+    let files = match raw.files {
+        None => SourceSpec::default().files,
+        Some(files) if files.is_empty() => {
+            return Err(errors.bad_value("source.files", "at least one source file is needed"))
+        }
+        some => paths(some, "files")?,
+    };
+    let mut defines = Vec::new();
+    if let Some(value) = raw.defines {
+        for (name, value) in table(value, "source.defines", errors)? {
+            let field = format!("source.defines.{name}");
+            if !is_identifier(&name) {
+                return Err(errors.bad_value(field, format!("'{name}' is not a macro name")));
+            }
+            let value = expr(&value, &field, errors)?;
+            for (size, params) in scope.params {
+                eval(&value, &field, size, params, errors)?;
+            }
+            defines.push((name, value));
+        }
+    }
+    Ok(SourceSpec {
+        files,
+        check_files: paths(raw.check_files, "check_files")?,
+        include: paths(raw.include, "include")?,
+        defines,
+        declared: true,
+    })
 }
 
 fn buffers(raw: Vec<RawBuffer>, scope: &Scope) -> R<Vec<BufferSpec>> {
@@ -182,10 +236,24 @@ fn buffer(raw: RawBuffer, field: &str, earlier: &[BufferSpec], scope: &Scope) ->
             ));
         }
     }
+    let init_field = format!("{field}.init");
     let init = match raw.init {
         None => Init::Zero,
-        Some(v) => init(&v, &format!("{field}.init"), elem, errors)?,
+        Some(Value::Table(t)) if t.len() == 1 && t.contains_key("copy") => {
+            let source_field = format!("{init_field}.copy");
+            copy_of(&t["copy"], &source_field, elem, &length, earlier, scope)?
+        }
+        Some(v) => init(&v, &init_field, elem, errors)?,
     };
+    if let Init::Data(image) = &init {
+        long_enough(
+            image.len() / elem.bytes(),
+            &init_field,
+            &length,
+            "elements given",
+            scope,
+        )?;
+    }
     Ok(BufferSpec {
         name,
         elem,
@@ -194,12 +262,15 @@ fn buffer(raw: RawBuffer, field: &str, earlier: &[BufferSpec], scope: &Scope) ->
     })
 }
 
+/// An initialiser other than a copy (which [`copy_of`] reads, knowing the earlier buffers).
 fn init(value: &Value, field: &str, elem: ElemType, errors: &FieldErrors) -> R<Init> {
-    const EXPECTED: &str = "\"zero\", \"iota\", { constant = N }, { random = [LO, HI] } or \
-                            { random_float = [LO, HI] }";
+    const EXPECTED: &str = "\"zero\", \"iota\", { constant = N }, { random = [LO, HI] }, \
+                            { random_float = [LO, HI] }, { values = [...] }, { file = \"...\" } or \
+                            { copy = \"buffer\" }";
     match value {
         Value::String(s) if s == "zero" => Ok(Init::Zero),
         Value::String(s) if s == "iota" => Ok(Init::Iota),
+        Value::Table(t) if t.contains_key("file") => file_init(t, field, elem, errors),
         Value::Table(t) if t.len() == 1 => {
             let (key, v) = t.iter().next().expect("one entry");
             let field = format!("{field}.{key}");
@@ -207,16 +278,119 @@ fn init(value: &Value, field: &str, elem: ElemType, errors: &FieldErrors) -> R<I
                 "constant" => constant_init(v, &field, elem, errors),
                 "random" => random_int_init(v, &field, elem, errors),
                 "random_float" => random_float_init(v, &field, elem, errors),
+                "values" => match v {
+                    Value::Array(items) => Ok(Init::Data(list_image(items, elem, &field, errors)?)),
+                    other => Err(errors.wrong_type(&field, "an array of numbers", other)),
+                },
                 _ => Err(errors.err(
                     &field,
                     Problem::UnknownKey {
-                        allowed: "constant, random, random_float".to_string(),
+                        allowed: INIT_KEYS.to_string(),
                     },
                 )),
             }
         }
         other => Err(errors.wrong_type(field, EXPECTED, other)),
     }
+}
+
+const INIT_KEYS: &str = "constant, random, random_float, values, file, copy";
+
+/// `{ file = "name", format = "..." }`: the file's contents, read now.
+fn file_init(t: &toml::Table, field: &str, elem: ElemType, errors: &FieldErrors) -> R<Init> {
+    if let Some(key) = t.keys().find(|k| !["file", "format"].contains(&k.as_str())) {
+        return Err(errors.err(
+            format!("{field}.{key}"),
+            Problem::UnknownKey {
+                allowed: "file, format".to_string(),
+            },
+        ));
+    }
+    let file_field = format!("{field}.file");
+    let name = match &t["file"] {
+        Value::String(name) if !name.trim().is_empty() => name,
+        other => return Err(errors.wrong_type(&file_field, "a file name", other)),
+    };
+    let format = match t.get("format") {
+        None => Format::of_file(name),
+        Some(Value::String(f)) => Format::parse(f).ok_or_else(|| {
+            errors.bad_value(
+                format!("{field}.format"),
+                format!("unknown format '{f}' (expected {})", Format::NAMES),
+            )
+        })?,
+        Some(other) => {
+            return Err(errors.wrong_type(&format!("{field}.format"), Format::NAMES, other))
+        }
+    };
+    let dir = errors.file.parent().unwrap_or(std::path::Path::new("."));
+    Ok(Init::Data(file_image(
+        dir,
+        name,
+        format,
+        elem,
+        &file_field,
+        errors,
+    )?))
+}
+
+/// Checks that `count` elements (data given, or the buffer copied) cover `length` at each size.
+fn long_enough(count: usize, field: &str, length: &Expr, what: &str, scope: &Scope) -> R<()> {
+    for (size, params) in scope.params {
+        let n = eval(length, field, size, params, scope.errors)?;
+        if (count as i64) < n {
+            return Err(scope.errors.bad_value(
+                field,
+                format!("{count} {what}, but the buffer has {n} elements at size {size}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `{ copy = "name" }`: an earlier buffer of the same type, at least as long at each size.
+fn copy_of(
+    value: &Value,
+    field: &str,
+    elem: ElemType,
+    length: &Expr,
+    earlier: &[BufferSpec],
+    scope: &Scope,
+) -> R<Init> {
+    let errors = scope.errors;
+    let Value::String(name) = value else {
+        return Err(errors.wrong_type(field, "the name of an earlier buffer", value));
+    };
+    let Some(index) = earlier.iter().position(|b| &b.name == name) else {
+        return Err(errors.err(
+            field,
+            Problem::UnknownBuffer {
+                name: name.clone(),
+                known: format!(
+                    "{} (a copy names a buffer declared before it)",
+                    join_keys(earlier.iter().map(|b| &b.name))
+                ),
+            },
+        ));
+    };
+    let source = &earlier[index];
+    if source.elem != elem {
+        return Err(errors.bad_value(
+            field,
+            format!("'{name}' is {}, this buffer {elem}", source.elem),
+        ));
+    }
+    for (size, params) in scope.params {
+        let have = eval(&source.length, field, size, params, errors)?;
+        let need = eval(length, field, size, params, errors)?;
+        if have < need {
+            return Err(errors.bad_value(
+                field,
+                format!("'{name}' has {have} elements at size {size}, this buffer {need}"),
+            ));
+        }
+    }
+    Ok(Init::Copy(index))
 }
 
 /// `v` if the element type holds it exactly, else an error calling it `what`.
@@ -322,6 +496,17 @@ fn dims(value: Option<&Value>, field: &str, errors: &FieldErrors) -> R<[Expr; 3]
 fn launch(raw: RawLaunch, field: &str, scope: &Scope, dims_optional: bool) -> R<LaunchSpec> {
     let errors = scope.errors;
     let kernel = required(raw.kernel, &format!("{field}.kernel"), "a string", errors)?;
+    if kernel.trim().is_empty() {
+        return Err(errors.bad_value(format!("{field}.kernel"), "an empty kernel name"));
+    }
+    let repeat = match raw.repeat {
+        None => None,
+        Some(v) => Some(repeat(&v, &format!("{field}.repeat"), scope)?),
+    };
+    let scope = &Scope {
+        step: repeat.is_some(),
+        ..*scope
+    };
     let dim = |value: Option<Value>, key: &str| {
         let key_field = format!("{field}.{key}");
         let value = match (value, dims_optional) {
@@ -345,11 +530,38 @@ fn launch(raw: RawLaunch, field: &str, scope: &Scope, dims_optional: bool) -> R<
     Ok(LaunchSpec {
         field: field.to_string(),
         kernel,
+        repeat,
         grid,
         block,
         shared_bytes,
         args,
     })
+}
+
+/// The most launches one `repeat` may stand for.
+const MAX_REPEAT: i64 = 1_000_000;
+
+/// `repeat`: an expression of 1 to [`MAX_REPEAT`] at each size; no size parameter may be called
+/// [`STEP`], since the step would hide it.
+fn repeat(value: &Value, field: &str, scope: &Scope) -> R<Expr> {
+    let errors = scope.errors;
+    let count = expr(value, field, errors)?;
+    for (size, params) in scope.params {
+        if params.contains_key(STEP) {
+            return Err(errors.bad_value(
+                field,
+                format!("size {size} has a parameter '{STEP}', which a repeated launch's step would hide; rename it"),
+            ));
+        }
+        let n = eval(&count, field, size, params, errors)?;
+        if !(1..=MAX_REPEAT).contains(&n) {
+            return Err(errors.bad_value(
+                field,
+                format!("repeat is {n} at size {size} (must be 1 to {MAX_REPEAT})"),
+            ));
+        }
+    }
+    Ok(count)
 }
 
 fn arg(value: &Value, field: &str, scope: &Scope) -> R<ArgSpec> {
@@ -408,6 +620,15 @@ fn typed_arg(key: &str, v: &Value, field: &str, scope: &Scope) -> R<ArgSpec> {
 /// neither a buffer nor a parameter gets an error listing both.
 fn check_names(expr: &Expr, field: &str, scope: &Scope) -> R<()> {
     for name in expr.params() {
+        if name == STEP && scope.step {
+            continue;
+        }
+        if name == STEP && !scope.params.iter().any(|(_, p)| p.contains_key(STEP)) {
+            return Err(scope.errors.bad_value(
+                field,
+                format!("'{STEP}' is defined only in a launch with `repeat`"),
+            ));
+        }
         for (size, params) in scope.params {
             if !params.contains_key(name) {
                 return Err(scope.errors.err(

@@ -31,6 +31,7 @@ fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
                 },
                 kernel_us: 2.0,
                 wall_ms: 1.0,
+                races: None,
             }
         },
     }
@@ -54,6 +55,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         provenance: "mock".into(),
         profile_source: "test".into(),
         minimise_kinds: false,
+        all_fences_first: false,
     }
 }
 
@@ -180,4 +182,101 @@ fn a_journal_of_another_hardening_is_refused() {
         error.to_string().contains("run 1 recorded where run 0"),
         "{error}"
     );
+}
+
+/// The all-fences query before the search changes none of the search's runs: the same
+/// queries (one index later), the same seeds, the same fences kept. Guards the results of
+/// hardenings made before the query existed (the `-nf` apps' among them).
+#[test]
+fn the_all_fences_query_leaves_the_search_and_its_seeds_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let without = session(&dir.path().join("a.csv"), &meta(8));
+    let with_meta = HardenMeta {
+        all_fences_first: true,
+        ..meta(8)
+    };
+    let with = session(&dir.path().join("b.csv"), &with_meta);
+    let (first, search) = with.queries.split_first().unwrap();
+    assert_eq!(first.0.phase, Phase::All);
+    assert_eq!(first.0.fences, vec![0, 1, 2, 3, 4]);
+    assert!(first.1);
+    let shifted: Vec<(Query, bool)> = without
+        .queries
+        .iter()
+        .map(|(q, a)| {
+            let mut q = q.clone();
+            q.index += 1;
+            (q, *a)
+        })
+        .collect();
+    assert_eq!(search, &shifted[..]);
+    let hardened = with.result.unwrap();
+    assert_eq!(
+        hardened.insertion.fences,
+        without.result.unwrap().insertion.fences
+    );
+    assert!(!hardened.fences_cannot_help);
+    let rows_a: Vec<HardenRow> = read_rows(&dir.path().join("a.csv")).unwrap();
+    let rows_b: Vec<HardenRow> = read_rows(&dir.path().join("b.csv")).unwrap();
+    let searched_b: Vec<(usize, u64, Outcome)> = rows_b
+        .iter()
+        .filter(|r| r.phase != Phase::All)
+        .map(|r| (r.query - 1, r.seed, r.outcome))
+        .collect();
+    let searched_a: Vec<(usize, u64, Outcome)> = rows_a
+        .iter()
+        .map(|r| (r.query, r.seed, r.outcome))
+        .collect();
+    assert_eq!(searched_b, searched_a);
+}
+
+/// An app that fails whatever its fences stops after query 0, which says so.
+#[test]
+fn a_failure_with_every_fence_stops_the_hardening_at_query_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.csv");
+    let meta = HardenMeta {
+        all_fences_first: true,
+        ..meta(8)
+    };
+    let mut journal = Journal::create(&path, &meta).unwrap();
+    let mut always_failing = MockExecutor {
+        state: 0u64,
+        answer: |count: &mut u64, r: &RunRequest| {
+            *count += 1;
+            RunRecord {
+                run: r.run,
+                seed: r.seed,
+                env: r.env,
+                stress_blocks: "1".into(),
+                stress_iterations: r.stress_iterations,
+                outcome: Outcome::Fail,
+                reason: "warp raced".into(),
+                kernel_us: 1.0,
+                wall_ms: 1.0,
+                races: None,
+            }
+        },
+    };
+    let mut asked = Vec::new();
+    let mut progress = |p: &QueryProgress| {
+        if p.answer.is_some() {
+            asked.push(p.query.phase);
+        }
+    };
+    let hardened = harden(
+        &mut always_failing,
+        &mut journal,
+        &meta,
+        Vec::new(),
+        &mut progress,
+    )
+    .unwrap();
+    assert!(hardened.fences_cannot_help);
+    assert_eq!(asked, [Phase::All]);
+    assert_eq!(always_failing.state, 1);
+    assert_eq!(hardened.totals.first_error.unwrap().2, "warp raced");
+    let rows: Vec<HardenRow> = read_rows(&path).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].query, rows[0].phase), (0, Phase::All));
 }

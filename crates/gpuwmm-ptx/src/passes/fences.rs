@@ -122,6 +122,11 @@ impl FenceKind {
         }
     }
 
+    /// Whether the fence orders only for threads of its own block (`.cta`).
+    pub fn is_cta_scoped(self) -> bool {
+        self.scope() == 0
+    }
+
     /// Whether the fence is sequentially consistent (`fence.sc`, every `membar`).
     fn is_sc(self) -> bool {
         !matches!(self, FenceKind::AcqRelGpu | FenceKind::AcqRelCta)

@@ -1,0 +1,1011 @@
+//! Recording, per launch, which accesses of different threads conflicted without causality order
+//! between them, and which accesses communicated: the facts `check --races` classifies and
+//! `harden` takes its scopes and pairings from.
+//!
+//! It exists beside the PTX model rather than inside it because the model's causal pasts are
+//! per block (stronger than PTX, see `ptx_model.rs`), which is right for choosing values but
+//! would hide every race between threads of one block. The recorder keeps its own causality per
+//! thread: a vector clock over the launch's application threads, whose entry for thread `u` is
+//! the number of `u`'s global accesses known to precede (program order, release/acquire
+//! patterns of a matching scope, `bar.sync`, `fence.sc` order). A write also remembers the
+//! threads that observed it with a morally strong read: causality order is base causality,
+//! or observation followed by base causality (PTX ISA, "Causality Order").
+//!
+//! What it records is facts, not verdicts: for every conflicting pair (same address, at least
+//! one write, different threads) that causality does not order, both accesses' PTX lines,
+//! kinds and strengths, whether they are morally strong, whether the two threads communicated
+//! between them through a morally strong read of a write made after the first access
+//! (`communicated`: a release/acquire pair around that communication would order them), which
+//! release and acquire the two sides did have, and whether the location carries communication
+//! itself (a flag spun on, a lock word). Classifying is the tool's business.
+//!
+//! Not exact, in these directions: a read is checked against the write it read and the newest
+//! write, a write against the newest write and the reads since it (older accesses can hide a
+//! pair: races missed, never invented); observation through a chain of read-modify-writes and
+//! communication through a third thread are not followed (a pair may be called
+//! uncommunicated); accesses of different sizes to overlapping bytes are not compared;
+//! stressing blocks are not recorded.
+
+use super::isa::{Order, Reach};
+use super::ptx_model::WordHasher;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
+use std::rc::Rc;
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
+/// What an access does to its location.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessKind {
+    Read,
+    Write,
+    /// An atomic read-modify-write (or a `cas` that wrote nothing).
+    Rmw,
+}
+
+/// Whether an access (or fence) is strong, and at which scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strength {
+    Weak,
+    Cta,
+    Gpu,
+}
+
+impl From<Reach> for Strength {
+    fn from(r: Reach) -> Strength {
+        match r {
+            Reach::Weak => Strength::Weak,
+            Reach::Cta => Strength::Cta,
+            Reach::Gpu => Strength::Gpu,
+        }
+    }
+}
+
+/// Where an access is: its PTX line in the loaded module, and what the line resolves to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RaceSite {
+    pub function: String,
+    pub ptx_line: u32,
+    /// The instruction, as printed.
+    pub ptx: String,
+    /// The source file and line of the outermost frame, when the PTX has line info.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// One access of a pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceAccess {
+    pub site: RaceSite,
+    pub kind: AccessKind,
+    pub strength: Strength,
+}
+
+/// A conflicting pair of accesses that causality order left unordered, summed over a launch
+/// by sites and facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conflict {
+    /// The access that happened first.
+    pub first: RaceAccess,
+    pub second: RaceAccess,
+    /// The two threads' blocks (of one occurrence).
+    pub ctas: (u32, u32),
+    pub same_cta: bool,
+    /// Both strong, with scopes that include each other (PTX's "morally strong").
+    pub morally_strong: bool,
+    /// The second access read the value the first wrote.
+    pub observed: bool,
+    /// The second thread read, morally strongly, a write its peer made after the first access
+    /// and before the second: a release/acquire pair of a scope with both threads would order
+    /// the two.
+    pub communicated: bool,
+    /// The second thread had read a write of its peer, but one made before the first access.
+    pub communicated_before: bool,
+    /// The strongest release (fence or release operation) of the first thread after its access.
+    pub first_release: Option<Strength>,
+    /// The acquire (fence or acquire operation) of the second thread after the communication.
+    pub second_acquire: Option<Strength>,
+    /// When communicated: the write and the read the communication went through (the places
+    /// for a release after the first access and an acquire before the second).
+    pub via: Option<(RaceSite, RaceSite)>,
+    /// The location carries communication itself: a morally strong read of it ordered another
+    /// pair's communication, or a thread read it strongly twice without writing it between
+    /// (a spin).
+    pub synchronising_location: bool,
+    pub occurrences: u64,
+    /// Distinct addresses.
+    pub locations: u64,
+}
+
+/// Morally strong reads of another thread's write, by sites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Communication {
+    pub writer: RaceSite,
+    pub reader: RaceSite,
+    pub same_cta: bool,
+    pub occurrences: u64,
+}
+
+/// What the launches since recording was switched on recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceLog {
+    pub conflicts: Vec<Conflict>,
+    pub communication: Vec<Communication>,
+}
+
+/// A launch's pairs and communication, with PTX lines still unresolved.
+#[derive(Debug, Default)]
+pub struct LaunchRaces {
+    pub conflicts: Vec<LaunchPair>,
+    pub communication: Vec<((u32, u32, bool), u64)>,
+}
+
+/// A pair summed over a launch: its key, whether its location synchronises, its occurrences
+/// and distinct addresses, and the blocks of one occurrence.
+#[derive(Debug)]
+pub struct LaunchPair {
+    pub key: PairKey,
+    pub synchronising: bool,
+    pub occurrences: u64,
+    pub locations: u64,
+    pub ctas: (u32, u32),
+}
+
+/// What identifies a pair in a launch's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PairKey {
+    pub first: (u32, AccessKind, Strength),
+    pub second: (u32, AccessKind, Strength),
+    pub same_cta: bool,
+    pub morally_strong: bool,
+    pub observed: bool,
+    pub communicated: bool,
+    pub communicated_before: bool,
+    pub first_release: Option<Strength>,
+    pub second_acquire: Option<Strength>,
+    /// When communicated: the lines of the write and the read it went through.
+    pub via: Option<(u32, u32)>,
+}
+
+type Clock = Rc<[u32]>;
+
+#[derive(Debug, Clone)]
+struct WriteEntry {
+    /// The model's timestamp of the message (`u32::MAX` for writes it does not track).
+    ts: u32,
+    thread: u32,
+    pos: u32,
+    line: u32,
+    kind: AccessKind,
+    strength: Strength,
+    view_cta: Option<Clock>,
+    view_gpu: Option<Clock>,
+    /// Threads that read it morally strongly, with their access numbers then.
+    observers: Vec<(u32, u32)>,
+    /// For a read-modify-write: the writes before it in observation order through atomics
+    /// (thread, access number, line), the one it read first.
+    chain: Vec<(u32, u32, u32)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReadEntry {
+    thread: u32,
+    pos: u32,
+    line: u32,
+    kind: AccessKind,
+    strength: Strength,
+}
+
+#[derive(Debug, Default)]
+struct Shadow {
+    /// Newest last, at most [`WRITES`].
+    writes: Vec<WriteEntry>,
+    /// Reads since the newest write, one per thread (its latest).
+    reads: Vec<ReadEntry>,
+    /// Per thread (the first [`OWN`] to come), whether its last access here was a read.
+    last_own: Vec<(u32, bool)>,
+    /// A thread read it again without writing it between: it waits on it.
+    spun: bool,
+}
+
+impl Shadow {
+    /// Notes an access of thread `t`; a read after a read of the same thread is a spin.
+    fn note_own(&mut self, t: u32, read: bool) {
+        if let Some(o) = self.last_own.iter_mut().find(|o| o.0 == t) {
+            self.spun |= read && o.1;
+            o.1 = read;
+        } else if self.last_own.len() < OWN {
+            self.last_own.push((t, read));
+        }
+    }
+}
+
+const WRITES: usize = 4;
+const OBSERVERS: usize = 4;
+const OWN: usize = 32;
+const CHAIN: usize = 8;
+
+/// The newest communication from one thread to another: the writer's access number, the
+/// reader's, and the location.
+#[derive(Debug, Clone, Copy, Default)]
+struct Heard {
+    wpos: u32,
+    rpos: u32,
+    addr: u64,
+    /// The lines of the write and of the read.
+    wline: u32,
+    rline: u32,
+}
+
+/// One side of a pair being checked.
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    thread: u32,
+    pos: u32,
+    line: u32,
+    kind: AccessKind,
+    strength: Strength,
+}
+
+/// The recorder's state for one launch.
+#[derive(Debug)]
+pub struct RaceTracker {
+    /// Application threads (the recorded ones).
+    n: usize,
+    per_block: usize,
+    /// Accesses so far per thread.
+    pos: Vec<u32>,
+    /// `n * n` causality clocks.
+    hb: Vec<u32>,
+    acq_cta: Vec<Option<Clock>>,
+    acq_gpu: Vec<Option<Clock>>,
+    rel_cta: Vec<Option<Clock>>,
+    rel_gpu: Vec<Option<Clock>>,
+    last_release: Vec<Option<(u32, Strength)>>,
+    last_acquire: Vec<Option<(u32, Strength)>>,
+    /// `n * n`: for reader `t` and writer `u`, the newest communication from `u` to `t`.
+    heard: Vec<Heard>,
+    sc_gpu: Vec<u32>,
+    sc_cta: HashMap<u32, Vec<u32>>,
+    shadows: Map<u64, Shadow>,
+    /// Locations whose communication ordered another pair.
+    carrying: HashSet<u64>,
+    pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
+    edges: HashMap<(u32, u32, bool), u64>,
+}
+
+fn includes(s: Strength, same_cta: bool) -> bool {
+    s == Strength::Gpu || (s == Strength::Cta && same_cta)
+}
+
+fn join_into(row: &mut [u32], other: &[u32]) {
+    for (a, b) in row.iter_mut().zip(other) {
+        *a = (*a).max(*b);
+    }
+}
+
+fn join_clocks(a: &Option<Clock>, b: &Option<Clock>) -> Option<Clock> {
+    match (a, b) {
+        (None, x) | (x, None) => x.clone(),
+        (Some(x), Some(y)) if Rc::ptr_eq(x, y) => Some(x.clone()),
+        (Some(x), Some(y)) => {
+            let mut v = x.to_vec();
+            join_into(&mut v, y);
+            Some(v.into())
+        }
+    }
+}
+
+impl RaceTracker {
+    /// A recorder for the first `threads` threads of a launch with `per_block` threads a block.
+    pub fn new(threads: usize, per_block: usize) -> RaceTracker {
+        RaceTracker {
+            n: threads,
+            per_block: per_block.max(1),
+            pos: vec![0; threads],
+            hb: vec![0; threads * threads],
+            acq_cta: vec![None; threads],
+            acq_gpu: vec![None; threads],
+            rel_cta: vec![None; threads],
+            rel_gpu: vec![None; threads],
+            last_release: vec![None; threads],
+            last_acquire: vec![None; threads],
+            heard: vec![Heard::default(); threads * threads],
+            sc_gpu: vec![0; threads],
+            sc_cta: HashMap::new(),
+            shadows: Map::default(),
+            carrying: HashSet::new(),
+            pairs: HashMap::new(),
+            edges: HashMap::new(),
+        }
+    }
+
+    fn block(&self, t: u32) -> u32 {
+        (t as usize / self.per_block) as u32
+    }
+
+    fn row(&self, t: u32) -> &[u32] {
+        &self.hb[t as usize * self.n..(t as usize + 1) * self.n]
+    }
+
+    fn row_mut(&mut self, t: u32) -> &mut [u32] {
+        &mut self.hb[t as usize * self.n..(t as usize + 1) * self.n]
+    }
+
+    /// The next access of `t`: its number.
+    fn step(&mut self, t: u32) -> u32 {
+        let p = self.pos[t as usize] + 1;
+        self.pos[t as usize] = p;
+        let n = self.n;
+        self.hb[t as usize * n + t as usize] = p;
+        p
+    }
+
+    fn tracks(&self, t: usize) -> bool {
+        t < self.n
+    }
+
+    /// A global load of thread `t` at PTX line `line`, which read the message with timestamp
+    /// `read_ts` (`None`: the newest value, for locations the model does not track).
+    pub fn load(&mut self, t: usize, line: u32, addr: u64, order: Order, read_ts: Option<u32>) {
+        if !self.tracks(t) {
+            return;
+        }
+        let t = t as u32;
+        let p = self.step(t);
+        let me = Side {
+            thread: t,
+            pos: p,
+            line,
+            kind: AccessKind::Read,
+            strength: order.reach.into(),
+        };
+        self.read_part(me, addr, order, read_ts, true);
+        let shadow = self.shadows.entry(addr).or_default();
+        if me.strength != Strength::Weak {
+            shadow.note_own(t, true);
+        }
+        match shadow.reads.iter_mut().find(|r| r.thread == t) {
+            Some(r) => {
+                *r = ReadEntry {
+                    thread: t,
+                    pos: p,
+                    line,
+                    kind: AccessKind::Read,
+                    strength: me.strength,
+                };
+            }
+            None => shadow.reads.push(ReadEntry {
+                thread: t,
+                pos: p,
+                line,
+                kind: AccessKind::Read,
+                strength: me.strength,
+            }),
+        }
+    }
+
+    /// The read half of a load or read-modify-write: pairs with the write read and the newest
+    /// write, observation, and what the read may acquire.
+    fn read_part(
+        &mut self,
+        me: Side,
+        addr: u64,
+        order: Order,
+        read_ts: Option<u32>,
+        check_newest: bool,
+    ) {
+        let Some(shadow) = self.shadows.get(&addr) else {
+            return;
+        };
+        let read = match read_ts {
+            Some(ts) => shadow.writes.iter().rposition(|w| w.ts == ts),
+            None => shadow.writes.len().checked_sub(1),
+        };
+        let newest = shadow.writes.len().checked_sub(1);
+        let mut checks: Vec<(WriteEntry, bool)> = Vec::new();
+        if let Some(i) = read {
+            checks.push((shadow.writes[i].clone(), true));
+        }
+        if let Some(i) = newest.filter(|&i| check_newest && Some(i) != read) {
+            checks.push((shadow.writes[i].clone(), false));
+        }
+        for (w, observed) in &checks {
+            if w.thread != me.thread {
+                let first = Side {
+                    thread: w.thread,
+                    pos: w.pos,
+                    line: w.line,
+                    kind: w.kind,
+                    strength: w.strength,
+                };
+                self.check(first, &w.observers, me, addr, *observed);
+            }
+        }
+        let Some(i) = read else { return };
+        let w = &self.shadows[&addr].writes[i];
+        let same_cta = self.block(w.thread) == self.block(me.thread);
+        let strong = w.thread != me.thread
+            && includes(w.strength, same_cta)
+            && includes(me.strength, same_cta);
+        if !strong {
+            return;
+        }
+        let (writer, wpos, wline) = (w.thread, w.pos, w.line);
+        let chain = w.chain.clone();
+        let views = (w.view_cta.clone(), w.view_gpu.clone());
+        let shadow = self.shadows.get_mut(&addr).expect("looked up above");
+        let w = &mut shadow.writes[i];
+        if w.observers.len() < OBSERVERS && !w.observers.iter().any(|o| o.0 == me.thread) {
+            w.observers.push((me.thread, me.pos));
+        }
+        for (x, xpos, xline) in std::iter::once((writer, wpos, wline)).chain(chain) {
+            if x == me.thread {
+                continue;
+            }
+            let heard = &mut self.heard[me.thread as usize * self.n + x as usize];
+            if xpos >= heard.wpos {
+                *heard = Heard {
+                    wpos: xpos,
+                    rpos: me.pos,
+                    addr,
+                    wline: xline,
+                    rline: me.line,
+                };
+            }
+        }
+        *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
+        if order.reduction {
+            return;
+        }
+        let t = me.thread as usize;
+        if same_cta {
+            self.acq_cta[t] = join_clocks(&self.acq_cta[t], &views.0);
+        } else {
+            self.acq_gpu[t] = join_clocks(&self.acq_gpu[t], &views.1);
+        }
+        if order.acquires {
+            self.acquire(me.thread, order.reach, me.pos);
+        }
+    }
+
+    /// Records the pair (`first`, `second`) if causality does not order it.
+    fn check(
+        &mut self,
+        first: Side,
+        observers: &[(u32, u32)],
+        second: Side,
+        addr: u64,
+        observed: bool,
+    ) {
+        let row = self.row(second.thread);
+        let ordered = row[first.thread as usize] >= first.pos
+            || observers.iter().any(|&(r, rp)| {
+                (r == second.thread && rp < second.pos)
+                    || (r != second.thread && row[r as usize] >= rp)
+            });
+        if ordered {
+            return;
+        }
+        let (a, b) = (self.block(first.thread), self.block(second.thread));
+        let same_cta = a == b;
+        let morally_strong =
+            includes(first.strength, same_cta) && includes(second.strength, same_cta);
+        let heard = self.heard[second.thread as usize * self.n + first.thread as usize];
+        let communicated = heard.wpos > first.pos;
+        if communicated {
+            self.carrying.insert(heard.addr);
+        }
+        let first_release = self.last_release[first.thread as usize]
+            .filter(|&(p, _)| p >= first.pos)
+            .map(|r| r.1);
+        let second_acquire = self.last_acquire[second.thread as usize]
+            .filter(|&(p, _)| communicated && p >= heard.rpos)
+            .map(|a| a.1);
+        let key = PairKey {
+            first: (first.line, first.kind, first.strength),
+            second: (second.line, second.kind, second.strength),
+            same_cta,
+            morally_strong,
+            observed,
+            communicated,
+            communicated_before: heard.wpos > 0 && !communicated,
+            first_release,
+            second_acquire,
+            via: communicated.then_some((heard.wline, heard.rline)),
+        };
+        self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
+    }
+
+    /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked).
+    pub fn store(&mut self, t: usize, line: u32, addr: u64, order: Order, ts: Option<u32>) {
+        if !self.tracks(t) {
+            return;
+        }
+        let t = t as u32;
+        let p = self.step(t);
+        if order.releases {
+            self.release(t, order.reach, p);
+        }
+        let me = Side {
+            thread: t,
+            pos: p,
+            line,
+            kind: AccessKind::Write,
+            strength: order.reach.into(),
+        };
+        self.write_part(me, addr, true);
+        let (view_cta, view_gpu) = match order.reach {
+            Reach::Weak => (None, None),
+            _ => (
+                self.rel_cta[t as usize].clone(),
+                self.rel_gpu[t as usize].clone(),
+            ),
+        };
+        self.push_write(me, addr, ts, (view_cta, view_gpu), Vec::new());
+    }
+
+    /// The write half: pairs with the newest write (unless the read half did) and the reads
+    /// since it.
+    fn write_part(&mut self, me: Side, addr: u64, check_newest: bool) {
+        let Some(shadow) = self.shadows.get(&addr) else {
+            return;
+        };
+        let newest = shadow.writes.last().cloned();
+        let reads: Vec<ReadEntry> = shadow
+            .reads
+            .iter()
+            .filter(|r| r.thread != me.thread)
+            .copied()
+            .collect();
+        if let Some(w) = newest.filter(|w| check_newest && w.thread != me.thread) {
+            let first = Side {
+                thread: w.thread,
+                pos: w.pos,
+                line: w.line,
+                kind: w.kind,
+                strength: w.strength,
+            };
+            self.check(first, &w.observers, me, addr, false);
+        }
+        for r in reads {
+            let first = Side {
+                thread: r.thread,
+                pos: r.pos,
+                line: r.line,
+                kind: r.kind,
+                strength: r.strength,
+            };
+            self.check(first, &[], me, addr, false);
+        }
+    }
+
+    fn push_write(
+        &mut self,
+        me: Side,
+        addr: u64,
+        ts: Option<u32>,
+        views: (Option<Clock>, Option<Clock>),
+        chain: Vec<(u32, u32, u32)>,
+    ) {
+        let (view_cta, view_gpu) = views;
+        let shadow = self.shadows.entry(addr).or_default();
+        shadow.note_own(me.thread, false);
+        if shadow.writes.len() == WRITES {
+            shadow.writes.remove(0);
+        }
+        shadow.writes.push(WriteEntry {
+            ts: ts.unwrap_or(u32::MAX),
+            thread: me.thread,
+            pos: me.pos,
+            line: me.line,
+            kind: me.kind,
+            strength: me.strength,
+            view_cta,
+            view_gpu,
+            observers: Vec::new(),
+            chain,
+        });
+        shadow.reads.clear();
+    }
+
+    /// A read-modify-write of thread `t` that read the newest message and, when `wrote`,
+    /// appended message `ts`.
+    pub fn atomic(
+        &mut self,
+        t: usize,
+        line: u32,
+        addr: u64,
+        order: Order,
+        wrote: bool,
+        ts: Option<u32>,
+    ) {
+        if !self.tracks(t) {
+            return;
+        }
+        let t = t as u32;
+        let p = self.step(t);
+        let me = Side {
+            thread: t,
+            pos: p,
+            line,
+            kind: AccessKind::Rmw,
+            strength: order.reach.into(),
+        };
+        let newest = self.shadows.get(&addr).and_then(|s| s.writes.last());
+        let carried = newest
+            .map(|w| (w.view_cta.clone(), w.view_gpu.clone()))
+            .unwrap_or_default();
+        let chain = newest.map_or_else(Vec::new, |w| self.chain_through(w, me));
+        self.read_part(me, addr, order, None, false);
+        if !wrote {
+            let shadow = self.shadows.entry(addr).or_default();
+            shadow.note_own(t, true);
+            shadow.reads.retain(|r| r.thread != t);
+            shadow.reads.push(ReadEntry {
+                thread: t,
+                pos: p,
+                line,
+                kind: AccessKind::Rmw,
+                strength: me.strength,
+            });
+            return;
+        }
+        if order.releases {
+            self.release(t, order.reach, p);
+        }
+        self.write_part(me, addr, false);
+        let i = t as usize;
+        let view_gpu = join_clocks(&self.rel_gpu[i], &carried.1);
+        let view_cta = join_clocks(&join_clocks(&self.rel_cta[i], &view_gpu), &carried.0);
+        self.push_write(me, addr, ts, (view_cta, view_gpu), chain);
+    }
+
+    /// The observation chain a read-modify-write of `me` continues by reading `w` (empty when
+    /// the two are not morally strong: observation order needs that).
+    fn chain_through(&self, w: &WriteEntry, me: Side) -> Vec<(u32, u32, u32)> {
+        let same_cta = self.block(w.thread) == self.block(me.thread);
+        if !(includes(w.strength, same_cta) && includes(me.strength, same_cta)) {
+            return Vec::new();
+        }
+        let mut chain = vec![(w.thread, w.pos, w.line)];
+        for &link in &w.chain {
+            if chain.len() < CHAIN && !chain.iter().any(|c| c.0 == link.0) {
+                chain.push(link);
+            }
+        }
+        chain
+    }
+
+    fn acquire(&mut self, t: u32, reach: Reach, at: u32) {
+        let i = t as usize;
+        let (cta, gpu) = (self.acq_cta[i].clone(), self.acq_gpu[i].clone());
+        if let Some(v) = &cta {
+            join_into(self.row_mut(t), v);
+        }
+        if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
+            join_into(self.row_mut(t), v);
+        }
+        self.last_acquire[i] = Some((at, reach.into()));
+    }
+
+    fn release(&mut self, t: u32, reach: Reach, at: u32) {
+        let now: Clock = self.row(t).into();
+        let i = t as usize;
+        self.rel_cta[i] = Some(now.clone());
+        if reach == Reach::Gpu {
+            self.rel_gpu[i] = Some(now);
+        }
+        let s = Strength::from(reach);
+        let stronger = self.last_release[i].is_some_and(|(p, old)| p == at && old > s);
+        if !stronger {
+            self.last_release[i] = Some((at, s));
+        }
+    }
+
+    /// A fence of thread `t`: acquire, fence-SC order for `sc`, release.
+    pub fn fence(&mut self, t: usize, reach: Reach, sc: bool) {
+        if !self.tracks(t) {
+            return;
+        }
+        let t = t as u32;
+        let at = self.pos[t as usize];
+        self.acquire(t, reach, at);
+        if sc {
+            let block = self.block(t);
+            let n = self.n;
+            let mut before = self
+                .sc_cta
+                .get(&block)
+                .cloned()
+                .unwrap_or_else(|| vec![0; n]);
+            if reach == Reach::Gpu {
+                join_into(&mut before, &self.sc_gpu);
+                let row = self.row(t).to_vec();
+                join_into(&mut self.sc_gpu, &row);
+            }
+            let row = self.row(t).to_vec();
+            join_into(self.sc_cta.entry(block).or_insert_with(|| vec![0; n]), &row);
+            join_into(self.row_mut(t), &before);
+        }
+        self.release(t, reach, at);
+    }
+
+    /// `bar.sync` completed by `threads`.
+    pub fn barrier(&mut self, threads: &[u32]) {
+        let mut all = vec![0; self.n];
+        let tracked: Vec<u32> = threads
+            .iter()
+            .copied()
+            .filter(|&t| (t as usize) < self.n)
+            .collect();
+        for &t in &tracked {
+            join_into(&mut all, self.row(t));
+        }
+        for &t in &tracked {
+            self.row_mut(t).copy_from_slice(&all);
+        }
+    }
+
+    /// The launch's pairs, each with whether its location synchronises, and its communication.
+    pub fn finish(self) -> LaunchRaces {
+        type Summed = (u64, u64, (u32, u32));
+        let mut merged: HashMap<(PairKey, bool), Summed> = HashMap::new();
+        for ((key, addr), (count, ctas)) in self.pairs {
+            let sync =
+                self.carrying.contains(&addr) || self.shadows.get(&addr).is_some_and(|s| s.spun);
+            let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
+            e.0 += count;
+            e.1 += 1;
+        }
+        LaunchRaces {
+            conflicts: merged
+                .into_iter()
+                .map(
+                    |((key, synchronising), (occurrences, locations, ctas))| LaunchPair {
+                        key,
+                        synchronising,
+                        occurrences,
+                        locations,
+                        ctas,
+                    },
+                )
+                .collect(),
+            communication: self.edges.into_iter().collect(),
+        }
+    }
+}
+
+/// Every instruction line of a PTX module, resolved to its function, text and source line.
+pub fn site_table(ptx_text: &str) -> HashMap<u32, RaceSite> {
+    use gpuwmm_ptx::lines::attribute_statements;
+    use gpuwmm_ptx::Statement;
+    let mut table = HashMap::new();
+    let Ok(module) = gpuwmm_ptx::parse(ptx_text) else {
+        return table;
+    };
+    for function in module.functions() {
+        let body = function.body.as_deref().unwrap_or_default();
+        for (statement, attribution) in body.iter().zip(attribute_statements(body)) {
+            let Statement::Instruction(i) = statement else {
+                continue;
+            };
+            let outer = attribution.map(|a| a.outer).filter(|pos| pos.line != 0);
+            let file = outer.and_then(|pos| module.file_path(pos.file).map(str::to_string));
+            table.insert(
+                i.ptx_line as u32,
+                RaceSite {
+                    function: function.name.clone(),
+                    ptx_line: i.ptx_line as u32,
+                    ptx: gpuwmm_ptx::print::instruction_text(i),
+                    line: file.as_ref().and(outer.map(|pos| pos.line)),
+                    file,
+                },
+            );
+        }
+    }
+    table
+}
+
+impl RaceLog {
+    /// Adds a launch's records, its PTX lines resolved through `sites` (a line it lacks gets a
+    /// site of its own, named by the line). Kept sorted, so that equal runs give equal logs.
+    pub fn add(&mut self, launch: LaunchRaces, sites: &HashMap<u32, RaceSite>) {
+        let site = |line: u32| {
+            sites.get(&line).cloned().unwrap_or_else(|| RaceSite {
+                function: String::new(),
+                ptx_line: line,
+                ptx: String::new(),
+                file: None,
+                line: None,
+            })
+        };
+        for LaunchPair {
+            key,
+            synchronising: sync,
+            occurrences,
+            locations,
+            ctas,
+        } in launch.conflicts
+        {
+            let access = |(line, kind, strength): (u32, AccessKind, Strength)| RaceAccess {
+                site: site(line),
+                kind,
+                strength,
+            };
+            self.conflicts.push(Conflict {
+                first: access(key.first),
+                second: access(key.second),
+                ctas,
+                same_cta: key.same_cta,
+                morally_strong: key.morally_strong,
+                observed: key.observed,
+                communicated: key.communicated,
+                communicated_before: key.communicated_before,
+                first_release: key.first_release,
+                second_acquire: key.second_acquire,
+                via: key.via.map(|(w, r)| (site(w), site(r))),
+                synchronising_location: sync,
+                occurrences,
+                locations,
+            });
+        }
+        for ((writer, reader, same_cta), occurrences) in launch.communication {
+            self.communication.push(Communication {
+                writer: site(writer),
+                reader: site(reader),
+                same_cta,
+                occurrences,
+            });
+        }
+        let conflict_key = |c: &Conflict| {
+            (
+                c.first.site.ptx_line,
+                c.second.site.ptx_line,
+                c.first.kind,
+                c.second.kind,
+                c.same_cta,
+                c.communicated,
+                c.synchronising_location,
+                c.observed,
+            )
+        };
+        self.conflicts.sort_by(|a, b| {
+            conflict_key(a)
+                .cmp(&conflict_key(b))
+                .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
+        });
+        self.communication.sort_by(|a, b| {
+            (a.writer.ptx_line, a.reader.ptx_line, a.same_cta).cmp(&(
+                b.writer.ptx_line,
+                b.reader.ptx_line,
+                b.same_cta,
+            ))
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const X: u64 = 0x1000;
+    const FLAG: u64 = 0x2000;
+
+    fn order(reach: Reach) -> Order {
+        Order {
+            reach,
+            ..Order::default()
+        }
+    }
+
+    /// Threads 0 and 1 in blocks of one thread each (different CTAs).
+    fn two_ctas() -> RaceTracker {
+        RaceTracker::new(2, 1)
+    }
+
+    /// Message passing: thread 0 writes the payload (`payload`) and the flag (strong), with a
+    /// `release` fence between when asked; thread 1 reads the flag (observing it), fences when
+    /// `acquire`, and reads the payload. Returns the launch's pairs.
+    fn message_passing(payload: Reach, release: bool, acquire: bool) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.store(0, 10, X, order(payload), Some(1));
+        if release {
+            r.fence(0, Reach::Gpu, false);
+        }
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        if acquire {
+            r.fence(1, Reach::Gpu, false);
+        }
+        r.load(1, 21, X, order(payload), Some(1));
+        r.finish().conflicts
+    }
+
+    fn payload_pairs(pairs: &[LaunchPair]) -> Vec<&LaunchPair> {
+        pairs.iter().filter(|p| p.key.first.0 == 10).collect()
+    }
+
+    #[test]
+    fn a_release_and_an_acquire_of_gpu_scope_order_the_payload() {
+        assert!(payload_pairs(&message_passing(Reach::Weak, true, true)).is_empty());
+    }
+
+    #[test]
+    fn without_the_acquire_the_payload_pair_is_unordered_but_communicated() {
+        let pairs = message_passing(Reach::Weak, true, false);
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        let key = payload[0].key;
+        assert!(!key.morally_strong && key.communicated && key.observed);
+        assert_eq!(key.first_release, Some(Strength::Gpu));
+        assert_eq!(key.second_acquire, None);
+        assert_eq!(key.via, Some((11, 20)));
+        assert!(!key.same_cta);
+    }
+
+    #[test]
+    fn volatile_message_passing_is_morally_strong_and_the_flag_synchronises() {
+        let pairs = message_passing(Reach::Gpu, false, false);
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        assert!(payload[0].key.morally_strong && payload[0].key.communicated);
+        assert!(!payload[0].synchronising);
+    }
+
+    #[test]
+    fn a_cta_scoped_release_does_not_order_a_pair_between_ctas() {
+        let mut r = two_ctas();
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.fence(0, Reach::Cta, false);
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.fence(1, Reach::Gpu, false);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        assert_eq!(payload[0].key.first_release, Some(Strength::Cta));
+    }
+
+    #[test]
+    fn a_barrier_orders_the_threads_of_a_block() {
+        let mut r = RaceTracker::new(2, 2);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.barrier(&[0, 1]);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        assert!(r.finish().conflicts.is_empty());
+    }
+
+    #[test]
+    fn two_weak_writes_of_one_block_without_a_barrier_race() {
+        let mut r = RaceTracker::new(2, 2);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        let pairs = r.finish().conflicts;
+        assert_eq!(pairs.len(), 1);
+        assert!(pairs[0].key.same_cta && !pairs[0].key.morally_strong);
+    }
+
+    #[test]
+    fn a_flag_read_twice_in_a_row_is_a_synchronising_location() {
+        let mut r = two_ctas();
+        r.load(1, 20, FLAG, order(Reach::Gpu), None);
+        r.store(0, 11, FLAG, order(Reach::Gpu), Some(1));
+        r.load(1, 20, FLAG, order(Reach::Gpu), Some(1));
+        let pairs = r.finish().conflicts;
+        assert!(!pairs.is_empty());
+        assert!(pairs.iter().all(|p| p.synchronising));
+    }
+
+    #[test]
+    fn stressing_threads_are_not_recorded() {
+        let mut r = RaceTracker::new(1, 1);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        assert!(r.finish().conflicts.is_empty());
+    }
+}

@@ -1,0 +1,633 @@
+//! `check --races`: the conflicting accesses the simulator's PTX model recorded in each run,
+//! classified, journaled beside the check, and summed over its runs.
+//!
+//! The simulator records facts ([`crate::backend::sim::Conflict`]): two accesses of different
+//! threads to one location, at least one a write, that causality order left unordered, with
+//! their strengths and whether the threads communicated between them. This module decides
+//! what each is:
+//!
+//! - a **data race** when the two are not morally strong (one is weak, or a scope leaves the
+//!   other thread out): undefined behaviour under PTX;
+//! - **unsynchronised, a fence can order it** when both are morally strong and the threads
+//!   communicated between them through morally strong accesses: a release pattern on the
+//!   first thread's side and an acquire pattern on the second's, of a scope with both threads,
+//!   would order them (the report says which side lacks which, or which scope is too small);
+//! - **unsynchronised, no fence can order it** when both are morally strong and nothing passed
+//!   between the threads from one access to the other: only a change of the program does.
+//!
+//! Not reported: the synchronisation itself (morally strong pairs on a location whose reads
+//! carry communication: a flag spun on, a lock word) and pairs of morally strong
+//! read-modify-writes.
+//!
+//! Each run's classified races are appended to `<journal>.races.jsonl` before the run's row
+//! goes into the journal, so a resumed check sums the runs its journal has, and nothing else:
+//! the summary is always computed from that file.
+
+use crate::backend::sim::{Conflict, RaceAccessKind, RaceLog, RaceSite, Strength};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+/// Which races `check --races` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RaceMode {
+    /// All three classes.
+    All,
+    /// PTX data races only.
+    Strict,
+}
+
+impl std::str::FromStr for RaceMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RaceMode, String> {
+        match s {
+            "" | "all" => Ok(RaceMode::All),
+            "strict" => Ok(RaceMode::Strict),
+            other => Err(format!(
+                "'{other}' is not a race mode (`--races` or `--races strict`)"
+            )),
+        }
+    }
+}
+
+/// What a race is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RaceClass {
+    /// At least one access not morally strong: undefined under PTX.
+    DataRace,
+    /// Both morally strong, communication between them: fences of the right kind and scope order it.
+    FenceCanOrder,
+    /// Both morally strong, no communication between them: no fence orders it.
+    NoFenceCanOrder,
+}
+
+impl RaceClass {
+    pub fn describe(self) -> &'static str {
+        match self {
+            RaceClass::DataRace => "data race (undefined under PTX)",
+            RaceClass::FenceCanOrder => "unsynchronised, a fence can order it",
+            RaceClass::NoFenceCanOrder => "unsynchronised, no fence can order it",
+        }
+    }
+}
+
+/// The class of a recorded conflict, or `None` for what is not reported.
+pub fn classify(c: &Conflict) -> Option<RaceClass> {
+    if !c.morally_strong {
+        return Some(RaceClass::DataRace);
+    }
+    let rmw = |k| k == RaceAccessKind::Rmw;
+    // A read that observed the write with nothing else passing between the threads is the
+    // communication itself.
+    let communication = c.observed && !c.communicated;
+    if (rmw(c.first.kind) && rmw(c.second.kind)) || c.synchronising_location || communication {
+        return None;
+    }
+    Some(if c.communicated {
+        RaceClass::FenceCanOrder
+    } else {
+        RaceClass::NoFenceCanOrder
+    })
+}
+
+/// Where an access is, as a report names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RaceEnd {
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub function: String,
+    pub ptx_line: u32,
+    pub ptx: String,
+    pub kind: RaceAccessKind,
+    pub strength: Strength,
+}
+
+/// What races are merged by at one end: the source line (any of its PTX instructions), or
+/// the PTX line without one; the kind and strength of the access.
+type EndKey = (Option<String>, Option<u32>, u32, RaceAccessKind, Strength);
+
+impl RaceEnd {
+    fn key(&self) -> EndKey {
+        let ptx_line = if self.line.is_some() {
+            0
+        } else {
+            self.ptx_line
+        };
+        (
+            self.file.clone(),
+            self.line,
+            ptx_line,
+            self.kind,
+            self.strength,
+        )
+    }
+
+    fn of(site: &RaceSite, kind: RaceAccessKind, strength: Strength) -> RaceEnd {
+        RaceEnd {
+            file: site.file.clone(),
+            line: site.line,
+            function: site.function.clone(),
+            ptx_line: site.ptx_line,
+            ptx: site.ptx.clone(),
+            kind,
+            strength,
+        }
+    }
+
+    /// `file:line` (the file's name only), or the PTX line.
+    pub fn place(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => {
+                let name = Path::new(file)
+                    .file_name()
+                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+                format!("{name}:{line}")
+            }
+            _ => format!("PTX line {}", self.ptx_line),
+        }
+    }
+
+    fn what(&self) -> String {
+        let strength = match self.strength {
+            Strength::Weak => "weak",
+            Strength::Cta => "strong .cta",
+            Strength::Gpu => "strong .gpu",
+        };
+        let kind = match self.kind {
+            RaceAccessKind::Read => "read",
+            RaceAccessKind::Write => "write",
+            RaceAccessKind::Rmw => "atomic",
+        };
+        format!("{strength} {kind}")
+    }
+}
+
+/// One race of one run, as the races journal keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRace {
+    pub class: RaceClass,
+    pub first: RaceEnd,
+    pub second: RaceEnd,
+    pub same_cta: bool,
+    /// The blocks of one occurrence.
+    pub ctas: (u32, u32),
+    /// What would order the two, in words.
+    pub missing: String,
+    pub occurrences: u64,
+}
+
+/// One run's line of the races journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRaces {
+    pub run: u64,
+    pub races: Vec<RunRace>,
+}
+
+/// A run's recorded conflicts, classified and merged by what the report shows.
+pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
+    type Seen = (RaceEnd, RaceEnd, (u32, u32), u64);
+    let mut merged: BTreeMap<(RaceClass, EndKey, EndKey, bool, String), Seen> = BTreeMap::new();
+    for c in &log.conflicts {
+        let Some(class) = classify(c) else { continue };
+        let mut first = RaceEnd::of(&c.first.site, c.first.kind, c.first.strength);
+        let mut second = RaceEnd::of(&c.second.site, c.second.kind, c.second.strength);
+        let missing = missing(c, class, &first, &second);
+        let mut ctas = c.ctas;
+        // Only a fence-orderable race has a direction (who releases, who acquires).
+        if class != RaceClass::FenceCanOrder && second.key() < first.key() {
+            std::mem::swap(&mut first, &mut second);
+            ctas = (ctas.1, ctas.0);
+        }
+        let key = (class, first.key(), second.key(), c.same_cta, missing);
+        merged.entry(key).or_insert((first, second, ctas, 0)).3 += c.occurrences;
+    }
+    RunRaces {
+        run,
+        races: merged
+            .into_iter()
+            .map(
+                |((class, _, _, same_cta, missing), (first, second, ctas, occurrences))| RunRace {
+                    class,
+                    first,
+                    second,
+                    same_cta,
+                    ctas,
+                    missing,
+                    occurrences,
+                },
+            )
+            .collect(),
+    }
+}
+
+/// What would order a conflict of `class`, in words (`first`, `second` in the order they
+/// happened).
+fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) -> String {
+    let scope = if c.same_cta { "cta" } else { "gpu" };
+    match class {
+        RaceClass::DataRace => {
+            let weak: Vec<String> = [first, second]
+                .iter()
+                .filter(|e| e.strength == Strength::Weak)
+                .map(|e| e.place())
+                .collect();
+            let narrow: Vec<String> = [first, second]
+                .iter()
+                .filter(|e| e.strength == Strength::Cta && !c.same_cta)
+                .map(|e| e.place())
+                .collect();
+            let mut parts = Vec::new();
+            match weak.len() {
+                0 => {}
+                1 => parts.push(format!("{} is a weak (plain) access", weak[0])),
+                _ => parts.push(format!("{} are weak (plain) accesses", weak.join(" and "))),
+            }
+            if !narrow.is_empty() {
+                parts.push(format!(
+                    "the .cta scope of {} leaves out the other CTA (use .gpu)",
+                    narrow.join(" and ")
+                ));
+            }
+            format!(
+                "{}: make both strong at a scope with both threads, or order them with a \
+                 release and an acquire of {scope} scope",
+                parts.join("; ")
+            )
+        }
+        RaceClass::FenceCanOrder => fence_missing(c, scope, first, second),
+        RaceClass::NoFenceCanOrder => {
+            let rmw = |e: &RaceEnd| e.kind == RaceAccessKind::Rmw;
+            if c.communicated_before {
+                format!(
+                    "the threads communicate only before {}: move it inside the critical \
+                     section (before the release or unlock), or take the lock around it",
+                    first.place()
+                )
+            } else if rmw(first) != rmw(second) {
+                "an atomic races a plain strong access: make both atomic, or take the lock \
+                 around both"
+                    .to_string()
+            } else {
+                "nothing passes between the two threads from one access to the other: take \
+                 the same lock around both, or publish one to the other through a flag"
+                    .to_string()
+            }
+        }
+    }
+}
+
+fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
+    let mut parts = Vec::new();
+    match c.first_release {
+        None => parts.push(format!(
+            "no release pattern on the writer's side: a fence.acq_rel.{scope} after {}, \
+             before the write the other thread reads",
+            first.place()
+        )),
+        Some(Strength::Cta) if !c.same_cta => parts.push(format!(
+            "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
+            first.place()
+        )),
+        Some(_) => {}
+    }
+    match c.second_acquire {
+        None => parts.push(format!(
+            "no acquire pattern on the reader's side: a fence.acq_rel.{scope} after the \
+             read that saw the other thread's write, before {}",
+            second.place()
+        )),
+        Some(Strength::Cta) if !c.same_cta => parts.push(format!(
+            "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
+            second.place()
+        )),
+        Some(_) => {}
+    }
+    if parts.is_empty() {
+        parts.push(format!(
+            "a release and an acquire of {scope} scope around the communication between them"
+        ));
+    }
+    parts.join("; ")
+}
+
+/// The races journal of the check journaled at `journal`.
+pub fn races_path(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".races.jsonl");
+    PathBuf::from(name)
+}
+
+/// Appends one run's races to the races journal (one flushed line).
+pub fn append_run(journal: &Path, run: &RunRaces) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(races_path(journal))?;
+    let mut line = serde_json::to_string(run).map_err(std::io::Error::other)?;
+    line.push('\n');
+    file.write_all(line.as_bytes())?;
+    file.flush()
+}
+
+/// Every run's races in the races journal, the last line per run kept; a line that does not
+/// read (a kill cut it short) is skipped.
+pub fn read_runs(journal: &Path) -> std::io::Result<BTreeMap<u64, RunRaces>> {
+    let mut runs = BTreeMap::new();
+    let file = match std::fs::File::open(races_path(journal)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(runs),
+        Err(e) => return Err(e),
+    };
+    for line in std::io::BufReader::new(file).lines() {
+        if let Ok(run) = serde_json::from_str::<RunRaces>(&line?) {
+            runs.insert(run.run, run);
+        }
+    }
+    Ok(runs)
+}
+
+/// A race summed over a check's runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RaceReport {
+    pub class: RaceClass,
+    pub first: ReportedEnd,
+    pub second: ReportedEnd,
+    pub same_cta: bool,
+    /// The blocks of the first run's first occurrence.
+    pub ctas: (u32, u32),
+    /// Runs it showed in, and occurrences in all.
+    pub runs: u64,
+    pub occurrences: u64,
+    pub missing: String,
+}
+
+/// One end of a reported race, with its source text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportedEnd {
+    #[serde(flatten)]
+    pub end: RaceEnd,
+    pub source: Option<String>,
+}
+
+/// The races of the runs `runs` (run numbers) of the check journaled at `journal`, in
+/// `mode`, most frequent first.
+pub fn summarise(
+    journal: &Path,
+    runs: impl IntoIterator<Item = u64>,
+    mode: RaceMode,
+) -> std::io::Result<Vec<RaceReport>> {
+    let recorded = read_runs(journal)?;
+    type Seen = (
+        RaceEnd,
+        RaceEnd,
+        (u32, u32),
+        u64,
+        u64,
+        BTreeMap<String, u64>,
+    );
+    let mut merged: BTreeMap<(RaceClass, EndKey, EndKey, bool), Seen> = BTreeMap::new();
+    for run in runs {
+        let Some(r) = recorded.get(&run) else {
+            continue;
+        };
+        let mut counted = std::collections::BTreeSet::new();
+        for race in &r.races {
+            if mode == RaceMode::Strict && race.class != RaceClass::DataRace {
+                continue;
+            }
+            let key = key_of(race);
+            let e = merged.entry(key.clone()).or_insert((
+                race.first.clone(),
+                race.second.clone(),
+                race.ctas,
+                0,
+                0,
+                BTreeMap::new(),
+            ));
+            e.4 += race.occurrences;
+            *e.5.entry(race.missing.clone()).or_insert(0) += 1;
+            if counted.insert(key) {
+                e.3 += 1;
+            }
+        }
+    }
+    let mut sources = SourceCache::default();
+    let mut reports: Vec<RaceReport> = merged
+        .into_iter()
+        .map(
+            |((class, _, _, same_cta), (first, second, ctas, runs, occurrences, missing))| {
+                RaceReport {
+                    class,
+                    first: sources.end(first),
+                    second: sources.end(second),
+                    same_cta,
+                    ctas,
+                    runs,
+                    occurrences,
+                    missing: most_common(missing),
+                }
+            },
+        )
+        .collect();
+    reports.sort_by(|a, b| (a.class, b.runs).cmp(&(b.class, a.runs)));
+    Ok(reports)
+}
+
+/// What the summary merges races of runs by.
+fn key_of(race: &RunRace) -> (RaceClass, EndKey, EndKey, bool) {
+    (
+        race.class,
+        race.first.key(),
+        race.second.key(),
+        race.same_cta,
+    )
+}
+
+/// The advice given in most runs (the first of those in order, for a tie).
+fn most_common(counts: BTreeMap<String, u64>) -> String {
+    let best = counts.values().copied().max().unwrap_or(0);
+    counts
+        .into_iter()
+        .find(|(_, n)| *n == best)
+        .map(|(text, _)| text)
+        .unwrap_or_default()
+}
+
+/// Source files read once each.
+#[derive(Default)]
+struct SourceCache {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl SourceCache {
+    fn end(&mut self, end: RaceEnd) -> ReportedEnd {
+        let source = match (&end.file, end.line) {
+            (Some(file), Some(line)) => self
+                .files
+                .entry(file.clone())
+                .or_insert_with(|| {
+                    std::fs::read_to_string(file)
+                        .ok()
+                        .map(|t| t.lines().map(str::to_string).collect())
+                })
+                .as_ref()
+                .and_then(|lines| lines.get(line as usize - 1))
+                .map(|l| l.trim().to_string()),
+            _ => None,
+        };
+        ReportedEnd { end, source }
+    }
+}
+
+/// The report's lines for `races`.
+pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if races.is_empty() {
+        out.push(format!(
+            "races: none recorded in {runs} runs (simulator, PTX model)"
+        ));
+        return out;
+    }
+    out.push(format!(
+        "races: {} pairs of accesses in {runs} runs (simulator, PTX model)",
+        races.len()
+    ));
+    for r in races {
+        let ctas = if r.same_cta {
+            format!("same CTA ({})", r.ctas.0)
+        } else {
+            format!("CTAs {} and {}", r.ctas.0, r.ctas.1)
+        };
+        out.push(format!(
+            "  {}: {} ({}) and {} ({}), {ctas}, in {} of {runs} runs ({} times)",
+            r.class.describe(),
+            r.first.end.place(),
+            r.first.end.what(),
+            r.second.end.place(),
+            r.second.end.what(),
+            r.runs,
+            r.occurrences
+        ));
+        for e in [&r.first, &r.second] {
+            let text = e.source.as_deref().unwrap_or("");
+            out.push(format!("      {}: {text}   [{}]", e.end.place(), e.end.ptx));
+        }
+        out.push(format!("      what would order them: {}", r.missing));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::RaceAccess;
+
+    fn access(line: u32, kind: RaceAccessKind, strength: Strength) -> RaceAccess {
+        RaceAccess {
+            site: RaceSite {
+                function: "k".into(),
+                ptx_line: line + 100,
+                ptx: "ld".into(),
+                file: Some("kernel.cu".into()),
+                line: Some(line),
+            },
+            kind,
+            strength,
+        }
+    }
+
+    /// A strong write at line 10 and a strong read at line 20 by threads of two CTAs, neither
+    /// ordered nor communicating.
+    fn strong_pair() -> Conflict {
+        Conflict {
+            first: access(10, RaceAccessKind::Write, Strength::Gpu),
+            second: access(20, RaceAccessKind::Read, Strength::Gpu),
+            ctas: (0, 1),
+            same_cta: false,
+            morally_strong: true,
+            observed: false,
+            communicated: false,
+            communicated_before: false,
+            first_release: None,
+            second_acquire: None,
+            via: None,
+            synchronising_location: false,
+            occurrences: 1,
+            locations: 1,
+        }
+    }
+
+    #[test]
+    fn the_three_classes_follow_strength_and_communication() {
+        let mut c = strong_pair();
+        assert_eq!(classify(&c), Some(RaceClass::NoFenceCanOrder));
+        c.communicated = true;
+        assert_eq!(classify(&c), Some(RaceClass::FenceCanOrder));
+        c.morally_strong = false;
+        assert_eq!(classify(&c), Some(RaceClass::DataRace));
+    }
+
+    #[test]
+    fn synchronisation_itself_is_not_reported() {
+        let mut flag = strong_pair();
+        flag.synchronising_location = true;
+        assert_eq!(classify(&flag), None);
+        let mut observed = strong_pair();
+        observed.observed = true;
+        assert_eq!(classify(&observed), None);
+        let mut rmw = strong_pair();
+        rmw.first.kind = RaceAccessKind::Rmw;
+        rmw.second.kind = RaceAccessKind::Rmw;
+        assert_eq!(classify(&rmw), None);
+        // A data race on a lock word is reported, synchronising or not.
+        rmw.morally_strong = false;
+        rmw.synchronising_location = true;
+        assert_eq!(classify(&rmw), Some(RaceClass::DataRace));
+    }
+
+    #[test]
+    fn a_fence_orderable_race_names_the_missing_sides_and_their_scope() {
+        let mut c = strong_pair();
+        c.communicated = true;
+        c.first_release = Some(Strength::Cta);
+        let races = run_races(
+            3,
+            &RaceLog {
+                conflicts: vec![c],
+                communication: Vec::new(),
+            },
+        );
+        let missing = &races.races[0].missing;
+        assert!(
+            missing.contains("the release after kernel.cu:10 is .cta"),
+            "{missing}"
+        );
+        assert!(
+            missing.contains("no acquire pattern on the reader's side"),
+            "{missing}"
+        );
+        assert!(missing.contains("before kernel.cu:20"), "{missing}");
+    }
+
+    #[test]
+    fn a_run_merges_the_ptx_lines_of_one_source_line() {
+        let mut a = strong_pair();
+        a.morally_strong = false;
+        let mut b = a.clone();
+        b.second.site.ptx_line += 1;
+        b.occurrences = 2;
+        let races = run_races(
+            0,
+            &RaceLog {
+                conflicts: vec![a, b],
+                communication: Vec::new(),
+            },
+        );
+        assert_eq!(races.races.len(), 1);
+        assert_eq!(races.races[0].occurrences, 3);
+    }
+}

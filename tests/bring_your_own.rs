@@ -1,0 +1,492 @@
+//! Bringing an app as it is: the `stepred` fixture (headers from its folder and from an include
+//! folder, a template kernel named by its C++ name, sizes passed as `-D`, a launch per step,
+//! input from a file, the check kernel in a file of its own) under `check` and `harden` with its
+//! files untouched; the manifest's new keys refused clearly when misused; host code named; and
+//! `harden` stopping at once on a lockstep-warp reduction that no fence can fix.
+
+use gpuwmm::apps::manifest::{Manifest, ManifestError};
+use gpuwmm::apps::{load_app_dir, AppError, Size, DEFAULT_ARCH};
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::cli::{assert_bad_input, gpuwmm, gpuwmm_in_repo, words};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(REPO).join("tests/fixtures/apps").join(name)
+}
+
+/// Every file of the stepred fixture with its bytes.
+fn stepred_files() -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = fixture("stepred");
+    let mut files: Vec<(PathBuf, Vec<u8>)> = ["stepred.cu", "stepred.cuh", "check.cu", "main.cu"]
+        .iter()
+        .map(|f| dir.join(f))
+        .chain([dir.join("common/block_sum.cuh")])
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The 1-based line of stepred.cu that contains `needle`.
+fn stepred_line(needle: &str) -> usize {
+    let text = std::fs::read_to_string(fixture("stepred").join("stepred.cu")).unwrap();
+    let lines: Vec<usize> = (text.lines().enumerate())
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{needle}");
+    lines[0]
+}
+
+#[test]
+fn stepred_sources_need_no_extern_c_and_no_explicit_instantiation() {
+    for (path, bytes) in stepred_files() {
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(!text.contains("extern \"C\""), "{}", path.display());
+        assert!(!text.contains("template __global__"), "{}", path.display());
+    }
+}
+
+#[test]
+fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let app = load_app_dir(&fixture("stepred")).unwrap();
+    for size in Size::ALL {
+        let kernels = app.kernels(size);
+        assert_eq!(kernels.len(), 1);
+        assert!(kernels[0].starts_with("_Z10stepReduceIiE"), "{kernels:?}");
+        let module = app.module(DEFAULT_ARCH, size).unwrap();
+        let names: Vec<&str> = module.kernels().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [kernels[0].as_str()],
+            "the check kernel is not in the app module"
+        );
+        let check = app.check_module(DEFAULT_ARCH, size).unwrap().unwrap();
+        assert_eq!(check.kernels().count(), 2);
+        // NTHREADS sizes the shared array: 32 ints at sim size, 128 at gpu size.
+        let shared = if size == Size::Sim { "[128]" } else { "[512]" };
+        let ptx = gpuwmm::ptx::print(&module);
+        assert!(ptx.contains(shared), "{size}: {shared} bytes of cache");
+    }
+    // Fence sites name the source file they come from.
+    let sites = gpuwmm::ptx::passes::fences::fence_sites(
+        &app.module(DEFAULT_ARCH, Size::Sim).unwrap(),
+        gpuwmm::ptx::passes::fences::Granularity::SourceLine,
+    );
+    assert!(sites.iter().any(|s| s
+        .source
+        .as_ref()
+        .is_some_and(|l| l.file.ends_with("stepred.cu"))));
+}
+
+#[test]
+fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let before = stepred_files();
+    let app_dir = fixture("stepred");
+    let app_dir = app_dir.to_str().unwrap();
+    let check = |fences: &str, journal: &str| {
+        let out = gpuwmm(
+            &[
+                &words("check stepred --backend sim --env sys-str+ --runs 100 --fences")[..],
+                &[fences, "--journal", journal, "--app-dir", app_dir],
+            ]
+            .concat(),
+            dir.path(),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let as_is = check("as-is", "as-is.csv");
+    assert!(!as_is.contains("outcomes: pass 100,"), "{as_is}");
+    assert!(as_is.contains("a step's total is wrong"), "{as_is}");
+    let fenced = check("all", "all.csv");
+    assert!(fenced.contains("outcomes: pass 100, fail 0"), "{fenced}");
+    assert_eq!(
+        stepred_files(),
+        before,
+        "the app's files are left as they were"
+    );
+}
+
+#[test]
+fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let before = stepred_files();
+    let journal = dir.path().join("h.csv");
+    let out = gpuwmm_in_repo(
+        &[
+            &words("harden stepred --backend sim --stable-runs 1000 --minimise-kind off")[..],
+            &["--app-dir", "tests/fixtures/apps/stepred", "--journal"],
+            &[journal.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("round 0 all #0: fences {0 1 2 3 4} x 32 runs -> passes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stable: yes"), "{stdout}");
+    let file = "tests/fixtures/apps/stepred/stepred.cu";
+    for needle in ["partial[blockIdx.x] = sum;", "unsigned ticket = atomicInc("] {
+        let place = format!("{file}:{} ", stepred_line(needle));
+        assert!(stdout.contains(&place), "{place}\n{stdout}");
+    }
+    let patch = std::fs::read_to_string(journal.with_extension("patch")).unwrap();
+    assert!(
+        patch.starts_with(&format!("--- a/{file}\n+++ b/{file}\n")),
+        "{patch}"
+    );
+    assert_eq!(patch.matches("+    __threadfence();").count(), 2, "{patch}");
+    assert_eq!(
+        stepred_files(),
+        before,
+        "the app's files are left as they were"
+    );
+}
+
+#[test]
+fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let journal = dir.path().join("h.csv");
+    let out = gpuwmm_in_repo(
+        &[
+            &words("harden lockstep --backend sim --app-dir tests/fixtures/apps/lockstep")[..],
+            &["--journal", journal.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("round 0 all #0: fences {0 1} x 32 runs -> fails"),
+        "{stdout}"
+    );
+    // The diagnosis is the command's error.
+    let stdout = stderr.clone().into_owned();
+    assert!(
+        stdout.contains("fails with a fence at every site: fences cannot fix this"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "fails under sequential consistency too (--sim-model sc, fail at run 0: check kernel \
+             checkSums reported code 1"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("not a memory-ordering bug (e.g. warp-synchronous code, a logic race)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("error: fails with a fence at every site"),
+        "{stderr}"
+    );
+    // One query only: the search never started.
+    assert!(!stdout.contains("binary #1"), "{stdout}");
+    let journal = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        journal.lines().skip(1).all(|l| l.starts_with("0,all,")),
+        "{journal}"
+    );
+}
+
+/// The stepred manifest with `from` replaced by `to`, parsed as if in the fixture's folder.
+fn stepred_manifest(from: &str, to: &str) -> Result<Manifest, ManifestError> {
+    let path = fixture("stepred").join("app.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from}");
+    Manifest::parse(&path, &text.replacen(from, to, 1))
+}
+
+#[test]
+fn each_new_manifest_key_misused_is_an_error_naming_file_line_and_field() {
+    // (replace, with, field, part of the message)
+    let cases = [
+        (
+            "files = [\"stepred.cu\"]",
+            "files = []",
+            "source.files",
+            "at least one source file",
+        ),
+        (
+            "files = [\"stepred.cu\"]",
+            "files = \"stepred.cu\"",
+            "source.files",
+            "expected an array of paths, found the string",
+        ),
+        (
+            "include = [\"common\"]",
+            "includes = [\"common\"]",
+            "source.includes",
+            "unknown key (allowed here: files, check_files, include, defines)",
+        ),
+        (
+            "NBLOCKS = \"blocks\"",
+            "NBLOCKS = \"blockz\"",
+            "source.defines.NBLOCKS",
+            "unknown parameter 'blockz'",
+        ),
+        (
+            "NBLOCKS = \"blocks\"",
+            "\"N-BLOCKS\" = \"blocks\"",
+            "source.defines.N-BLOCKS",
+            "'N-BLOCKS' is not a macro name",
+        ),
+        (
+            "repeat = \"steps\"",
+            "repeat = \"steps - 3\"",
+            "launches[0].repeat",
+            "repeat is 0 at size sim (must be 1 to 1000000)",
+        ),
+        (
+            "repeat = \"steps\"",
+            "repeat = \"stepz\"",
+            "launches[0].repeat",
+            "unknown parameter 'stepz'",
+        ),
+        (
+            "repeat = \"steps\"\n",
+            "",
+            "launches[0].args[3]",
+            "'step' is defined only in a launch with `repeat`",
+        ),
+        (
+            "steps = 3 }",
+            "steps = 3, step = 1 }",
+            "launches[0].repeat",
+            "size sim has a parameter 'step'",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { values = [1, 2] }",
+            "buffers[0].init",
+            "2 elements given, but the buffer has 128 elements at size sim",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { values = [1, \"2\"] }",
+            "buffers[0].init.values[1]",
+            "expected an integer, found the string \"2\"",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { file = \"absent.txt\" }",
+            "buffers[0].init.file",
+            "cannot read",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { file = \"app.toml\" }",
+            "buffers[0].init.file",
+            "app.toml: line 1: '#' is not an integer (the buffer is i32)",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { file = \"input.txt\", format = \"csv\" }",
+            "buffers[0].init.format",
+            "unknown format 'csv' (expected \"text\", \"binary\" or \"npy\")",
+        ),
+        (
+            "init = { file = \"input.txt\" }",
+            "init = { file = \"input.txt\", fromat = \"text\" }",
+            "buffers[0].init.fromat",
+            "unknown key (allowed here: file, format)",
+        ),
+        (
+            "init = { copy = \"in\" }",
+            "init = { copy = \"partial\" }",
+            "buffers[1].init.copy",
+            "unknown buffer 'partial' (buffers: in (a copy names a buffer declared before it))",
+        ),
+        (
+            "init = { copy = \"in\" }",
+            "init = { copy = 3 }",
+            "buffers[1].init.copy",
+            "expected the name of an earlier buffer, found the integer 3",
+        ),
+        (
+            "name = \"input\"\ntype = \"i32\"",
+            "name = \"input\"\ntype = \"u32\"",
+            "buffers[1].init.copy",
+            "'in' is i32, this buffer u32",
+        ),
+    ];
+    let path = fixture("stepred").join("app.toml");
+    for (from, to, field, problem) in cases {
+        let err = stepred_manifest(from, to).unwrap_err();
+        let message = err.to_string();
+        assert_eq!(err.field(), Some(field), "{message}");
+        let line = err.line().unwrap_or_else(|| panic!("no line: {message}"));
+        let located = format!("{}:{line}: {field}: ", path.display());
+        assert!(message.starts_with(&located), "{message}");
+        assert!(message.contains(problem), "{problem:?} not in {message}");
+    }
+}
+
+#[test]
+fn misused_keys_are_exit_code_2_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    copy_fixture("stepred", &app);
+    let manifest = app.join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("repeat = \"steps\"", "repeat = 0")).unwrap();
+    let out = gpuwmm(
+        &[
+            &words("check stepred --backend sim --runs 1 --app-dir")[..],
+            &[app.to_str().unwrap()],
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert_bad_input(&out, "app.toml:");
+    assert_bad_input(&out, ": launches[0].repeat: repeat is 0 at size sim");
+}
+
+fn copy_fixture(name: &str, to: &Path) {
+    let from = fixture(name);
+    std::fs::create_dir_all(to.join("common")).unwrap();
+    for file in [
+        "app.toml",
+        "stepred.cu",
+        "stepred.cuh",
+        "check.cu",
+        "main.cu",
+        "input.txt",
+        "common/block_sum.cuh",
+    ] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+}
+
+#[test]
+fn missing_source_files_and_include_folders_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture("stepred", dir.path());
+    let manifest = dir.path().join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    for (from, to, expected) in [
+        (
+            "files = [\"stepred.cu\"]",
+            "files = [\"stepred.cu\", \"absent.cu\"]",
+            "source.files[1]: cannot read",
+        ),
+        (
+            "check_files = [\"check.cu\"]",
+            "check_files = [\"absent.cu\"]",
+            "source.check_files[0]: cannot read",
+        ),
+        (
+            "include = [\"common\"]",
+            "include = [\"absent\"]",
+            "source.include[0]: no folder",
+        ),
+    ] {
+        std::fs::write(&manifest, text.replace(from, to)).unwrap();
+        let err = load_app_dir(dir.path()).err().unwrap();
+        let message = err.to_string();
+        assert!(matches!(err, AppError::Manifest(_)), "{message}");
+        assert!(message.contains(expected), "{expected} not in {message}");
+        assert!(message.contains("app.toml:"), "{message}");
+    }
+}
+
+/// Listing the host file is answered by one error naming its first host line and the fix, not
+/// NVRTC's errors about it.
+#[test]
+fn a_listed_host_file_gets_one_error_naming_its_first_host_line() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture("stepred", dir.path());
+    let manifest = dir.path().join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("[\"stepred.cu\"]", "[\"main.cu\"]")).unwrap();
+    let app = load_app_dir(dir.path()).unwrap();
+    let err = app.module(DEFAULT_ARCH, Size::Sim).err().unwrap();
+    let message = err.to_string();
+    let main = std::fs::read_to_string(dir.path().join("main.cu")).unwrap();
+    // NVRTC has no <cstdio>: the include it cannot open is the first host line.
+    let first_host = main
+        .lines()
+        .position(|l| l.contains("#include <cstdio>"))
+        .unwrap()
+        + 1;
+    assert!(
+        message.contains(&format!("main.cu:{first_host}: host code")),
+        "{message}"
+    );
+    assert!(message.contains("`#include <cstdio>`"), "{message}");
+    assert!(message.contains("#ifndef __CUDACC_RTC__"), "{message}");
+    assert!(message.contains("list only the device files"), "{message}");
+    assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+/// A kernel name the source does not have is the manifest's error for that launch, also for a
+/// template instance NVRTC cannot resolve.
+#[test]
+fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
+    if gpuwmm::toolchain::tools_for_tests().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture("stepred", dir.path());
+    let manifest = dir.path().join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    for (name, expected) in [
+        (
+            "stepReduse<int>",
+            "launches[0].kernel: no kernel 'stepReduse<int>",
+        ),
+        ("checkStep", "check.kernel: no kernel 'checkStep'"),
+    ] {
+        let changed = match name {
+            "checkStep" => text.replace("kernel = \"checkSteps\"", "kernel = \"checkStep\""),
+            _ => text.replace("stepReduce<int>", name),
+        };
+        std::fs::write(&manifest, changed).unwrap();
+        let err = load_app_dir(dir.path())
+            .unwrap()
+            .module(DEFAULT_ARCH, Size::Sim)
+            .err()
+            .unwrap();
+        let message = err.to_string();
+        assert!(matches!(err, AppError::Manifest(_)), "{message}");
+        assert!(message.contains(expected), "{expected} not in {message}");
+        assert!(
+            message.contains("in stepred.cu, check.cu (kernels: "),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! `check --races` on kernels of our own (`tests/fixtures/apps/races-*`), each naming the bug it
+//! guards, and on the built-in fence-less apps. Simulator only: the races come from its PTX
+//! model. Source lines are found by their `// RACE <name>` markers in each kernel.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(REPO).join("tests/fixtures/apps").join(name)
+}
+
+/// The line of the fixture's kernel marked `// RACE <marker>`.
+fn marked_line(app: &str, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture(app).join("kernel.cu")).unwrap();
+    let tag = format!("// RACE {marker}");
+    let index = text
+        .lines()
+        .position(|l| l.trim_end().ends_with(&tag))
+        .unwrap_or_else(|| panic!("no line marked {tag:?} in {app}"));
+    index as u64 + 1
+}
+
+/// `check APP --races [mode] --json` on the simulator for `runs` runs (the app a fixture when
+/// `fixture`), in a temporary folder: the JSON document, or `None` without the CUDA tools.
+fn check_races(app: &str, is_fixture: bool, runs: u32, extra: &[&str]) -> Option<Value> {
+    let dir = common::temp_dir_with_tools()?;
+    Some(check_races_in(dir.path(), app, is_fixture, runs, extra))
+}
+
+fn check_races_in(dir: &Path, app: &str, is_fixture: bool, runs: u32, extra: &[&str]) -> Value {
+    std::fs::create_dir_all(dir).unwrap();
+    let runs = runs.to_string();
+    let app_dir = fixture(app);
+    let journal = dir.join("j.csv");
+    let mut args = vec![
+        "check",
+        app,
+        "--backend",
+        "sim",
+        "--runs",
+        &runs,
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    if is_fixture {
+        args.extend(["--app-dir", app_dir.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    let out = common::cli::gpuwmm(&args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn races(document: &Value) -> &Vec<Value> {
+    document["races"].as_array().expect("a races array")
+}
+
+fn class(race: &Value) -> &str {
+    race["class"].as_str().unwrap()
+}
+
+fn lines(race: &Value) -> (u64, u64) {
+    (
+        race["first"]["line"].as_u64().unwrap_or(0),
+        race["second"]["line"].as_u64().unwrap_or(0),
+    )
+}
+
+/// Every race reported has class `expected`, and one of them is between the two lines.
+fn assert_only_class_between(document: &Value, expected: &str, a: u64, b: u64) {
+    let races = races(document);
+    assert!(!races.is_empty(), "no race reported");
+    for race in races {
+        assert_eq!(class(race), expected, "{race:#}");
+    }
+    let found = races.iter().any(|r| {
+        let (x, y) = lines(r);
+        (x, y) == (a, b) || (x, y) == (b, a)
+    });
+    assert!(found, "no race between lines {a} and {b}: {races:#?}");
+}
+
+fn assert_nothing_reported(app: &str) {
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    assert_eq!(races(&document), &Vec::<Value>::new());
+}
+
+#[test]
+fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both_sides_named() {
+    let app = "races-volatile-mp";
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    let (writer, reader) = (marked_line(app, "writer"), marked_line(app, "reader"));
+    assert_only_class_between(&document, "fence-can-order", writer, reader);
+    let race = &races(&document)[0];
+    // Direction matters here: the writer releases, the reader acquires.
+    assert_eq!(lines(race), (writer, reader));
+    let missing = race["missing"].as_str().unwrap();
+    assert!(
+        missing.contains("no release pattern on the writer's side"),
+        "{missing}"
+    );
+    assert!(
+        missing.contains("no acquire pattern on the reader's side"),
+        "{missing}"
+    );
+    assert!(
+        missing.contains(".gpu"),
+        "two CTAs need gpu scope: {missing}"
+    );
+    assert_eq!(race["same_cta"], Value::Bool(false));
+    assert!(race["first"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("data[0] = 42"));
+}
+
+#[test]
+fn strict_races_leave_out_unsynchronised_strong_accesses() {
+    let Some(document) = check_races("races-volatile-mp", true, 50, &["--races", "strict"]) else {
+        return;
+    };
+    assert_eq!(races(&document), &Vec::<Value>::new());
+}
+
+#[test]
+fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_no_fence_can_order()
+{
+    let app = "races-unlocked-write";
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    let (locked, unlocked) = (marked_line(app, "locked"), marked_line(app, "unlocked"));
+    assert_only_class_between(&document, "no-fence-can-order", locked, unlocked);
+}
+
+#[test]
+fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_move_it_inside() {
+    let app = "races-read-after-unlock";
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    let (locked, after) = (marked_line(app, "locked"), marked_line(app, "after"));
+    assert_only_class_between(&document, "no-fence-can-order", locked, after);
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    assert!(missing.contains("move it inside"), "{missing}");
+    assert!(missing.contains(&format!(":{after}")), "{missing}");
+}
+
+#[test]
+fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
+    let app = "races-cta-atomics";
+    let Some(document) = check_races(app, true, 50, &["--races", "strict"]) else {
+        return;
+    };
+    let add = marked_line(app, "add");
+    assert_only_class_between(&document, "data-race", add, add);
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    assert!(missing.contains("leaves out the other CTA"), "{missing}");
+}
+
+#[test]
+fn a_lock_taken_with_cta_scoped_atomics_by_two_ctas_is_a_data_race_on_the_lock_word() {
+    let app = "races-cta-lock";
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    let (take, give) = (marked_line(app, "take"), marked_line(app, "give"));
+    let races = races(&document);
+    let on_lock_word = |r: &&Value| {
+        let (a, b) = lines(r);
+        [a, b].iter().all(|l| *l == take || *l == give)
+    };
+    let lock_races: Vec<&Value> = races.iter().filter(on_lock_word).collect();
+    assert!(!lock_races.is_empty(), "{races:#?}");
+    assert!(lock_races.iter().all(|r| class(r) == "data-race"));
+}
+
+#[test]
+fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
+    let app = "races-lock-no-fences";
+    let Some(document) = check_races(app, true, 100, &["--races"]) else {
+        return;
+    };
+    let counter = marked_line(app, "counter");
+    assert_only_class_between(&document, "data-race", counter, counter);
+}
+
+#[test]
+fn a_correct_gpu_scope_lock_with_fences_reports_no_race() {
+    assert_nothing_reported("races-gpu-lock");
+}
+
+#[test]
+fn a_release_acquire_handoff_with_a_plain_payload_reports_no_race() {
+    assert_nothing_reported("races-release-acquire");
+}
+
+#[test]
+fn a_bare_flag_spin_is_synchronisation_not_a_race() {
+    assert_nothing_reported("races-bare-flag");
+}
+
+/// Regression guard for the journal: the summary of a check resumed half-way is the summary
+/// of the same check run in one go (runs and occurrences per pair).
+#[test]
+fn the_races_summary_survives_a_resume() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let app = "races-unlocked-write";
+    let whole = check_races_in(&dir.path().join("whole"), app, true, 60, &["--races"]);
+    let halves = dir.path().join("halves");
+    check_races_in(&halves, app, true, 30, &["--races"]);
+    let resumed = check_races_in(&halves, app, true, 60, &["--resume"]);
+    assert_eq!(races(&whole), races(&resumed));
+    assert_eq!(whole["runs"], resumed["runs"]);
+}
+
+/// Recording is opt-in and changes no schedule: the same seed gives the same outcomes with and
+/// without `--races`, and twice the same races with it.
+#[test]
+fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let app = "sdk-red-nf";
+    let with =
+        |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);
+    let plain = with("plain", &[]);
+    let first = with("first", &["--races"]);
+    let second = with("second", &["--races"]);
+    assert_eq!(plain["outcomes"], first["outcomes"]);
+    assert_eq!(plain["first_error"]["run"], first["first_error"]["run"]);
+    assert!(plain.get("races").is_none());
+    assert_eq!(races(&first), races(&second));
+}
+
+/// A built-in fence-less app names racing source lines (pairs whose both ends have a line),
+/// and with a fence after every access site it has no race that fences can order left.
+fn assert_built_in_races_named_and_fenced_away(app: &str, runs: u32) {
+    let Some(nf) = check_races(app, false, runs, &["--races"]) else {
+        return;
+    };
+    let named = races(&nf).iter().any(|r| {
+        let (a, b) = lines(r);
+        a > 0 && b > 0
+    });
+    assert!(named, "{:#?}", races(&nf));
+    let Some(fenced) = check_races(app, false, runs, &["--races", "--fences", "all"]) else {
+        return;
+    };
+    let orderable: Vec<&Value> = races(&fenced)
+        .iter()
+        .filter(|r| class(r) != "no-fence-can-order")
+        .collect();
+    assert!(orderable.is_empty(), "{orderable:#?}");
+}
+
+/// The fence-less reduction: its racing lines are the partial sum's plain store and the last
+/// block's read of it.
+#[test]
+fn sdk_red_without_fences_names_the_partial_sums_and_fenced_leaves_no_orderable_race() {
+    let Some(nf) = check_races("sdk-red-nf", false, 60, &["--races"]) else {
+        return;
+    };
+    let kernel = std::fs::read_to_string(Path::new(REPO).join("apps/sdk-red/kernel.cu")).unwrap();
+    let text = |line: u64| kernel.lines().nth(line as usize - 1).unwrap().to_string();
+    let publish = races(&nf).iter().any(|r| {
+        let (a, b) = lines(r);
+        class(r) == "data-race" && text(a).contains("partial[") && text(b).contains("partial[")
+    });
+    assert!(publish, "{:#?}", races(&nf));
+    assert_built_in_races_named_and_fenced_away("sdk-red-nf", 60);
+}
+
+#[test]
+fn ls_bh_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_race() {
+    assert_built_in_races_named_and_fenced_away("ls-bh-nf", 10);
+}
