@@ -7,14 +7,13 @@ use super::progress::{stop_length, stop_position};
 use super::{print_json, say, CmdResult};
 use crate::cli::HardenArgs;
 use gpuwmm::check::journal::read_rows;
-use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::FenceReport;
 use gpuwmm::harden::run::{HardenMeta, HardenRow, Hardened, QueryProgress};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
-    first_failure, first_failure_of, not_stable, open_hardening, original_fences_note,
-    record_result, replay_command, HardenDocument, HardenOptions, Hardening, StabilityRuns,
-    REQUIRED,
+    answer_text, braces, first_failure, first_failure_of, not_stable, open_hardening,
+    original_fences_note, query_text, record_result, replay_command, HardenDocument, HardenOptions,
+    Hardening, StabilityRuns, REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;
@@ -140,52 +139,6 @@ impl Printer {
             }
         }
     }
-}
-
-/// `round 0 binary #3: fences {0 2} x 32 runs`.
-fn query_text(p: &QueryProgress) -> String {
-    let q = p.query;
-    format!(
-        "round {} {} #{}: fences {} x {}",
-        q.round,
-        q.phase,
-        q.index,
-        braces(&q.fences, &q.kinds),
-        p.stop
-    )
-}
-
-/// `{0 2}` (`{}` for no fence), each site with `@kind` where `kinds` gives it another kind than
-/// the hardening's: `{0@fence.acq_rel.gpu 2}`.
-fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
-    let ids: Vec<String> = fences
-        .iter()
-        .map(|id| match kinds.get(id) {
-            Some(kind) => format!("{id}@{kind}"),
-            None => id.to_string(),
-        })
-        .collect();
-    format!("{{{}}}", ids.join(" "))
-}
-
-/// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
-fn answer_text(p: &QueryProgress, answer: bool) -> String {
-    let mut text = match (p.query.phase, answer) {
-        (Phase::Kind | Phase::All, true) => "passes".to_string(),
-        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
-        (Phase::Stable, true) => "stable".to_string(),
-        (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
-        (_, true) => "removed".to_string(),
-        (_, false) => format!("needed ({})", first_error(p)),
-    };
-    if p.replayed > 0 {
-        text.push_str(&format!(" [{} runs from the journal]", p.replayed));
-    }
-    text
-}
-
-fn first_error(p: &QueryProgress) -> String {
-    p.tally.first_error_text()
 }
 
 fn print_fences(

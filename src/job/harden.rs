@@ -16,7 +16,7 @@ use crate::check::journal::{read_rows, set_meta_entry};
 use crate::check::local::target_app;
 use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
-use crate::harden::algorithm::Insertion;
+use crate::harden::algorithm::{Insertion, Phase};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
     harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
@@ -24,6 +24,7 @@ use crate::harden::run::{
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The stability check on the simulator when none is given: runs are cheap there.
@@ -640,6 +641,52 @@ pub fn first_failure(journal: &Path) -> Option<HardenRow> {
 pub fn first_failure_of(rows: &[HardenRow], query: usize) -> Option<&HardenRow> {
     rows.iter()
         .find(|r| r.query == query && r.outcome.is_error())
+}
+
+/// `round 0 binary #3: fences {0 2} x 32 runs`.
+pub fn query_text(p: &QueryProgress) -> String {
+    let q = p.query;
+    format!(
+        "round {} {} #{}: fences {} x {}",
+        q.round,
+        q.phase,
+        q.index,
+        braces(&q.fences, &q.kinds),
+        p.stop
+    )
+}
+
+/// `{0 2}` (`{}` for no fence), each site with `@kind` where `kinds` gives it another kind than
+/// the hardening's: `{0@fence.acq_rel.gpu 2}`.
+pub fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
+    let ids: Vec<String> = fences
+        .iter()
+        .map(|id| match kinds.get(id) {
+            Some(kind) => format!("{id}@{kind}"),
+            None => id.to_string(),
+        })
+        .collect();
+    format!("{{{}}}", ids.join(" "))
+}
+
+/// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
+pub fn answer_text(p: &QueryProgress, answer: bool) -> String {
+    let mut text = match (p.query.phase, answer) {
+        (Phase::Kind | Phase::All, true) => "passes".to_string(),
+        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
+        (Phase::Stable, true) => "stable".to_string(),
+        (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
+        (_, true) => "removed".to_string(),
+        (_, false) => format!("needed ({})", first_error(p)),
+    };
+    if p.replayed > 0 {
+        text.push_str(&format!(" [{} runs from the journal]", p.replayed));
+    }
+    text
+}
+
+fn first_error(p: &QueryProgress) -> String {
+    p.tally.first_error_text()
 }
 
 #[cfg(test)]
