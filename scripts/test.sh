@@ -8,8 +8,26 @@ bash scripts/setup-cuda-tools.sh
 export GPUWMM_REQUIRE_TOOLS=1
 # tests/slurm.rs runs a campaign on a one-node Slurm cluster. As root, start it here (installing
 # slurm-wlm and munge where missing), and make the test fail rather than skip if it cannot run.
+# The daemons this script starts (those not running before) are stopped when it exits, by the
+# process ids it recorded, whatever the tests' outcome.
 if [ "$(id -u)" = 0 ]; then
+    daemons="munged slurmctld slurmd"
+    running_before=""
+    for daemon in $daemons; do
+        pgrep -x "$daemon" >/dev/null && running_before="$running_before $daemon"
+    done
+    started_pids=""
+    stop_started_daemons() {
+        [ -n "$started_pids" ] && kill $started_pids 2>/dev/null || true
+    }
+    trap stop_started_daemons EXIT
     bash scripts/slurm-local.sh
+    for daemon in $daemons; do
+        case " $running_before " in
+            *" $daemon "*) ;;
+            *) started_pids="$started_pids $(pgrep -x "$daemon" | tr '\n' ' ')" ;;
+        esac
+    done
     export GPUWMM_REQUIRE_SLURM=1
 fi
 # The three crates of the workspace; the stand-in crates are tested by standin-ci.sh below.

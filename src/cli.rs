@@ -199,14 +199,15 @@ pub struct TargetArgs {
     /// A kernel still running after this long is a timeout (e.g. 30s, 2m).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub deadline: Duration,
-    /// Stress lasts about this many times the app's kernel (calibrated per environment).
-    #[arg(long, default_value_t = 10.0)]
+    /// Stress lasts about this many times the app's kernel (calibrated per environment);
+    /// 0.01 to 1000.
+    #[arg(long, default_value_t = 10.0, value_parser = gpuwmm::limits::parse_stress_factor)]
     pub stress_factor: f64,
     /// A stress profile (TOML) to use instead of tuning/<chip>.toml.
     #[arg(long)]
     pub profile: Option<PathBuf>,
-    /// Simulator only: thread-instructions per launch before it counts as a timeout.
-    #[arg(long)]
+    /// Simulator only: thread-instructions per launch before it counts as a timeout (1 to 10^12).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::SIM_BUDGET))]
     pub sim_budget: Option<u64>,
     /// Run in this process instead of a supervised worker (starts faster, but a crash ends it).
     #[arg(long)]
@@ -219,8 +220,12 @@ pub struct TargetArgs {
 #[derive(Debug, Args)]
 #[group(required = false, multiple = false)]
 pub struct StopArgs {
-    /// Stop after this many runs (default 1000 when --duration is not given).
-    #[arg(long)]
+    /// Stop after this many runs, 1 to 10^9 (default: see each command's help).
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u64).range(gpuwmm::limits::RUNS),
+        help = runs_help("runs", gpuwmm::check::driver::DEFAULT_RUNS)
+    )]
     pub runs: Option<u64>,
     /// Stop once the runs took this long (e.g. 90s, 10m, 1h); a resumed check counts the
     /// time already spent.
@@ -279,23 +284,23 @@ pub struct CheckArgs {
 pub struct TuneArgs {
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// D: distances 0 ≤ d < D, in words between x and y (0 = adjacent).
-    #[arg(long, default_value_t = 256)]
+    /// D: distances 0 ≤ d < D, in words between x and y (0 = adjacent); 1 to 65536.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::TUNE_COUNT))]
     pub distances: u32,
-    /// Test every this many-th distance only (1 = all, as in the paper).
-    #[arg(long, default_value_t = 1)]
+    /// Test every this many-th distance only (1 = all, as in the paper); 1 to 65536.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::TUNE_COUNT))]
     pub distance_step: u32,
-    /// L: stage 1 stresses each scratchpad word 0 ≤ l < L.
-    #[arg(long, default_value_t = 256)]
+    /// L: stage 1 stresses each scratchpad word 0 ≤ l < L; 1 to 65536.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::TUNE_COUNT))]
     pub locations: u32,
-    /// C: executions of each test configuration.
-    #[arg(long, default_value_t = 1000)]
+    /// C: executions of each test configuration; 1 to 10^9.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
     pub executions: u64,
-    /// N: stage 2 tries every access sequence of 1 to N loads and stores.
-    #[arg(long, default_value_t = 5)]
+    /// N: stage 2 tries every access sequence of 1 to N loads and stores; 1 to 10.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::MAX_SEQUENCE))]
     pub max_sequence: u32,
-    /// M: stage 3 tries spreads 1 to M.
-    #[arg(long, default_value_t = 64)]
+    /// M: stage 3 tries spreads 1 to M; M is 1 to 1024.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::MAX_SPREAD))]
     pub max_spread: u32,
     /// ε: a location belongs to an ε-patch when it gave more than ε weak behaviours.
     #[arg(long, default_value_t = 3)]
@@ -303,25 +308,27 @@ pub struct TuneArgs {
     /// The litmus tests every stage scores, separated by commas.
     #[arg(long, default_value = "mp,lb,sb", value_delimiter = ',', value_parser = parse_shape)]
     pub tests: Vec<LitmusShape>,
-    /// Skip stage 1 with this critical patch size (words).
-    #[arg(long)]
+    /// Skip stage 1 with this critical patch size (words, 1 to 65536).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::TUNE_COUNT))]
     pub patch_words: Option<u32>,
     /// Skip stage 2 with this access sequence (e.g. 'ld st2 ld'); needs --patch-words.
     #[arg(long, requires = "patch_words")]
     pub sequence: Option<String>,
     /// Test instances per launch: 1 is the paper's one test per launch; more run side by side,
-    /// each in its own pair of blocks and memory (faster, and counted as that many executions).
-    #[arg(long, default_value_t = 1)]
+    /// each in its own pair of blocks and memory (faster, and counted as that many executions);
+    /// 1 to 4096.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::INSTANCES))]
     pub instances: u32,
-    /// Threads per block, test and stressing blocks alike.
-    #[arg(long, default_value_t = 256)]
+    /// Threads per block, test and stressing blocks alike; 1 to 1024.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::BLOCK_THREADS))]
     pub block_threads: u32,
     /// Resident threads each launch fills 50–100% of (default: the device's; 1024 on the
-    /// simulator, which would otherwise interpret 32,768 threads per launch).
-    #[arg(long)]
+    /// simulator, which would otherwise interpret 32,768 threads per launch); 1 to 65536.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::TUNE_COUNT))]
     pub max_threads: Option<u32>,
-    /// Iterations of σ by every stressing thread (default 1000 on a GPU, 16 on the simulator).
-    #[arg(long)]
+    /// Iterations of σ by every stressing thread (default 1000 on a GPU, 16 on the simulator);
+    /// 0 to 10^9.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::STRESS_ITERATIONS))]
     pub stress_iterations: Option<u32>,
     /// Where the journal, summary and charts go (default results/tune/<chip>-<date>, or with
     /// -2, -3, … when that exists: a new folder for every run).
@@ -444,9 +451,9 @@ pub struct SbatchArgs {
 #[derive(Debug, Args)]
 #[group(required = false, multiple = false)]
 pub struct StableArgs {
-    /// The stability check passes after this many runs without an error (default 10000 on the
-    /// simulator).
-    #[arg(long)]
+    /// The stability check passes after this many runs without an error, 1 to 10^9 (default
+    /// 10000 on the simulator).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::RUNS))]
     pub stable_runs: Option<u64>,
     /// The stability check passes once its runs took this long without an error (default 1h, the
     /// paper's hour, on a GPU).
@@ -463,11 +470,11 @@ pub struct HardenArgs {
     pub env: Environment,
     #[command(flatten)]
     pub stable: StableArgs,
-    /// Runs per check in the first round (I); each new round doubles it.
-    #[arg(long, default_value_t = gpuwmm::harden::algorithm::INITIAL_ITERATIONS)]
+    /// Runs per check in the first round (I, 1 to 10^9); each new round doubles it.
+    #[arg(long, default_value_t = gpuwmm::harden::algorithm::INITIAL_ITERATIONS, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::ITERATIONS))]
     pub iterations: u64,
-    /// Rounds at most: after this many, the last result is reported as not stable.
-    #[arg(long, default_value_t = 8)]
+    /// Rounds at most (1 to 64): after this many, the last result is reported as not stable.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::ROUNDS))]
     pub max_rounds: u32,
     /// After Algorithm 1, try weaker fences in place of each kept one (fence.acq_rel.gpu, then
     /// membar.cta, then fence.acq_rel.cta), keeping the weakest that passes `I` runs and the
@@ -475,11 +482,18 @@ pub struct HardenArgs {
     /// simulator's `ptx` model), off on the simulator's `sc` and `weak` models.
     #[arg(long, default_value_t = MinimiseKind::Auto, value_parser = by_name::<MinimiseKind>())]
     pub minimise_kind: MinimiseKind,
+    /// How the patch writes fences. `exact`: the CUDA statement of the kind kept
+    /// (`__threadfence()`, `__threadfence_block()`, `__threadfence_system()`, and libcu++'s
+    /// `cuda::atomic_thread_fence` for release/acquire kinds, with its `#include`).
+    /// `threadfence`: `__threadfence*()` only; a release/acquire fence becomes the stronger
+    /// sequentially consistent fence of its scope, and the report says so.
+    #[arg(long, value_enum, default_value_t = gpuwmm::harden::report::FenceStyle::Exact)]
+    pub fence_style: gpuwmm::harden::report::FenceStyle,
     /// Worker processes that run a query's runs side by side (default: one per core on the
     /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
     /// are judged and journaled in order, so the fences found and the journal do not depend on
-    /// it (only the timing columns do).
-    #[arg(long, value_parser = clap::value_parser!(usize))]
+    /// it (only the timing columns do). 1 to 256.
+    #[arg(long, value_parser = gpuwmm::limits::parse_jobs)]
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub journal: JournalArgs,
@@ -512,6 +526,10 @@ pub struct ReplayArgs {
     /// prints it as `#Q` on each line of its search).
     #[arg(long)]
     pub query: Option<usize>,
+    /// The bring-your-own app's folder, when it is no longer where the journal records it
+    /// (a journal of a built-in app takes none).
+    #[arg(long)]
+    pub app_dir: Option<PathBuf>,
 }
 
 fn parse_env(s: &str) -> Result<Environment, String> {
@@ -565,7 +583,18 @@ pub struct AppsArgs {
     pub app_dir: Option<PathBuf>,
 }
 
+/// The help of `--runs`: its range and the command's default.
+fn runs_help(what: &str, default: u64) -> String {
+    format!(
+        "Stop after this many {what}, 1 to 10^9 (default {default} when --duration is not given)"
+    )
+}
+
 #[derive(Debug, Args)]
+#[command(mut_arg("runs", |arg| arg.help(runs_help(
+    "repetitions per app (each runs every variant once)",
+    gpuwmm::cost::DEFAULT_REPETITIONS,
+))))]
 pub struct CostArgs {
     /// The applications (`gpuwmm apps` lists them); not needed with --resume.
     pub apps: Vec<String>,
@@ -586,17 +615,17 @@ pub struct CostArgs {
     /// half-width, in percentage points of overhead (`0.5%`, or `0.005`).
     #[arg(long, value_parser = parse_fraction)]
     pub target_ci: Option<f64>,
-    /// Uncounted runs of each variant before measuring.
-    #[arg(long, default_value_t = 5)]
+    /// Uncounted runs of each variant before measuring (0 to 10^6).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::WARMUP))]
     pub warmup: u64,
-    /// Energy windows per variant (GPU with NVML only).
-    #[arg(long, default_value_t = 5)]
+    /// Energy windows per variant (GPU with NVML only; 1 to 1000).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::WINDOWS))]
     pub windows: u32,
     /// An energy window lasts at least this long (the energy counter advances about every 100 ms).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub window_time: Duration,
-    /// An energy window holds at least this many runs.
-    #[arg(long, default_value_t = 32)]
+    /// An energy window holds at least this many runs (1 to 10^9).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::RUNS))]
     pub window_runs: u64,
     /// The folder of cost.csv and the summaries (default results/cost/<backend>-seed<seed>, or
     /// with -2, -3, … when that exists: a new folder for every run).
@@ -633,6 +662,10 @@ pub enum PtxCommand {
     ///
     /// A site is a place after a global or generic load, store, atomic or reduction where a fence
     /// may go. With `--granularity line` (default) all accesses of one source line form one site.
+    ///
+    /// For an app (a built-in name, or `--app-dir DIR`) the sites are numbered exactly as
+    /// `check --fences` and `harden` number them: the app's kernels only, not its check kernel.
+    /// A bare `.cu` or `.ptx` file is listed kernel by kernel, numbered over the whole file.
     Sites(SitesArgs),
     /// Write transformed PTX: fences inserted or stripped, optionally the stress harness.
     Instrument(InstrumentArgs),
@@ -654,8 +687,20 @@ pub struct InputArgs {
 
 #[derive(Debug, Args)]
 pub struct SitesArgs {
-    #[command(flatten)]
-    pub input: InputArgs,
+    /// An application (`gpuwmm apps` lists them), or a CUDA source (`.cu`) or PTX (`.ptx`)
+    /// file; optional with --app-dir.
+    #[arg(required_unless_present = "app_dir")]
+    pub input: Option<PathBuf>,
+    /// A bring-your-own app folder (`kernel.cu` + `app.toml`): its sites as check and harden
+    /// number them.
+    #[arg(long)]
+    pub app_dir: Option<PathBuf>,
+    /// Target architecture for NVRTC (files only; apps use the portable one, as check does).
+    #[arg(long, default_value = "portable")]
+    pub arch: String,
+    /// One site per source line, or one per PTX access instruction.
+    #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
+    pub granularity: Granularity,
     /// Print the sites as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -720,8 +765,8 @@ pub struct LitmusArgs {
     pub test: Option<LitmusShape>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Distance between the two locations x and y, in 32-bit words.
-    #[arg(long, default_value_t = 64)]
+    /// Distance between the two locations x and y, in 32-bit words (0 to 65536).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::DISTANCE))]
     pub distance: u32,
     /// Fence between thread 0's two accesses (fence.sc.gpu, membar.gl, fence.acq_rel.gpu,
     /// membar.cta, fence.sc.sys).
@@ -730,14 +775,14 @@ pub struct LitmusArgs {
     /// Fence between thread 1's two accesses.
     #[arg(long, value_parser = parse_fence_kind)]
     pub fence_t1: Option<FenceKind>,
-    /// Kernel launches.
-    #[arg(long, default_value_t = 1000)]
+    /// Kernel launches (1 to 10^9).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::ITERATIONS))]
     pub iterations: u64,
-    /// Test instances per launch (each with its own pair of blocks and locations).
-    #[arg(long, default_value_t = 1)]
+    /// Test instances per launch (each with its own pair of blocks and locations; 1 to 4096).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::INSTANCES))]
     pub instances: u32,
-    /// Threads per block (only thread 0 of a block takes part).
-    #[arg(long, default_value_t = 1)]
+    /// Threads per block (only thread 0 of a block takes part; 1 to 1024).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::BLOCK_THREADS))]
     pub block_threads: u32,
     /// How the accesses are spelled: volatile, relaxed (relaxed.gpu) or cg.
     #[arg(long, default_value_t = AccessFlavour::Volatile, value_parser = by_name::<AccessFlavour>())]
@@ -851,15 +896,16 @@ pub struct LitmusRunArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Executions of each test (instances in all, over all launches).
-    #[arg(long, default_value_t = 1000)]
+    /// Executions of each test (instances in all, over all launches; 1 to 10^9).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
     pub executions: u64,
     /// Test instances per launch, side by side in their own blocks and memory (default 1 on the
-    /// simulator, whose model is coarser when unrelated instances share a launch, 256 on a GPU).
-    #[arg(long)]
+    /// simulator, whose model is coarser when unrelated instances share a launch, 256 on a
+    /// GPU); 1 to 4096.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::INSTANCES))]
     pub instances: Option<u32>,
-    /// Distance between two locations of a test, in 32-bit words.
-    #[arg(long, default_value_t = 64)]
+    /// Distance between two locations of a test, in 32-bit words (0 to 65536).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::DISTANCE))]
     pub distance: u32,
     /// An expected.csv with the verdicts of the tests: prints the conformance table.
     #[arg(long)]
@@ -871,8 +917,8 @@ pub struct LitmusRunArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub deadline: Duration,
     /// Simulator only: thread-instructions per launch before it does not finish (default
-    /// 100000 per instance).
-    #[arg(long)]
+    /// 100000 per instance; 1 to 10^12).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::SIM_BUDGET))]
     pub sim_budget: Option<u64>,
 }
 

@@ -55,6 +55,7 @@ pub mod env;
 pub mod harden;
 pub mod input;
 pub mod job;
+pub mod limits;
 pub mod litmus;
 pub mod naming;
 pub mod places;

@@ -423,11 +423,13 @@ fn manifest_check_kernel_runs_from_the_check_module_without_the_launcher() {
     let loaded =
         LoadedApp::load(app.as_ref(), &mut backend, &module, DEFAULT_ARCH, Size::Sim).unwrap();
     let mut harness = Harness::default();
-    // Nothing executes on a MemBackend, so the status word stays 0: a pass.
-    let verdict = loaded
-        .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 3))
-        .unwrap();
-    assert_eq!(verdict, Verdict::Pass);
+    // Nothing executes on a MemBackend, so the status word keeps the value set before the
+    // check kernel: no verdict, and never a pass.
+    let result = loaded.run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 3));
+    assert!(
+        matches!(result, Err(AppError::ResultNotWritten { .. })),
+        "{result:?}"
+    );
     let seen: Vec<&str> = harness.seen.iter().map(|l| l.kernel.as_str()).collect();
     assert_eq!(seen, ["scan_init", "scan"]);
     let last = backend.launches.last().unwrap();
@@ -687,6 +689,12 @@ fn manifest_bad_values() {
         "0 = \"data is wrong\"",
         "check.codes.0",
     );
+    let (_, m) = bad(
+        "1 = \"data is wrong\"",
+        "3735928559 = \"data is wrong\"",
+        "check.codes.3735928559",
+    );
+    assert!(m.contains("0xdeadbeef"), "{m}");
     bad(
         "{ u32 = \"n/2\" }",
         "{ u32 = \"0-n\" }",

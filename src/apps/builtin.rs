@@ -141,8 +141,22 @@ pub fn find_app(name: &str) -> Result<Arc<dyn App>, AppError> {
 }
 
 /// A bring-your-own app: a folder with `kernel.cu` and `app.toml`.
+///
+/// An app named like a built-in one is refused: it would stand in for the built-in app in every
+/// list, journal and report that names apps, and nothing would tell the two apart.
 pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
-    Ok(Arc::new(ManifestApp::load_dir(dir)?))
+    let app = ManifestApp::load_dir(dir)?;
+    if BUILTIN_APP_NAMES.contains(&app.name()) {
+        return Err(AppError::Invalid {
+            app: app.name().to_string(),
+            message: format!(
+                "{}: `name` is a built-in app's name; give the app in {} a name of its own",
+                app.manifest().file.display(),
+                dir.display()
+            ),
+        });
+    }
+    Ok(Arc::new(app))
 }
 
 /// An app with every fence of its module removed by the strip-fences pass (the paper's `-nf`

@@ -7,7 +7,7 @@
 //! apps loaded with `--app-dir` share this code.
 
 use super::app_program::{AppProgram, Unit};
-use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch};
+use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
 use super::{App, AppError, KernelSource, RunContext, Size, Verdict, DEFAULT_ARCH};
 use crate::backend::{Buffer, KernelArg};
@@ -254,14 +254,22 @@ impl App for ManifestApp {
             ctx.launch(&kernel, launch.config, args(launch, &buffers))?;
         }
         let check = &plan.check;
+        let result = self.manifest.check.result;
+        let spec = &self.manifest.buffers[result];
+        ctx.write(&spec.name, buffers[result], &[UNWRITTEN_RESULT])?;
         let check_kernel = self.lowered(&names, &check.kernel);
         ctx.launch_check(&check_kernel, check.config, &args(check, &buffers))?;
 
-        let result = self.manifest.check.result;
-        let spec = &self.manifest.buffers[result];
         let len = plan.lengths[result].min(1 + DETAIL_WORDS);
         let words: Vec<u32> = ctx.download(&spec.name, buffers[result], len)?;
         let code = words.first().copied().unwrap_or(0);
+        if code == UNWRITTEN_RESULT {
+            return Err(AppError::ResultNotWritten {
+                app: self.manifest.name.clone(),
+                kernel: check.kernel.clone(),
+                buffer: spec.name.clone(),
+            });
+        }
         if code == 0 {
             return Ok(Verdict::Pass);
         }

@@ -165,6 +165,18 @@ pub enum AppError {
     },
     #[error("{app}: {message}")]
     Invalid { app: String, message: String },
+    /// The check kernel left word 0 of its result buffer at
+    /// [`manifest::UNWRITTEN_RESULT`]: the run has no verdict (never a pass).
+    #[error(
+        "{app}: check kernel did not write its result ({kernel} left {buffer}[0] at {:#x}, the \
+         value set before it runs; a check kernel writes 0 or a failure code there)",
+        manifest::UNWRITTEN_RESULT
+    )]
+    ResultNotWritten {
+        app: String,
+        kernel: String,
+        buffer: String,
+    },
 }
 
 impl AppError {
@@ -224,6 +236,18 @@ pub trait App: Send + Sync {
 
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
+}
+
+/// The app's fence sites at `granularity`, numbered as `check --fences` and `harden` number
+/// them: from its module for [`DEFAULT_ARCH`] at input size `size` (an app's per-size defines
+/// may change its code), without its check kernels.
+pub fn app_sites(
+    app: &dyn App,
+    size: Size,
+    granularity: ptx::passes::fences::Granularity,
+) -> Result<Vec<ptx::passes::fences::FenceSite>, AppError> {
+    let module = app.module(DEFAULT_ARCH, size)?;
+    Ok(ptx::passes::fences::fence_sites(&module, granularity))
 }
 
 /// Compiles an app's source to a parsed PTX module (NVRTC, cached by content).

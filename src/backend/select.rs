@@ -73,10 +73,19 @@ pub fn open_backend(choice: BackendChoice, sim: &SimConfig) -> Result<OpenedBack
                 fallback_reason: None,
             }),
             Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
-                Ok(simulator(sim, Some(e.to_string())))
+                Ok(simulator(sim, Some(fallback_reason(&e))))
             }
             Err(e) => Err(e),
         },
+    }
+}
+
+/// Why `auto` runs on the simulator, in words for a note printed while it does: the error
+/// without its advice to pass `--backend sim` (which is what happens).
+fn fallback_reason(error: &BackendError) -> String {
+    match error {
+        BackendError::NoDriver(why) => format!("no CUDA driver found ({why})"),
+        other => other.to_string(),
     }
 }
 
@@ -134,9 +143,21 @@ pub fn probe_backend(choice: BackendChoice, sim: &SimConfig) -> Result<Probed, B
         BackendChoice::Auto => match gpu() {
             Ok(p) => Ok(p),
             Err(e @ (BackendError::NoDriver(_) | BackendError::NoDevice(_))) => {
-                Ok(simulated(Some(e.to_string())))
+                Ok(simulated(Some(fallback_reason(&e))))
             }
             Err(e) => Err(e),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_auto_backend_note_does_not_say_use_backend_sim_while_running_on_it() {
+        let reason = fallback_reason(&BackendError::NoDriver("libcuda.so.1: not found".into()));
+        assert_eq!(reason, "no CUDA driver found (libcuda.so.1: not found)");
+        assert!(!reason.contains("--backend sim"));
     }
 }

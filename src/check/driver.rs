@@ -22,6 +22,9 @@ use thiserror::Error;
 /// stress): a run still gets stress, and the journal records how much.
 pub const FALLBACK_ITERATIONS: u32 = 64;
 
+/// Runs of a check (and of a campaign cell) when neither a run count nor a duration is given.
+pub const DEFAULT_RUNS: u64 = 1000;
+
 /// When a check stops.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -116,6 +119,15 @@ impl Tally {
         self.elapsed_ms += record.wall_ms;
         if record.outcome.is_error() && self.first_error.is_none() {
             self.first_error = Some((record.run, record.outcome, record.reason.clone()));
+        }
+    }
+
+    /// `fail at run 3: <the whole reason>`, or `no error recorded`; the reason is never cut, so
+    /// a check kernel's words after the code stay readable.
+    pub fn first_error_text(&self) -> String {
+        match &self.first_error {
+            Some((run, outcome, reason)) => format!("{outcome} at run {run}: {reason}"),
+            None => "no error recorded".to_string(),
         }
     }
 
@@ -254,6 +266,19 @@ mod tests {
     use super::*;
     use crate::check::executor::{MockExecutor, MOCK_CALIBRATION_ERROR};
     use crate::check::journal::read_rows;
+
+    #[test]
+    fn harden_does_not_cut_failure_reasons() {
+        let reason = format!(
+            "check kernel k reported code 1; status[1..]: {}",
+            "7, ".repeat(80)
+        );
+        let mut record = RunRecord::for_test(3, Outcome::Fail);
+        record.reason = reason.clone();
+        let tally = Tally::of(&[RunRecord::for_test(2, Outcome::Pass), record]);
+        assert_eq!(tally.first_error_text(), format!("fail at run 3: {reason}"));
+        assert_eq!(Tally::default().first_error_text(), "no error recorded");
+    }
 
     /// Fails every third run (10 ms each); keeps the run numbers it is asked for.
     fn mock() -> MockExecutor<Vec<u64>> {

@@ -91,8 +91,7 @@ pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
 
 /// The target's fence sites, from its PTX alone (no backend needed).
 pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
-    let module = target_app(target)?.module(DEFAULT_ARCH, target.size)?;
-    Ok(fence_sites(&module, target.granularity))
+    crate::apps::app_sites(&*target_app(target)?, target.size, target.granularity)
 }
 
 /// Opens the backend a target names.
@@ -116,7 +115,16 @@ impl LocalExecutor {
         target: &Target,
         backend: Box<dyn Backend>,
     ) -> Result<LocalExecutor, ExecError> {
-        let app = target_app(target)?;
+        LocalExecutor::with_app(target, backend, target_app(target)?)
+    }
+
+    /// Runs `app` in the target's place (e.g. the app with a patched source), on a backend the
+    /// caller opened; the target gives everything else.
+    pub fn with_app(
+        target: &Target,
+        backend: Box<dyn Backend>,
+        app: Arc<dyn App>,
+    ) -> Result<LocalExecutor, ExecError> {
         let base = app.module(DEFAULT_ARCH, target.size)?;
         let sites = fence_sites(&base, target.granularity);
         Ok(LocalExecutor {

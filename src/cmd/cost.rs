@@ -42,7 +42,7 @@ pub fn run(args: &CostArgs) -> CmdResult {
         let bar = progress_bar(&plan);
         let end = cost.measure(i, &mut |p| update(&bar, &plan, p))?;
         bar.finish_and_clear();
-        eprintln!("{}: timing ended: {end:?}", plan.app);
+        eprintln!("{}: timing ended: {end}", plan.app);
     }
     let summary = cost.finish(&say)?;
     outln!("{}", summary.markdown())?;

@@ -7,14 +7,13 @@ use super::progress::{stop_length, stop_position};
 use super::{print_json, say, CmdResult};
 use crate::cli::HardenArgs;
 use gpuwmm::check::journal::read_rows;
-use gpuwmm::harden::algorithm::Phase;
 use gpuwmm::harden::report::FenceReport;
 use gpuwmm::harden::run::{HardenMeta, HardenRow, Hardened, QueryProgress};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
-    first_failure, first_failure_of, not_stable, open_hardening, original_fences_note,
-    record_result, replay_command, HardenDocument, HardenOptions, Hardening, StabilityRuns,
-    REQUIRED,
+    answer_text, braces, first_failure, first_failure_of, not_stable, open_hardening,
+    original_fences_note, query_text, record_result, replay_command, HardenDocument, HardenOptions,
+    Hardening, StabilityRuns, REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;
@@ -38,6 +37,7 @@ pub fn run(args: &HardenArgs) -> CmdResult {
         jobs: args.jobs,
         journal: super::output(&args.journal),
         target: &target,
+        fence_style: args.fence_style,
     };
     let opened = open_hardening(&options, &say)?;
     report_start(&opened.meta, &opened.path, opened.done.len());
@@ -141,59 +141,6 @@ impl Printer {
     }
 }
 
-/// `round 0 binary #3: fences {0 2} x 32 runs`.
-fn query_text(p: &QueryProgress) -> String {
-    let q = p.query;
-    format!(
-        "round {} {} #{}: fences {} x {}",
-        q.round,
-        q.phase,
-        q.index,
-        braces(&q.fences, &q.kinds),
-        p.stop
-    )
-}
-
-/// `{0 2}` (`{}` for no fence), each site with `@kind` where `kinds` gives it another kind than
-/// the hardening's: `{0@fence.acq_rel.gpu 2}`.
-fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
-    let ids: Vec<String> = fences
-        .iter()
-        .map(|id| match kinds.get(id) {
-            Some(kind) => format!("{id}@{kind}"),
-            None => id.to_string(),
-        })
-        .collect();
-    format!("{{{}}}", ids.join(" "))
-}
-
-/// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
-fn answer_text(p: &QueryProgress, answer: bool) -> String {
-    let mut text = match (p.query.phase, answer) {
-        (Phase::Kind | Phase::All, true) => "passes".to_string(),
-        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
-        (Phase::Stable, true) => "stable".to_string(),
-        (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
-        (_, true) => "removed".to_string(),
-        (_, false) => format!("needed ({})", first_error(p)),
-    };
-    if p.replayed > 0 {
-        text.push_str(&format!(" [{} runs from the journal]", p.replayed));
-    }
-    text
-}
-
-fn first_error(p: &QueryProgress) -> String {
-    let Some((run, outcome, reason)) = &p.tally.first_error else {
-        return "no error recorded".to_string();
-    };
-    let mut reason = reason.clone();
-    if reason.chars().count() > 100 {
-        reason = reason.chars().take(100).collect::<String>() + "…";
-    }
-    format!("{outcome} at run {run}: {reason}")
-}
-
 fn print_fences(
     meta: &HardenMeta,
     hardened: &Hardened,
@@ -225,7 +172,14 @@ fn print_fences(
     }
     print_required(hardened)?;
     for header in &report.headers {
-        outln!("  the patch needs `#include {header}` in the source")?;
+        outln!("  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
+    }
+    for fence in report.placed.iter().filter(|f| f.note.is_some()) {
+        outln!(
+            "  #{}: {}",
+            fence.site.id,
+            fence.note.as_deref().unwrap_or_default()
+        )?;
     }
     for site in &report.unplaced {
         outln!(

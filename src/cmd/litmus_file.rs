@@ -4,7 +4,7 @@
 use super::{backend_options, CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::LitmusRunArgs;
 use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
-use gpuwmm::litmus::file::expect::{Expectations, Finding, Row, Table};
+use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Finding, Row, Table};
 use gpuwmm::litmus::file::parse::parse_file;
 use gpuwmm::litmus::file::run::{
     default_instances, default_sim_budget, run_litmus_file, FileRunError, FileSettings,
@@ -30,6 +30,9 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         .map(Expectations::load)
         .transpose()
         .map_err(Failure::bad_input)?;
+    if let Some(path) = &args.csv {
+        csv_writable(path).map_err(Failure::bad_input)?;
+    }
     let backend = backend_options(&args.backend);
     let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
     let settings = FileSettings {
@@ -112,9 +115,9 @@ fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -
         outln!("{summary}")?;
     }
     if let Some(path) = &args.csv {
-        table
-            .write_csv(path)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        table.write_csv(path).map_err(|e| {
+            Failure::bad_input(anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        })?;
         outln!("conformance table written to {}", path.display())?;
     }
     if malformed > 0 {

@@ -2,9 +2,10 @@
 
 use super::{CmdResult, Failure};
 use crate::cli::{InputArgs, InstrumentArgs, PtxCommand, SitesArgs};
-use gpuwmm::input::{load_kernel_file, LoadedPtx, SourceLines};
+use gpuwmm::input::{load_kernel_file, LoadedPtx};
+use gpuwmm::job::sites::list_sites;
 use gpuwmm::ptx::passes::fences::{
-    fence_count, fence_sites, insert_fences, select_sites, strip_fences, FenceSite,
+    fence_count, fence_sites, insert_fences, select_sites, strip_fences,
 };
 use gpuwmm::ptx::passes::harness::{harness, HarnessOptions};
 use gpuwmm::ptx::{print, Module};
@@ -22,53 +23,21 @@ fn load(input: &InputArgs) -> Result<LoadedPtx, Failure> {
 }
 
 fn sites(args: &SitesArgs) -> CmdResult {
-    let loaded = load(&args.input)?;
-    let sites = fence_sites(&loaded.module, args.input.granularity);
+    let input = args.input.as_deref();
+    let listed = list_sites(input, args.app_dir.as_deref(), &args.arch, args.granularity)
+        .map_err(Failure::bad_input)?;
+    let sites = listed.sites();
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &sites)?;
+        serde_json::to_writer_pretty(&mut out, sites)?;
         writeln!(out)?;
         return Ok(());
     }
-    let mut sources = SourceLines::default();
-    for site in &sites {
-        write_site(&mut out, site, &mut sources)?;
+    let (text, warnings) = listed.render();
+    for warning in warnings {
+        eprintln!("warning: {warning}");
     }
-    let accesses: usize = sites.iter().map(|s| s.accesses.len()).sum();
-    writeln!(
-        out,
-        "{} fence sites, {accesses} access instructions",
-        sites.len()
-    )?;
-    Ok(())
-}
-
-fn write_site(
-    out: &mut impl Write,
-    site: &FenceSite,
-    sources: &mut SourceLines,
-) -> std::io::Result<()> {
-    let place = site
-        .source
-        .as_ref()
-        .map_or_else(|| "(no line info)".to_string(), |s| s.to_string());
-    writeln!(out, "#{:<3} {place}  [{}]", site.id, site.function)?;
-    if let Some(line) = site
-        .source
-        .as_ref()
-        .and_then(|s| sources.line(&s.file, s.line))
-    {
-        writeln!(out, "       | {}", line.trim())?;
-    }
-    for access in &site.accesses {
-        let inner = match &access.inner {
-            Some(inner) if Some(inner) != site.source.as_ref() => {
-                format!("   (inlined from {inner})")
-            }
-            _ => String::new(),
-        };
-        writeln!(out, "       > {}{inner}", access.ptx.replace('\t', " "))?;
-    }
+    write!(out, "{text}")?;
     Ok(())
 }
 

@@ -6,13 +6,16 @@ use super::CmdResult;
 use crate::cli::ReplayArgs;
 use gpuwmm::check::local::RunPlan;
 use gpuwmm::check::{Executor, LocalExecutor, RunRecord};
-use gpuwmm::job::replay::{determinism_note, open_subject, Subject};
+use gpuwmm::job::replay::{determinism_note, move_app_dir, open_subject, Subject};
 use gpuwmm::job::sidecar::refuse_changed_sites;
 use gpuwmm::job::JobError;
 use std::path::Path;
 
 pub fn run(args: &ReplayArgs) -> CmdResult {
-    let subject = open_subject(&args.journal, args.run, args.query)?;
+    let mut subject = open_subject(&args.journal, args.run, args.query)?;
+    if let Some(dir) = &args.app_dir {
+        move_app_dir(&args.journal, &mut subject, dir)?;
+    }
     let mut executor = LocalExecutor::open(&subject.target).map_err(JobError::Setup)?;
     if !subject.sites.is_empty() {
         let now = executor.sites()?;

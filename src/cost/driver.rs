@@ -68,6 +68,15 @@ pub enum TimingEnd {
     TargetReached,
 }
 
+impl std::fmt::Display for TimingEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimingEnd::Stop => "the repetitions or the duration were reached",
+            TimingEnd::TargetReached => "every overhead's interval met --target-ci",
+        })
+    }
+}
+
 /// Measures `plan.app` through `measurement`, continuing after the rows in `done` (this app's
 /// rows of an earlier run); every new row goes to `record` as it is made.
 pub fn measure_app(

@@ -8,11 +8,58 @@
 use super::variant::EmpFences;
 use super::CostError;
 use crate::check::journal::meta_path;
-use crate::check::BackendKind;
+use crate::check::{BackendKind, Target};
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The arguments of the `gpuwmm harden` that `--emp auto` runs for app `name` when it finds no
+/// hardening: everything of `target` that changes what is hardened (an `--app-dir`, the size,
+/// the fence kind and granularity, the stress profile file, the stress factor, the deadline, the
+/// simulator's model and budget) and the seed, so it hardens the app that is measured.
+pub fn harden_args(target: &Target, profile: Option<&Path>, seed: u64, name: &str) -> Vec<String> {
+    let granularity = match target.granularity {
+        Granularity::SourceLine => "line",
+        Granularity::Instruction => "instruction",
+    };
+    let mut args: Vec<String> = [
+        "harden",
+        name,
+        "--backend",
+        target.backend.name(),
+        "--sim-model",
+        target.sim_model.name(),
+        "--size",
+        target.size.name(),
+        "--fence-kind",
+        &target.fence_kind.to_string(),
+        "--granularity",
+        granularity,
+        "--stress-factor",
+        &target.stress_factor.to_string(),
+        "--deadline",
+        &format!("{}ms", target.deadline_ms),
+        "--seed",
+        &seed.to_string(),
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let paths = [
+        ("--app-dir", target.app_dir.as_deref()),
+        ("--profile", profile),
+    ];
+    for (option, path) in paths {
+        if let Some(path) = path {
+            args.push(option.to_string());
+            args.push(path.display().to_string());
+        }
+    }
+    if let Some(budget) = target.sim_budget {
+        args.extend(["--sim-budget".to_string(), budget.to_string()]);
+    }
+    args
+}
 
 /// What `cost` needs of a hardening.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +195,30 @@ pub fn newest_harden_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cost_emp_auto_passes_app_dir_size_profile_fence_kind_and_granularity_to_harden() {
+        let mut target = crate::check::spec::test_target();
+        target.app_dir = Some(PathBuf::from("/apps/mine"));
+        target.size = crate::apps::Size::Gpu;
+        target.fence_kind = FenceKind::MembarCta;
+        target.granularity = Granularity::Instruction;
+        target.sim_budget = Some(5000);
+        let args = harden_args(&target, Some(Path::new("p.toml")), 7, "mine");
+        let line = args.join(" ");
+        assert!(line.starts_with("harden mine --backend sim"), "{line}");
+        for expected in [
+            "--app-dir /apps/mine",
+            "--size gpu",
+            "--profile p.toml",
+            "--fence-kind membar.cta",
+            "--granularity instruction",
+            "--seed 7",
+            "--sim-budget 5000",
+        ] {
+            assert!(line.contains(expected), "{expected} not in {line}");
+        }
+    }
 
     /// An empty harden journal `h.csv` in `dir` with `sidecar` as its `h.json`.
     fn journal_with_sidecar(dir: &Path, sidecar: &str) -> PathBuf {

@@ -15,6 +15,9 @@
 //! interleaved timing, energy windows, stopping rules), [`summary`] (medians, intervals,
 //! overheads; Markdown) and [`chart`] (figure 5 as SVG).
 
+/// Timing repetitions per app when neither a run count nor a duration is given.
+pub const DEFAULT_REPETITIONS: u64 = 200;
+
 pub mod app_measure;
 pub mod chart;
 pub mod driver;

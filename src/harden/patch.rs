@@ -57,10 +57,15 @@ pub fn insert_after_lines(
 }
 
 /// `text` with each `(line, statement)` inserted after its line (1-based), indented like it;
-/// where two statements go after the same line, the first given is kept.
+/// line 0 means before the first line, unindented (an `#include`). Where two statements go
+/// after the same line, the first given is kept.
 pub fn insert_statements(text: &str, insertions: &[(usize, &str)]) -> Result<String, PatchError> {
     let plan = Plan::new(text, insertions)?;
     let mut out = String::with_capacity(text.len() + plan.after.len() * 96);
+    if let Some(top) = plan.inserted_after(0) {
+        out.push_str(&top);
+        out.push_str(plan.default_ending);
+    }
     for (index, line) in plan.lines.iter().enumerate() {
         out.push_str(line.content);
         match plan.inserted_after(index + 1) {
@@ -142,6 +147,9 @@ fn indentation(content: &str) -> &str {
 /// body (found by counting braces, which ignores braces in strings and comments; without a match
 /// the line itself).
 fn statement_position(lines: &[Line<'_>], number: usize) -> usize {
+    if number == 0 {
+        return 0;
+    }
     let header = lines[number - 1].content.trim();
     let is_loop = header.starts_with("while") || header.starts_with("for");
     if !is_loop || !header.ends_with('{') {
@@ -182,7 +190,8 @@ impl<'a> Plan<'a> {
             return Err(PatchError::StatementNotOneLine);
         }
         let lines = split_lines(text);
-        if let Some(&(line, _)) = insertions.iter().find(|&&(l, _)| l == 0 || l > lines.len()) {
+        let out_of_range = |l: usize| l > lines.len() || (l == 0 && lines.is_empty());
+        if let Some(&(line, _)) = insertions.iter().find(|&&(l, _)| out_of_range(l)) {
             let lines = lines.len();
             return Err(PatchError::LineOutOfRange { line, lines });
         }
@@ -208,10 +217,14 @@ impl<'a> Plan<'a> {
         })
     }
 
-    /// The line inserted after old line `number`, without its ending, if there is one.
+    /// The line inserted after old line `number` (0: before the first), without its ending, if
+    /// there is one.
     fn inserted_after(&self, number: usize) -> Option<String> {
         let i = self.after.binary_search(&number).ok()?;
-        let indent = indentation(self.lines[number - 1].content);
+        let indent = match number {
+            0 => "",
+            _ => indentation(self.lines[number - 1].content),
+        };
         Some(format!("{indent}{}", self.statements[i]))
     }
 
@@ -242,7 +255,9 @@ impl<'a> Plan<'a> {
 
     fn write_hunk(&self, out: &mut String, hunk: Hunk) {
         let old_count = hunk.last - hunk.first + 1;
-        let before = self.after.partition_point(|&a| a < hunk.first);
+        // An insertion before the first line (after line 0) belongs to the hunk that shows it.
+        let lowest = if hunk.first == 1 { 0 } else { hunk.first };
+        let before = self.after.partition_point(|&a| a < lowest);
         let within = self.after.partition_point(|&a| a <= hunk.last) - before;
         let new_first = hunk.first + before;
         let new_count = old_count + within;
@@ -251,6 +266,11 @@ impl<'a> Plan<'a> {
             hunk.first
         );
         out.push_str(&header);
+        if hunk.first == 1 {
+            if let Some(top) = self.inserted_after(0) {
+                push_diff_line(out, '+', &top, self.default_ending);
+            }
+        }
         for number in hunk.first..=hunk.last {
             self.write_line(out, number);
         }
@@ -329,6 +349,21 @@ mod tests {
     }
 
     #[test]
+    fn line_0_inserts_before_the_first_line_unindented() {
+        let text = "  a\r\nb\r\n";
+        let insertions = [(0, "#include <x>"), (1, "f;")];
+        assert_eq!(
+            insert_statements(text, &insertions).unwrap(),
+            "#include <x>\r\n  a\r\n  f;\r\nb\r\n"
+        );
+        let diff = statements_diff("k.cu", "a\nb\nc\nd\ne\n", &[(0, "#include <x>")]).unwrap();
+        assert_eq!(
+            diff,
+            "--- a/k.cu\n+++ b/k.cu\n@@ -1,3 +1,4 @@\n+#include <x>\n a\n b\n c\n"
+        );
+    }
+
+    #[test]
     fn duplicate_and_unsorted_lines_insert_once() {
         let old = "a\nb\nc\n";
         let new = insert_after_lines(old, &[3, 1, 3, 1], "f;").unwrap();
@@ -349,8 +384,8 @@ mod tests {
             Err(err.clone())
         );
         assert_eq!(insertion_diff("p", "a\nb\nc", &[4], FENCE), Err(err));
-        let zero = PatchError::LineOutOfRange { line: 0, lines: 3 };
-        assert_eq!(insert_after_lines("a\nb\nc\n", &[0], FENCE), Err(zero));
+        let zero = PatchError::LineOutOfRange { line: 0, lines: 0 };
+        assert_eq!(insert_after_lines("", &[0], FENCE), Err(zero));
         let empty = PatchError::LineOutOfRange { line: 1, lines: 0 };
         assert_eq!(insert_after_lines("", &[1], FENCE), Err(empty));
     }
@@ -530,6 +565,8 @@ mod tests {
                 vec![1, 3, 8],
             ),
             ("a\r\nb\r\nc".into(), vec![3]),
+            (numbered(12), vec![0, 2, 9]),
+            ("x".into(), vec![0, 1]),
         ]
     }
 

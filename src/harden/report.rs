@@ -21,6 +21,31 @@ pub enum ReportError {
     Patch(#[from] PatchError),
 }
 
+/// How the patch spells a fence.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum FenceStyle {
+    /// The CUDA statement that compiles to exactly the fence kind kept: `__threadfence()` and
+    /// friends for the sequentially consistent kinds, libcu++'s `cuda::atomic_thread_fence` for
+    /// the release/acquire ones (with `#include <cuda/atomic>`).
+    #[default]
+    Exact,
+    /// `__threadfence()`, `__threadfence_block()` or `__threadfence_system()` only: a
+    /// release/acquire kind, which has none of its own, becomes the sequentially consistent fence
+    /// of its scope (stronger), and the report says so.
+    Threadfence,
+}
+
 /// The CUDA statement whose PTX is a fence of `kind` (NVRTC compiles `__threadfence()` to
 /// `fence.sc.gpu`, `__threadfence_block()` to `fence.sc.cta`; the release/acquire fences need
 /// libcu++, see [`fence_header`]).
@@ -38,9 +63,37 @@ pub fn fence_statement(kind: FenceKind) -> &'static str {
     }
 }
 
+/// The kind a patch in `style` writes for a fence of `kind`, and why it differs when it does.
+pub fn written_kind(kind: FenceKind, style: FenceStyle) -> (FenceKind, Option<String>) {
+    let stronger = match (style, kind) {
+        (FenceStyle::Threadfence, FenceKind::AcqRelGpu) => FenceKind::ScGpu,
+        (FenceStyle::Threadfence, FenceKind::AcqRelCta) => FenceKind::MembarCta,
+        _ => return (kind, None),
+    };
+    let why = format!(
+        "{kind} has no __threadfence form (those are sequentially consistent); written as `{}` \
+         ({stronger}), which orders everything {kind} does",
+        fence_statement(stronger).trim_end_matches(';')
+    );
+    (stronger, Some(why))
+}
+
 /// The header a fence statement needs, if any.
 pub fn fence_header(kind: FenceKind) -> Option<&'static str> {
     matches!(kind, FenceKind::AcqRelGpu | FenceKind::AcqRelCta).then_some("<cuda/atomic>")
+}
+
+/// Whether `text` already has a line `#include <header>` (or with quotes), spaces allowed.
+fn includes(text: &str, header: &str) -> bool {
+    let name = header.trim_matches(['<', '>']);
+    text.lines().any(|line| {
+        let included = line
+            .trim_start()
+            .strip_prefix('#')
+            .and_then(|rest| rest.trim_start().strip_prefix("include"))
+            .map(|rest| rest.trim().trim_matches(['<', '>', '"']));
+        included == Some(name)
+    })
 }
 
 /// A chosen fence that goes after a line of the app's source.
@@ -52,6 +105,8 @@ pub struct PlacedFence {
     /// The fence's kind, and the CUDA statement that is it.
     pub kind: FenceKind,
     pub statement: &'static str,
+    /// Why the statement is of a stronger kind than `kind` (see [`written_kind`]), if it is.
+    pub note: Option<String>,
     /// The 1-based source line the fence goes after.
     pub line: usize,
     /// That line's text, trimmed.
@@ -63,7 +118,8 @@ pub struct PlacedFence {
 pub struct FenceReport {
     /// The statement of the hardening's fence kind.
     pub statement: &'static str,
-    /// Headers the inserted statements need (`#include` them), if any.
+    /// Headers the inserted statements need; the patch adds an `#include` of each at the top
+    /// of the source, unless the source has it already.
     pub headers: Vec<&'static str>,
     /// The app's (first) source path as the diff names it (`a/<path>`).
     pub path: String,
@@ -90,14 +146,27 @@ pub fn fence_report(
     kinded_fence_report(&kinded, sites, source, kind, cwd)
 }
 
-/// [`fence_report`] with a kind per fence (`base` is the hardening's own kind). Fences go in
-/// whichever of the source's files their site's line is in; the patch has a part per file.
+/// [`fence_report`] with a kind per fence (`base` is the hardening's own kind), in the
+/// [`FenceStyle::Exact`] style. Fences go in whichever of the source's files their site's line
+/// is in; the patch has a part per file.
 pub fn kinded_fence_report(
     chosen: &[(usize, FenceKind)],
     sites: &[SiteSummary],
     source: &KernelSource,
     base: FenceKind,
     cwd: &Path,
+) -> Result<FenceReport, ReportError> {
+    styled_fence_report(chosen, sites, source, base, cwd, FenceStyle::Exact)
+}
+
+/// [`kinded_fence_report`] with fences written in `style`.
+pub fn styled_fence_report(
+    chosen: &[(usize, FenceKind)],
+    sites: &[SiteSummary],
+    source: &KernelSource,
+    base: FenceKind,
+    cwd: &Path,
+    style: FenceStyle,
 ) -> Result<FenceReport, ReportError> {
     let files: Vec<(&Path, &str)> = source.files().collect();
     let root = common_root(files.iter().map(|(p, _)| *p), cwd);
@@ -108,7 +177,7 @@ pub fn kinded_fence_report(
             .iter()
             .find(|s| s.id == id)
             .ok_or(ReportError::UnknownSite(id))?;
-        match place(site, kind, &files, &root) {
+        match place(site, kind, style, &files, &root) {
             Some(fence) => placed.push(fence),
             None => unplaced.push(site.clone()),
         }
@@ -116,22 +185,33 @@ pub fn kinded_fence_report(
     let mut patch = String::new();
     for (path, text) in &files {
         let name = diff_name(path, &root);
-        let insertions: Vec<(usize, &str)> = placed
-            .iter()
-            .filter(|f| f.path == name)
-            .map(|f| (f.line, f.statement))
-            .collect();
-        if !insertions.is_empty() {
-            patch.push_str(&statements_diff(&name, text, &insertions)?);
+        let here: Vec<&PlacedFence> = placed.iter().filter(|f| f.path == name).collect();
+        if here.is_empty() {
+            continue;
         }
+        let mut needed: Vec<&'static str> = here
+            .iter()
+            .filter_map(|f| fence_header(written_kind(f.kind, style).0))
+            .filter(|h| !includes(text, h))
+            .collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let include: Vec<String> = needed.iter().map(|h| format!("#include {h}")).collect();
+        let insertions: Vec<(usize, &str)> = include
+            .iter()
+            .map(|line| (0, line.as_str()))
+            .chain(here.iter().map(|f| (f.line, f.statement)))
+            .collect();
+        patch.push_str(&statements_diff(&name, text, &insertions)?);
     }
-    let mut headers: Vec<&'static str> = chosen
+    let mut headers: Vec<&'static str> = placed
         .iter()
-        .filter_map(|&(_, k)| fence_header(k))
+        .filter_map(|f| fence_header(written_kind(f.kind, style).0))
         .collect();
+    headers.sort_unstable();
     headers.dedup();
     Ok(FenceReport {
-        statement: fence_statement(base),
+        statement: fence_statement(written_kind(base, style).0),
         headers,
         path: diff_name(&source.path, &root),
         root,
@@ -145,6 +225,7 @@ pub fn kinded_fence_report(
 fn place(
     site: &SiteSummary,
     kind: FenceKind,
+    style: FenceStyle,
     files: &[(&Path, &str)],
     root: &Path,
 ) -> Option<PlacedFence> {
@@ -157,11 +238,13 @@ fn place(
         return None;
     }
     let text = text.lines().nth(line - 1)?.trim().to_string();
+    let (written, note) = written_kind(kind, style);
     Some(PlacedFence {
         site: site.clone(),
         path: diff_name(path, root),
         kind,
-        statement: fence_statement(kind),
+        statement: fence_statement(written),
+        note,
         line,
         text,
     })
@@ -317,6 +400,77 @@ mod tests {
             "+  cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_block);"
         ));
         assert!(report.patch.contains("+  __threadfence();"));
+    }
+
+    #[test]
+    fn a_patch_with_libcudacxx_fences_includes_their_header_once_at_the_top() {
+        let chosen = [(0, FenceKind::AcqRelCta), (1, FenceKind::AcqRelGpu)];
+        let report = |text: &str| {
+            let source =
+                KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), text.to_string());
+            let cwd = Path::new("/repo");
+            kinded_fence_report(&chosen, &sites(), &source, FenceKind::ScGpu, cwd).unwrap()
+        };
+        let patch = report(TEXT).patch;
+        assert!(
+            patch.starts_with(
+                "--- a/apps/k/kernel.cu\n+++ b/apps/k/kernel.cu\n@@ -1,4 +1,7 @@\n\
+                 +#include <cuda/atomic>\n void k() {\n"
+            ),
+            "{patch}"
+        );
+        assert_eq!(patch.matches("#include").count(), 1, "{patch}");
+        // A source that includes it already (any spacing) gets no second one.
+        let included = format!("# include  <cuda/atomic>\n{TEXT}");
+        let sites_moved: String = included.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(sites_moved + "\n", TEXT);
+        let mut shifted = sites();
+        for site in &mut shifted {
+            site.line = site.line.map(|l| l + 1);
+        }
+        let source = KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), included);
+        let again = kinded_fence_report(
+            &chosen,
+            &shifted,
+            &source,
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        assert!(!again.patch.contains("#include"), "{}", again.patch);
+        assert_eq!(again.placed.len(), 2);
+    }
+
+    #[test]
+    fn the_threadfence_style_writes_release_acquire_fences_as_the_sc_fence_of_their_scope() {
+        let chosen = [(0, FenceKind::AcqRelCta), (1, FenceKind::AcqRelGpu)];
+        let report = styled_fence_report(
+            &chosen,
+            &sites(),
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+            FenceStyle::Threadfence,
+        )
+        .unwrap();
+        assert!(report.headers.is_empty());
+        assert!(!report.patch.contains("cuda::"), "{}", report.patch);
+        assert!(report
+            .patch
+            .contains("+  __threadfence_block();\n   flag = 1;"));
+        assert!(report.patch.contains("+  __threadfence();\n }"));
+        let notes: Vec<&str> = report
+            .placed
+            .iter()
+            .filter_map(|f| f.note.as_deref())
+            .collect();
+        assert_eq!(notes.len(), 2);
+        assert!(notes[0].contains("fence.acq_rel.cta has no __threadfence form"));
+        assert!(notes[0].contains("`__threadfence_block()`"));
+        // The kinds that have one are written as they are, without a note.
+        for kind in [FenceKind::ScGpu, FenceKind::MembarCta, FenceKind::ScSys] {
+            assert_eq!(written_kind(kind, FenceStyle::Threadfence), (kind, None));
+        }
     }
 
     #[test]

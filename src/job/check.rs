@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A check's stop when none is given.
-pub const DEFAULT_STOP: Stop = Stop::Runs(1000);
+pub const DEFAULT_STOP: Stop = Stop::Runs(crate::check::driver::DEFAULT_RUNS);
 
 /// A stop from a run count and a duration, either of which may be missing: the duration wins
 /// when both are given (the command line lets only one through).

@@ -14,9 +14,10 @@ use crate::check::local::{open_target_backend, target_app};
 use crate::check::{Journal, Stop, Target};
 use crate::cost::app_measure::AppMeasurement;
 use crate::cost::chart::{cost_chart, Quantity};
-use crate::cost::emp::{newest_harden_result, read_harden_result, HardenResult};
+use crate::cost::emp::{harden_args, newest_harden_result, read_harden_result, HardenResult};
 use crate::cost::journal::{AppPlan, WindowPlan};
 use crate::cost::variant::parse_variants;
+use crate::cost::DEFAULT_REPETITIONS;
 use crate::cost::{
     measure_app, CostError, CostMeta, CostPlan, CostProgress, CostRow, CostSummary, Measurement,
     Variant,
@@ -26,8 +27,6 @@ use std::process::Command;
 
 /// The journal's name in a measurement's folder.
 pub const JOURNAL: &str = "cost.csv";
-/// Repetitions per app when no stop is given.
-pub const DEFAULT_REPETITIONS: u64 = 200;
 /// Where `--emp auto` looks for harden journals.
 const HARDEN_DIR: &str = "results/harden";
 
@@ -216,7 +215,7 @@ fn auto_emp(options: &CostOptions, target: &Target, say: Say) -> Result<HardenRe
         target.app,
         names.join(" or ")
     ));
-    run_harden(options, &name)?;
+    run_harden(options, target, &name)?;
     newest_harden_result(dir, &names, target.backend)
         .map(|(_, result)| result)
         .ok_or_else(|| {
@@ -227,13 +226,13 @@ fn auto_emp(options: &CostOptions, target: &Target, say: Say) -> Result<HardenRe
         })
 }
 
-/// Runs this program's `harden` on the same backend, letting it print its progress.
-fn run_harden(options: &CostOptions, name: &str) -> Result<(), JobError> {
-    let b = &options.target.backend;
+/// Runs this program's `harden` on the same target (backend, app dir, size, profile, fences,
+/// stress, deadline, seed), letting it print its progress.
+fn run_harden(options: &CostOptions, target: &Target, name: &str) -> Result<(), JobError> {
+    let profile = options.target.profile.as_deref();
+    let seed = options.target.backend.seed;
     let status = Command::new(std::env::current_exe()?)
-        .args(["harden", name, "--backend", b.backend.name()])
-        .args(["--sim-model", b.sim_model.name()])
-        .args(["--seed", &b.seed.to_string()])
+        .args(harden_args(target, profile, seed, name))
         .status()?;
     if !status.success() {
         return Err(JobError::Other(format!(

@@ -16,14 +16,15 @@ use crate::check::journal::{read_rows, set_meta_entry};
 use crate::check::local::target_app;
 use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
-use crate::harden::algorithm::Insertion;
-use crate::harden::report::{kinded_fence_report, FenceReport};
+use crate::harden::algorithm::{Insertion, Phase};
+use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
     harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
 };
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The stability check on the simulator when none is given: runs are cheap there.
@@ -68,6 +69,8 @@ pub struct HardenOptions<'a> {
     pub jobs: Option<usize>,
     pub journal: Output<'a>,
     pub target: &'a TargetOptions,
+    /// How the patch writes its fences.
+    pub fence_style: FenceStyle,
 }
 
 /// A hardening whose journal is open, ready to run.
@@ -78,6 +81,7 @@ pub struct OpenHardening {
     pub done: Vec<HardenRow>,
     journal: Journal<HardenRow>,
     executor: Box<dyn Executor>,
+    fence_style: FenceStyle,
     /// Whether runs go in this process (also those of a diagnosis after the search).
     in_process: bool,
 }
@@ -129,7 +133,7 @@ impl OpenHardening {
             let diagnosis = fences_cannot_help(&self.meta, &hardened, self.in_process, &self.path)?;
             return Err(JobError::Other(diagnosis));
         }
-        let report = make_report(&self.meta, &hardened)?;
+        let report = make_report(&self.meta, &hardened, self.fence_style)?;
         let patch_path = self.path.with_extension("patch");
         std::fs::write(&patch_path, &report.patch)?;
         Ok(Hardening {
@@ -207,6 +211,7 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
     let executor = pooled_executor(&meta.target, options)?;
     refuse_changed_sites(&path, "resume", &meta.sites, &executor.sites()?)?;
     Ok(OpenHardening {
+        fence_style: options.fence_style,
         path,
         meta,
         done,
@@ -258,6 +263,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
     };
     let journal = create_journal(&path, JobKind::Harden, &meta).map_err(super::bad_journal)?;
     Ok(OpenHardening {
+        fence_style: options.fence_style,
         path,
         meta,
         done: Vec::new(),
@@ -366,16 +372,21 @@ pub fn original_fences_note(meta: &HardenMeta) -> Result<Option<String>, JobErro
 }
 
 /// The fences kept as source lines and a patch, each fence of the kind the search chose.
-fn make_report(meta: &HardenMeta, hardened: &Hardened) -> Result<FenceReport, JobError> {
+fn make_report(
+    meta: &HardenMeta,
+    hardened: &Hardened,
+    style: FenceStyle,
+) -> Result<FenceReport, JobError> {
     let app = target_app(&meta.target)?;
     let cwd = cwd_as_spelled_in(&app.source().path, &std::env::current_dir()?);
     let chosen = hardened.final_fences(meta.target.fence_kind);
-    Ok(kinded_fence_report(
+    Ok(styled_fence_report(
         &chosen,
         &meta.sites,
         app.source(),
         meta.target.fence_kind,
         &cwd,
+        style,
     )?)
 }
 
@@ -630,6 +641,52 @@ pub fn first_failure(journal: &Path) -> Option<HardenRow> {
 pub fn first_failure_of(rows: &[HardenRow], query: usize) -> Option<&HardenRow> {
     rows.iter()
         .find(|r| r.query == query && r.outcome.is_error())
+}
+
+/// `round 0 binary #3: fences {0 2} x 32 runs`.
+pub fn query_text(p: &QueryProgress) -> String {
+    let q = p.query;
+    format!(
+        "round {} {} #{}: fences {} x {}",
+        q.round,
+        q.phase,
+        q.index,
+        braces(&q.fences, &q.kinds),
+        p.stop
+    )
+}
+
+/// `{0 2}` (`{}` for no fence), each site with `@kind` where `kinds` gives it another kind than
+/// the hardening's: `{0@fence.acq_rel.gpu 2}`.
+pub fn braces(fences: &[usize], kinds: &BTreeMap<usize, FenceKind>) -> String {
+    let ids: Vec<String> = fences
+        .iter()
+        .map(|id| match kinds.get(id) {
+            Some(kind) => format!("{id}@{kind}"),
+            None => id.to_string(),
+        })
+        .collect();
+    format!("{{{}}}", ids.join(" "))
+}
+
+/// `removed`, `needed (fail at run 5: ...)`, `stable`, `not stable (...)`.
+pub fn answer_text(p: &QueryProgress, answer: bool) -> String {
+    let mut text = match (p.query.phase, answer) {
+        (Phase::Kind | Phase::All, true) => "passes".to_string(),
+        (Phase::Kind | Phase::All, false) => format!("fails ({})", first_error(p)),
+        (Phase::Stable, true) => "stable".to_string(),
+        (Phase::Stable, false) => format!("not stable ({})", first_error(p)),
+        (_, true) => "removed".to_string(),
+        (_, false) => format!("needed ({})", first_error(p)),
+    };
+    if p.replayed > 0 {
+        text.push_str(&format!(" [{} runs from the journal]", p.replayed));
+    }
+    text
+}
+
+fn first_error(p: &QueryProgress) -> String {
+    p.tally.first_error_text()
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod harden;
 pub mod naming;
 pub mod replay;
 pub mod sidecar;
+pub mod sites;
 pub mod slurm;
 pub mod target;
 pub mod tune;

@@ -68,6 +68,20 @@ pub fn open_subject(journal: &Path, run: u64, query: Option<usize>) -> Result<Su
     }
 }
 
+/// Points `subject` at its app's folder moved to `dir` (recorded absolute, as a new journal
+/// records it); a built-in app has no folder to move.
+pub fn move_app_dir(journal: &Path, subject: &mut Subject, dir: &Path) -> Result<(), JobError> {
+    if subject.target.app_dir.is_none() {
+        return Err(JobError::refused(format!(
+            "{}: a journal of the built-in app {}, which takes no --app-dir",
+            journal.display(),
+            subject.target.app
+        )));
+    }
+    subject.target.app_dir = Some(std::path::absolute(dir)?);
+    Ok(())
+}
+
 fn parse<M: DeserializeOwned>(journal: &Path, meta: serde_json::Value) -> Result<M, JobError> {
     serde_json::from_value(meta).map_err(|e| unsupported(journal, &e.to_string()))
 }

@@ -77,7 +77,12 @@ pub fn resolve(app: &str, options: &TargetOptions, say: Say) -> Result<Resolved,
     };
     let target = Target {
         app: app.to_string(),
-        app_dir: options.app_dir.clone(),
+        // Recorded absolute, so a journal replays from any folder.
+        app_dir: options
+            .app_dir
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()?,
         size: options.size.unwrap_or(size),
         backend: probed.kind,
         sim_model: options.backend.sim_model,

@@ -254,7 +254,7 @@ fn open_journal(
     let (journal, recorded, rows): (_, TuneMeta, _) = resume_journal(path)?;
     if !same_tuning(&recorded, &meta) {
         return Err(JobError::refused(format!(
-            "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {:?}, \
+            "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {}, \
              instances {}, block threads {}, max threads {}, stress iterations {}); give the \
              same options, or another --out",
             path.display(),
@@ -348,18 +348,7 @@ pub fn write_profile(
         driver: Some(meta.driver.clone()),
         date: Some(meta.started.clone()),
         tool_version: Some(meta.tool_version.clone()),
-        note: Some(format!(
-            "gpuwmm tune: D={} step {} L={} C={} N={} M={} eps={} tests {:?}, seed {}",
-            b.distances,
-            b.distance_step,
-            b.locations,
-            b.executions,
-            b.max_sequence,
-            b.max_spread,
-            b.epsilon,
-            b.tests,
-            meta.seed
-        )),
+        note: Some(format!("gpuwmm tune: {b}, seed {}", meta.seed)),
     };
     let profile = report::profile(outcome, chip, provenance);
     let text = format!(

@@ -56,6 +56,26 @@ pub struct Budgets {
     pub tests: Vec<LitmusShape>,
 }
 
+/// `D=256 step 1 L=256 C=1000 N=5 M=64 eps=3 tests mp,lb,sb`: the budgets as the options name
+/// them.
+impl std::fmt::Display for Budgets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tests: Vec<&str> = self.tests.iter().map(|t| t.name()).collect();
+        write!(
+            f,
+            "D={} step {} L={} C={} N={} M={} eps={} tests {}",
+            self.distances,
+            self.distance_step,
+            self.locations,
+            self.executions,
+            self.max_sequence,
+            self.max_spread,
+            self.epsilon,
+            tests.join(",")
+        )
+    }
+}
+
 impl Budgets {
     /// D = 256, L = 256, C = 1000, N = 5, M = 64, ε = 3 over MP, LB and SB (section 3).
     pub fn paper() -> Budgets {

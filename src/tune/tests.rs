@@ -282,3 +282,12 @@ fn the_paper_budgets_are_the_defaults_of_section_3() {
         (0..96).step_by(8).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn budgets_are_shown_as_the_options_name_them_without_rust_debug_names() {
+    let shown = Budgets::paper().to_string();
+    assert_eq!(
+        shown,
+        "D=256 step 1 L=256 C=1000 N=5 M=64 eps=3 tests mp,lb,sb"
+    );
+}

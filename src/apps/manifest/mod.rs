@@ -35,6 +35,11 @@ use std::path::{Path, PathBuf};
 /// The largest buffer a manifest may declare, in bytes (its host-side image is built in memory).
 pub const MAX_BUFFER_BYTES: i64 = 1 << 31;
 
+/// What word 0 of the result buffer holds when the check kernel starts: a value no check
+/// writes (refused as a failure code), so a check kernel that never writes its result cannot
+/// pass by leaving the zero of the allocation there.
+pub const UNWRITTEN_RESULT: u32 = 0xDEAD_BEEF;
+
 /// How a buffer is filled before each run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Init {

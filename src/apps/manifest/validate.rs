@@ -11,6 +11,7 @@ use super::plan::{eval, plan};
 use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes, RawSource};
 use super::{
     ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, SourceSpec, MAX_BUFFER_BYTES, STEP,
+    UNWRITTEN_RESULT,
 };
 use crate::apps::expr::{is_identifier, Expr};
 use crate::apps::words::ElemType;
@@ -688,8 +689,16 @@ fn codes_of(raw: toml::Table, errors: &FieldErrors) -> R<BTreeMap<u32, String>> 
         let code = key
             .parse::<u32>()
             .ok()
-            .filter(|c| *c != 0)
-            .ok_or_else(|| errors.bad_value(&field, "failure codes are non-zero integers"))?;
+            .filter(|c| *c != 0 && *c != UNWRITTEN_RESULT)
+            .ok_or_else(|| {
+                errors.bad_value(
+                    &field,
+                    format!(
+                        "failure codes are non-zero integers other than {UNWRITTEN_RESULT} \
+                         ({UNWRITTEN_RESULT:#x}: the result word before the check kernel writes it)"
+                    ),
+                )
+            })?;
         match value {
             Value::String(s) => {
                 codes.insert(code, s);

@@ -160,6 +160,16 @@ impl Expectations {
                 sc_reachable,
             });
         }
+        if rows.is_empty() {
+            // Nothing to compare with: every test would come out "no expectation", exit 0.
+            return Err(ExpectError::Bad {
+                path: path.to_path_buf(),
+                line: 1,
+                message: "no expectations: the file has no header and rows (test, tier, \
+                          expected, sc_reachable columns)"
+                    .to_string(),
+            });
+        }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut by_path = std::collections::HashMap::new();
         for (i, r) in rows.iter().enumerate() {
@@ -470,4 +480,21 @@ impl fmt::Display for Summary {
             self.weak_reached, self.weak_tests
         )
     }
+}
+
+/// Whether the conformance CSV can be written at `path`, checked before any test runs (a file
+/// that did not exist is removed again).
+pub fn csv_writable(path: &std::path::Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        })?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
 }

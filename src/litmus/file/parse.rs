@@ -452,16 +452,6 @@ impl<'a> Parser<'a> {
                 ));
             }
         }
-        for term in file.condition.expr.terms() {
-            if let Term::Reg { thread, .. } = term {
-                if *thread >= n {
-                    return Err(self.error_at(
-                        file.condition.line,
-                        format!("the condition names P{thread}, but the test has {n} threads"),
-                    ));
-                }
-            }
-        }
         for thread in &file.threads {
             let mut labels = HashSet::new();
             for step in &thread.code {
@@ -483,6 +473,12 @@ impl<'a> Parser<'a> {
                         ));
                     }
                 }
+            }
+        }
+        // Last, so that errors in the code are reported first.
+        for term in file.condition.expr.terms() {
+            if let Some(message) = undeclared(file, term) {
+                return Err(self.error_at(file.condition.line, message));
             }
         }
         Ok(())
@@ -665,6 +661,45 @@ fn barrier(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
             .map(|i| ops.value(i))
             .collect::<Result<_, _>>()?,
     })
+}
+
+/// Why a term of the condition names nothing the test has, if it does: a thread past the last,
+/// a register its thread neither initialises nor uses, a location neither initialised nor
+/// accessed (it would read as 0 and make the condition say something else than it seems to).
+fn undeclared(file: &LitmusFile, term: &Term) -> Option<String> {
+    let n = file.threads.len();
+    match term {
+        Term::Reg { thread, .. } if *thread >= n => Some(format!(
+            "the condition names P{thread}, but the test has {n} threads"
+        )),
+        Term::Reg { thread, reg } => {
+            let initialised = file
+                .init
+                .iter()
+                .any(|i| i.thread == Some(*thread) && &i.name == reg);
+            let code = &file.threads[*thread].code;
+            let used = code
+                .iter()
+                .any(|s| s.instr.registers().contains(&reg.as_str()));
+            (!initialised && !used).then(|| {
+                format!("the condition names P{thread}:{reg}, which P{thread} neither initialises nor uses")
+            })
+        }
+        Term::Loc(name) => {
+            let initialised = file
+                .init
+                .iter()
+                .any(|i| i.thread.is_none() && &i.name == name);
+            let steps = file.threads.iter().flat_map(|t| &t.code);
+            let used = steps
+                .clone()
+                .any(|s| s.instr.location() == Some(name.as_str()));
+            (!initialised && !used).then(|| {
+                format!("the condition names location {name}, which the test neither initialises nor accesses")
+            })
+        }
+        Term::Const(_) => None,
+    }
 }
 
 fn starts_condition(line: &str) -> bool {

@@ -269,7 +269,7 @@ fn empty_cells_and_unknown_instructions() {
 fn conditions_of_every_form() {
     let cond = |text: &str| {
         parse_ok(&format!(
-            "PTX t\n{{ }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n{text}\n"
+            "PTX t\n{{ x=0; y=0; z=0; P0:r0=0; P1:r1=0; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n{text}\n"
         ))
         .condition
     };
@@ -400,6 +400,26 @@ fn malformed_files_name_file_and_line() {
 }
 
 #[test]
+fn a_condition_naming_an_undeclared_register_or_location_is_an_error() {
+    let cases = [
+        (
+            "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n ld.weak r0, x ;\nexists (P0:r9 == 1)\n",
+            "t.litmus:5: the condition names P0:r9, which P0 neither initialises nor uses",
+        ),
+        (
+            "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n ld.weak r0, x ;\nexists (P0:r0 == 1 /\\ z == 0)\n",
+            "t.litmus:5: the condition names location z, which the test neither initialises nor accesses",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = parse_err(text);
+        assert!(e.starts_with(want), "{text:?}\n got: {e}\nwant: {want}");
+    }
+    // Initialised but not used is declared: registers and locations alike.
+    parse_ok("PTX t\n{ y=2; P0:r5=1; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (P0:r5 == 1 /\\ y == 2)\n");
+}
+
+#[test]
 fn translation_places_threads_and_locations() {
     let f = parse_ok(
         "PTX place\n{ y=7; P2:r0=3; }\n P0@cta 5,gpu 0 | P1@cta 2,gpu 0 | P2@cta 5,gpu 0 ;\n \
@@ -509,7 +529,7 @@ fn unsupported_constructs_are_refused_with_line() {
 #[test]
 fn barrier_ids_are_renumbered_per_cta() {
     let f = parse_ok(
-        "PTX b\n{ }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
+        "PTX b\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
          bar.cta.sync 4 | bar.cta.sync 2 | bar.cta.sync 2 ;\n | bar.cta.sync 9 | bar.cta.sync 9 ;\nexists (x == 1)\n",
     );
     let ptx = translate(&f, 64).unwrap().ptx;

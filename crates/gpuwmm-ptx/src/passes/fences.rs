@@ -360,17 +360,18 @@ pub fn select_sites<'a>(sites: &'a [FenceSite], spec: &str) -> Result<Vec<&'a Fe
         if lo > hi {
             return Err(format!("empty range '{part}'"));
         }
+        // Checked before the range is expanded: `0-4294967295` names no list to build.
+        if hi >= sites.len() {
+            return Err(format!(
+                "no fence site {hi} (the module has {} sites, numbered from 0)",
+                sites.len(),
+            ));
+        }
         ids.extend(lo..=hi);
     }
     ids.sort_unstable();
     ids.dedup();
-    ids.into_iter()
-        .map(|id| {
-            sites
-                .get(id)
-                .ok_or_else(|| format!("no fence site {id} (the module has {} sites)", sites.len()))
-        })
-        .collect()
+    Ok(ids.into_iter().map(|id| &sites[id]).collect())
 }
 
 fn parse_id(text: &str) -> Result<usize, String> {
