@@ -15,6 +15,7 @@ pub mod campaign;
 pub mod check;
 pub mod cost;
 pub mod harden;
+pub mod harden_text;
 pub mod naming;
 pub mod replay;
 pub mod sidecar;

@@ -1,0 +1,299 @@
+//! The text `gpuwmm harden` prints: the line that opens a hardening, and the report of one that
+//! ran to its end (the fences kept as source lines, the kinds chosen, the fences the PTX model
+//! requires, the patch and a summary). The JSON document is [`super::harden::HardenDocument`].
+
+use super::harden::{
+    braces, first_failure, first_failure_of, original_fences_note, replay_command, Hardening,
+    REQUIRED,
+};
+use super::naming::resuming_note;
+use super::JobError;
+use crate::check::journal::read_rows;
+use crate::harden::run::{HardenMeta, HardenRow, Hardened};
+use crate::ptx::passes::fences::FenceKind;
+use crate::stats::ZeroErrorBound;
+use std::collections::BTreeMap;
+use std::fmt::{self, Display, Formatter};
+use std::path::Path;
+
+/// What a hardening is about to run (after the provenance line): sites, stress, stability
+/// check, seed and journal.
+pub fn start_text(meta: &HardenMeta, path: &Path, done: usize) -> String {
+    format!(
+        "{}\nhardening {} under {}: {} candidate sites ({}), I = {}, up to {} rounds, stability \
+         check {}, seed {}, stress {} iterations, journal {}{}",
+        meta.provenance,
+        meta.target.app,
+        meta.env,
+        meta.sites.len(),
+        meta.target.fence_kind,
+        meta.initial_iterations,
+        meta.max_rounds,
+        meta.stable,
+        meta.seed,
+        meta.stress.stress_iterations,
+        path.display(),
+        resuming_note(done)
+    )
+}
+
+/// The report of a finished hardening, with what it reads from the journal and the app read
+/// up front, so that showing it cannot fail.
+pub struct HardenText<'a> {
+    hardening: &'a Hardening,
+    wall_s: f64,
+    confidence: Option<&'a ZeroErrorBound>,
+    /// The journal's rows, for the runs that refuted weaker kinds.
+    rows: Vec<HardenRow>,
+    first_failure: Option<HardenRow>,
+    original_fences: Option<String>,
+}
+
+impl<'a> HardenText<'a> {
+    /// The report of `hardening`, which took `wall_s` seconds.
+    pub fn new(
+        hardening: &'a Hardening,
+        wall_s: f64,
+        confidence: Option<&'a ZeroErrorBound>,
+    ) -> Result<HardenText<'a>, JobError> {
+        let rows = match hardening.hardened.kinds.is_empty() {
+            true => Vec::new(),
+            false => read_rows(&hardening.path).unwrap_or_default(),
+        };
+        Ok(HardenText {
+            hardening,
+            wall_s,
+            confidence,
+            rows,
+            first_failure: first_failure(&hardening.path),
+            original_fences: original_fences_note(&hardening.meta)?,
+        })
+    }
+
+    fn fences(&self, f: &mut Formatter) -> fmt::Result {
+        let (meta, hardened, report) = (
+            &self.hardening.meta,
+            &self.hardening.hardened,
+            &self.hardening.report,
+        );
+        let count = report.placed.len() + report.unplaced.len();
+        if hardened.kinds.is_empty() {
+            writeln!(
+                f,
+                "\nfinal fences: {count} ({}, in CUDA `{}`)",
+                meta.target.fence_kind, report.statement
+            )?;
+        } else {
+            writeln!(
+                f,
+                "\nfinal fences: {count}, each of the weakest kind that passed"
+            )?;
+        }
+        let show_kind = !(hardened.kinds.is_empty() && hardened.required.is_none());
+        for fence in &report.placed {
+            let kind = match show_kind {
+                true => format!("{}  ", fence.kind),
+                false => String::new(),
+            };
+            writeln!(
+                f,
+                "  #{:<3} {}:{}  [{}]  {kind}{}",
+                fence.site.id, fence.path, fence.line, fence.site.function, fence.text
+            )?;
+        }
+        write_required(f, hardened)?;
+        for header in &report.headers {
+            writeln!(f, "  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
+        }
+        for fence in &report.placed {
+            if let Some(note) = &fence.note {
+                writeln!(f, "  #{}: {note}", fence.site.id)?;
+            }
+        }
+        for site in &report.unplaced {
+            writeln!(
+                f,
+                "  #{:<3} [{}] no line in the app's source (left out of the patch): {}",
+                site.id,
+                site.function,
+                site.ptx.join("; ")
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Per kept fence, the kind kept and why each weaker kind tried was not (with the command
+    /// that replays the run that refuted it).
+    fn kind_choices(&self, f: &mut Formatter) -> fmt::Result {
+        let (meta, hardened, path) = (
+            &self.hardening.meta,
+            &self.hardening.hardened,
+            &self.hardening.path,
+        );
+        if hardened.kinds.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "\nfence kinds (from {}, weaker kinds tried in the order {}):",
+            meta.target.fence_kind,
+            FenceKind::WEAKENING.map(|k| k.to_string()).join(", ")
+        )?;
+        write_scope(f, hardened)?;
+        for choice in &hardened.kinds {
+            writeln!(f, "  #{:<3} keeps {}", choice.site, choice.kind)?;
+            for kind in &choice.refused_for_scope {
+                writeln!(f, "        {kind} not tried: the site communicates with another CTA, where PTX gives a .cta fence no effect")?;
+            }
+            for (kind, query) in &choice.rejected {
+                match first_failure_of(&self.rows, *query) {
+                    Some(r) => writeln!(
+                        f,
+                        "        {kind} failed (query #{query} run {}: {}); replay: {}",
+                        r.run,
+                        r.outcome,
+                        replay_command(path, r)
+                    ),
+                    None => writeln!(f, "        {kind} failed (query #{query})"),
+                }?;
+            }
+        }
+        Ok(())
+    }
+
+    fn patch(&self, f: &mut Formatter) -> fmt::Result {
+        let (report, patch_path) = (&self.hardening.report, &self.hardening.patch_path);
+        if report.patch.is_empty() {
+            return writeln!(f, "\nno patch: no fence to insert in the source");
+        }
+        writeln!(
+            f,
+            "\npatch (written to {}; apply it in {} with `git apply` or `patch -p1`):",
+            patch_path.display(),
+            report.root.display()
+        )?;
+        write!(f, "{}", report.patch)
+    }
+
+    fn summary(&self, f: &mut Formatter) -> fmt::Result {
+        let (meta, hardened, path) = (
+            &self.hardening.meta,
+            &self.hardening.hardened,
+            &self.hardening.path,
+        );
+        let (i, t) = (&hardened.insertion, &hardened.totals);
+        writeln!(f, "\nsummary")?;
+        writeln!(
+            f,
+            "  fences: {} initial -> {} final {}",
+            meta.sites.len(),
+            i.fences.len(),
+            braces(&i.fences, &BTreeMap::new())
+        )?;
+        writeln!(
+            f,
+            "  rounds {}, final I {}, queries {}",
+            i.rounds, i.final_iterations, i.queries
+        )?;
+        if hardened.kind_queries > 0 {
+            writeln!(
+                f,
+                "  kinds: {} more queries, trying each fence's weaker kinds",
+                hardened.kind_queries
+            )?;
+        }
+        writeln!(
+            f,
+            "  runs {} ({} from the journal), failures seen {}",
+            t.runs,
+            hardened.replayed,
+            t.errors()
+        )?;
+        writeln!(
+            f,
+            "  wall time {:.1} s (runs {:.1} s)",
+            self.wall_s,
+            t.elapsed_ms / 1e3
+        )?;
+        let stable = if i.stable { "yes" } else { "no" };
+        writeln!(f, "  stable: {stable} (stability check {})", meta.stable)?;
+        if let Some(confidence) = self.confidence {
+            writeln!(f, "  confidence: {confidence}")?;
+        }
+        // The provenance line says when the results are the simulator's.
+        writeln!(f, "  {}", meta.provenance)?;
+        writeln!(f, "  journal: {}", path.display())?;
+        if let Some(row) = &self.first_failure {
+            writeln!(
+                f,
+                "  first failure: query #{} run {}; replay it with: {}",
+                row.query,
+                row.run,
+                replay_command(path, row)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for HardenText<'_> {
+    /// The fences, the kinds chosen, the original idiom's fences, the patch and the summary.
+    fn fmt(&self, f: &mut Formatter) -> fmt::Result {
+        self.fences(f)?;
+        self.kind_choices(f)?;
+        if let Some(note) = &self.original_fences {
+            writeln!(f, "\n{note}")?;
+        }
+        self.patch(f)?;
+        self.summary(f)
+    }
+}
+
+/// The fences the PTX model requires beside the kept ones, and whether races were recorded.
+fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
+    match &hardened.required {
+        None if hardened.insertion.stable => writeln!(
+            f,
+            "  (no partner fences checked: the backend records no races; release/acquire pairs \
+             rest on the runs alone)"
+        ),
+        None => Ok(()),
+        Some(required) if required.is_empty() => writeln!(
+            f,
+            "  every kept release has its acquire and the reverse (races recorded, simulator)"
+        ),
+        Some(required) => {
+            for r in required {
+                let kept = hardened.insertion.fences.contains(&r.site);
+                let what = if kept { "made" } else { "added" };
+                writeln!(
+                    f,
+                    "  #{:<3} {what} {} as the {} side of {}: {REQUIRED}",
+                    r.site, r.kind, r.role, r.orders
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Which sites met another CTA, so that no CTA-scoped fence was tried there.
+fn write_scope(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
+    match &hardened.cross_cta {
+        Some(c) if c.sites.is_empty() => writeln!(
+            f,
+            "  scope from communication: no site met another CTA in {} runs recording races (simulator)",
+            c.runs
+        ),
+        Some(c) => writeln!(
+            f,
+            "  scope from communication: sites {} met another CTA in {} runs recording races (simulator): no CTA-scoped fence there",
+            c.sites.iter().map(|s| format!("#{s}")).collect::<Vec<_>>().join(", "),
+            c.runs
+        ),
+        None => writeln!(
+            f,
+            "  scope from communication: the backend records no races, so scopes rest on the runs alone"
+        ),
+    }
+}
