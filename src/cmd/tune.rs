@@ -7,15 +7,14 @@ use crate::cli::TuneArgs;
 use gpuwmm::backend::select::provenance;
 use gpuwmm::job::naming::Output;
 use gpuwmm::job::tune::{
-    given, open_tuning, runner_settings, write_profile, write_results, TuneMeta, TuneOptions,
+    given, open_tuning, runner_settings, write_profile, write_results, TuneOptions,
 };
+use gpuwmm::job::tune_text::{start_text, summary_text};
 use gpuwmm::job::JobError;
-use gpuwmm::profile::{self, StressProfile};
-use gpuwmm::ptx::passes::stress::sequence_to_string;
+use gpuwmm::profile;
 use gpuwmm::tune::runner::BackendRunner;
-use gpuwmm::tune::{tune, Budgets, Progress, TuneOutcome, Tuner};
+use gpuwmm::tune::{tune, Budgets, Progress, Tuner};
 use indicatif::ProgressBar;
-use std::path::Path;
 
 pub fn run(args: &TuneArgs) -> CmdResult {
     if args.slurm.slurm {
@@ -30,7 +29,7 @@ pub fn run(args: &TuneArgs) -> CmdResult {
     let tuning = open_tuning(&options, &info, &chip, device, &say)?;
     let (meta, out) = (tuning.meta, tuning.out);
     let fallback = profile::default_for(&info);
-    report_start(&meta, &out, tuning.recorded.len());
+    eprintln!("{}", start_text(&meta, &out, tuning.recorded.len()));
     let settings = runner_settings(&meta, &given, &fallback);
     let mut runner = BackendRunner::new(opened.backend.as_mut(), settings)?;
     let budgets = meta.budgets.clone();
@@ -49,7 +48,10 @@ pub fn run(args: &TuneArgs) -> CmdResult {
     runner.release()?;
     write_results(&out, &meta, &outcome)?;
     let profile = write_profile(&tuning.profile_path, &outcome, &meta, &chip)?;
-    print_summary(&outcome, &profile, &tuning.profile_path, &out)?;
+    outln!(
+        "{}",
+        summary_text(&outcome, &profile, &tuning.profile_path, &out)
+    )?;
     Ok(())
 }
 
@@ -78,36 +80,6 @@ fn tune_options(args: &TuneArgs) -> TuneOptions<'_> {
     }
 }
 
-fn report_start(meta: &TuneMeta, out: &Path, recorded: usize) {
-    let b = &meta.budgets;
-    let per = |n: u64| n * b.tests.len() as u64 * b.distance_list().len() as u64;
-    let stage1 = if meta.patch_words.is_some() {
-        0
-    } else {
-        per(b.locations as u64)
-    };
-    eprintln!("{}", meta.provenance);
-    eprintln!(
-        "tuning {} (seed {}): stage 1 {} configurations, stage 2 {} sequences x the patch-start \
-         locations, stage 3 {} spreads; {} executions each, {} per launch; {} threads at most, \
-         {} stress iterations; journal {}{}",
-        meta.chip,
-        meta.seed,
-        stage1,
-        gpuwmm::tune::analysis::all_sequences(b.max_sequence).len(),
-        b.max_spread,
-        b.executions,
-        meta.instances,
-        meta.max_threads,
-        meta.stress_iterations,
-        out.join("tune.csv").display(),
-        match recorded {
-            0 => String::new(),
-            n => format!(" ({n} configurations recorded: not run again)"),
-        }
-    );
-}
-
 /// One progress bar per stage.
 #[derive(Default)]
 struct StageBars {
@@ -133,31 +105,4 @@ impl StageBars {
             bar.finish();
         }
     }
-}
-
-fn print_summary(
-    outcome: &TuneOutcome,
-    profile: &StressProfile,
-    path: &Path,
-    out: &Path,
-) -> std::io::Result<()> {
-    let how = |s: &gpuwmm::tune::Source| match s {
-        gpuwmm::tune::Source::Measured(how) => format!("measured ({how})"),
-        gpuwmm::tune::Source::Given => "given".to_string(),
-        gpuwmm::tune::Source::Fallback(why) => format!("DEFAULT: {why}"),
-    };
-    outln!(
-        "critical patch size {} words: {}",
-        profile.patch_words,
-        how(&outcome.patch_words.source)
-    )?;
-    outln!(
-        "access sequence {}: {}",
-        sequence_to_string(&outcome.sequence.value),
-        how(&outcome.sequence.source)
-    )?;
-    outln!("spread {}: {}", profile.spread, how(&outcome.spread.source))?;
-    outln!("profile: {}", path.display())?;
-    outln!("journal, summary.md and charts: {}", out.display())?;
-    Ok(())
 }

@@ -13,6 +13,7 @@
 
 pub mod campaign;
 pub mod check;
+pub mod check_text;
 pub mod cost;
 pub mod harden;
 pub mod harden_text;
@@ -23,6 +24,7 @@ pub mod sites;
 pub mod slurm;
 pub mod target;
 pub mod tune;
+pub mod tune_text;
 
 pub use sidecar::JobKind;
 
