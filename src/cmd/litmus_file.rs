@@ -24,12 +24,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
                 .join(", ")
         )));
     }
-    let expectations = args
-        .expect
-        .as_deref()
-        .map(Expectations::load)
-        .transpose()
-        .map_err(Failure::bad_input)?;
+    let expectations = Expectations::load_if(args.expect.as_deref()).map_err(Failure::bad_input)?;
     if let Some(path) = &args.csv {
         csv_writable(path).map_err(Failure::bad_input)?;
     }

@@ -4,10 +4,9 @@
 use super::{CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::{LitmusGenerateArgs, LitmusModelArgs};
 use gpuwmm::litmus::file::collect_files;
-use gpuwmm::litmus::file::expect::Expectations;
+use gpuwmm::litmus::file::expect::{write_csv, Expectations};
 use gpuwmm::litmus::generate::write_families;
-use gpuwmm::litmus::model::compare::write_csv;
-use gpuwmm::litmus::model::suite::{model_files, FileResult};
+use gpuwmm::litmus::model::suite::model_files;
 use std::path::Path;
 
 pub fn run(args: &LitmusModelArgs) -> CmdResult {
@@ -17,30 +16,18 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
             "no .litmus files in the paths given"
         )));
     }
-    let expectations = args
-        .expect
-        .as_deref()
-        .map(Expectations::load)
-        .transpose()
-        .map_err(Failure::bad_input)?;
-    let csv_dir = args
-        .csv
-        .as_deref()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
+    let expectations = Expectations::load_if(args.expect.as_deref()).map_err(Failure::bad_input)?;
     let mut printed = Ok(());
-    let suite = model_files(&files, expectations.as_ref(), &csv_dir, |file, result| {
-        let text = match result {
-            FileResult::Modelled(o) if !args.quiet => o.report(),
-            FileResult::Modelled(_) => return,
-            FileResult::Refused(why) => format!("Test {} refused: {why}\n", file.display()),
-            FileResult::Malformed(why) => format!("error: {why}\n"),
-        };
-        if printed.is_ok() {
-            printed = outln!("{text}");
-        }
-    })
+    let suite = model_files(
+        &files,
+        expectations.as_ref(),
+        args.csv.as_deref(),
+        |file, result| {
+            if let (Some(text), true) = (result.text(file, args.quiet), printed.is_ok()) {
+                printed = outln!("{text}");
+            }
+        },
+    )
     .map_err(Failure::bad_input)?;
     printed?;
     let summary = suite.table.summary();

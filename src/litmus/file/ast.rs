@@ -12,24 +12,28 @@ use std::path::PathBuf;
 /// `.cluster`).
 pub use crate::ptx::Scope;
 
-/// The semantics of a load.
+/// The semantics of a load or a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadSem {
+pub enum AccessSem {
     Weak,
-    /// `ld.volatile`: relaxed at system scope in the PTX memory model.
+    /// `.volatile`: relaxed at system scope in the PTX memory model.
     Volatile,
     Relaxed(Scope),
-    Acquire(Scope),
+    /// `.acquire` on a load, `.release` on a store.
+    Ordered(Scope),
 }
 
-/// The semantics of a store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreSem {
-    Weak,
-    /// `st.volatile`: relaxed at system scope in the PTX memory model.
-    Volatile,
-    Relaxed(Scope),
-    Release(Scope),
+impl AccessSem {
+    /// The PTX qualifiers (`.relaxed.gpu`; empty for a weak access), `ordered` naming the
+    /// ordering one (`acquire` for a load, `release` for a store).
+    pub fn qualifiers(self, ordered: &str) -> String {
+        match self {
+            AccessSem::Weak => String::new(),
+            AccessSem::Volatile => ".volatile".into(),
+            AccessSem::Relaxed(s) => format!(".relaxed.{}", s.name()),
+            AccessSem::Ordered(s) => format!(".{ordered}.{}", s.name()),
+        }
+    }
 }
 
 /// The semantics of an `atom` or `red`.
@@ -172,7 +176,7 @@ pub enum Value {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Instr {
     Load {
-        sem: LoadSem,
+        sem: AccessSem,
         dst: String,
         loc: String,
     },
@@ -182,7 +186,7 @@ pub enum Instr {
         value: i64,
     },
     Store {
-        sem: StoreSem,
+        sem: AccessSem,
         loc: String,
         value: Value,
     },
@@ -372,6 +376,18 @@ impl fmt::Display for Observed {
             Observed::Loc(name) => f.write_str(name),
         }
     }
+}
+
+/// One final state as `P1:r0=1; x=2;`: the value of each of `observed`, as a signed 32-bit
+/// integer.
+pub fn state_text(observed: &[Observed], state: &[u32]) -> String {
+    observed
+        .iter()
+        .zip(state)
+        .map(|(o, v)| format!("{o}={}; ", *v as i32))
+        .collect::<String>()
+        .trim_end()
+        .to_string()
 }
 
 /// A parsed litmus file.

@@ -122,6 +122,11 @@ pub struct Expectations {
 }
 
 impl Expectations {
+    /// The known verdicts at `path`, when one is given.
+    pub fn load_if(path: Option<&Path>) -> Result<Option<Expectations>, ExpectError> {
+        path.map(Expectations::load).transpose()
+    }
+
     pub fn load(path: &Path) -> Result<Expectations, ExpectError> {
         let csv_error = |source| ExpectError::Csv {
             path: path.to_path_buf(),
@@ -389,28 +394,7 @@ impl Table {
                 ]
             })
             .collect();
-        let mut widths = header.map(str::len);
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row.iter()).take(6) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |row: &[String]| {
-            let mut s = String::new();
-            for (k, c) in row.iter().enumerate() {
-                if k < 6 {
-                    s.push_str(&format!("{c:<w$}  ", w = widths[k]));
-                } else {
-                    s.push_str(c);
-                }
-            }
-            s.trim_end().to_string() + "\n"
-        };
-        let mut out = line(&header.map(String::from));
-        for row in &cells {
-            out.push_str(&line(row));
-        }
-        out
+        aligned(&header.map(String::from), &cells)
     }
 
     pub fn summary(&self) -> Summary {
@@ -435,17 +419,46 @@ impl Table {
     /// Writes the table as CSV: test, tier, expected, sc_reachable, executions, not_finished,
     /// reached, verdict, reason.
     pub fn write_csv(&self, path: &Path) -> Result<(), csv::Error> {
-        let mut w = csv::Writer::from_path(path)?;
-        for row in &self.rows {
-            w.serialize(row)?;
-        }
-        w.flush()?;
-        Ok(())
+        write_csv(path, &self.rows)
     }
 }
 
+/// Writes `rows` as CSV, a header from their field names first.
+pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), csv::Error> {
+    let mut w = csv::Writer::from_path(path)?;
+    for row in rows {
+        w.serialize(row)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// `header` and `rows` as text in aligned columns, the last column left as it is (it holds the
+/// long reasons).
+pub(crate) fn aligned<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> String {
+    let mut widths = [0; N];
+    for row in std::iter::once(header).chain(rows) {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows) {
+        let mut line = String::new();
+        for (k, c) in row.iter().enumerate() {
+            match k + 1 < N {
+                true => line.push_str(&format!("{c:<w$}  ", w = widths[k])),
+                false => line.push_str(c),
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// `no-final-state(deadlock under ...)` is long; the table says `no-final-state`.
-fn short_sc(text: &str) -> String {
+pub(crate) fn short_sc(text: &str) -> String {
     text.split('(').next().unwrap_or(text).to_string()
 }
 

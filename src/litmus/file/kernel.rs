@@ -121,7 +121,8 @@ pub fn translate(test: &LitmusFile, distance: u32) -> Result<Kernel, Refusal> {
     })
 }
 
-fn refuse(
+/// Refuses `construct` of `test`, at `line`, for `reason`.
+pub(crate) fn refuse(
     test: &LitmusFile,
     line: usize,
     construct: impl Into<String>,
@@ -245,22 +246,29 @@ fn register_values(test: &LitmusFile, thread: &Thread) -> Result<BTreeMap<String
             }
         }
     }
-    for init in test.init.iter().filter(|i| i.thread == Some(thread.id)) {
-        let value = match &init.value {
-            InitValue::Int(v) => *v as u32,
-            InitValue::Address(a) => {
-                return Err(refuse(
-                    test,
-                    init.line,
-                    format!("P{}:{}={a}", thread.id, init.name),
-                    "initial values that are addresses",
-                ))
-            }
-            InitValue::Alias { .. } => unreachable!("aliases are locations, not registers"),
-        };
-        regs.insert(init.name.clone(), value);
-    }
+    regs.extend(initial_registers(test, thread)?);
     Ok(regs)
+}
+
+/// The registers `test` initialises in `thread`, with their values; a register initialised to
+/// an address is refused.
+pub(crate) fn initial_registers(
+    test: &LitmusFile,
+    thread: &Thread,
+) -> Result<Vec<(String, u32)>, Refusal> {
+    let inits = test.init.iter().filter(|i| i.thread == Some(thread.id));
+    inits
+        .map(|init| match &init.value {
+            InitValue::Int(v) => Ok((init.name.clone(), *v as u32)),
+            InitValue::Address(a) => Err(refuse(
+                test,
+                init.line,
+                format!("P{}:{}={a}", thread.id, init.name),
+                "initial values that are addresses",
+            )),
+            InitValue::Alias { .. } => unreachable!("aliases are locations, not registers"),
+        })
+        .collect()
 }
 
 /// Barrier ids used by the threads of each CTA, renumbered 0, 1, ... in increasing order.
@@ -463,12 +471,7 @@ impl Writer<'_> {
     fn instr(&mut self, t: usize, instr: &Instr, barrier: &impl Fn(i64) -> u32) {
         match instr {
             Instr::Load { sem, dst, loc } => {
-                let q = match sem {
-                    LoadSem::Weak => String::new(),
-                    LoadSem::Volatile => ".volatile".into(),
-                    LoadSem::Relaxed(s) => format!(".relaxed.{}", s.name()),
-                    LoadSem::Acquire(s) => format!(".acquire.{}", s.name()),
-                };
+                let q = sem.qualifiers("acquire");
                 let addr = self.address(loc);
                 self.line(format_args!(
                     "\tld{q}.global.u32 \t{}, {addr};",
@@ -481,12 +484,7 @@ impl Writer<'_> {
                 *value as u32
             )),
             Instr::Store { sem, loc, value } => {
-                let q = match sem {
-                    StoreSem::Weak => String::new(),
-                    StoreSem::Volatile => ".volatile".into(),
-                    StoreSem::Relaxed(s) => format!(".relaxed.{}", s.name()),
-                    StoreSem::Release(s) => format!(".release.{}", s.name()),
-                };
+                let q = sem.qualifiers("release");
                 let v = self.in_register(t, value, SCRATCH[0]);
                 let addr = self.address(loc);
                 self.line(format_args!("\tst{q}.global.u32 \t{addr}, {v};"));

@@ -551,12 +551,8 @@ fn load(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
             return Ok(Instr::Move { dst, value });
         }
     }
-    let sem = match q {
-        [] | ["weak"] => LoadSem::Weak,
-        ["volatile"] => LoadSem::Volatile,
-        ["relaxed", s] if litmus_scope(s).is_some() => LoadSem::Relaxed(scope(s)),
-        ["acquire", s] if litmus_scope(s).is_some() => LoadSem::Acquire(scope(s)),
-        _ => return Ok(Instr::Unknown(ops.text.to_string())),
+    let Some(sem) = access_sem(q, "acquire") else {
+        return Ok(Instr::Unknown(ops.text.to_string()));
     };
     Ok(Instr::Load {
         sem,
@@ -567,18 +563,26 @@ fn load(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
 
 /// `st{.weak|.volatile|.relaxed.S|.release.S} x, v`.
 fn store(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
-    let sem = match q {
-        [] | ["weak"] => StoreSem::Weak,
-        ["volatile"] => StoreSem::Volatile,
-        ["relaxed", s] if litmus_scope(s).is_some() => StoreSem::Relaxed(scope(s)),
-        ["release", s] if litmus_scope(s).is_some() => StoreSem::Release(scope(s)),
-        _ => return Ok(Instr::Unknown(ops.text.to_string())),
+    let Some(sem) = access_sem(q, "release") else {
+        return Ok(Instr::Unknown(ops.text.to_string()));
     };
     ops.count(2)?;
     Ok(Instr::Store {
         sem,
         loc: ops.loc(0)?,
         value: ops.value(1)?,
+    })
+}
+
+/// The semantics of a load's or store's qualifiers `q`, `ordered` naming the ordering one
+/// (`acquire` for a load, `release` for a store); `None` for any other qualifiers.
+fn access_sem(q: &[&str], ordered: &str) -> Option<AccessSem> {
+    Some(match q {
+        [] | ["weak"] => AccessSem::Weak,
+        ["volatile"] => AccessSem::Volatile,
+        ["relaxed", s] if litmus_scope(s).is_some() => AccessSem::Relaxed(scope(s)),
+        [o, s] if *o == ordered && litmus_scope(s).is_some() => AccessSem::Ordered(scope(s)),
+        _ => return None,
     })
 }
 

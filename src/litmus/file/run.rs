@@ -129,13 +129,7 @@ impl FileOutcome {
 
     /// One state as `P1:r0=1; x=2;` (values as signed 32-bit integers).
     pub fn state_text(&self, state: &[u32]) -> String {
-        self.observed
-            .iter()
-            .zip(state)
-            .map(|(o, v)| format!("{o}={}; ", *v as i32))
-            .collect::<String>()
-            .trim_end()
-            .to_string()
+        super::ast::state_text(&self.observed, state)
     }
 
     /// The herd-style report: test, states with counts (`*>` marks states satisfying the

@@ -18,6 +18,14 @@ fn parse_err(text: &str) -> String {
     }
 }
 
+/// Each `(text, want)`: `text` does not parse, and its error starts with `want`.
+fn assert_parse_errors(cases: &[(&str, &str)]) {
+    for (text, want) in cases {
+        let e = parse_err(text);
+        assert!(e.starts_with(want), "{text:?}\n got: {e}\nwant: {want}");
+    }
+}
+
 /// A one-thread test whose single row is `cell`.
 fn one(cell: &str) -> Instr {
     let f = parse_ok(&format!(
@@ -81,16 +89,19 @@ fn loads_stores_and_moves() {
         dst: dst.into(),
         loc: loc.into(),
     };
-    assert_eq!(one("ld.weak r1, x"), load(LoadSem::Weak, "r1", "x"));
-    assert_eq!(one("ld r1, x"), load(LoadSem::Weak, "r1", "x"));
-    assert_eq!(one("ld.volatile r1, x"), load(LoadSem::Volatile, "r1", "x"));
+    assert_eq!(one("ld.weak r1, x"), load(AccessSem::Weak, "r1", "x"));
+    assert_eq!(one("ld r1, x"), load(AccessSem::Weak, "r1", "x"));
+    assert_eq!(
+        one("ld.volatile r1, x"),
+        load(AccessSem::Volatile, "r1", "x")
+    );
     assert_eq!(
         one("ld.relaxed.cta r1, x"),
-        load(LoadSem::Relaxed(Scope::Cta), "r1", "x")
+        load(AccessSem::Relaxed(Scope::Cta), "r1", "x")
     );
     assert_eq!(
         one("ld.acquire.sys r1, x"),
-        load(LoadSem::Acquire(Scope::Sys), "r1", "x")
+        load(AccessSem::Ordered(Scope::Sys), "r1", "x")
     );
     assert_eq!(
         one("ld r0, -2"),
@@ -104,18 +115,18 @@ fn loads_stores_and_moves() {
         loc: "x".into(),
         value,
     };
-    assert_eq!(one("st.weak x, 1"), store(StoreSem::Weak, Value::Imm(1)));
+    assert_eq!(one("st.weak x, 1"), store(AccessSem::Weak, Value::Imm(1)));
     assert_eq!(
         one("st.volatile x, r2"),
-        store(StoreSem::Volatile, Value::Reg("r2".into()))
+        store(AccessSem::Volatile, Value::Reg("r2".into()))
     );
     assert_eq!(
         one("st.relaxed.gpu x, 0x10"),
-        store(StoreSem::Relaxed(Scope::Gpu), Value::Imm(16))
+        store(AccessSem::Relaxed(Scope::Gpu), Value::Imm(16))
     );
     assert_eq!(
         one("st.release.cta x, 1"),
-        store(StoreSem::Release(Scope::Cta), Value::Imm(1))
+        store(AccessSem::Ordered(Scope::Cta), Value::Imm(1))
     );
 }
 
@@ -389,10 +400,7 @@ fn malformed_files_name_file_and_line() {
             "t.litmus:2: P4 is not a thread of this test",
         ),
     ];
-    for (text, want) in cases {
-        let e = parse_err(text);
-        assert!(e.starts_with(want), "{text:?}\n got: {e}\nwant: {want}");
-    }
+    assert_parse_errors(&cases);
     let LitmusFileError::Syntax { line, .. } = parse(Path::new("x"), "PTX\n").unwrap_err() else {
         panic!()
     };
@@ -411,10 +419,7 @@ fn a_condition_naming_an_undeclared_register_or_location_is_an_error() {
             "t.litmus:5: the condition names location z, which the test neither initialises nor accesses",
         ),
     ];
-    for (text, want) in cases {
-        let e = parse_err(text);
-        assert!(e.starts_with(want), "{text:?}\n got: {e}\nwant: {want}");
-    }
+    assert_parse_errors(&cases);
     // Initialised but not used is declared: registers and locations alike.
     parse_ok("PTX t\n{ y=2; P0:r5=1; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (P0:r5 == 1 /\\ y == 2)\n");
 }

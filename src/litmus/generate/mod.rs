@@ -10,10 +10,11 @@
 pub mod families;
 pub mod variants;
 
+use crate::litmus::file::expect::write_csv;
 use crate::litmus::file::kernel::Refusal;
 use crate::litmus::file::parse::parse;
 use crate::litmus::file::LitmusFileError;
-use crate::litmus::model::compare::{write_csv, CsvRow};
+use crate::litmus::model::compare::CsvRow;
 use crate::litmus::model::model;
 use std::collections::HashSet;
 use std::fmt;

@@ -254,34 +254,27 @@ fn access(
         Order::RelAcq | Order::RmwAcqRel => "acq_rel",
         _ => "relaxed",
     };
+    // A plain access's qualifiers, `ordered` naming the ordering one; `None` for an RMW.
+    let plain = |ordered: &str| match (order, flag) {
+        (Order::Weak, _) | (Order::Flag, false) => Some(".weak".to_string()),
+        (Order::Volatile, _) => Some(".volatile".to_string()),
+        (Order::Relaxed, _) => Some(format!(".relaxed.{s}")),
+        (Order::RelAcq, _) | (Order::Flag, true) => Some(format!(".{ordered}.{s}")),
+        (Order::Rmw | Order::RmwAcqRel, _) => None,
+    };
     match a.kind {
         Kind::Increment => (format!("atom.{rmw_sem}.{s}.add {reg}, {loc}, 1"), Some(reg)),
-        Kind::Write => {
-            let text = match order {
-                Order::Weak => format!("st.weak {loc}, {value}"),
-                Order::Volatile => format!("st.volatile {loc}, {value}"),
-                Order::Relaxed => format!("st.relaxed.{s} {loc}, {value}"),
-                Order::RelAcq => format!("st.release.{s} {loc}, {value}"),
-                Order::Flag if flag => format!("st.release.{s} {loc}, {value}"),
-                Order::Flag => format!("st.weak {loc}, {value}"),
-                Order::Rmw | Order::RmwAcqRel => {
-                    format!("atom.{rmw_sem}.{s}.exch t{index}, {loc}, {value}")
-                }
-            };
-            (text, None)
-        }
-        Kind::Read => {
-            let text = match order {
-                Order::Weak => format!("ld.weak {reg}, {loc}"),
-                Order::Volatile => format!("ld.volatile {reg}, {loc}"),
-                Order::Relaxed => format!("ld.relaxed.{s} {reg}, {loc}"),
-                Order::RelAcq => format!("ld.acquire.{s} {reg}, {loc}"),
-                Order::Flag if flag => format!("ld.acquire.{s} {reg}, {loc}"),
-                Order::Flag => format!("ld.weak {reg}, {loc}"),
-                Order::Rmw | Order::RmwAcqRel => format!("atom.{rmw_sem}.{s}.add {reg}, {loc}, 0"),
-            };
-            (text, Some(reg))
-        }
+        Kind::Write => match plain("release") {
+            Some(q) => (format!("st{q} {loc}, {value}"), None),
+            None => (
+                format!("atom.{rmw_sem}.{s}.exch t{index}, {loc}, {value}"),
+                None,
+            ),
+        },
+        Kind::Read => match plain("acquire") {
+            Some(q) => (format!("ld{q} {reg}, {loc}"), Some(reg)),
+            None => (format!("atom.{rmw_sem}.{s}.add {reg}, {loc}, 0"), Some(reg)),
+        },
     }
 }
 

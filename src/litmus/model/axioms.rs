@@ -132,48 +132,54 @@ pub fn final_values(sk: &Skeleton, loc: usize, rf: &ReadsFrom, cause: &Relation)
         .filter(|&e| sk.events[e].loc() == Some(loc))
         .collect();
     let mut out = Vec::new();
-    let mut order: Vec<usize> = Vec::with_capacity(writes.len() + 1);
-    order.push(init);
-    permute(
-        writes,
-        &mut vec![false; writes.len()],
-        &mut order,
-        &mut |order| {
-            let mut rank = vec![usize::MAX; sk.len()];
-            for (i, &w) in order.iter().enumerate() {
-                rank[w] = i;
+    each_order(&[init], writes, &mut |order| {
+        let mut rank = vec![usize::MAX; sk.len()];
+        for (i, &w) in order.iter().enumerate() {
+            rank[w] = i;
+        }
+        if coherent(sk, order, &rank, &accesses, rf, cause) {
+            let last = *order.last().expect("the initial write is always there");
+            let v = sk.events[last].write_value();
+            if !out.contains(&v) {
+                out.push(v);
             }
-            if coherent(sk, order, &rank, &accesses, rf, cause) {
-                let last = *order.last().expect("the initial write is always there");
-                let v = sk.events[last].write_value();
-                if !out.contains(&v) {
-                    out.push(v);
-                }
-            }
-        },
-    );
+        }
+    });
     out
 }
 
-fn permute(
-    items: &[usize],
-    used: &mut [bool],
-    order: &mut Vec<usize>,
-    visit: &mut impl FnMut(&[usize]),
-) {
-    if order.len() == items.len() + 1 {
-        visit(order);
-        return;
-    }
-    for i in 0..items.len() {
-        if !used[i] {
-            used[i] = true;
-            order.push(items[i]);
-            permute(items, used, order, visit);
-            order.pop();
-            used[i] = false;
+/// Calls `visit` with `prefix` followed by each ordering of `items`.
+pub(super) fn each_order(prefix: &[usize], items: &[usize], visit: &mut impl FnMut(&[usize])) {
+    fn extend(
+        items: &[usize],
+        used: &mut [bool],
+        order: &mut Vec<usize>,
+        left: usize,
+        visit: &mut impl FnMut(&[usize]),
+    ) {
+        if left == 0 {
+            visit(order);
+            return;
+        }
+        for i in 0..items.len() {
+            if !used[i] {
+                used[i] = true;
+                order.push(items[i]);
+                extend(items, used, order, left - 1, visit);
+                order.pop();
+                used[i] = false;
+            }
         }
     }
+    let mut order = Vec::with_capacity(prefix.len() + items.len());
+    order.extend_from_slice(prefix);
+    extend(
+        items,
+        &mut vec![false; items.len()],
+        &mut order,
+        items.len(),
+        visit,
+    );
 }
 
 fn coherent(

@@ -3,10 +3,9 @@
 
 use super::ModelOutcome;
 use crate::litmus::file::ast::{Instr, LitmusFile};
-use crate::litmus::file::expect::Expectation;
+use crate::litmus::file::expect::{aligned, short_sc, Expectation};
 use serde::Serialize;
 use std::fmt;
-use std::path::Path;
 
 /// How the model's verdict on one test compares with the published one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,37 +144,14 @@ impl ModelTable {
                     r.test.clone(),
                     r.expected.clone(),
                     r.model.clone(),
-                    short(&r.sc_expected),
-                    short(&r.sc_model),
+                    short_sc(&r.sc_expected),
+                    short_sc(&r.sc_model),
                     r.word(),
                 ]
             })
             .collect();
-        let mut widths = [0; 6];
-        for row in std::iter::once(&header).chain(&cells) {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for row in std::iter::once(&header).chain(&cells) {
-            let mut line = String::new();
-            for (k, c) in row.iter().enumerate() {
-                if k < 5 {
-                    line.push_str(&format!("{c:<w$}  ", w = widths[k]));
-                } else {
-                    line.push_str(c);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
+        aligned(&header, &cells)
     }
-}
-
-fn short(text: &str) -> String {
-    text.split('(').next().unwrap_or(text).to_string()
 }
 
 impl fmt::Display for ModelSummary {
@@ -238,16 +214,6 @@ impl CsvRow {
             notes: notes.to_string(),
         }
     }
-}
-
-/// Writes `rows` as an `expected.csv`.
-pub fn write_csv(path: &Path, rows: &[CsvRow]) -> Result<(), csv::Error> {
-    let mut w = csv::Writer::from_path(path)?;
-    for row in rows {
-        w.serialize(row)?;
-    }
-    w.flush()?;
-    Ok(())
 }
 
 /// `same-cta`, `multi-cta/same-gpu` or `multi-gpu`.

@@ -250,20 +250,9 @@ fn release_first(events: &[Event], po: &Relation, w: usize) -> u64 {
     if !e.writes() || e.thread.is_none() {
         return 0;
     }
-    let mut out = if release { 1 << w } else { 0 };
-    for (p, before) in events.iter().enumerate() {
-        if !po.has(p, w) {
-            continue;
-        }
-        match before.kind {
-            EventKind::Fence { .. } => out |= 1 << p,
-            EventKind::Memory {
-                release: true, loc, ..
-            } if Some(loc) == e.loc() => out |= 1 << p,
-            _ => {}
-        }
-    }
-    out
+    let releases = |kind: &EventKind| matches!(kind, EventKind::Memory { release: true, .. });
+    let before = fences_and(events, e.loc(), |p| po.has(p, w), releases);
+    before | if release { 1 << w } else { 0 }
 }
 
 /// For a strong read `r` (not a `red`): `r` if it is an acquire; acquire operations on its
@@ -282,16 +271,25 @@ fn acquire_last(events: &[Event], po: &Relation, r: usize) -> u64 {
     if !e.reads() {
         return 0;
     }
-    let mut out = if acquire { 1 << r } else { 0 };
-    for (q, after) in events.iter().enumerate() {
-        if !po.has(r, q) {
-            continue;
-        }
-        match after.kind {
-            EventKind::Fence { .. } => out |= 1 << q,
-            EventKind::Memory {
-                acquire: true, loc, ..
-            } if Some(loc) == e.loc() => out |= 1 << q,
+    let acquires = |kind: &EventKind| matches!(kind, EventKind::Memory { acquire: true, .. });
+    let after = fences_and(events, e.loc(), |q| po.has(r, q), acquires);
+    after | if acquire { 1 << r } else { 0 }
+}
+
+/// The events `near` picks that are fences, or operations on `loc` that `picked` picks.
+fn fences_and(
+    events: &[Event],
+    loc: Option<usize>,
+    near: impl Fn(usize) -> bool,
+    picked: impl Fn(&EventKind) -> bool,
+) -> u64 {
+    let mut out = 0;
+    for (p, event) in events.iter().enumerate().filter(|(p, _)| near(*p)) {
+        match event.kind {
+            EventKind::Fence { .. } => out |= 1 << p,
+            EventKind::Memory { loc: l, .. } if Some(l) == loc && picked(&event.kind) => {
+                out |= 1 << p
+            }
             _ => {}
         }
     }

@@ -158,9 +158,7 @@ fn fence_sc_orders(sk: &Skeleton) -> Vec<(Vec<usize>, Relation)> {
         .filter(|&e| sk.events[e].is_sc_fence())
         .collect();
     let mut out: Vec<(Vec<usize>, Relation)> = Vec::new();
-    let mut order = Vec::with_capacity(fences.len());
-    let mut used = vec![false; fences.len()];
-    orders(&fences, &mut used, &mut order, &mut |order| {
+    axioms::each_order(&[], &fences, &mut |order| {
         let mut sync = Relation::empty(sk.len());
         for (i, &a) in order.iter().enumerate() {
             for &b in &order[i + 1..] {
@@ -174,27 +172,6 @@ fn fence_sc_orders(sk: &Skeleton) -> Vec<(Vec<usize>, Relation)> {
         }
     });
     out
-}
-
-fn orders(
-    items: &[usize],
-    used: &mut [bool],
-    order: &mut Vec<usize>,
-    visit: &mut impl FnMut(&[usize]),
-) {
-    if order.len() == items.len() {
-        visit(order);
-        return;
-    }
-    for i in 0..items.len() {
-        if !used[i] {
-            used[i] = true;
-            order.push(items[i]);
-            orders(items, used, order, visit);
-            order.pop();
-            used[i] = false;
-        }
-    }
 }
 
 /// The final states of one consistent execution: registers from the traces, locations from

@@ -31,7 +31,7 @@ pub mod relation;
 pub mod sc;
 pub mod suite;
 
-use crate::litmus::file::ast::{Condition, LitmusFile, Observed};
+use crate::litmus::file::ast::{state_text, Condition, LitmusFile, Observed};
 use crate::litmus::file::expect::{Expected, ScReachable};
 use crate::litmus::file::kernel::Refusal;
 use std::collections::BTreeSet;
@@ -85,14 +85,9 @@ impl ModelOutcome {
     /// Whether the model allows the state `expected.csv` rules on (satisfying the proposition
     /// for `exists`/`~exists`, violating it for `forall`).
     pub fn expected(&self) -> Expected {
-        let targeted = self
-            .allowed
-            .iter()
-            .any(|s| self.condition.targets(self.satisfies(s)));
-        if targeted {
-            Expected::Allowed
-        } else {
-            Expected::Forbidden
+        match self.any_targeted(&self.allowed) {
+            true => Expected::Allowed,
+            false => Expected::Forbidden,
         }
     }
 
@@ -103,15 +98,16 @@ impl ModelOutcome {
                 "no-final-state(deadlock under rendezvous barrier)".into(),
             );
         }
-        let reached = self
-            .sc
-            .iter()
-            .any(|s| self.condition.targets(self.satisfies(s)));
-        if reached {
-            ScReachable::Yes
-        } else {
-            ScReachable::No
+        match self.any_targeted(&self.sc) {
+            true => ScReachable::Yes,
+            false => ScReachable::No,
         }
+    }
+
+    /// Whether one of `states` is the state `expected.csv` rules on.
+    fn any_targeted<'a>(&self, states: impl IntoIterator<Item = &'a Vec<u32>>) -> bool {
+        let mut states = states.into_iter();
+        states.any(|s| self.condition.targets(self.satisfies(s)))
     }
 
     /// Allowed states that need a weak behaviour (SC does not reach them).
@@ -163,17 +159,6 @@ impl ModelOutcome {
         );
         t
     }
-}
-
-/// One state as `P1:r0=1; x=2;` (values as signed 32-bit integers).
-pub fn state_text(observed: &[Observed], state: &[u32]) -> String {
-    observed
-        .iter()
-        .zip(state)
-        .map(|(o, v)| format!("{o}={}; ", *v as i32))
-        .collect::<String>()
-        .trim_end()
-        .to_string()
 }
 
 #[cfg(test)]

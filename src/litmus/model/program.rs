@@ -10,7 +10,7 @@
 //! not finish within the bound (herd and Dat3M unroll loops the same way).
 
 use crate::litmus::file::ast::*;
-use crate::litmus::file::kernel::Refusal;
+use crate::litmus::file::kernel::{initial_registers, refuse, Refusal};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Times one thread may jump backwards in a trace.
@@ -227,20 +227,6 @@ fn init_line(test: &LitmusFile, name: &str) -> usize {
         .map_or(test.header_line, |i| i.line)
 }
 
-fn refuse(
-    test: &LitmusFile,
-    line: usize,
-    construct: impl Into<String>,
-    reason: impl Into<String>,
-) -> Refusal {
-    Refusal {
-        file: test.path.clone(),
-        line,
-        construct: construct.into(),
-        reason: reason.into(),
-    }
-}
-
 /// The state of a thread part-way through a trace.
 #[derive(Clone)]
 struct Walk {
@@ -299,23 +285,10 @@ fn thread_traces(
             _ => None,
         })
         .collect();
-    let mut regs = BTreeMap::new();
-    for init in test.init.iter().filter(|i| i.thread == Some(thread.id)) {
-        match &init.value {
-            InitValue::Int(v) => {
-                regs.insert(init.name.clone(), Val::constant(*v as u32));
-            }
-            InitValue::Address(a) => {
-                return Err(refuse(
-                    test,
-                    init.line,
-                    format!("P{}:{}={a}", thread.id, init.name),
-                    "initial values that are addresses",
-                ))
-            }
-            InitValue::Alias { .. } => unreachable!("aliases are locations, not registers"),
-        }
-    }
+    let regs = initial_registers(test, thread)?
+        .into_iter()
+        .map(|(name, v)| (name, Val::constant(v)))
+        .collect();
     let mut walker = Walker {
         test,
         thread,
@@ -350,12 +323,7 @@ impl Walker<'_> {
             w.pc += 1;
             match &step.instr {
                 Instr::Load { sem, dst, loc } => {
-                    let (strength, acquire) = match *sem {
-                        LoadSem::Weak => (Strength::Weak, false),
-                        LoadSem::Volatile => (Strength::Strong(Scope::Sys), false),
-                        LoadSem::Relaxed(s) => (Strength::Strong(s), false),
-                        LoadSem::Acquire(s) => (Strength::Strong(s), true),
-                    };
+                    let (strength, acquire) = strength(*sem);
                     let l = self.loc(loc);
                     for (v, prov) in self.domains[l].clone() {
                         let mut next = w.clone();
@@ -367,12 +335,7 @@ impl Walker<'_> {
                     return Ok(());
                 }
                 Instr::Store { sem, loc, value } => {
-                    let (strength, release) = match *sem {
-                        StoreSem::Weak => (Strength::Weak, false),
-                        StoreSem::Volatile => (Strength::Strong(Scope::Sys), false),
-                        StoreSem::Relaxed(s) => (Strength::Strong(s), false),
-                        StoreSem::Release(s) => (Strength::Strong(s), true),
-                    };
+                    let (strength, release) = strength(*sem);
                     let val = w.value(value);
                     let l = self.loc(loc);
                     if !self.produce(&w, l, val.v, val.prov.clone()) {
@@ -692,6 +655,16 @@ fn apply(op: RmwOp, old: u32, args: &[u32]) -> Option<u32> {
         RmwOp::Min => old.min(a),
         RmwOp::Max => old.max(a),
     })
+}
+
+/// An access's strength, and whether it is an acquire (load) or release (store).
+fn strength(sem: AccessSem) -> (Strength, bool) {
+    match sem {
+        AccessSem::Weak => (Strength::Weak, false),
+        AccessSem::Volatile => (Strength::Strong(Scope::Sys), false),
+        AccessSem::Relaxed(s) => (Strength::Strong(s), false),
+        AccessSem::Ordered(s) => (Strength::Strong(s), true),
+    }
 }
 
 fn compare(cmp: Cmp, x: i32, y: i32) -> bool {

@@ -16,6 +16,18 @@ pub enum FileResult<'a> {
     Malformed(String),
 }
 
+impl FileResult<'_> {
+    /// What `gpuwmm litmus model` shows for `file`: the herd-style report of a modelled test
+    /// (nothing when `quiet`), or why it was refused or is malformed.
+    pub fn text(&self, file: &Path, quiet: bool) -> Option<String> {
+        match self {
+            FileResult::Modelled(o) => (!quiet).then(|| o.report()),
+            FileResult::Refused(why) => Some(format!("Test {} refused: {why}\n", file.display())),
+            FileResult::Malformed(why) => Some(format!("error: {why}\n")),
+        }
+    }
+}
+
 /// The model over a list of files.
 #[derive(Debug, Default)]
 pub struct SuiteRun {
@@ -26,13 +38,15 @@ pub struct SuiteRun {
 }
 
 /// Models every file; `report` sees each result as it comes. Paths in the CSV rows are relative
-/// to `csv_dir` where they can be.
+/// to the folder of `csv`, the `expected.csv` they are for (the working folder without one),
+/// where they can be.
 pub fn model_files(
     files: &[PathBuf],
     expectations: Option<&Expectations>,
-    csv_dir: &Path,
+    csv: Option<&Path>,
     mut report: impl FnMut(&Path, FileResult),
 ) -> Result<SuiteRun, LitmusFileError> {
+    let csv_dir = csv.and_then(Path::parent).unwrap_or(Path::new("."));
     let mut run = SuiteRun::default();
     for file in files {
         let expectation = expectations.and_then(|e| e.find(file));
