@@ -46,52 +46,15 @@ fn manifest_app(name: &str, manifest: &str, kernel: &str) -> Result<Arc<dyn App>
     Ok(Arc::new(ManifestApp::new(manifest, source(name, kernel))))
 }
 
-fn sdk_red() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "sdk-red",
-        include_str!("../../apps/sdk-red/app.toml"),
-        include_str!("../../apps/sdk-red/kernel.cu"),
-    )
-}
-
-fn cub_scan() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "cub-scan",
-        include_str!("../../apps/cub-scan/app.toml"),
-        include_str!("../../apps/cub-scan/kernel.cu"),
-    )
-}
-
-fn cccl_scan() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "cccl-scan",
-        include_str!("../../apps/cccl-scan/app.toml"),
-        include_str!("../../apps/cccl-scan/kernel.cu"),
-    )
-}
-
-fn ct_octree() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "ct-octree",
-        include_str!("../../apps/ct-octree/app.toml"),
-        include_str!("../../apps/ct-octree/kernel.cu"),
-    )
-}
-
-fn tpo_tm() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "tpo-tm",
-        include_str!("../../apps/tpo-tm/app.toml"),
-        include_str!("../../apps/tpo-tm/kernel.cu"),
-    )
-}
-
-fn ls_bh() -> Result<Arc<dyn App>, AppError> {
-    manifest_app(
-        "ls-bh",
-        include_str!("../../apps/ls-bh/app.toml"),
-        include_str!("../../apps/ls-bh/kernel.cu"),
-    )
+/// The manifest app of `apps/<name>/`, its manifest and kernel compiled into the binary.
+macro_rules! manifest_app {
+    ($name:literal) => {
+        manifest_app(
+            $name,
+            include_str!(concat!("../../apps/", $name, "/app.toml")),
+            include_str!(concat!("../../apps/", $name, "/kernel.cu")),
+        )
+    };
 }
 
 /// The built-in app called `name`.
@@ -105,19 +68,20 @@ fn builtin(name: &str) -> Option<Result<Arc<dyn App>, AppError>> {
             "cbe-ht",
             include_str!("../../apps/cbe-ht/kernel.cu"),
         )))),
-        "ct-octree" => ct_octree(),
-        "tpo-tm" => tpo_tm(),
-        "ls-bh" => ls_bh(),
-        "ls-bh-nf" => ls_bh().map(|a| StrippedVariant::arc(a, "ls-bh-nf")),
-        "sdk-red" => sdk_red(),
-        "sdk-red-nf" => sdk_red().map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
-        "cub-scan" => cub_scan(),
-        "cub-scan-nf" => cub_scan().map(|a| StrippedVariant::arc(a, "cub-scan-nf")),
-        "cccl-scan" => cccl_scan(),
-        "cccl-scan-nf" => cccl_scan().map(|a| StrippedVariant::arc(a, "cccl-scan-nf")),
-        "cccl-scan-rlx" => {
-            cccl_scan().map(|a| Arc::new(StrippedVariant::relaxed(a, "cccl-scan-rlx")) as _)
+        "ct-octree" => manifest_app!("ct-octree"),
+        "tpo-tm" => manifest_app!("tpo-tm"),
+        "ls-bh" => manifest_app!("ls-bh"),
+        "ls-bh-nf" => manifest_app!("ls-bh").map(|a| StrippedVariant::arc(a, "ls-bh-nf")),
+        "sdk-red" => manifest_app!("sdk-red"),
+        "sdk-red-nf" => manifest_app!("sdk-red").map(|a| StrippedVariant::arc(a, "sdk-red-nf")),
+        "cub-scan" => manifest_app!("cub-scan"),
+        "cub-scan-nf" => manifest_app!("cub-scan").map(|a| StrippedVariant::arc(a, "cub-scan-nf")),
+        "cccl-scan" => manifest_app!("cccl-scan"),
+        "cccl-scan-nf" => {
+            manifest_app!("cccl-scan").map(|a| StrippedVariant::arc(a, "cccl-scan-nf"))
         }
+        "cccl-scan-rlx" => manifest_app!("cccl-scan")
+            .map(|a| Arc::new(StrippedVariant::relaxed(a, "cccl-scan-rlx")) as _),
         _ => return None,
     })
 }
