@@ -44,18 +44,7 @@ pub const WINDOWS: RangeInclusive<i64> = 1..=1000;
 
 /// Reads a decimal number within `range` (not NaN, not infinite).
 pub fn parse_f64_in(text: &str, range: &RangeInclusive<f64>) -> Result<f64, String> {
-    let value: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
-    if !range.contains(&value) {
-        return Err(format!(
-            "{text} is not in {}..={} (and not NaN)",
-            range.start(),
-            range.end()
-        ));
-    }
-    Ok(value)
+    parse_in(text, range, "a number", " (and not NaN)")
 }
 
 /// Reads `--stress-factor`: within [`STRESS_FACTOR`].
@@ -65,15 +54,24 @@ pub fn parse_stress_factor(text: &str) -> Result<f64, String> {
 
 /// Reads `--jobs`: within [`JOBS`].
 pub fn parse_jobs(text: &str) -> Result<usize, String> {
-    let value: usize = text
+    parse_in(text, &JOBS, "a whole number", "")
+}
+
+/// Reads `text` as `what` within `range`; a value out of it is refused with `note` after the
+/// range.
+fn parse_in<T>(text: &str, range: &RangeInclusive<T>, what: &str, note: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let value: T = text
         .trim()
         .parse()
-        .map_err(|_| format!("'{text}' is not a whole number"))?;
-    if !JOBS.contains(&value) {
+        .map_err(|_| format!("'{text}' is not {what}"))?;
+    if !range.contains(&value) {
         return Err(format!(
-            "{value} is not in {}..={}",
-            JOBS.start(),
-            JOBS.end()
+            "{text} is not in {}..={}{note}",
+            range.start(),
+            range.end()
         ));
     }
     Ok(value)
