@@ -40,9 +40,10 @@ mod inject;
 mod state;
 
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUjit_option as Jit, CUresult};
-use gpuwmm_sim::device::{BackendError, Device, LaunchConfig};
+use gpuwmm_sim::device::{BackendError, Buffer, Device, LaunchConfig};
+use gpuwmm_sim::SimBackend;
 use state::{Object, Stamp};
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +89,18 @@ fn current() -> Result<Arc<state::Context>, CUresult> {
 fn object(handle: Handle) -> Result<Object, CUresult> {
     initialized()?;
     state::get(handle as usize).ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
+}
+
+/// Releases `handle` when it names an object of the kind `is_kind` accepts.
+fn destroy(handle: Handle, is_kind: fn(&Object) -> bool) -> CUresult {
+    match object(handle) {
+        Ok(o) if is_kind(&o) => {
+            state::remove(handle as usize);
+            CUresult::CUDA_SUCCESS
+        }
+        Ok(_) => CUresult::CUDA_ERROR_INVALID_HANDLE,
+        Err(e) => e,
+    }
 }
 
 fn context(handle: Handle) -> Result<Arc<state::Context>, CUresult> {
@@ -185,23 +198,14 @@ pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
     done(unsafe { put(version, DRIVER_VERSION) })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuGetErrorName(code: c_uint, out: *mut *const c_char) -> CUresult {
-    match errors::name(code) {
-        // SAFETY: the caller passes a pointer to one pointer; the string is static.
-        Some(name) => done(unsafe { put(out, name.as_ptr()) }),
-        None => {
-            // SAFETY: as above; the driver leaves null for an unknown code.
-            let _ = unsafe { put(out, std::ptr::null()) };
-            CUresult::CUDA_ERROR_INVALID_VALUE
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuGetErrorString(code: c_uint, out: *mut *const c_char) -> CUresult {
-    match errors::description(code) {
-        // SAFETY: the caller passes a pointer to one pointer; the string is static.
+/// Puts the static `text` about an error code in `out`; for an unknown code (no text) the
+/// driver leaves null there and answers an invalid value.
+///
+/// # Safety
+/// `out` is null (refused) or points to one pointer.
+unsafe fn put_code_text(out: *mut *const c_char, text: Option<&'static CString>) -> CUresult {
+    match text {
+        // SAFETY: the caller's pointer; the string is static.
         Some(text) => done(unsafe { put(out, text.as_ptr()) }),
         None => {
             // SAFETY: as above.
@@ -209,6 +213,18 @@ pub unsafe extern "C" fn cuGetErrorString(code: c_uint, out: *mut *const c_char)
             CUresult::CUDA_ERROR_INVALID_VALUE
         }
     }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorName(code: c_uint, out: *mut *const c_char) -> CUresult {
+    // SAFETY: the caller passes a pointer to one pointer.
+    unsafe { put_code_text(out, errors::name(code)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorString(code: c_uint, out: *mut *const c_char) -> CUresult {
+    // SAFETY: the caller passes a pointer to one pointer.
+    unsafe { put_code_text(out, errors::description(code)) }
 }
 
 /// The driver's private function tables. NVRTC opens `libcuda.so.1` and asks for one (and
@@ -420,14 +436,7 @@ pub unsafe extern "C" fn cuStreamSynchronize(stream: Handle) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CUresult {
-    match object(stream) {
-        Ok(Object::Stream(_)) => {
-            state::remove(stream as usize);
-            CUresult::CUDA_SUCCESS
-        }
-        Ok(_) => CUresult::CUDA_ERROR_INVALID_HANDLE,
-        Err(e) => e,
-    }
+    destroy(stream, |o| matches!(o, Object::Stream(_)))
 }
 
 #[no_mangle]
@@ -501,14 +510,7 @@ pub unsafe extern "C" fn cuEventQuery(event: Handle) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy_v2(event: Handle) -> CUresult {
-    match object(event) {
-        Ok(Object::Event(_)) => {
-            state::remove(event as usize);
-            CUresult::CUDA_SUCCESS
-        }
-        Ok(_) => CUresult::CUDA_ERROR_INVALID_HANDLE,
-        Err(e) => e,
-    }
+    destroy(event, |o| matches!(o, Object::Event(_)))
 }
 
 // ---- memory --------------------------------------------------------------------------------
@@ -559,6 +561,27 @@ fn on_stream(stream: Handle, work: impl FnOnce(&mut state::Device) -> Res) -> Re
     work(&mut device)
 }
 
+/// Runs `copy` on `stream`'s device with the buffer and offset of `[address, address + bytes)`;
+/// a range outside every buffer is an invalid value.
+fn on_range(
+    stream: Handle,
+    address: u64,
+    bytes: usize,
+    copy: impl FnOnce(&mut SimBackend, Buffer, usize) -> Res,
+) -> CUresult {
+    done(on_stream(stream, |d| {
+        let (buffer, offset) = d
+            .locate(address, bytes)
+            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        copy(&mut d.sim, buffer, offset)
+    }))
+}
+
+/// A copy the simulator refuses: an invalid value.
+fn invalid(_: BackendError) -> CUresult {
+    CUresult::CUDA_ERROR_INVALID_VALUE
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD8Async(
     address: u64,
@@ -566,15 +589,10 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     count: usize,
     stream: Handle,
 ) -> CUresult {
-    done(on_stream(stream, |d| {
-        let (buffer, offset) = d
-            .locate(address, count)
-            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    on_range(stream, address, count, |sim, buffer, offset| {
         let fill = vec![byte; count];
-        d.sim
-            .copy_in(buffer, offset, &fill)
-            .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)
-    }))
+        sim.copy_in(buffer, offset, &fill).map_err(invalid)
+    })
 }
 
 #[no_mangle]
@@ -584,19 +602,14 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     bytes: usize,
     stream: Handle,
 ) -> CUresult {
-    done(on_stream(stream, |d| {
-        let (buffer, offset) = d
-            .locate(dst, bytes)
-            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    on_range(stream, dst, bytes, |sim, buffer, offset| {
         if src.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         // SAFETY: the caller passes host memory valid for `bytes` bytes.
         let data = unsafe { std::slice::from_raw_parts(src as *const u8, bytes) };
-        d.sim
-            .copy_in(buffer, offset, data)
-            .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)
-    }))
+        sim.copy_in(buffer, offset, data).map_err(invalid)
+    })
 }
 
 #[no_mangle]
@@ -606,20 +619,15 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     bytes: usize,
     stream: Handle,
 ) -> CUresult {
-    done(on_stream(stream, |d| {
-        let (buffer, offset) = d
-            .locate(src, bytes)
-            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+    on_range(stream, src, bytes, |sim, buffer, offset| {
         if dst.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         // SAFETY: the caller passes host memory valid for writes of `bytes` bytes, not aliased
         // while the call runs.
         let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, bytes) };
-        d.sim
-            .copy_out(buffer, offset, out)
-            .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)
-    }))
+        sim.copy_out(buffer, offset, out).map_err(invalid)
+    })
 }
 
 // ---- modules and functions -----------------------------------------------------------------
