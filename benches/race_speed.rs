@@ -6,31 +6,14 @@
 //! the README quotes them. The ratio per app is what matters (the goal: at most 2x); absolute
 //! rates depend on the CPU.
 
-use gpuwmm::apps::Size;
+mod common;
+
+use common::{run_request, sim_target};
 use gpuwmm::check::driver::calibrate_stress;
 use gpuwmm::check::races::run_races;
-use gpuwmm::check::spec::{run_seed, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
-use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, RunRequest, SimModel, Target};
+use gpuwmm::check::{Executor, Fences, LocalExecutor};
 use gpuwmm::env::Environment;
-use gpuwmm::profile::{StressProfile, DEFAULT_SIM};
-use std::path::Path;
 use std::time::Instant;
-
-fn target(app: &str) -> Target {
-    Target {
-        app: app.into(),
-        app_dir: None,
-        size: Size::Sim,
-        backend: BackendKind::Sim,
-        sim_model: SimModel::Ptx,
-        fence_kind: Default::default(),
-        granularity: Default::default(),
-        profile: StressProfile::parse(DEFAULT_SIM, Path::new("sim.toml")).expect("profile"),
-        deadline_ms: DEFAULT_DEADLINE_MS,
-        stress_factor: DEFAULT_STRESS_FACTOR,
-        sim_budget: None,
-    }
-}
 
 /// Seconds for `runs` runs of the executor's app, recording races when `races`.
 fn time_runs(
@@ -42,14 +25,7 @@ fn time_runs(
 ) -> f64 {
     let start = Instant::now();
     for run in 0..runs {
-        let request = RunRequest {
-            run,
-            seed: run_seed(1, run),
-            env,
-            fences: Fences::AsIs,
-            stress_iterations: iterations,
-            races,
-        };
+        let request = run_request(run, env, iterations, races);
         let record = executor.execute(&request).expect("run");
         if let Some(log) = &record.races {
             std::hint::black_box(run_races(run, log));
@@ -65,7 +41,7 @@ fn main() {
     }
     let env: Environment = "sys-str+".parse().expect("env");
     for (app, runs) in [("cbe-dot", 400), ("sdk-red-nf", 400), ("ls-bh-nf", 40)] {
-        let mut executor = LocalExecutor::open(&target(app)).expect("executor");
+        let mut executor = LocalExecutor::open(&sim_target(app)).expect("executor");
         let iterations = calibrate_stress(&mut executor, env, &Fences::AsIs, 1)
             .expect("calibration")
             .stress_iterations;
