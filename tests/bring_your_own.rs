@@ -10,12 +10,22 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::cli::{assert_bad_input, gpuwmm, gpuwmm_in_repo, words};
+use common::cli::{assert_bad_input, gpuwmm, gpuwmm_in_repo, ok, words};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(REPO).join("tests/fixtures/apps").join(name)
+}
+
+/// The stepred fixture's files are as `before` (from [`stepred_files`]): gpuwmm never edits an
+/// app's own files.
+fn assert_stepred_untouched(before: &[(PathBuf, Vec<u8>)]) {
+    assert_eq!(
+        stepred_files(),
+        before,
+        "the app's files are left as they were"
+    );
 }
 
 /// Every file of the stepred fixture with its bytes.
@@ -106,24 +116,14 @@ fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
             .concat(),
             dir.path(),
         );
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
+        ok(&out)
     };
     let as_is = check("as-is", "as-is.csv");
     assert!(!as_is.contains("outcomes: pass 100,"), "{as_is}");
     assert!(as_is.contains("a step's total is wrong"), "{as_is}");
     let fenced = check("all", "all.csv");
     assert!(fenced.contains("outcomes: pass 100, fail 0"), "{fenced}");
-    assert_eq!(
-        stepred_files(),
-        before,
-        "the app's files are left as they were"
-    );
+    assert_stepred_untouched(&before);
 }
 
 #[test]
@@ -141,12 +141,7 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
         ]
         .concat(),
     );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = ok(&out);
     assert!(
         stdout.contains("round 0 all #0: fences {0 1 2 3 4} x 32 runs -> passes"),
         "{stdout}"
@@ -163,11 +158,7 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
         "{patch}"
     );
     assert_eq!(patch.matches("+    __threadfence();").count(), 2, "{patch}");
-    assert_eq!(
-        stepred_files(),
-        before,
-        "the app's files are left as they were"
-    );
+    assert_stepred_untouched(&before);
 }
 
 #[test]

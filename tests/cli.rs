@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 mod common;
-use common::cli::{assert_bad_input, gpuwmm_in_repo as gpuwmm, words};
+use common::cli::{assert_bad_input, gpuwmm_in_repo as gpuwmm, ok, words};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -360,12 +360,7 @@ fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
             .current_dir(&folder)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        ok(&out)
     };
     assert!(
         sites_in("a").contains("/a/kernel.cu:1"),

@@ -2,20 +2,9 @@
 //! it writes, an interrupted measurement resumed, and bad input.
 
 use std::path::Path;
-use std::process::Output;
 
 mod common;
-use common::cli::{assert_bad_input, gpuwmm, words, SMALL_HARDEN_CBE_DOT};
-
-fn ok(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
+use common::cli::{assert_bad_input, gpuwmm, ok, words, SMALL_HARDEN_CBE_DOT};
 
 /// A quick hardening of cbe-dot (small budgets: this is about cost, not about harden).
 fn harden_cbe_dot(dir: &Path) -> String {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::cli::{assert_bad_input, SMALL_HARDEN_CBE_DOT};
+use common::cli::{assert_bad_input, ok, SMALL_HARDEN_CBE_DOT};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -130,11 +130,7 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
             git.arg("--check");
         }
         let out = git.arg(&patch).current_dir(&copy).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out);
     }
     let patched = std::fs::read_to_string(copy.join("apps/cbe-dot/kernel.cu")).unwrap();
     let lines: Vec<&str> = patched.lines().collect();
@@ -631,11 +627,7 @@ fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
             .unwrap()
     };
     let first = harden(&[]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    ok(&first);
     let sidecar_path = journal.with_extension("json");
     let original = std::fs::read_to_string(&sidecar_path).unwrap();
     let mut sidecar: serde_json::Value = serde_json::from_str(&original).unwrap();
@@ -661,9 +653,5 @@ fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
     // With the sites as they were, the same journal resumes.
     std::fs::write(&sidecar_path, original).unwrap();
     let again = harden(&["--resume"]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    ok(&again);
 }

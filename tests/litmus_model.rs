@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::cli::{gpuwmm, gpuwmm_in_repo};
+use common::cli::{gpuwmm, gpuwmm_in_repo, ok};
 
 /// Generated tests in the simulator sample: every `SAMPLE_STEP`-th row of expected.csv.
 const SAMPLE_STEP: usize = 11;
@@ -41,13 +41,7 @@ fn model_agrees_with_every_expressible_shared_verdict() {
         csv.to_str().unwrap(),
         "--quiet",
     ]);
-    let text = stdout(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = ok(&out);
     let summary = text
         .lines()
         .find(|l| l.contains(" tests: agree "))
@@ -71,13 +65,8 @@ fn model_agrees_with_every_expressible_shared_verdict() {
 fn generated() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let out = gpuwmm(&["litmus", "generate", "--out", "gen"], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout(&out).contains(" tests in "), "{}", stdout(&out));
+    let text = ok(&out);
+    assert!(text.contains(" tests in "), "{text}");
     dir
 }
 
@@ -183,13 +172,7 @@ fn proxy_alias_line_is_refused_per_test_and_the_others_still_run() {
         ],
         dir.path(),
     );
-    let text = stdout(&run);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{text}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let text = ok(&run);
     assert!(
         text.contains("alias.litmus:4: `y @ texture aliases x` is not supported: proxy aliases"),
         "{text}"
@@ -208,35 +191,20 @@ fn proxy_alias_line_is_refused_per_test_and_the_others_still_run() {
 fn a_malformed_expected_csv_is_bad_input_and_a_disagreement_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("mp.litmus"), MP).unwrap();
-    std::fs::write(
-        dir.path().join("bad.csv"),
-        "test,expected,sc_reachable\nmp.litmus,maybe,no\n",
-    )
-    .unwrap();
-    let out = gpuwmm(
-        &["litmus", "model", "mp.litmus", "--expect", "bad.csv"],
-        dir.path(),
-    );
+    // `litmus model mp.litmus` against an expected.csv with one row for it, `mp.litmus,<row>`.
+    let model_against = |name: &str, row: &str| {
+        let csv = format!("test,expected,sc_reachable\nmp.litmus,{row}\n");
+        std::fs::write(dir.path().join(name), csv).unwrap();
+        gpuwmm(
+            &["litmus", "model", "mp.litmus", "--expect", name],
+            dir.path(),
+        )
+    };
+    let out = model_against("bad.csv", "maybe,no");
     common::cli::assert_bad_input(&out, "bad.csv:2");
-    std::fs::write(
-        dir.path().join("wrong.csv"),
-        "test,expected,sc_reachable\nmp.litmus,allowed,no\n",
-    )
-    .unwrap();
-    let out = gpuwmm(
-        &["litmus", "model", "mp.litmus", "--expect", "wrong.csv"],
-        dir.path(),
-    );
+    let out = model_against("wrong.csv", "allowed,no");
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("DISAGREES"));
-    std::fs::write(
-        dir.path().join("right.csv"),
-        "test,expected,sc_reachable\nmp.litmus,forbidden,no\n",
-    )
-    .unwrap();
-    let out = gpuwmm(
-        &["litmus", "model", "mp.litmus", "--expect", "right.csv"],
-        dir.path(),
-    );
+    let out = model_against("right.csv", "forbidden,no");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }

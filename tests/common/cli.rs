@@ -25,6 +25,18 @@ pub fn gpuwmm_in_repo(args: &[&str]) -> Output {
     gpuwmm(args, Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// Asserts that a command succeeded (its stdout and stderr in the message when not), and returns
+/// its stdout.
+pub fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Asserts that a command was refused as bad input: exit code 2 and `needle` in its stderr.
 pub fn assert_bad_input(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
