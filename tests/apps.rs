@@ -148,6 +148,11 @@ impl TwoLaunches {
             source: KernelSource::single(PathBuf::from("two.cu"), String::new()),
         }
     }
+
+    /// The app's buffers on `backend`, its (empty) module as it is.
+    fn load(&self, backend: &mut MemBackend) -> LoadedApp<'_> {
+        LoadedApp::load(self, backend, &Module::default(), DEFAULT_ARCH, Size::Sim).unwrap()
+    }
 }
 
 impl App for TwoLaunches {
@@ -231,14 +236,7 @@ impl Launcher for Harness {
 fn launcher_sees_every_app_launch_and_may_rewrite_it() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(
-        &app,
-        &mut backend,
-        &Module::default(),
-        DEFAULT_ARCH,
-        Size::Sim,
-    )
-    .unwrap();
+    let loaded = app.load(&mut backend);
     let mut harness = Harness::default();
     let verdict = loaded
         .run(&mut backend, &mut harness, &RunOptions::new(Size::Sim, 1))
@@ -268,14 +266,7 @@ fn launcher_sees_every_app_launch_and_may_rewrite_it() {
 fn backend_errors_come_back_typed_and_buffers_are_still_freed() {
     let app = TwoLaunches::new();
     let mut backend = MemBackend::new();
-    let loaded = LoadedApp::load(
-        &app,
-        &mut backend,
-        &Module::default(),
-        DEFAULT_ARCH,
-        Size::Sim,
-    )
-    .unwrap();
+    let loaded = app.load(&mut backend);
     let err = loaded
         .run(
             &mut backend,

@@ -131,6 +131,12 @@ fn sim(model: MemoryModel) -> SimConfig {
     SimConfig::new(model, 0)
 }
 
+/// The module of built-in app `name` at the simulator's size.
+fn sim_module(name: &str) -> Module {
+    let app = find_app(name).unwrap();
+    app.module(DEFAULT_ARCH, Size::Sim).unwrap()
+}
+
 fn no_change(m: Module) -> Module {
     m
 }
@@ -525,10 +531,7 @@ fn cccl_scan_as_shipped_passes_under_ptx() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    let module = find_app("cccl-scan")
-        .unwrap()
-        .module(DEFAULT_ARCH, Size::Sim)
-        .unwrap();
+    let module = sim_module("cccl-scan");
     assert!(module.fence_count() > 0, "CUB's membar.gl is in the PTX");
     let seeds = 0..RUNS_CCCL_SCAN_SHIPPED;
     assert_every_run_passes(&["cccl-scan"], MemoryModel::Ptx, no_change, seeds);
@@ -540,10 +543,7 @@ fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    let module = find_app("cccl-scan-nf")
-        .unwrap()
-        .module(DEFAULT_ARCH, Size::Sim)
-        .unwrap();
+    let module = sim_module("cccl-scan-nf");
     assert_eq!(module.fence_count(), 0);
     assert_fails_under_ptx_at_the_pinned_rate(
         "cccl-scan-nf",
@@ -559,10 +559,7 @@ fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
     if cccl_tools_for_tests().is_none() {
         return;
     }
-    let module = find_app("cccl-scan-rlx")
-        .unwrap()
-        .module(DEFAULT_ARCH, Size::Sim)
-        .unwrap();
+    let module = sim_module("cccl-scan-rlx");
     let text = gpuwmm::ptx::print(&module);
     assert!(!text.contains("st.release"), "no release store is left");
     assert!(text.contains("membar.gl"), "the reader's fence stays");

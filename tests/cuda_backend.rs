@@ -317,37 +317,22 @@ fn launch_errors_are_typed() {
         b.launch(module, "no_such_kernel", &cfg, &[]),
         Err(BackendError::NoKernel(name)) if name == "no_such_kernel"
     ));
-    assert!(matches!(
-        b.launch(module, "add_one", &cfg, &[KernelArg::ptr(data)]),
-        Err(BackendError::BadLaunch(_))
-    ));
-    assert!(matches!(
-        b.launch(
-            module,
-            "add_one",
-            &cfg,
-            &[KernelArg::ptr(data), KernelArg::U64(16)]
-        ),
-        Err(BackendError::BadLaunch(_))
-    ));
-    assert!(matches!(
-        b.launch(
-            module,
-            "add_one",
-            &one_d(0, 32),
-            &[KernelArg::ptr(data), KernelArg::U32(16)]
-        ),
-        Err(BackendError::BadLaunch(_))
-    ));
-    assert!(matches!(
-        b.launch(
-            module,
-            "add_one",
-            &one_d(1, 4096),
-            &[KernelArg::ptr(data), KernelArg::U32(16)]
-        ),
-        Err(BackendError::BadLaunch(_))
-    ));
+    let (ptr, n) = (KernelArg::ptr(data), KernelArg::U32(16));
+    let bad_launches = [
+        (cfg, vec![ptr]),                     // an argument missing
+        (cfg, vec![ptr, KernelArg::U64(16)]), // an argument of the wrong size
+        (one_d(0, 32), vec![ptr, n]),         // an empty grid
+        (one_d(1, 4096), vec![ptr, n]),       // too many threads per block
+    ];
+    for (config, args) in &bad_launches {
+        assert!(
+            matches!(
+                b.launch(module, "add_one", config, args),
+                Err(BackendError::BadLaunch(_))
+            ),
+            "{config:?} {args:?}"
+        );
+    }
     // None of that broke the context.
     b.launch(
         module,

@@ -17,23 +17,27 @@ fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
                 panic!("a hardening always names its fences");
             };
             let fails = !ids.contains(&2) && r.seed.is_multiple_of(3);
-            RunRecord {
-                run: r.run,
-                seed: r.seed,
-                env: r.env,
-                stress_blocks: "1".into(),
-                stress_iterations: r.stress_iterations,
-                outcome: if fails { Outcome::Fail } else { Outcome::Pass },
-                reason: if fails {
-                    "lost update".into()
-                } else {
-                    String::new()
-                },
-                kernel_us: 2.0,
-                wall_ms: 1.0,
-                races: None,
+            match fails {
+                true => record(r, Outcome::Fail, "lost update"),
+                false => record(r, Outcome::Pass, ""),
             }
         },
+    }
+}
+
+/// The record of running `r`: one stress block, 1 µs of kernel time, 1 ms in all.
+fn record(r: &RunRequest, outcome: Outcome, reason: &str) -> RunRecord {
+    RunRecord {
+        run: r.run,
+        seed: r.seed,
+        env: r.env,
+        stress_blocks: "1".into(),
+        stress_iterations: r.stress_iterations,
+        outcome,
+        reason: reason.into(),
+        kernel_us: 1.0,
+        wall_ms: 1.0,
+        races: None,
     }
 }
 
@@ -244,18 +248,7 @@ fn a_failure_with_every_fence_stops_the_hardening_at_query_0() {
         state: 0u64,
         answer: |count: &mut u64, r: &RunRequest| {
             *count += 1;
-            RunRecord {
-                run: r.run,
-                seed: r.seed,
-                env: r.env,
-                stress_blocks: "1".into(),
-                stress_iterations: r.stress_iterations,
-                outcome: Outcome::Fail,
-                reason: "warp raced".into(),
-                kernel_us: 1.0,
-                wall_ms: 1.0,
-                races: None,
-            }
+            record(r, Outcome::Fail, "warp raced")
         },
     };
     let mut asked = Vec::new();
