@@ -348,9 +348,7 @@ fn each_new_manifest_key_misused_is_an_error_naming_file_line_and_field() {
 fn misused_keys_are_exit_code_2_on_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app");
-    copy_fixture("stepred", &app);
-    let manifest = app.join("app.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
+    let (manifest, text) = copy_stepred(&app);
     std::fs::write(&manifest, text.replace("repeat = \"steps\"", "repeat = 0")).unwrap();
     let out = gpuwmm(
         &[
@@ -364,8 +362,9 @@ fn misused_keys_are_exit_code_2_on_the_command_line() {
     assert_bad_input(&out, ": launches[0].repeat: repeat is 0 at size sim");
 }
 
-fn copy_fixture(name: &str, to: &Path) {
-    let from = fixture(name);
+/// Copies the stepred fixture into `to`; returns the path and text of its `app.toml`.
+fn copy_stepred(to: &Path) -> (PathBuf, String) {
+    let from = fixture("stepred");
     std::fs::create_dir_all(to.join("common")).unwrap();
     for file in [
         "app.toml",
@@ -378,14 +377,15 @@ fn copy_fixture(name: &str, to: &Path) {
     ] {
         std::fs::copy(from.join(file), to.join(file)).unwrap();
     }
+    let manifest = to.join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    (manifest, text)
 }
 
 #[test]
 fn missing_source_files_and_include_folders_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    copy_fixture("stepred", dir.path());
-    let manifest = dir.path().join("app.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
+    let (manifest, text) = copy_stepred(dir.path());
     for (from, to, expected) in [
         (
             "files = [\"stepred.cu\"]",
@@ -420,9 +420,7 @@ fn a_listed_host_file_gets_one_error_naming_its_first_host_line() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    copy_fixture("stepred", dir.path());
-    let manifest = dir.path().join("app.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
+    let (manifest, text) = copy_stepred(dir.path());
     std::fs::write(&manifest, text.replace("[\"stepred.cu\"]", "[\"main.cu\"]")).unwrap();
     let app = load_app_dir(dir.path()).unwrap();
     let err = app.module(DEFAULT_ARCH, Size::Sim).err().unwrap();
@@ -452,9 +450,7 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    copy_fixture("stepred", dir.path());
-    let manifest = dir.path().join("app.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
+    let (manifest, text) = copy_stepred(dir.path());
     for (name, expected) in [
         (
             "stepReduse<int>",
