@@ -150,7 +150,7 @@ use crate::device::{
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Generic addresses in `[SHARED_WINDOW, SHARED_WINDOW + WINDOW_SIZE)` are shared memory.
@@ -317,6 +317,8 @@ impl SimConfig {
 struct SimModule {
     kernels: Vec<Kernel>,
     by_name: HashMap<String, usize>,
+    /// The module-scope `.global` and `.const` variables, by name ([`Device::module_global`]).
+    variables: HashMap<String, Buffer>,
     /// The PTX text, to resolve the lines the race recorder names.
     text: String,
 }
@@ -345,6 +347,8 @@ pub struct SimBackend {
     record_races: bool,
     /// What they recorded since the last [`Device::take_races`], by module.
     races: Vec<(usize, LaunchRaces)>,
+    /// The allocations that hold module variables (never freed by [`Device::free`]).
+    variable_ids: HashSet<u64>,
 }
 
 impl SimBackend {
@@ -382,6 +386,7 @@ impl SimBackend {
             stress_from: None,
             record_races: false,
             races: Vec::new(),
+            variable_ids: HashSet::new(),
         }
     }
 
@@ -440,6 +445,7 @@ impl SimBackend {
             gpuwmm_ptx::parse(ptx_text).map_err(|e| BackendError::BadModule(e.to_string()))?;
         let vars = decode::module_vars(&module)?;
         let mut globals = HashMap::new();
+        let mut variables = HashMap::new();
         for v in vars
             .iter()
             .filter(|v| matches!(v.space, VarSpace::Global | VarSpace::Const))
@@ -455,6 +461,9 @@ impl SimBackend {
                 bytes[..init.len()].copy_from_slice(init);
             }
             globals.insert(v.name.clone(), address);
+            let bytes = v.bytes() as usize;
+            variables.insert(v.name.clone(), Buffer { id, address, bytes });
+            self.variable_ids.insert(id);
         }
         let symbols = decode::module_symbols(&vars, &globals);
         let mut kernels = Vec::new();
@@ -466,6 +475,7 @@ impl SimBackend {
         Ok(SimModule {
             kernels,
             by_name,
+            variables,
             text: ptx_text.to_string(),
         })
     }
@@ -538,6 +548,34 @@ impl SimBackend {
     }
 }
 
+/// A module-scope `.global` variable (a `__device__` variable in CUDA) as loading its module
+/// lays it out: its name and the bytes it holds before any kernel ran (its initialiser, zeros
+/// where it has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleVariable {
+    pub name: String,
+    pub initial: Vec<u8>,
+}
+
+/// The `.global` variables `module` defines, in declaration order: what a kernel of it can
+/// write that outlives the launch without being a buffer the host passed. `.const` variables
+/// are left out (kernels cannot write them), as are `.extern` declarations without a definition.
+pub fn module_variables(module: &gpuwmm_ptx::Module) -> Result<Vec<ModuleVariable>> {
+    let vars = decode::module_vars(module)?;
+    Ok(vars
+        .into_iter()
+        .filter(|v| v.space == VarSpace::Global && !(v.is_extern && v.init.is_none()))
+        .map(|v| {
+            let mut initial = v.init.clone().unwrap_or_default();
+            initial.resize(v.bytes() as usize, 0);
+            ModuleVariable {
+                name: v.name,
+                initial,
+            }
+        })
+        .collect())
+}
+
 fn param_buffer(kernel: &Kernel, args: &[KernelArg]) -> Result<Vec<u8>> {
     if args.len() != kernel.params.len() {
         return Err(BackendError::BadLaunch(format!(
@@ -592,6 +630,12 @@ impl Device for SimBackend {
 
     fn free(&mut self, buffer: Buffer) -> Result<()> {
         self.flush(Duration::MAX)?;
+        if self.variable_ids.contains(&buffer.id) {
+            return Err(BackendError::Fault(format!(
+                "buffer {} is a module variable, not an allocation",
+                buffer.id
+            )));
+        }
         if self.memory.free(buffer.id) {
             Ok(())
         } else {
@@ -626,6 +670,17 @@ impl Device for SimBackend {
         let module = self.load(ptx)?;
         self.modules.push(module);
         Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    fn module_global(&mut self, module: ModuleId, name: &str) -> Result<Buffer> {
+        let m = self
+            .modules
+            .get(module.0)
+            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
+        m.variables
+            .get(name)
+            .copied()
+            .ok_or_else(|| BackendError::NoVariable(name.to_string()))
     }
 
     fn launch(
@@ -716,6 +771,72 @@ mod tests {
             block: (1, 1, 1),
             shared_bytes: 0,
         }
+    }
+
+    const VARIABLES: &str = r#"
+.version 8.8
+.target sm_70
+.address_size 64
+.global .align 4 .u32 count;
+.global .align 4 .b8 table[8] = {1, 2, 3};
+.const .align 4 .u32 limit = 9;
+.extern .global .align 4 .u32 elsewhere;
+.visible .entry bump()
+{
+    .reg .b32 %r<2>;
+    ld.global.u32 %r1, [count];
+    add.u32 %r1, %r1, 5;
+    st.global.u32 [count], %r1;
+    ret;
+}
+"#;
+
+    #[test]
+    fn module_variables_are_the_defined_globals_with_their_initial_bytes() {
+        let module = gpuwmm_ptx::parse(VARIABLES).unwrap();
+        let vars = module_variables(&module).unwrap();
+        let listed: Vec<(&str, &[u8])> = vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.initial.as_slice()))
+            .collect();
+        // `.const` cannot be written by a kernel; an `.extern` declaration defines nothing.
+        assert_eq!(
+            listed,
+            [
+                ("count", &[0u8; 4][..]),
+                ("table", &[1, 2, 3, 0, 0, 0, 0, 0][..])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_module_variable_is_a_buffer_copies_reach_and_free_refuses() {
+        let text = VARIABLES.replace(".extern .global .align 4 .u32 elsewhere;\n", "");
+        let mut sim = SimBackend::new(SimConfig::default());
+        let module = sim.load_module(&text).unwrap();
+        let other = sim.load_module(&text).unwrap();
+        let count = sim.module_global(module, "count").unwrap();
+        assert_eq!(count.bytes, 4);
+        sim.launch(module, "bump", &one_thread(), &[]).unwrap();
+        let mut read = [0u8; 4];
+        sim.copy_out(count, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 5);
+        // Each loaded module has a copy of its own.
+        let theirs = sim.module_global(other, "count").unwrap();
+        sim.copy_out(theirs, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 0);
+        sim.copy_in(count, 0, &7u32.to_le_bytes()).unwrap();
+        sim.launch(module, "bump", &one_thread(), &[]).unwrap();
+        sim.copy_out(count, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 12);
+        let limit = sim.module_global(module, "limit").unwrap();
+        sim.copy_out(limit, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 9);
+        assert!(matches!(
+            sim.module_global(module, "absent"),
+            Err(BackendError::NoVariable(name)) if name == "absent"
+        ));
+        assert!(matches!(sim.free(count), Err(BackendError::Fault(_))));
     }
 
     #[test]
