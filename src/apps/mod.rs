@@ -11,14 +11,17 @@
 //!    kernel passes through the driver's [`Launcher`] (which may swap the module, grid and
 //!    arguments, e.g. to add stressing blocks), and the app checks its post-condition, giving a
 //!    [`Verdict`]. Backend errors (a hung kernel, a fault) come back as [`AppError::Backend`], so
-//!    the driver can count them as `timeout` or `crash`.
+//!    the driver can count them as `timeout` or `crash`. The modules' `__device__` variables act
+//!    as the one variable of a program ([`module_vars`]): the check kernel is given the app's
+//!    contents, and each run starts from their initial contents.
 //!
 //! The app knows nothing about stress or fences; the launcher knows nothing about the app.
 //!
 //! Files: [`builtin`] (the registry and the `-nf` variants), [`cbe`] (cbe-dot and cbe-ht, Rust
 //! apps with CPU reference checks), [`manifest`] (the `app.toml` format) and [`manifest_app`]
 //! (running an app described by a manifest, with a CUDA check kernel), [`expr`] (size
-//! expressions), [`words`] (host-side element types).
+//! expressions), [`words`] (host-side element types), [`module_vars`] (the modules'
+//! `__device__` variables across a run).
 
 pub mod app_program;
 pub mod builtin;
