@@ -105,3 +105,37 @@ impl ModuleVariables {
         self.app.is_empty() && self.check.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(variables: &str) -> Module {
+        let text = format!(".version 8.8\n.target sm_70\n.address_size 64\n{variables}\n");
+        crate::ptx::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn the_check_is_given_the_variables_both_modules_define_and_no_others() {
+        let app = module(".global .align 4 .u32 matches;\n.global .align 4 .u32 app_only;");
+        let check = module(
+            ".global .align 4 .u32 check_only;\n.global .align 4 .u32 matches;\n\
+             .const .align 4 .u32 limit = 3;",
+        );
+        let vars = ModuleVariables::new(&app, Some(&check)).unwrap();
+        assert_eq!(vars.shared(), ["matches"]);
+        assert!(!vars.is_empty());
+        assert!(ModuleVariables::new(&module(""), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_variable_of_two_sizes_is_an_error_naming_it() {
+        let app = module(".global .align 4 .u32 table[4];");
+        let check = module(".global .align 4 .u32 table[8];");
+        let error = ModuleVariables::new(&app, Some(&check)).unwrap_err();
+        assert_eq!(
+            error,
+            "variable 'table' has 16 bytes in the app module and 32 in the check module"
+        );
+    }
+}
