@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Checks the relative links of the README and the book (docs/src): every linked file exists,
 and every #anchor into a Markdown file names one of its headings (mdBook's and GitHub's
-slugs). Prints each broken link as FILE:LINE: TARGET and exits 1 if there is any."""
+slugs). A page's `{{#include FILE}}` lines are read as the text they include, as mdBook renders
+them (so links in an included file resolve from the including page, and its headings are the
+page's); an include of a missing file is broken too. Prints each broken link as
+FILE:LINE: TARGET and exits 1 if there is any."""
 import os
 import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+INCLUDE = re.compile(r'^\{\{#include ([^}:\s]+)\}\}\s*$')
 LINK = re.compile(r'\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 
 
@@ -16,9 +20,25 @@ def slug(heading):
     return text.replace(' ', '-')
 
 
+def lines(path):
+    """The lines of `path` with whole-file includes expanded: (line number in `path`, text),
+    or (line number, None, missing file) for an include that names no file."""
+    for number, line in enumerate(open(path, encoding='utf-8'), 1):
+        include = INCLUDE.match(line)
+        if not include:
+            yield number, line
+            continue
+        included = os.path.normpath(os.path.join(os.path.dirname(path), include.group(1)))
+        if not os.path.exists(included):
+            yield number, None, include.group(1)
+            continue
+        for _, *rest in lines(included):
+            yield (number, *rest)
+
+
 def anchors(path):
     found, in_code = set(), False
-    for line in open(path, encoding='utf-8'):
+    for _, line in lines(path):
         if line.startswith('```'):
             in_code = not in_code
         elif not in_code and re.match(r'#{1,6} ', line):
@@ -36,7 +56,10 @@ def markdown_files():
 
 def broken_links(path):
     in_code = False
-    for number, line in enumerate(open(path, encoding='utf-8'), 1):
+    for number, line, *missing in lines(path):
+        if line is None:
+            yield number, missing[0], 'no such file to include'
+            continue
         if line.startswith('```'):
             in_code = not in_code
         if in_code:

@@ -110,6 +110,9 @@ impl Device for MemBackend {
         self.modules.push(ptx.to_string());
         Ok(ModuleId(self.modules.len() - 1))
     }
+    fn module_global(&mut self, _module: ModuleId, name: &str) -> Result<Buffer, BackendError> {
+        Err(BackendError::NoVariable(name.to_string()))
+    }
     fn launch(
         &mut self,
         module: ModuleId,

@@ -67,3 +67,25 @@ fn every_app_runs_on_a_gpu_at_both_sizes() {
         }
     }
 }
+
+/// The check kernel reads the app's `__device__` variable through the driver
+/// (`cuModuleGetGlobal`): `devcount` passes and `devcount-short` (one block too few) fails, at
+/// the sim size on the stand-in, at the GPU size on a GPU. Waits for validation on a GPU.
+#[test]
+fn a_check_kernel_reads_the_apps_device_variable_on_a_gpu() {
+    if tools_for_tests().is_none() {
+        return;
+    }
+    let Some(mut backend) = gpu() else {
+        return;
+    };
+    let size = if common::is_standin(&backend) {
+        Size::Sim
+    } else {
+        Size::Gpu
+    };
+    let right = common::run_fixture_app(&mut backend, "devcount", size, 3);
+    assert!(right.iter().all(|v| v.is_pass()), "{right:?}");
+    let short = common::run_fixture_app(&mut backend, "devcount-short", size, 3);
+    assert!(short.iter().all(|v| !v.is_pass()), "{short:?}");
+}

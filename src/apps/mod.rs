@@ -11,14 +11,17 @@
 //!    kernel passes through the driver's [`Launcher`] (which may swap the module, grid and
 //!    arguments, e.g. to add stressing blocks), and the app checks its post-condition, giving a
 //!    [`Verdict`]. Backend errors (a hung kernel, a fault) come back as [`AppError::Backend`], so
-//!    the driver can count them as `timeout` or `crash`.
+//!    the driver can count them as `timeout` or `crash`. The modules' `__device__` variables act
+//!    as the one variable of a program ([`module_vars`]): the check kernel is given the app's
+//!    contents, and each run starts from their initial contents.
 //!
 //! The app knows nothing about stress or fences; the launcher knows nothing about the app.
 //!
 //! Files: [`builtin`] (the registry and the `-nf` variants), [`cbe`] (cbe-dot and cbe-ht, Rust
 //! apps with CPU reference checks), [`manifest`] (the `app.toml` format) and [`manifest_app`]
 //! (running an app described by a manifest, with a CUDA check kernel), [`expr`] (size
-//! expressions), [`words`] (host-side element types).
+//! expressions), [`words`] (host-side element types), [`module_vars`] (the modules'
+//! `__device__` variables across a run).
 
 pub mod app_program;
 pub mod builtin;
@@ -27,6 +30,7 @@ pub mod expr;
 pub mod host_code;
 pub mod manifest;
 pub mod manifest_app;
+pub mod module_vars;
 pub mod words;
 
 pub use crate::backend::words::Word;
@@ -37,11 +41,13 @@ pub use words::ElemType;
 
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig, ModuleId};
 use crate::ptx::{self, Module};
+use module_vars::ModuleVariables;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -335,8 +341,16 @@ impl RunOptions {
 /// as often as needed.
 pub struct LoadedApp<'a> {
     app: &'a dyn App,
+    parts: LoadedParts,
+}
+
+/// What [`LoadedApp::load`] loaded, to keep while the app is borrowed elsewhere.
+#[derive(Debug, Clone)]
+pub struct LoadedParts {
     module: ModuleId,
     check_module: Option<ModuleId>,
+    /// The modules' `__device__` variables (see [`module_vars`]).
+    variables: Arc<ModuleVariables>,
 }
 
 impl<'a> LoadedApp<'a> {
@@ -354,10 +368,16 @@ impl<'a> LoadedApp<'a> {
             step: step.to_string(),
             error,
         };
+        let check = app.check_module(arch, size)?;
+        let variables =
+            ModuleVariables::new(module, check.as_ref()).map_err(|message| AppError::Invalid {
+                app: app.name().to_string(),
+                message,
+            })?;
         let module = backend
             .load_module(&ptx::print(module))
             .map_err(|e| backend_error("loading the app module", e))?;
-        let check_module = match app.check_module(arch, size)? {
+        let check_module = match check {
             Some(check) => Some(
                 backend
                     .load_module(&ptx::print(&check))
@@ -367,8 +387,11 @@ impl<'a> LoadedApp<'a> {
         };
         Ok(LoadedApp {
             app,
-            module,
-            check_module,
+            parts: LoadedParts {
+                module,
+                check_module,
+                variables: Arc::new(variables),
+            },
         })
     }
 
@@ -376,30 +399,24 @@ impl<'a> LoadedApp<'a> {
         self.app
     }
 
-    /// The loaded app module and check module, to keep while the app is borrowed elsewhere.
-    pub fn parts(&self) -> (ModuleId, Option<ModuleId>) {
-        (self.module, self.check_module)
+    /// The loaded modules, to keep while the app is borrowed elsewhere.
+    pub fn parts(&self) -> LoadedParts {
+        self.parts.clone()
     }
 
-    /// The app again, with modules that [`LoadedApp::load`] loaded for it on the same backend
-    /// (as [`LoadedApp::parts`] returned them).
-    pub fn from_parts(
-        app: &'a dyn App,
-        (module, check_module): (ModuleId, Option<ModuleId>),
-    ) -> LoadedApp<'a> {
-        LoadedApp {
-            app,
-            module,
-            check_module,
-        }
+    /// The app again, with what [`LoadedApp::load`] loaded for it on the same backend (as
+    /// [`LoadedApp::parts`] returned it).
+    pub fn from_parts(app: &'a dyn App, parts: LoadedParts) -> LoadedApp<'a> {
+        LoadedApp { app, parts }
     }
 
     /// The loaded app module.
     pub fn module(&self) -> ModuleId {
-        self.module
+        self.parts.module
     }
 
-    /// Runs the app once. Buffers the app allocated are freed afterwards, also on error.
+    /// Runs the app once. Buffers the app allocated are freed afterwards, and the modules'
+    /// variables get their initial contents back, also on error.
     pub fn run(
         &self,
         backend: &mut dyn Backend,
@@ -410,8 +427,10 @@ impl<'a> LoadedApp<'a> {
             app: self.app.name(),
             backend,
             launcher,
-            module: self.module,
-            check_module: self.check_module,
+            module: self.parts.module,
+            check_module: self.parts.check_module,
+            variables: &self.parts.variables,
+            launched_from: Vec::new(),
             options: *options,
             buffers: Vec::new(),
             launches: 0,
@@ -441,6 +460,10 @@ pub struct RunContext<'r> {
     launcher: &'r mut dyn Launcher,
     module: ModuleId,
     check_module: Option<ModuleId>,
+    variables: &'r ModuleVariables,
+    /// The modules the app's launches of this run ran from (the launcher may swap the module),
+    /// in the order they were first used.
+    launched_from: Vec<ModuleId>,
     options: RunOptions,
     buffers: Vec<Buffer>,
     launches: usize,
@@ -540,8 +563,10 @@ impl RunContext<'_> {
         };
         self.launches += 1;
         let step = format!("launch {} (kernel {kernel})", launch.index);
-        self.launcher
-            .launch(&mut *self.backend, &mut launch)
+        let started = self.launcher.launch(&mut *self.backend, &mut launch);
+        self.launched_from.retain(|&m| m != launch.module);
+        self.launched_from.push(launch.module);
+        started
             .and_then(|()| self.backend.synchronize(self.options.deadline))
             .map_err(|e| self.error(step.clone(), e))?;
         self.launcher
@@ -565,6 +590,10 @@ impl RunContext<'_> {
                 ),
             });
         };
+        let from = self.launched_from.last().copied().unwrap_or(self.module);
+        self.variables
+            .pass_to_check(&mut *self.backend, from, module)
+            .map_err(|e| self.error("giving the check module the app's variables", e))?;
         let step = format!("check kernel {kernel}");
         self.backend
             .launch(module, kernel, &config, args)
@@ -575,9 +604,17 @@ impl RunContext<'_> {
 
 impl Drop for RunContext<'_> {
     fn drop(&mut self) {
+        // Best effort: a backend that lost its context after a crash can neither free nor copy,
+        // and the run that follows fails on it anyway.
         for buffer in self.buffers.drain(..) {
-            // Best effort: a backend that lost its context after a crash cannot free anyway.
             let _ = self.backend.free(buffer);
+        }
+        if !self.variables.is_empty() {
+            let mut modules = vec![self.module];
+            modules.extend(self.launched_from.iter().filter(|&&m| m != self.module));
+            let _ = self
+                .variables
+                .restore(&mut *self.backend, &modules, self.check_module);
         }
     }
 }

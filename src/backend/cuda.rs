@@ -71,6 +71,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuModuleLoadDataEx",
     "cuModuleUnload",
     "cuModuleGetFunction",
+    "cuModuleGetGlobal_v2",
     "cuFuncSetAttribute",
     "cuLaunchKernel",
 ];
@@ -421,6 +422,10 @@ pub struct CudaBackend {
     next_buffer: u64,
     modules: Vec<Option<sys::CUmodule>>,
     kernels: HashMap<(usize, String), Kernel>,
+    /// Module variables handed out by [`Device::module_global`], by (module, name) and by
+    /// buffer id: copies reach them like buffers; they are never freed (their module owns them).
+    variables: HashMap<(usize, String), Buffer>,
+    variable_memory: HashMap<u64, Allocation>,
     /// A launch was recorded whose time has not been read yet.
     pending_timing: bool,
     /// A `synchronize` timed out and the work may still be running.
@@ -497,6 +502,8 @@ impl CudaBackend {
             next_buffer: 1,
             modules: Vec::new(),
             kernels: HashMap::new(),
+            variables: HashMap::new(),
+            variable_memory: HashMap::new(),
             pending_timing: false,
             hung: false,
             faulted: None,
@@ -560,6 +567,14 @@ impl CudaBackend {
             .and_then(Option::take)
             .ok_or_else(|| BackendError::BadLaunch(format!("no loaded module {}", module.0)))?;
         self.kernels.retain(|(m, _), _| *m != module.0);
+        let memory = &mut self.variable_memory;
+        self.variables.retain(|(m, _), buffer| {
+            let keep = *m != module.0;
+            if !keep {
+                memory.remove(&buffer.id);
+            }
+            keep
+        });
         // SAFETY: the context is current (usable() bound it) and the handle was loaded into it
         // and is unloaded only once (it was taken out of the table).
         check(unsafe { sys::cuModuleUnload(handle) }, "cuModuleUnload")
@@ -647,8 +662,10 @@ impl CudaBackend {
         }
     }
 
+    /// The allocation or module variable `buffer` names.
     fn allocation(&self, buffer: &Buffer) -> Result<Allocation> {
-        match self.buffers.get(&buffer.id) {
+        let known = self.buffers.get(&buffer.id);
+        match known.or_else(|| self.variable_memory.get(&buffer.id)) {
             Some(a) if a.ptr == buffer.address => Ok(*a),
             _ => Err(BackendError::BadLaunch(format!(
                 "buffer {} (address {:#x}) is not allocated on this backend",
@@ -816,6 +833,12 @@ impl Device for CudaBackend {
 
     fn free(&mut self, buffer: Buffer) -> Result<()> {
         self.usable()?;
+        if self.variable_memory.contains_key(&buffer.id) {
+            return Err(BackendError::BadLaunch(format!(
+                "buffer {} is a module variable, not an allocation",
+                buffer.id
+            )));
+        }
         let a = self.allocation(&buffer)?;
         self.buffers.remove(&buffer.id);
         // SAFETY: `a.ptr` was allocated by this backend and is freed once (removed from the
@@ -924,6 +947,42 @@ impl Device for CudaBackend {
                 })
             }
         }
+    }
+
+    fn module_global(&mut self, module: ModuleId, name: &str) -> Result<Buffer> {
+        if let Some(buffer) = self.variables.get(&(module.0, name.to_string())) {
+            return Ok(*buffer);
+        }
+        self.usable()?;
+        let handle = self
+            .modules
+            .get(module.0)
+            .copied()
+            .flatten()
+            .ok_or_else(|| BackendError::BadLaunch(format!("no loaded module {}", module.0)))?;
+        let c_name = CString::new(name).map_err(|_| BackendError::NoVariable(name.to_string()))?;
+        let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: the module is loaded in the current context; the name is NUL-terminated; one
+        // device pointer and one size_t are written.
+        let code =
+            unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, handle, c_name.as_ptr()) };
+        match code {
+            CUresult::CUDA_SUCCESS => {}
+            CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(BackendError::NoVariable(name.to_string()))
+            }
+            _ => check(code, "cuModuleGetGlobal")?,
+        }
+        let id = self.next_buffer;
+        self.next_buffer += 1;
+        self.variable_memory.insert(id, Allocation { ptr, bytes });
+        let buffer = Buffer {
+            id,
+            address: ptr,
+            bytes,
+        };
+        self.variables.insert((module.0, name.to_string()), buffer);
+        Ok(buffer)
     }
 
     fn launch(

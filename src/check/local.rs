@@ -10,8 +10,8 @@ use super::executor::{ExecError, Executor};
 use super::outcome::{Outcome, RunRecord};
 use super::spec::{CalibrationRequest, Fences, RunRequest, Target};
 use crate::apps::{
-    find_app, load_app_dir, App, AppError, Launch, Launcher, LoadedApp, RunOptions, Verdict,
-    DEFAULT_ARCH,
+    find_app, load_app_dir, App, AppError, Launch, Launcher, LoadedApp, LoadedParts, RunOptions,
+    Verdict, DEFAULT_ARCH,
 };
 use crate::backend::select::{open_backend, provenance};
 use crate::backend::{Backend, BackendError, ModuleId};
@@ -65,7 +65,7 @@ impl RunPlan {
 
 /// The modules loaded for one fence set.
 struct Loaded {
-    parts: (ModuleId, Option<ModuleId>),
+    parts: LoadedParts,
     fenced: Module,
     harnessed: HashMap<StressKind, ModuleId>,
 }
@@ -219,7 +219,7 @@ impl LocalExecutor {
         end: StressEnd,
     ) -> Result<Measured, ExecError> {
         let plan = RunPlan::from_seed(seed);
-        let parts = self.load(fences)?.parts;
+        let parts = self.load(fences)?.parts.clone();
         let harnessed = match env.harnessed() {
             true => Some(self.harnessed(fences, env.stress)?),
             false => None,

@@ -8,9 +8,11 @@
 use super::measure::{EnergyMethod, Measurement, RunSample, TimeMethod};
 use super::variant::{fence_free, variant_module, EmpFences};
 use super::{CostError, Variant};
-use crate::apps::{App, Launch, Launcher, LoadedApp, RunOptions, Size, Verdict, DEFAULT_ARCH};
+use crate::apps::{
+    App, Launch, Launcher, LoadedApp, LoadedParts, RunOptions, Size, Verdict, DEFAULT_ARCH,
+};
 use crate::backend::nvml::PowerMeter;
-use crate::backend::{Backend, BackendError, BackendKind, ModuleId};
+use crate::backend::{Backend, BackendError, BackendKind};
 use crate::check::local::RunPlan;
 use crate::check::Target;
 use crate::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
@@ -23,7 +25,7 @@ pub struct AppMeasurement {
     target: Target,
     backend: Box<dyn Backend>,
     app: Arc<dyn App>,
-    loaded: HashMap<Variant, (ModuleId, Option<ModuleId>)>,
+    loaded: HashMap<Variant, LoadedParts>,
     meter: Option<PowerMeter>,
     clock: Instant,
 }
@@ -115,10 +117,11 @@ impl Measurement for AppMeasurement {
 
     fn run(&mut self, variant: Variant, seed: u64) -> Result<RunSample, CostError> {
         let plan = RunPlan::from_seed(seed);
-        let parts = *self
+        let parts = self
             .loaded
             .get(&variant)
-            .expect("every measured variant is loaded");
+            .expect("every measured variant is loaded")
+            .clone();
         self.backend.reseed(plan.backend_seed);
         let options = RunOptions {
             size: self.target.size,

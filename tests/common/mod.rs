@@ -122,3 +122,29 @@ pub fn temp_dir_with_tools() -> Option<tempfile::TempDir> {
     gpuwmm::toolchain::tools_for_tests()?;
     Some(tempfile::tempdir().unwrap())
 }
+
+/// Loads the app in `tests/fixtures/apps/<name>` on `backend` as it is (no fences, no stress)
+/// and runs it `runs` times at `size`, input seeds 0, 1, ...; the verdicts in order.
+pub fn run_fixture_app(
+    backend: &mut dyn gpuwmm::backend::Backend,
+    name: &str,
+    size: gpuwmm::apps::Size,
+    runs: u64,
+) -> Vec<gpuwmm::apps::Verdict> {
+    use gpuwmm::apps::{load_app_dir, DirectLauncher, LoadedApp, RunOptions, DEFAULT_ARCH};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/apps")
+        .join(name);
+    let app = load_app_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let module = app.module(DEFAULT_ARCH, size).unwrap();
+    let loaded = LoadedApp::load(app.as_ref(), backend, &module, DEFAULT_ARCH, size)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (0..runs)
+        .map(|seed| {
+            let options = RunOptions::new(size, seed);
+            loaded
+                .run(backend, &mut DirectLauncher, &options)
+                .unwrap_or_else(|e| panic!("{name} run {seed}: {e}"))
+        })
+        .collect()
+}

@@ -137,6 +137,8 @@ pub enum BackendError {
     BadModule(String),
     #[error("kernel '{0}' not found in the module")]
     NoKernel(String),
+    #[error("variable '{0}' not found in the module")]
+    NoVariable(String),
     #[error("bad launch: {0}")]
     BadLaunch(String),
     #[error("kernel did not finish within {0:?}")]
@@ -175,6 +177,12 @@ pub trait Device {
 
     /// Loads (JIT-compiles, for `cuda`) a module from PTX text.
     fn load_module(&mut self, ptx: &str) -> Result<ModuleId>;
+
+    /// The module-scope variable `name` of `module` (a `.global` or `.const` variable: a
+    /// `__device__` or `__constant__` variable in CUDA) as a buffer that [`Device::copy_in`] and
+    /// [`Device::copy_out`] reach, as `cuModuleGetGlobal` gives it. It lives as long as the
+    /// module and is not to be freed. No such variable is [`BackendError::NoVariable`].
+    fn module_global(&mut self, module: ModuleId, name: &str) -> Result<Buffer>;
 
     /// Starts a kernel. Errors that happen while it runs are reported by [`Device::synchronize`].
     fn launch(

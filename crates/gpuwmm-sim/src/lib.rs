@@ -1,122 +1,5 @@
-//! gpuwmm-sim: a [`Device`] that interprets the PTX NVRTC emits, with a seeded random scheduler and an
-//! operational weak-memory model, so that every driver, application and pass runs end to end
-//! without a GPU. Every result it produces is a property of this model, not of hardware.
-//!
-//! Files: `decode/` turns PTX into compact instructions (`isa.rs`) once per module, one file per
-//! instruction family;
-//! `vars.rs` lays out variables and parameters; `sched.rs` runs a launch (scheduler, barriers,
-//! warp rendezvous); `exec.rs` executes instructions and memory accesses; `alu.rs` holds the value
-//! semantics (`rounding.rs` the directed roundings and `.ftz` it cannot take from Rust);
-//! `memory.rs` global memory; `ptx_model.rs` the PTX memory model (`ptx_model/ordering.rs`: what
-//! an access's or fence's qualifiers mean to it; `ptx_model/view.rs`: a thread's causal past, a
-//! per-block clock plus single observed writes); `weak.rs` the store
-//! buffers and stale caches of the older store-buffer model.
-//!
-//! Launches are queued by `launch` and run by `synchronize` (or by the next copy, `memset` or
-//! `free`, which synchronise like CUDA's default stream). Device functions (`.func`) are called
-//! with their `.param` frames in the thread's local memory; recursion is rejected at load time, as
-//! is every instruction the interpreter does not implement ([`BackendError::Unsupported`]).
-//! Speed (`cargo bench --bench sim_speed`, release, one core): 49 to 59 million
-//! thread-instructions per second; the PTX model runs a memory-bound kernel at 0.82 times the
-//! speed of `sc` (README, "Simulator speed").
-//!
-//! # Scheduling
-//!
-//! All blocks are resident. Each step picks a runnable *thread* uniformly at random and runs it
-//! for `1..=max_quantum` instructions (see `sched.rs`). The threads of a warp run independently
-//! (as Volta and later may): warp-synchronous code without `__syncwarp` fails here. CTA
-//! barriers have ids 0 to 15; one with a thread count completes when that many threads have
-//! arrived (`bar.arrive` arrives without waiting), one without when every live thread of the
-//! block has; `bar.warp.sync` waits for the live lanes of its mask. A launch that executes more than
-//! `instruction_budget` thread-instructions, or whose threads all wait on a barrier or warp
-//! rendezvous that cannot complete, ends in [`BackendError::Hang`]. Out-of-bounds, unmapped or
-//! misaligned accesses, integer division by zero and `trap` end it in [`BackendError::Fault`].
-//!
-//! A launch told which of its blocks are stressing blocks ([`Backend::end_next_launch_with_app`],
-//! as checking runs do) ends once the others have finished: stress only hammers a scratchpad
-//! nothing reads back, so what runs after the application's last block can change nothing it
-//! sees, and it was about 90% of a stressed run's work (stress is calibrated to last 10× the
-//! longest launch). Calibration lets stress run its course, as a GPU always does. The scheduler's
-//! choices up to the application's end are the same either way, so a single-launch app's runs
-//! are unchanged; a multi-launch app's later launches draw from a different point of the stream.
-//!
-//! # Memory models
-//!
-//! [`MemoryModel::Ptx`] (the default, `--sim-model ptx`): the PTX memory consistency model, as
-//! an operational model that runs whole applications; `ptx_model.rs` says how it works and
-//! where it is deliberately stronger than PTX. Global memory is weak; shared, local, param and
-//! const memory are sequentially consistent. In short:
-//!
-//! - Each write is a message in its location's history; a load may return any message not older
-//!   than what the thread's causal past and coherence require, so writes become visible to each
-//!   reader on their own (no multi-copy atomicity), and weak loads may read older values than
-//!   earlier loads did.
-//! - Scopes and morally strong pairs decide what synchronises: release/acquire patterns (a
-//!   release or acquire access, or `fence` + a strong access), `fence.sc` (a total order of SC
-//!   fences of a scope) apart from `fence.acq_rel` (no such order, so store buffering stays
-//!   possible), CTA barriers and `bar.warp.sync` (the threads that wait get what every
-//!   arriving thread passes on), atomics and `red` (`red` forms no acquire pattern). An RMW is
-//!   atomic only with the writes that are morally strong with it: it may read an older value
-//!   than a newer write that is not (two blocks' `atom.cta.add` on one word can lose an
-//!   update).
-//! - A thread's own writes bound its own reads through coherence only; they reach other
-//!   threads through its releases, `fence.sc` and barriers, so threads of one block can show
-//!   store buffering and message passing weakly, as PTX allows. `membar.{cta,gl,sys}`
-//!   is `fence.sc` at that scope, `volatile` is `relaxed.sys`, and sys scope is gpu scope (one
-//!   device; the host touches memory only between launches).
-//! - A plain or relaxed global load may be deferred (`defer_probability`): the thread goes on,
-//!   and later loads and stores to other addresses overtake it, until an instruction needs its
-//!   register or its address, or a fence, atomic, barrier, release or acquire comes. So load
-//!   buffering (LB) is observable, and dependencies keep values from appearing out of thin air.
-//!
-//! Where the model differs from PTX it is only stronger (it can miss a bug, never report an
-//! outcome PTX forbids); `ptx_model.rs` lists how, and the weak behaviours never shown by
-//! reason: stores performed in program order (2+2W, S, CoRW-WW), RMWs never deferred (LB
-//! through RMWs), no speculation past branches, synchronisation tracked per block.
-//!
-//! Litmus tests between threads of *different blocks* unless the row says otherwise
-//! (`tests/sim.rs`, `tests/sim_ptx.rs`, `tests/sim_scoped.rs`, and the conformance table of the
-//! README, measured on `../shared/litmus/ptx/` and `tests/litmus/`):
-//!
-//! | shape | weak outcome | `Ptx` | `Ptx`, `fence.sc.gpu` in both | `Ptx`, `fence.acq_rel.gpu` in both | `Ptx`, `fence.sc.cta` in both |
-//! |---|---|---|---|---|---|
-//! | MP | `r_y == 1 && r_x == 0` | yes | - | - | yes |
-//! | MP, fence in the writer only | as MP | yes | | | |
-//! | SB | `r0 == 0 && r1 == 0` | yes | - | yes | yes |
-//! | LB | `r0 == 1 && r1 == 1` | yes (rare) | - | - | |
-//! | SB, two threads of one block | `r0 == 0 && r1 == 0` | yes | - | yes (`.cta`) | - |
-//! | two blocks' `atom.cta.add` | an update lost | yes | | | |
-//! | CoRR (volatile) | `1` then `0` | - | | | |
-//!
-//! [`MemoryModel::Sc`]: every access takes effect in memory when it executes (sequential
-//! consistency over the scheduler's interleaving).
-//!
-//! [`MemoryModel::Weak`] (`--sim-model weak`/`weak-stale`): the store-buffer model of gpuwmm
-//! 0.1, kept so that journals recorded with it replay. It is *not* PTX: a fence drains the whole
-//! buffer at once, so a fence after a publishing store is rewarded; loads are never reordered;
-//! scopes and `fence.acq_rel` are not told apart. Its rules:
-//!
-//! 1. Each thread has a FIFO store buffer. A global store that is not a gpu/sys-scope release is
-//!    appended to it (after its address is checked, so faults are reported at the store).
-//! 2. Buffered stores drain to memory at random times: when a thread is picked by the scheduler,
-//!    with probability `drain_probability` one random entry of its buffer drains; when a buffer
-//!    exceeds `store_buffer_capacity`, a random entry drains at once. An entry may only drain
-//!    after every older entry of the same buffer that overlaps it (FIFO per address). An exited
-//!    thread stays schedulable until its buffer is empty.
-//! 3. A global load of a thread first sees its own buffer (byte-wise newest pending store), then
-//!    memory.
-//! 4. With `stale_loads`, each block has a cache of the newest value its threads have read from
-//!    global memory per location; a *weak* load that finds a cached value different from memory
-//!    returns the cached one with probability `stale_probability`.
-//! 5. Gpu/sys-scope fences drain the thread's whole buffer and clear its block's stale cache;
-//!    cta-scope fences do nothing (with `cta_drains`, they and `bar.sync` drain too).
-//! 6. Release stores and release atomics drain the buffer first; acquire loads and atomics clear
-//!    the block's stale cache. Atomics act on memory after draining the thread's pending stores
-//!    to the same location.
-//!
-//! Measured for the store-buffer model (seed 42, 10,000 instances, `tests/sim.rs`): MP 405 weak
-//! outcomes (one instance per launch), SB 3908; with `fence.sc.gpu` 0 of 100,000 for both.
-
+// The crate's documentation is the book's simulator page: one text, kept next to the code.
+#![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
 #[macro_use]
@@ -150,7 +33,7 @@ use crate::device::{
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Generic addresses in `[SHARED_WINDOW, SHARED_WINDOW + WINDOW_SIZE)` are shared memory.
@@ -317,6 +200,8 @@ impl SimConfig {
 struct SimModule {
     kernels: Vec<Kernel>,
     by_name: HashMap<String, usize>,
+    /// The module-scope `.global` and `.const` variables, by name ([`Device::module_global`]).
+    variables: HashMap<String, Buffer>,
     /// The PTX text, to resolve the lines the race recorder names.
     text: String,
 }
@@ -345,6 +230,8 @@ pub struct SimBackend {
     record_races: bool,
     /// What they recorded since the last [`Device::take_races`], by module.
     races: Vec<(usize, LaunchRaces)>,
+    /// The allocations that hold module variables (never freed by [`Device::free`]).
+    variable_ids: HashSet<u64>,
 }
 
 impl SimBackend {
@@ -382,6 +269,7 @@ impl SimBackend {
             stress_from: None,
             record_races: false,
             races: Vec::new(),
+            variable_ids: HashSet::new(),
         }
     }
 
@@ -440,6 +328,7 @@ impl SimBackend {
             gpuwmm_ptx::parse(ptx_text).map_err(|e| BackendError::BadModule(e.to_string()))?;
         let vars = decode::module_vars(&module)?;
         let mut globals = HashMap::new();
+        let mut variables = HashMap::new();
         for v in vars
             .iter()
             .filter(|v| matches!(v.space, VarSpace::Global | VarSpace::Const))
@@ -455,6 +344,9 @@ impl SimBackend {
                 bytes[..init.len()].copy_from_slice(init);
             }
             globals.insert(v.name.clone(), address);
+            let bytes = v.bytes() as usize;
+            variables.insert(v.name.clone(), Buffer { id, address, bytes });
+            self.variable_ids.insert(id);
         }
         let symbols = decode::module_symbols(&vars, &globals);
         let mut kernels = Vec::new();
@@ -466,6 +358,7 @@ impl SimBackend {
         Ok(SimModule {
             kernels,
             by_name,
+            variables,
             text: ptx_text.to_string(),
         })
     }
@@ -538,6 +431,34 @@ impl SimBackend {
     }
 }
 
+/// A module-scope `.global` variable (a `__device__` variable in CUDA) as loading its module
+/// lays it out: its name and the bytes it holds before any kernel ran (its initialiser, zeros
+/// where it has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleVariable {
+    pub name: String,
+    pub initial: Vec<u8>,
+}
+
+/// The `.global` variables `module` defines, in declaration order: what a kernel of it can
+/// write that outlives the launch without being a buffer the host passed. `.const` variables
+/// are left out (kernels cannot write them), as are `.extern` declarations without a definition.
+pub fn module_variables(module: &gpuwmm_ptx::Module) -> Result<Vec<ModuleVariable>> {
+    let vars = decode::module_vars(module)?;
+    Ok(vars
+        .into_iter()
+        .filter(|v| v.space == VarSpace::Global && !(v.is_extern && v.init.is_none()))
+        .map(|v| {
+            let mut initial = v.init.clone().unwrap_or_default();
+            initial.resize(v.bytes() as usize, 0);
+            ModuleVariable {
+                name: v.name,
+                initial,
+            }
+        })
+        .collect())
+}
+
 fn param_buffer(kernel: &Kernel, args: &[KernelArg]) -> Result<Vec<u8>> {
     if args.len() != kernel.params.len() {
         return Err(BackendError::BadLaunch(format!(
@@ -592,6 +513,12 @@ impl Device for SimBackend {
 
     fn free(&mut self, buffer: Buffer) -> Result<()> {
         self.flush(Duration::MAX)?;
+        if self.variable_ids.contains(&buffer.id) {
+            return Err(BackendError::Fault(format!(
+                "buffer {} is a module variable, not an allocation",
+                buffer.id
+            )));
+        }
         if self.memory.free(buffer.id) {
             Ok(())
         } else {
@@ -626,6 +553,17 @@ impl Device for SimBackend {
         let module = self.load(ptx)?;
         self.modules.push(module);
         Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    fn module_global(&mut self, module: ModuleId, name: &str) -> Result<Buffer> {
+        let m = self
+            .modules
+            .get(module.0)
+            .ok_or_else(|| BackendError::BadLaunch(format!("no module {}", module.0)))?;
+        m.variables
+            .get(name)
+            .copied()
+            .ok_or_else(|| BackendError::NoVariable(name.to_string()))
     }
 
     fn launch(
@@ -716,6 +654,72 @@ mod tests {
             block: (1, 1, 1),
             shared_bytes: 0,
         }
+    }
+
+    const VARIABLES: &str = r#"
+.version 8.8
+.target sm_70
+.address_size 64
+.global .align 4 .u32 count;
+.global .align 4 .b8 table[8] = {1, 2, 3};
+.const .align 4 .u32 limit = 9;
+.extern .global .align 4 .u32 elsewhere;
+.visible .entry bump()
+{
+    .reg .b32 %r<2>;
+    ld.global.u32 %r1, [count];
+    add.u32 %r1, %r1, 5;
+    st.global.u32 [count], %r1;
+    ret;
+}
+"#;
+
+    #[test]
+    fn module_variables_are_the_defined_globals_with_their_initial_bytes() {
+        let module = gpuwmm_ptx::parse(VARIABLES).unwrap();
+        let vars = module_variables(&module).unwrap();
+        let listed: Vec<(&str, &[u8])> = vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.initial.as_slice()))
+            .collect();
+        // `.const` cannot be written by a kernel; an `.extern` declaration defines nothing.
+        assert_eq!(
+            listed,
+            [
+                ("count", &[0u8; 4][..]),
+                ("table", &[1, 2, 3, 0, 0, 0, 0, 0][..])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_module_variable_is_a_buffer_copies_reach_and_free_refuses() {
+        let text = VARIABLES.replace(".extern .global .align 4 .u32 elsewhere;\n", "");
+        let mut sim = SimBackend::new(SimConfig::default());
+        let module = sim.load_module(&text).unwrap();
+        let other = sim.load_module(&text).unwrap();
+        let count = sim.module_global(module, "count").unwrap();
+        assert_eq!(count.bytes, 4);
+        sim.launch(module, "bump", &one_thread(), &[]).unwrap();
+        let mut read = [0u8; 4];
+        sim.copy_out(count, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 5);
+        // Each loaded module has a copy of its own.
+        let theirs = sim.module_global(other, "count").unwrap();
+        sim.copy_out(theirs, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 0);
+        sim.copy_in(count, 0, &7u32.to_le_bytes()).unwrap();
+        sim.launch(module, "bump", &one_thread(), &[]).unwrap();
+        sim.copy_out(count, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 12);
+        let limit = sim.module_global(module, "limit").unwrap();
+        sim.copy_out(limit, 0, &mut read).unwrap();
+        assert_eq!(u32::from_le_bytes(read), 9);
+        assert!(matches!(
+            sim.module_global(module, "absent"),
+            Err(BackendError::NoVariable(name)) if name == "absent"
+        ));
+        assert!(matches!(sim.free(count), Err(BackendError::Fault(_))));
     }
 
     #[test]

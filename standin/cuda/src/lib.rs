@@ -801,6 +801,40 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    address: *mut u64,
+    bytes: *mut usize,
+    module: Handle,
+    name: *const c_char,
+) -> CUresult {
+    done((|| {
+        let m = self::module(module)?;
+        m.ctx.observe()?;
+        if name.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: the caller passes a NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let mut device = state::lock(&m.ctx.device);
+        let variable = device
+            .sim
+            .module_global(m.id, &name)
+            .map_err(|_| CUresult::CUDA_ERROR_NOT_FOUND)?;
+        device.variables.insert(variable.address, variable);
+        // Either output may be null: the driver then leaves it out.
+        if !address.is_null() {
+            // SAFETY: non-null, a pointer to one CUdeviceptr by the caller's contract.
+            unsafe { put(address, variable.address) }?;
+        }
+        if !bytes.is_null() {
+            // SAFETY: non-null, a pointer to one size_t by the caller's contract.
+            unsafe { put(bytes, variable.bytes) }?;
+        }
+        Ok(())
+    })())
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuFuncLoad(function: Handle) -> CUresult {
     done(self::function(function).map(|_| ()))
 }

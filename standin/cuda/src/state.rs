@@ -30,18 +30,25 @@ pub static SIMULATED_NS: AtomicU64 = AtomicU64::new(0);
 /// issues one instruction per cycle). A convention, not a measurement of any GPU.
 pub const NS_PER_INSTRUCTION: u64 = 1;
 
-/// The simulator state of one context: its backend and the buffers it allocated, by address.
+/// The simulator state of one context: its backend, the buffers it allocated, and the module
+/// variables `cuModuleGetGlobal` handed out, by address.
 pub struct Device {
     pub sim: SimBackend,
     pub buffers: BTreeMap<u64, Buffer>,
+    pub variables: BTreeMap<u64, Buffer>,
 }
 
 impl Device {
-    /// The buffer holding `[address, address + len)`, and the offset of `address` in it.
+    /// The buffer or module variable holding `[address, address + len)`, and the offset of
+    /// `address` in it.
     pub fn locate(&self, address: u64, len: usize) -> Option<(Buffer, usize)> {
-        let (_, buffer) = self.buffers.range(..=address).next_back()?;
-        let offset = (address - buffer.address) as usize;
-        (offset.checked_add(len)? <= buffer.bytes).then_some((*buffer, offset))
+        [&self.buffers, &self.variables]
+            .into_iter()
+            .find_map(|table| {
+                let (_, buffer) = table.range(..=address).next_back()?;
+                let offset = (address - buffer.address) as usize;
+                (offset.checked_add(len)? <= buffer.bytes).then_some((*buffer, offset))
+            })
     }
 }
 
@@ -242,6 +249,7 @@ pub fn new_context(settings: &Settings) -> Arc<Context> {
         device: Mutex::new(Device {
             sim: SimBackend::new(config),
             buffers: BTreeMap::new(),
+            variables: BTreeMap::new(),
         }),
         health: Mutex::new(Health::default()),
         null_stream_hung: Arc::new(AtomicBool::new(false)),
