@@ -442,11 +442,15 @@ pub struct ModuleVariable {
 
 /// The `.global` variables `module` defines, in declaration order: what a kernel of it can
 /// write that outlives the launch without being a buffer the host passed. `.const` variables
-/// are left out (kernels cannot write them), as are `.extern` declarations without a definition.
-pub fn module_variables(module: &gpuwmm_ptx::Module) -> Result<Vec<ModuleVariable>> {
-    let vars = decode::module_vars(module)?;
-    Ok(vars
-        .into_iter()
+/// are left out (kernels cannot write them), as are `.extern` declarations without a definition
+/// and variables whose initialiser is not a list of numbers (`generic(x)`: an address, which
+/// only the loaded module knows).
+pub fn module_variables(module: &gpuwmm_ptx::Module) -> Vec<ModuleVariable> {
+    let declared = module.items.iter().filter_map(|item| match item {
+        gpuwmm_ptx::Item::Directive(text) => vars::parse_var(text).ok().flatten(),
+        _ => None,
+    });
+    declared
         .filter(|v| v.space == VarSpace::Global && !(v.is_extern && v.init.is_none()))
         .map(|v| {
             let mut initial = v.init.clone().unwrap_or_default();
@@ -456,7 +460,7 @@ pub fn module_variables(module: &gpuwmm_ptx::Module) -> Result<Vec<ModuleVariabl
                 initial,
             }
         })
-        .collect())
+        .collect()
 }
 
 fn param_buffer(kernel: &Kernel, args: &[KernelArg]) -> Result<Vec<u8>> {
@@ -677,7 +681,7 @@ mod tests {
     #[test]
     fn module_variables_are_the_defined_globals_with_their_initial_bytes() {
         let module = gpuwmm_ptx::parse(VARIABLES).unwrap();
-        let vars = module_variables(&module).unwrap();
+        let vars = module_variables(&module);
         let listed: Vec<(&str, &[u8])> = vars
             .iter()
             .map(|v| (v.name.as_str(), v.initial.as_slice()))
