@@ -5,6 +5,7 @@
 //! or (`--slurm`, see [`super::campaign_slurm`]) as the tasks of a Slurm job array, each running
 //! one cell (`--cell`) of the folder's plan.
 
+use gpuwmm::job::settings::GivenOptions;
 use super::campaign_slurm;
 use super::{say, target_options, CmdResult, Failure};
 use crate::cli::CampaignArgs;
@@ -20,11 +21,11 @@ use indicatif::ProgressBar;
 /// Progress units per cell on the matrix's bar.
 const CELL_UNITS: u64 = 1000;
 
-pub fn run(args: &CampaignArgs) -> CmdResult {
+pub fn run(args: &CampaignArgs, given: GivenOptions) -> CmdResult {
     if let Some(dir) = &args.collect {
         return campaign_slurm::collect(dir);
     }
-    let target = target_options(&args.target);
+    let target = target_options(&args.target, given);
     let options = CampaignOptions {
         apps: args
             .apps

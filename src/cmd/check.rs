@@ -2,6 +2,7 @@
 //! or as one JSON document with `--json`). Journal naming, `--resume` and the document are the
 //! library's (see [`gpuwmm::job::check`]).
 
+use gpuwmm::job::settings::GivenOptions;
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, target_options, CmdResult};
 use crate::cli::CheckArgs;
@@ -17,9 +18,9 @@ use gpuwmm::stats::ZeroErrorBound;
 use indicatif::ProgressBar;
 use std::path::Path;
 
-pub fn run(args: &CheckArgs) -> CmdResult {
+pub fn run(args: &CheckArgs, given: GivenOptions) -> CmdResult {
     let stop = stop_of(args.stop.runs, args.stop.duration);
-    let target = target_options(&args.target);
+    let target = target_options(&args.target, given);
     let (app, env) = (args.app.as_str(), args.env);
     let output = super::output(&args.journal);
     let path = check_journal((app, env), output, stop, &target, &say)?;

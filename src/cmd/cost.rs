@@ -1,6 +1,7 @@
 //! `gpuwmm cost`: measure each app's variants into `cost.csv` (the plan, the journal and the
 //! summaries are [`gpuwmm::job::cost`]'s), with a bar per app, and print the summary.
 
+use gpuwmm::job::settings::GivenOptions;
 use super::{say, target_options, CmdResult};
 use crate::cli::CostArgs;
 use gpuwmm::check::Stop;
@@ -12,8 +13,8 @@ use gpuwmm::job::cost::{open_cost, CostOptions};
 use gpuwmm::job::naming::Output;
 use indicatif::ProgressBar;
 
-pub fn run(args: &CostArgs) -> CmdResult {
-    let target = target_options(&args.target);
+pub fn run(args: &CostArgs, given: GivenOptions) -> CmdResult {
+    let target = target_options(&args.target, given);
     let options = CostOptions {
         apps: &args.apps,
         variants: &args.variants,

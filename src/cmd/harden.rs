@@ -3,6 +3,7 @@
 //! document); what it came to is also recorded in the journal's sidecar (see
 //! [`gpuwmm::job::harden`]).
 
+use gpuwmm::job::settings::GivenOptions;
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, CmdResult};
 use crate::cli::HardenArgs;
@@ -24,9 +25,9 @@ use std::io;
 use std::path::Path;
 use std::time::Instant;
 
-pub fn run(args: &HardenArgs) -> CmdResult {
+pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
     let clock = Instant::now();
-    let target = super::target_options(&args.target);
+    let target = super::target_options(&args.target, given);
     let options = HardenOptions {
         app: &args.app,
         env: args.env,
