@@ -35,11 +35,18 @@ fn resume_with_other_fences_is_refused() {
     };
     assert!(check(dir.path(), "3", "").status.success());
     let refused = check(dir.path(), "6", "--resume --fences all");
-    assert_bad_input(&refused, "cannot resume j.csv: --fences recorded as-is, given 0 1 2 3");
+    assert_bad_input(
+        &refused,
+        "cannot resume j.csv: --fences recorded as-is, given 0 1 2 3",
+    );
     for (option, recorded, given) in [
         ("--seed 7", "--seed recorded 1", "given 7"),
         ("--sim-model sc", "--sim-model recorded ptx", "given sc"),
-        ("--stress-factor 2", "--stress-factor recorded 10", "given 2"),
+        (
+            "--stress-factor 2",
+            "--stress-factor recorded 10",
+            "given 2",
+        ),
         ("--size gpu", "--size recorded sim", "given gpu"),
     ] {
         let refused = check(dir.path(), "6", &format!("--resume {option}"));
@@ -48,7 +55,11 @@ fn resume_with_other_fences_is_refused() {
     }
     assert_eq!(runs(&dir.path().join("j.csv")), [0, 1, 2], "nothing ran");
     // The journal's own values, given or left out, go on.
-    let same = check(dir.path(), "5", "--resume --fences as-is --seed 1 --sim-model ptx");
+    let same = check(
+        dir.path(),
+        "5",
+        "--resume --fences as-is --seed 1 --sim-model ptx",
+    );
     assert!(same.status.success());
     assert_eq!(runs(&dir.path().join("j.csv")), [0, 1, 2, 3, 4]);
 }
@@ -62,7 +73,10 @@ fn resume_with_another_app_dir_is_refused() {
     copy_dir(&fixture, &dir.path().join("a"));
     copy_dir(&fixture, &dir.path().join("b"));
     let line = "check handoff-block --env no-str- --backend sim --journal j.csv";
-    let start = gpuwmm(&[words(line), words("--runs 2 --app-dir a")].concat(), dir.path());
+    let start = gpuwmm(
+        &[words(line), words("--runs 2 --app-dir a")].concat(),
+        dir.path(),
+    );
     assert!(start.status.success());
     let moved = gpuwmm(
         &[words(line), words("--runs 4 --resume --app-dir b")].concat(),
@@ -127,10 +141,15 @@ fn replay_refuses_an_edited_kernel() {
         return;
     };
     checked_app(dir.path());
-    assert!(gpuwmm(&words("replay j.csv 0"), dir.path()).status.success());
+    assert!(gpuwmm(&words("replay j.csv 0"), dir.path())
+        .status
+        .success());
     edit_kernel(dir.path());
     let refused = gpuwmm(&words("replay j.csv 0"), dir.path());
-    assert_bad_input(&refused, "cannot replay a run of j.csv: sources recorded sha256 ");
+    assert_bad_input(
+        &refused,
+        "cannot replay a run of j.csv: sources recorded sha256 ",
+    );
     let forced = gpuwmm(&words("replay j.csv 0 --force"), dir.path());
     assert!(forced.status.success());
     let said = String::from_utf8_lossy(&forced.stderr);
@@ -156,7 +175,9 @@ fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
     assert_eq!(list[0].differences[0].option, "sources");
     // A further resume compares with the sources the forced runs used: nothing to refuse.
     assert!(app_check(dir.path(), "6", "--resume").status.success());
-    assert!(gpuwmm(&words("replay j.csv 4"), dir.path()).status.success());
+    assert!(gpuwmm(&words("replay j.csv 4"), dir.path())
+        .status
+        .success());
     let before = gpuwmm(&words("replay j.csv 1"), dir.path());
     assert_bad_input(&before, "sources recorded sha256 ");
 }
@@ -175,7 +196,10 @@ fn a_journal_without_app_hashes_is_refused_unless_forced() {
     meta.as_object_mut().unwrap().remove("app_hash");
     std::fs::write(&sidecar, meta.to_string()).unwrap();
     let refused = check(dir.path(), "5", "--resume");
-    assert_bad_input(&refused, "sources recorded no hash (written before gpuwmm recorded one)");
+    assert_bad_input(
+        &refused,
+        "sources recorded no hash (written before gpuwmm recorded one)",
+    );
     assert_bad_input(&refused, "pass --force");
     let replay = gpuwmm(&words("replay j.csv 0"), dir.path());
     assert_bad_input(&replay, "PTX recorded no hash");
@@ -206,12 +230,20 @@ fn harden_resume_with_other_iterations_is_refused() {
     child.kill().unwrap();
     child.wait().unwrap();
     let resumed = gpuwmm(
-        &[words(line), words("--resume --stable-runs 50 --iterations 40")].concat(),
+        &[
+            words(line),
+            words("--resume --stable-runs 50 --iterations 40"),
+        ]
+        .concat(),
         dir.path(),
     );
     assert_bad_input(&resumed, "--iterations recorded 20, given 40");
     let stable = gpuwmm(
-        &[words(line), words("--resume --stable-runs 60 --iterations 20")].concat(),
+        &[
+            words(line),
+            words("--resume --stable-runs 60 --iterations 20"),
+        ]
+        .concat(),
         dir.path(),
     );
     assert_bad_input(&stable, "--stable-runs recorded 50 runs, given 60 runs");
@@ -228,11 +260,22 @@ fn campaign_resume_with_other_fences_is_refused() {
     assert!(gpuwmm(&words(line), dir.path()).status.success());
     let plan = std::fs::read_to_string(dir.path().join("c/plan.json")).unwrap();
     assert!(plan.contains("\"--fences\": \"as-is\""), "{plan}");
-    let refused = gpuwmm(&[words(line), words("--resume --fences all")].concat(), dir.path());
-    assert_bad_input(&refused, "cannot resume c: --fences recorded as-is, given all");
-    let seed = gpuwmm(&[words(line), words("--resume --seed 2")].concat(), dir.path());
+    let refused = gpuwmm(
+        &[words(line), words("--resume --fences all")].concat(),
+        dir.path(),
+    );
+    assert_bad_input(
+        &refused,
+        "cannot resume c: --fences recorded as-is, given all",
+    );
+    let seed = gpuwmm(
+        &[words(line), words("--resume --seed 2")].concat(),
+        dir.path(),
+    );
     assert_bad_input(&seed, "--seed recorded 1, given 2");
-    assert!(gpuwmm(&[words(line), words("--resume")].concat(), dir.path())
-        .status
-        .success());
+    assert!(
+        gpuwmm(&[words(line), words("--resume")].concat(), dir.path())
+            .status
+            .success()
+    );
 }

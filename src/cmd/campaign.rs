@@ -5,7 +5,6 @@
 //! or (`--slurm`, see [`super::campaign_slurm`]) as the tasks of a Slurm job array, each running
 //! one cell (`--cell`) of the folder's plan.
 
-use gpuwmm::job::settings::GivenOptions;
 use super::campaign_slurm;
 use super::{say, target_options, CmdResult, Failure};
 use crate::cli::CampaignArgs;
@@ -15,6 +14,7 @@ use gpuwmm::env::Environment;
 use gpuwmm::job::campaign::{campaign_task, plan_campaign, Campaign, CampaignOptions};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::naming::Output;
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::Executors;
 use indicatif::ProgressBar;
 

@@ -2,7 +2,6 @@
 //! or as one JSON document with `--json`). Journal naming, `--resume` and the document are the
 //! library's (see [`gpuwmm::job::check`]).
 
-use gpuwmm::job::settings::GivenOptions;
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, target_options, CmdResult};
 use crate::cli::CheckArgs;
@@ -13,6 +12,7 @@ use gpuwmm::job::check::{
     CheckDocument, CheckJob,
 };
 use gpuwmm::job::naming::resuming_note;
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::Executors;
 use gpuwmm::stats::ZeroErrorBound;
 use indicatif::ProgressBar;

@@ -1,7 +1,6 @@
 //! `gpuwmm cost`: measure each app's variants into `cost.csv` (the plan, the journal and the
 //! summaries are [`gpuwmm::job::cost`]'s), with a bar per app, and print the summary.
 
-use gpuwmm::job::settings::GivenOptions;
 use super::{say, target_options, CmdResult};
 use crate::cli::CostArgs;
 use gpuwmm::check::Stop;
@@ -11,6 +10,7 @@ use gpuwmm::cost::{CostMeta, CostPlan, CostProgress, Phase};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::cost::{open_cost, CostOptions};
 use gpuwmm::job::naming::Output;
+use gpuwmm::job::settings::GivenOptions;
 use indicatif::ProgressBar;
 
 pub fn run(args: &CostArgs, given: GivenOptions) -> CmdResult {

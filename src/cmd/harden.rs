@@ -3,7 +3,6 @@
 //! document); what it came to is also recorded in the journal's sidecar (see
 //! [`gpuwmm::job::harden`]).
 
-use gpuwmm::job::settings::GivenOptions;
 use super::progress::{stop_length, stop_position};
 use super::{print_json, say, CmdResult};
 use crate::cli::HardenArgs;
@@ -17,6 +16,7 @@ use gpuwmm::job::harden::{
     Hardening, StabilityRuns, REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::ptx::passes::fences::FenceKind;
 use gpuwmm::stats::ZeroErrorBound;
 use indicatif::ProgressBar;

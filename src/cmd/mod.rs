@@ -93,7 +93,8 @@ pub fn given_options(matches: &clap::ArgMatches) -> GivenOptions {
         current = sub;
     }
     for id in current.ids() {
-        let named = current.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
+        let named =
+            current.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
         if named {
             names.push(format!("--{}", id.as_str().replace('_', "-")));
         }
@@ -102,6 +103,17 @@ pub fn given_options(matches: &clap::ArgMatches) -> GivenOptions {
 }
 
 pub fn run(command: Command, given: GivenOptions) -> CmdResult {
+    let journaled = matches!(
+        command,
+        Command::Check(_)
+            | Command::Harden(_)
+            | Command::Cost(_)
+            | Command::Tune(_)
+            | Command::Campaign(_)
+    );
+    if journaled {
+        gpuwmm::job::interrupt::on_signals(std::env::args().collect())?;
+    }
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),

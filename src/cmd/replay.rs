@@ -9,8 +9,8 @@ use gpuwmm::check::{Executor, LocalExecutor, RunRecord};
 use gpuwmm::job::replay::{
     determinism_note, move_app_dir, open_subject, refuse_changed_app, Subject,
 };
-use gpuwmm::job::sidecar::refuse_changed_sites;
 use gpuwmm::job::settings::GivenOptions;
+use gpuwmm::job::sidecar::refuse_changed_sites;
 use gpuwmm::job::JobError;
 use std::path::Path;
 

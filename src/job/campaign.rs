@@ -5,12 +5,11 @@
 
 use super::check::{open_check, record_confidence, CheckJob, DEFAULT_STOP};
 use super::naming::{choose_folder, default_folder, Output};
-use super::sidecar::{unfinished, JobKind};
-use super::target::{Executors, TargetOptions};
 use super::settings::{differences, refuse_unless_forced, target_settings};
+use super::sidecar::{unfinished, JobKind};
 use super::target::resolve;
+use super::target::{Executors, TargetOptions};
 use super::{JobError, Say};
-use std::collections::BTreeMap;
 use crate::apps::builtin::BUILTIN_APP_NAMES;
 use crate::apps::load_app_dir;
 use crate::campaign::plan::{CampaignPlan, PlannedCell};
@@ -18,6 +17,7 @@ use crate::campaign::{parse_apps, parse_envs, write_summaries, CampaignTable};
 use crate::check::journal::read_meta;
 use crate::check::{CheckMeta, Stop, Tally};
 use crate::env::Environment;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A campaign as given on the command line.
@@ -287,7 +287,9 @@ pub fn campaign_out(options: &CampaignOptions, say: Say) -> Result<PathBuf, JobE
         parts.seed
     );
     let unfinished = |dir: &Path| unfinished(JobKind::Campaign, dir, None);
-    Ok(choose_folder(&base, options.out, &what, &unfinished, say)?.unwrap_or(base))
+    let out = choose_folder(&base, options.out, &what, &unfinished, say)?.unwrap_or(base);
+    super::interrupt::resumes("--out", &out, &CampaignPlan::path(&out));
+    Ok(out)
 }
 
 /// A new campaign never writes into a folder that holds journals.

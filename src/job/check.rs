@@ -3,15 +3,15 @@
 //! error rate drawn beside the journal. `check` runs one; each cell of a campaign is one.
 
 use super::naming::{choose_journal, Output};
+use super::settings::{
+    app_hash, differences, hash_differences, hash_entry, refuse_or_force, target_settings,
+    GivenOptions, Settings,
+};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
 };
 use super::target::{calibrate, resolve, Executors, TargetOptions};
-use super::settings::{
-    app_hash, differences, hash_differences, hash_entry, refuse_or_force, target_settings, GivenOptions,
-    Settings,
-};
 use super::{JobError, Say};
 use crate::check::journal::{read_rows, refuse_misnumbered, set_meta_entry};
 use crate::check::local::target_sites;
@@ -50,7 +50,9 @@ pub fn check_journal(
 ) -> Result<PathBuf, JobError> {
     let unfinished = |journal: &Path| unfinished(JobKind::Check, journal, stop);
     let parts = target.backend.name_parts();
-    choose_journal("check", (app, env), output, parts, &unfinished, say)
+    let path = choose_journal("check", (app, env), output, parts, &unfinished, say)?;
+    super::interrupt::resumes("--journal", &path, &path);
+    Ok(path)
 }
 
 /// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`
@@ -171,10 +173,20 @@ fn resume(spec: &CheckJob, say: Say) -> Result<OpenCheck, JobError> {
         (&meta.target.app, meta.env),
         (spec.app, spec.env),
     )?;
-    let mut changed = differences(&check_settings(&meta), &asked(spec, &meta, say)?, given(spec));
+    let mut changed = differences(
+        &check_settings(&meta),
+        &asked(spec, &meta, say)?,
+        given(spec),
+    );
     let now = app_hash(&meta.target)?;
     changed.extend(hash_differences(meta.app_hash.as_ref(), &now));
-    refuse_or_force(path, done.len(), changed, (given(spec), hash_entry(&now)), say)?;
+    refuse_or_force(
+        path,
+        done.len(),
+        changed,
+        (given(spec), hash_entry(&now)),
+        say,
+    )?;
     meta.app_hash = Some(now);
     if !meta.sites.is_empty() {
         let now = target_sites(&meta.target).map_err(JobError::BadApp)?;

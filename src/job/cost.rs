@@ -4,12 +4,12 @@
 //! end, with the result recorded in the sidecar.
 
 use super::naming::{choose_folder, default_folder, Output};
-use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
-use super::target::{resolve, TargetOptions};
 use super::settings::{
     app_hash, differences, hash_differences, refuse_or_force, stop_settings, target_settings,
     Settings,
 };
+use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
+use super::target::{resolve, TargetOptions};
 use super::{JobError, Say};
 use crate::apps::find_app;
 use crate::backend::select::provenance;
@@ -96,12 +96,15 @@ pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> 
 fn choose_out(options: &CostOptions, say: Say) -> Result<PathBuf, JobError> {
     let base = default_folder("cost", options.target.backend.name_parts());
     let unfinished = |dir: &Path| unfinished(JobKind::Cost, dir, None);
-    choose_folder(&base, options.out, "cost measurements", &unfinished, say)?.ok_or_else(|| {
-        JobError::refused(format!(
-            "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
-            base.display()
-        ))
-    })
+    let out = choose_folder(&base, options.out, "cost measurements", &unfinished, say)?
+        .ok_or_else(|| {
+            JobError::refused(format!(
+                "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
+                base.display()
+            ))
+        })?;
+    super::interrupt::resumes("--out", &out, &out.join(JOURNAL));
+    Ok(out)
 }
 
 /// A measurement resumed with apps named must be of those apps.
@@ -167,7 +170,10 @@ fn asked(options: &CostOptions, meta: &CostMeta, say: Say) -> Result<Settings, J
     let given = &options.target.given;
     let mut apps = meta.apps.clone();
     if let Some(first) = apps.first_mut() {
-        if target_settings(&first.target).keys().any(|o| given.named(o)) {
+        if target_settings(&first.target)
+            .keys()
+            .any(|o| given.named(o))
+        {
             first.target = resolve(&first.target.app, options.target, say)?.target;
         }
     }

@@ -4,16 +4,16 @@
 //! the `--json` document.
 
 use super::naming::{choose_journal, Output};
+use super::settings::{
+    app_hash, differences, hash_differences, hash_entry, refuse_or_force, stop_settings,
+    target_settings, Settings,
+};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
 };
 use super::target::TargetOptions;
 use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
-use super::settings::{
-    app_hash, differences, hash_differences, hash_entry, refuse_or_force, stop_settings, target_settings,
-    Settings,
-};
 use super::{JobError, Say};
 use crate::apps::DEFAULT_ARCH;
 use crate::check::journal::{read_rows, set_meta_entry};
@@ -113,6 +113,7 @@ pub fn open_hardening(options: &HardenOptions, say: Say) -> Result<OpenHardening
         &|journal| unfinished(JobKind::Harden, journal, None),
         say,
     )?;
+    super::interrupt::resumes("--journal", &path, &path);
     let opened = match options.journal.resume {
         true => resume(path, options, say)?,
         false => start(path, options, say)?,

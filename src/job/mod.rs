@@ -4,6 +4,8 @@
 //! follows the same ones and the binary only reads arguments, calls one function and prints.
 //!
 //! - [`naming`]: default output names, and choosing the output to write or to resume;
+//! - [`interrupt`]: SIGINT and SIGTERM end a job between journal writes, printing the command
+//!   that resumes it;
 //! - [`settings`]: what a journal's runs depend on (options, app hashes), and the rule that a
 //!   resume or replay refuses a difference unless `--force`;
 //! - [`sidecar`]: [`JobKind`], the `kind` entry of a sidecar, and reading sidecars without one;
@@ -17,6 +19,7 @@ pub mod campaign;
 pub mod check;
 pub mod cost;
 pub mod harden;
+pub mod interrupt;
 pub mod naming;
 pub mod replay;
 pub mod settings;

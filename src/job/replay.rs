@@ -3,11 +3,11 @@
 //! target, environment and stress iterations, and the rows the fences (a hardening tries a
 //! fence set per query). Which rows a journal has is its sidecar's `kind`.
 
-use super::sidecar::{kind_in, JobKind};
 use super::settings::{
     app_hash, hash_at, hash_differences, refuse_unless_forced, AppHash, Forced, GivenOptions,
     FORCED_ENTRY,
 };
+use super::sidecar::{kind_in, JobKind};
 use super::{JobError, Say};
 use crate::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use crate::check::spec::SiteSummary;
@@ -94,7 +94,12 @@ pub fn refuse_changed_app(
     let now = app_hash(&subject.target)?;
     let changed = hash_differences(subject.app_hash.as_ref(), &now);
     let consequence = "the run replayed would not be the one recorded";
-    refuse_unless_forced(("replay a run of", journal), &changed, (given, consequence), say)
+    refuse_unless_forced(
+        ("replay a run of", journal),
+        &changed,
+        (given, consequence),
+        say,
+    )
 }
 
 /// Points `subject` at its app's folder moved to `dir` (recorded absolute, as a new journal
@@ -116,11 +121,7 @@ fn parse<M: DeserializeOwned>(journal: &Path, meta: serde_json::Value) -> Result
 }
 
 /// The subject, and its row's index in the journal.
-fn check_subject(
-    journal: &Path,
-    meta: CheckMeta,
-    run: u64,
-) -> Result<(Subject, usize), JobError> {
+fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<(Subject, usize), JobError> {
     let rows: Vec<RunRecord> = journal_rows(journal)?;
     let span = span(rows.iter().map(|r| r.run));
     let (row, recorded) = rows

@@ -189,7 +189,11 @@ pub fn hash_differences(recorded: Option<&AppHash>, now: &AppHash) -> Vec<Differ
             recorded.map(|h| h.sources_sha256.as_str()),
             &now.sources_sha256,
         ),
-        (PTX, recorded.map(|h| h.ptx_sha256.as_str()), &now.ptx_sha256),
+        (
+            PTX,
+            recorded.map(|h| h.ptx_sha256.as_str()),
+            &now.ptx_sha256,
+        ),
     ];
     pairs
         .into_iter()
@@ -328,10 +332,7 @@ mod tests {
         let given = GivenOptions::new(["--fences".to_string()]);
         let found = differences(&recorded, &asked, &given);
         assert_eq!(found.len(), 1);
-        assert_eq!(
-            found[0].to_string(),
-            "--fences recorded as-is, given 0 1"
-        );
+        assert_eq!(found[0].to_string(), "--fences recorded as-is, given 0 1");
     }
 
     #[test]

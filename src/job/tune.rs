@@ -3,8 +3,8 @@
 //! may replace, and the summary, charts and stress profile written at the end.
 
 use super::naming::Output;
-use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::settings::{all_differences, Settings};
+use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::{JobError, Say};
 use crate::backend::{BackendKind, DeviceInfo};
 use crate::check::journal::{read_meta, Journal};
@@ -84,6 +84,7 @@ pub fn open_tuning(
 ) -> Result<OpenTuning, JobError> {
     let meta = meta(options, info, chip, provenance);
     let out = tune_out(options, &meta, say)?;
+    super::interrupt::resumes("--out", &out, &out.join("tune.csv"));
     let profile_path = options
         .profile_out
         .map(Path::to_path_buf)
@@ -230,7 +231,10 @@ fn tune_settings(meta: &TuneMeta) -> Settings {
         ("--max-spread", b.max_spread.to_string()),
         ("--epsilon", b.epsilon.to_string()),
         ("--tests", tests.join(",")),
-        ("--patch-words", or_none(meta.patch_words.map(|p| p.to_string()))),
+        (
+            "--patch-words",
+            or_none(meta.patch_words.map(|p| p.to_string())),
+        ),
         ("--sequence", or_none(meta.sequence.clone())),
         ("--instances", meta.instances.to_string()),
         ("--block-threads", meta.block_threads.to_string()),
