@@ -15,7 +15,7 @@ pub struct AppHash {
     /// kernel's folder (so that a moved folder hashes the same).
     pub sources_sha256: String,
     /// SHA-256 over the PTX the app runs at the size: its kernels and its check kernels, as the
-    /// NVRTC at hand compiles them.
+    /// NVRTC at hand compiles them, with the app's folder left out of the file names.
     pub ptx_sha256: String,
 }
 
@@ -39,11 +39,18 @@ impl AppHash {
             sources.field(b"app.toml");
             sources.field(&manifest);
         }
+        // The PTX names its source files (`.file`) by absolute path: the app's folder is left
+        // out, so that a folder moved (`replay --app-dir`) hashes the same.
+        let folder = base.to_string_lossy();
+        let printed = |module: &crate::ptx::Module| match folder.is_empty() {
+            true => crate::ptx::print(module),
+            false => crate::ptx::print(module).replace(folder.as_ref(), "<app>"),
+        };
         let mut ptx = Hasher::default();
-        ptx.field(crate::ptx::print(&app.module(DEFAULT_ARCH, size)?).as_bytes());
+        ptx.field(printed(&app.module(DEFAULT_ARCH, size)?).as_bytes());
         if let Some(check) = app.check_module(DEFAULT_ARCH, size)? {
             ptx.field(b"check");
-            ptx.field(crate::ptx::print(&check).as_bytes());
+            ptx.field(printed(&check).as_bytes());
         }
         Ok(AppHash {
             sources_sha256: sources.finish(),
