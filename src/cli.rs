@@ -246,6 +246,11 @@ pub struct JournalArgs {
     /// journal of the same app, environment, backend and seed.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume: go on although an option given differs from the journal's, or the app's
+    /// sources or PTX changed since (or the journal is too old to say). The job keeps the
+    /// journal's options and runs the app as it is now; the sidecar's `forced` list records it.
+    #[arg(long, requires = "resume")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -394,6 +399,11 @@ pub struct CampaignArgs {
     /// folder of the same backend and seed): unfinished cells go on, finished ones are kept.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume: go on although an option given differs from the one the campaign or a
+    /// cell's journal records, or an app's sources or PTX changed since; recorded in each
+    /// journal's sidecar (see `check --force`).
+    #[arg(long, requires = "resume")]
+    pub force: bool,
     /// Read the campaign in this folder (run here or on Slurm, finished or not) and write its
     /// summaries, with each cell's status (done, running, waiting, not started, failed).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["slurm", "resume", "out"])]
@@ -530,6 +540,10 @@ pub struct ReplayArgs {
     /// (a journal of a built-in app takes none).
     #[arg(long)]
     pub app_dir: Option<PathBuf>,
+    /// Replay although the app's sources or PTX are not those the run ran with (or the journal
+    /// recorded none): the run replayed may then not be the one recorded.
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn parse_env(s: &str) -> Result<Environment, String> {
@@ -636,6 +650,10 @@ pub struct CostArgs {
     /// recorded ones.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume: go on although an option given differs from the measurement's, or an
+    /// app's sources or PTX changed since; recorded in the sidecar (see `check --force`).
+    #[arg(long, requires = "resume")]
+    pub force: bool,
     #[command(flatten)]
     pub target: TargetArgs,
 }

@@ -5,16 +5,18 @@
 mod cli;
 mod cmd;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = cmd::given_options(&matches);
     if let Some(dir) = &cli.cache_dir {
         // Before any thread or worker process starts, which inherit it.
         std::env::set_var(gpuwmm::places::CACHE_DIR_ENV, dir);
     }
-    match cmd::run(cli.command) {
+    match cmd::run(cli.command, given) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stops early (`gpuwmm apps | head`) is not an error.
         Err(failure) if is_broken_pipe(&failure.error) => ExitCode::SUCCESS,

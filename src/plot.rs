@@ -240,6 +240,89 @@ fn draw_note(
     .map_err(plot_error)
 }
 
+/// Tick values for a logarithmic axis over `lo..hi` (both above 0), at least `min` of them where
+/// the range allows: powers of ten, then 1-2-5 steps, then 1–9 steps of each decade, then, for a
+/// range narrower than one such step, evenly spaced round values.
+pub fn log_ticks(lo: f64, hi: f64, min: usize) -> Vec<f64> {
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if !(lo > 0.0 && hi.is_finite()) {
+        return Vec::new();
+    }
+    for mantissas in [
+        &[1.0][..],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ] {
+        let ticks = decade_ticks(lo, hi, mantissas);
+        if ticks.len() >= min {
+            return ticks;
+        }
+    }
+    linear_ticks(lo, hi, min)
+}
+
+/// `m × 10^k` for every mantissa `m` and decade `k` with the value in `lo..=hi`.
+fn decade_ticks(lo: f64, hi: f64, mantissas: &[f64]) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    for k in first..=last {
+        for m in mantissas {
+            let v = round_to_digits(m * 10f64.powi(k), 6);
+            if (lo..=hi).contains(&v) {
+                ticks.push(v);
+            }
+        }
+    }
+    ticks
+}
+
+/// Round values `lo..=hi` in steps of 1, 2 or 5 × a power of ten: the largest step that gives
+/// at least `count` of them.
+fn linear_ticks(lo: f64, hi: f64, count: usize) -> Vec<f64> {
+    let raw = (hi - lo) / count.max(1) as f64;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [5.0, 2.0, 1.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|s| *s <= raw)
+        .unwrap_or(power);
+    let mut v = (lo / step).ceil() * step;
+    let mut ticks = Vec::new();
+    while v <= hi && ticks.len() < 4 * count.max(1) {
+        ticks.push(round_to_digits(v, 9));
+        v += step;
+    }
+    ticks
+}
+
+/// `v` rounded to `digits` significant digits (so that 3 × 0.1 reads 0.3).
+fn round_to_digits(v: f64, digits: i32) -> f64 {
+    if v == 0.0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
+/// A tick value as an axis shows it: up to three significant digits in plain notation from
+/// 0.001 to below a million (`0.05`, `2.5`, `1520`, `250000`), else scientific (`1.20e7`).
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        return "0".into();
+    }
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let text = format!("{v:.decimals$}");
+    match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +398,31 @@ mod tests {
         assert!(running_rate_chart("t", "n", &[])
             .unwrap()
             .starts_with("<svg"));
+    }
+
+    #[test]
+    fn log_ticks_are_round_values_and_enough_of_them() {
+        assert_eq!(log_ticks(0.5, 2000.0, 4), [1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(3.0, 60.0, 4), [5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(
+            log_ticks(1000.0, 3500.0, 4),
+            [1000.0, 1500.0, 2000.0, 2500.0, 3000.0, 3500.0]
+        );
+        assert_eq!(log_ticks(1000.0, 3500.0, 3), [1000.0, 2000.0, 3000.0]);
+        let narrow = log_ticks(1500.0, 1580.0, 4);
+        assert_eq!(narrow, [1500.0, 1520.0, 1540.0, 1560.0, 1580.0]);
+        assert!(log_ticks(0.0, 1.0, 4).is_empty());
+    }
+
+    #[test]
+    fn tick_labels_have_three_significant_digits_at_most() {
+        let labels: Vec<String> = [0.05, 2.5, 1520.0, 250_000.0, 1.2e7, 0.0001, 0.3]
+            .into_iter()
+            .map(tick_label)
+            .collect();
+        assert_eq!(
+            labels,
+            ["0.05", "2.5", "1520", "250000", "1.20e7", "1.00e-4", "0.3"]
+        );
     }
 }

@@ -27,6 +27,7 @@ pub mod app_program;
 pub mod builtin;
 pub mod cbe;
 pub mod expr;
+pub mod hash;
 pub mod host_code;
 pub mod manifest;
 pub mod manifest_app;

@@ -9,6 +9,7 @@ use crate::check::journal::JobKind;
 use crate::check::Stop;
 use crate::env::Environment;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -71,6 +72,11 @@ pub struct CampaignPlan {
     pub tool_version: String,
     pub cells: Vec<PlannedCell>,
     pub stop: Stop,
+    /// The options every cell runs with, as the command line spells them (`--fences`,
+    /// `--seed`, the target's): a resume compares those it is given. Empty in plans written
+    /// before they were recorded (each cell's journal still records its own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmJob>,
 }
@@ -91,6 +97,7 @@ impl CampaignPlan {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             cells,
             stop,
+            settings: BTreeMap::new(),
             slurm: None,
         }
     }

@@ -91,6 +91,10 @@ pub struct CheckMeta {
     /// beside the check's ([`super::races`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub races: Option<RaceMode>,
+    /// The app's sources and PTX, hashed (absent in journals from before they were recorded):
+    /// a resume or replay compares them (see [`crate::job::settings`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_hash: Option<crate::apps::hash::AppHash>,
 }
 
 /// Counts of a series of runs.
@@ -332,6 +336,7 @@ mod tests {
             provenance: "mock".into(),
             profile_source: "test".into(),
             races: None,
+            app_hash: None,
         }
     }
 

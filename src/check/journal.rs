@@ -87,6 +87,18 @@ pub fn meta_path(journal: &Path) -> PathBuf {
     journal.with_extension("json")
 }
 
+/// Held while a journal or a sidecar is written: a signal handler that ends the process takes it
+/// first (see [`crate::job::interrupt`]), so that no row or sidecar is left half-written.
+static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds every journal and sidecar write of this process back until the guard is dropped (a
+/// write under way finishes first).
+pub fn hold_writes() -> std::sync::MutexGuard<'static, ()> {
+    WRITING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// An open journal of rows of type `R`.
 pub struct Journal<R> {
     path: PathBuf,
@@ -103,6 +115,7 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
     /// sidecar, also written under a temporary name, is renamed into place next; a kill between
     /// the two leaves a journal without a sidecar, which `--resume` refuses.
     pub fn create(path: &Path, meta: &impl Serialize) -> Result<Journal<R>, JournalError> {
+        let _writing = hold_writes();
         if path.exists() {
             return Err(JournalError::Exists(path.to_path_buf()));
         }
@@ -179,7 +192,9 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), JournalError> {
-        // One write per row: a kill leaves whole rows and at most one partial last row.
+        // One write per row: a kill leaves whole rows and at most one partial last row (none
+        // for SIGINT and SIGTERM, whose handler waits for the write).
+        let _writing = hold_writes();
         self.file
             .write_all(bytes)
             .and_then(|()| self.file.flush())
@@ -363,6 +378,7 @@ pub fn set_meta_entry(
     key: &str,
     value: &impl Serialize,
 ) -> Result<(), JournalError> {
+    let _writing = hold_writes();
     let path = meta_path(journal);
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
     let bad = |message: String| JournalError::BadMeta {

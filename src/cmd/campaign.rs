@@ -14,17 +14,18 @@ use gpuwmm::env::Environment;
 use gpuwmm::job::campaign::{campaign_task, plan_campaign, Campaign, CampaignOptions};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::naming::Output;
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::Executors;
 use indicatif::ProgressBar;
 
 /// Progress units per cell on the matrix's bar.
 const CELL_UNITS: u64 = 1000;
 
-pub fn run(args: &CampaignArgs) -> CmdResult {
+pub fn run(args: &CampaignArgs, given: GivenOptions) -> CmdResult {
     if let Some(dir) = &args.collect {
         return campaign_slurm::collect(dir);
     }
-    let target = target_options(&args.target);
+    let target = target_options(&args.target, given);
     let options = CampaignOptions {
         apps: args
             .apps

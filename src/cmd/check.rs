@@ -12,12 +12,13 @@ use gpuwmm::job::check::{
     CheckDocument, CheckJob,
 };
 use gpuwmm::job::check_text::{start_text, summary_text};
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::Executors;
 use indicatif::ProgressBar;
 
-pub fn run(args: &CheckArgs) -> CmdResult {
+pub fn run(args: &CheckArgs, given: GivenOptions) -> CmdResult {
     let stop = stop_of(args.stop.runs, args.stop.duration);
-    let target = target_options(&args.target);
+    let target = target_options(&args.target, given);
     let (app, env) = (args.app.as_str(), args.env);
     let output = super::output(&args.journal);
     let path = check_journal((app, env), output, stop, &target, &say)?;

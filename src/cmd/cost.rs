@@ -10,10 +10,11 @@ use gpuwmm::cost::{CostMeta, CostPlan, CostProgress, Phase};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::cost::{open_cost, CostOptions};
 use gpuwmm::job::naming::Output;
+use gpuwmm::job::settings::GivenOptions;
 use indicatif::ProgressBar;
 
-pub fn run(args: &CostArgs) -> CmdResult {
-    let target = target_options(&args.target);
+pub fn run(args: &CostArgs, given: GivenOptions) -> CmdResult {
+    let target = target_options(&args.target, given);
     let options = CostOptions {
         apps: &args.apps,
         variants: &args.variants,

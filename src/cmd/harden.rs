@@ -13,12 +13,13 @@ use gpuwmm::job::harden::{
     HardenOptions, StabilityRuns,
 };
 use gpuwmm::job::harden_text::{start_text, HardenText};
+use gpuwmm::job::settings::GivenOptions;
 use indicatif::ProgressBar;
 use std::time::Instant;
 
-pub fn run(args: &HardenArgs) -> CmdResult {
+pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
     let clock = Instant::now();
-    let target = super::target_options(&args.target);
+    let target = super::target_options(&args.target, given);
     let options = HardenOptions {
         app: &args.app,
         env: args.env,

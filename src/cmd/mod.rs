@@ -39,6 +39,7 @@ mod worker;
 use crate::cli::{BackendArgs, Command, JournalArgs, LitmusCommand, TargetArgs};
 use gpuwmm::backend::select::{open_backend, OpenedBackend};
 use gpuwmm::job::naming::Output;
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::{BackendOptions, TargetOptions};
 use gpuwmm::job::JobError;
 use serde::Serialize;
@@ -83,7 +84,36 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 
 pub type CmdResult = Result<(), Failure>;
 
-pub fn run(command: Command) -> CmdResult {
+/// The options the command line named for the subcommand (`--fences`, …), as the library
+/// compares them on `--resume` (an option left out takes the journal's value).
+pub fn given_options(matches: &clap::ArgMatches) -> GivenOptions {
+    let mut names = Vec::new();
+    let mut current = matches;
+    while let Some((_, sub)) = current.subcommand() {
+        current = sub;
+    }
+    for id in current.ids() {
+        let named =
+            current.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
+        if named {
+            names.push(format!("--{}", id.as_str().replace('_', "-")));
+        }
+    }
+    GivenOptions::new(names)
+}
+
+pub fn run(command: Command, given: GivenOptions) -> CmdResult {
+    let journaled = matches!(
+        command,
+        Command::Check(_)
+            | Command::Harden(_)
+            | Command::Cost(_)
+            | Command::Tune(_)
+            | Command::Campaign(_)
+    );
+    if journaled {
+        gpuwmm::job::interrupt::on_signals(std::env::args().collect())?;
+    }
     match command {
         Command::Ptx(c) => ptx::run(c),
         Command::Devices => devices::run(),
@@ -97,11 +127,11 @@ pub fn run(command: Command) -> CmdResult {
             None => litmus::run(&args),
         },
         Command::Tune(args) => tune::run(&args),
-        Command::Check(args) => check::run(&args),
-        Command::Campaign(args) => campaign::run(&args),
-        Command::Replay(args) => replay::run(&args),
-        Command::Harden(args) => harden::run(&args),
-        Command::Cost(args) => cost::run(&args),
+        Command::Check(args) => check::run(&args, given),
+        Command::Campaign(args) => campaign::run(&args, given),
+        Command::Replay(args) => replay::run(&args, &given),
+        Command::Harden(args) => harden::run(&args, given),
+        Command::Cost(args) => cost::run(&args, given),
         Command::Apps(args) => apps::run(&args),
         Command::Worker => worker::run(),
     }
@@ -116,8 +146,8 @@ fn backend_options(args: &BackendArgs) -> BackendOptions {
     }
 }
 
-/// The target options as the library takes them.
-fn target_options(args: &TargetArgs) -> TargetOptions {
+/// The target options as the library takes them, with the options the command line named.
+fn target_options(args: &TargetArgs, given: GivenOptions) -> TargetOptions {
     TargetOptions {
         app_dir: args.app_dir.clone(),
         size: args.size,
@@ -129,6 +159,7 @@ fn target_options(args: &TargetArgs) -> TargetOptions {
         sim_budget: args.sim_budget,
         in_process: args.in_process,
         backend: backend_options(&args.backend),
+        given,
     }
 }
 

@@ -6,16 +6,20 @@ use super::CmdResult;
 use crate::cli::ReplayArgs;
 use gpuwmm::check::local::RunPlan;
 use gpuwmm::check::{Executor, LocalExecutor, RunRecord};
-use gpuwmm::job::replay::{determinism_note, move_app_dir, open_subject, Subject};
+use gpuwmm::job::replay::{
+    determinism_note, move_app_dir, open_subject, refuse_changed_app, Subject,
+};
+use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::sidecar::refuse_changed_sites;
 use gpuwmm::job::JobError;
 use std::path::Path;
 
-pub fn run(args: &ReplayArgs) -> CmdResult {
+pub fn run(args: &ReplayArgs, given: &GivenOptions) -> CmdResult {
     let mut subject = open_subject(&args.journal, args.run, args.query)?;
     if let Some(dir) = &args.app_dir {
         move_app_dir(&args.journal, &mut subject, dir)?;
     }
+    refuse_changed_app(&args.journal, &subject, given, &super::say)?;
     let mut executor = LocalExecutor::open(&subject.target).map_err(JobError::Setup)?;
     if !subject.sites.is_empty() {
         let now = executor.sites()?;

@@ -4,8 +4,9 @@
 
 use super::summary::CostSummary;
 use super::Variant;
-use crate::plot::{plot_error, PlotError};
+use crate::plot::{log_ticks, plot_error, tick_label, PlotError};
 use crate::stats::MedianInterval;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::prelude::*;
 
 /// Which figure: kernel time or energy per run.
@@ -72,6 +73,10 @@ pub fn cost_chart(
         .filter(|v| *v > 0.0);
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let (lo, hi) = (lo / 1.5, hi * 1.5);
+    // Ticks of our own: plotters' logarithmic axis marks only powers of ten, which a range
+    // narrower than a decade (one app, or apps of similar cost) has none of.
+    let ticks = log_ticks(lo, hi, AXIS_TICKS);
+    let axis = || (lo..hi).log_scale().with_key_points(ticks.clone());
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 640)).into_drawing_area();
@@ -82,14 +87,16 @@ pub fn cost_chart(
             .margin(16)
             .x_label_area_size(44)
             .y_label_area_size(72)
-            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+            .build_cartesian_2d(axis(), axis())
             .map_err(plot_error)?;
         chart
             .configure_mesh()
             .x_desc(format!("no fences: {unit}"))
             .y_desc(format!("fenced: {unit}"))
-            .x_label_formatter(&axis_label)
-            .y_label_formatter(&axis_label)
+            .x_labels(4 * AXIS_TICKS)
+            .y_labels(4 * AXIS_TICKS)
+            .x_label_formatter(&|v| tick_label(*v))
+            .y_label_formatter(&|v| tick_label(*v))
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(plot_error)?;
@@ -120,23 +127,11 @@ pub fn cost_chart(
     Ok(Some(svg))
 }
 
-/// Plain numbers where they read well (instruction counts), else scientific notation.
-fn axis_label(v: &f64) -> String {
-    if (1.0..1e5).contains(&v.abs()) {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2e}")
-    }
-}
+/// Ticks each axis has at least, where its range allows.
+const AXIS_TICKS: usize = 4;
 
-type LogChart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<
-        plotters::coord::combinators::LogCoord<f64>,
-        plotters::coord::combinators::LogCoord<f64>,
-    >,
->;
+type LogAxis = WithKeyPoints<LogCoord<f64>>;
+type LogChart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogAxis, LogAxis>>;
 
 fn draw_variant<'a, 'b: 'a>(
     chart: &mut LogChart<'a, 'b>,
@@ -182,4 +177,79 @@ fn draw_variant<'a, 'b: 'a>(
                 + TriangleMarker::new((0, 0), if cons { 5 } else { 0 }, colour.filled())
         });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::measure::{EnergyMethod, TimeMethod};
+    use crate::cost::summary::{AppSummary, VariantSummary};
+
+    fn variant(variant: Variant, median: f64) -> VariantSummary {
+        VariantSummary {
+            variant,
+            runs: 200,
+            discarded: 0,
+            time: Some(MedianInterval {
+                median,
+                low: median * 0.98,
+                high: median * 1.02,
+                n: 200,
+                coverage: 0.95,
+            }),
+            time_overhead: None,
+            windows: 0,
+            energy_mj: None,
+            net_energy_mj: None,
+            idle_mw: None,
+            energy_overhead: None,
+        }
+    }
+
+    /// The numbers in `<text>` elements of an SVG.
+    fn numbers_in_text(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
+            .filter_map(|t| t.split_once("</text>").map(|(label, _)| label.trim()))
+            .filter(|l| !l.is_empty() && l.parse::<f64>().is_ok())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Bug: the chart of one app had no axis ticks: its range (the app's costs ± 50%) held no
+    /// power of ten, the only values plotters' logarithmic axis labels.
+    #[test]
+    fn a_one_app_cost_chart_has_tick_labels_on_both_axes() {
+        let summary = CostSummary {
+            provenance: "made-up".into(),
+            seed: 1,
+            time_method: TimeMethod::Synthetic,
+            time_unit: "instructions",
+            energy_method: EnergyMethod::NotAvailable("test".into()),
+            apps: vec![AppSummary {
+                app: "cbe-dot".into(),
+                fences: Default::default(),
+                variants: vec![
+                    variant(Variant::No, 1520.0),
+                    variant(Variant::Emp, 1610.0),
+                    variant(Variant::Cons, 2210.0),
+                ],
+            }],
+        };
+        let svg = cost_chart(&summary, Quantity::Time, "note")
+            .unwrap()
+            .unwrap();
+        let labels = numbers_in_text(&svg);
+        let ticks = log_ticks(1520.0 * 0.98 / 1.5, 2210.0 * 1.02 * 1.5, AXIS_TICKS);
+        assert!(ticks.len() >= AXIS_TICKS, "{ticks:?}");
+        let tick_labels: Vec<String> = ticks.iter().map(|t| tick_label(*t)).collect();
+        assert!(labels.iter().all(|l| tick_labels.contains(l)), "{labels:?}");
+        // Each axis shows its ticks (plotters may leave out one at the very edge).
+        let on_both_axes = tick_labels
+            .iter()
+            .filter(|t| labels.iter().filter(|l| l == t).count() == 2)
+            .count();
+        assert!(on_both_axes >= AXIS_TICKS, "{labels:?} of {tick_labels:?}");
+    }
 }

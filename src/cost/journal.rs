@@ -82,6 +82,10 @@ pub struct AppPlan {
     pub fence_kind: FenceKind,
     /// Candidate sites of `cons` (one per memory access).
     pub cons_fences: usize,
+    /// The app's sources and PTX, hashed (absent in journals from before they were recorded):
+    /// a resume compares them (see [`crate::job::settings`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_hash: Option<crate::apps::hash::AppHash>,
 }
 
 /// The sidecar of `cost.csv`.
@@ -118,6 +122,7 @@ pub(crate) fn tests_meta(plan: &super::CostPlan) -> CostMeta {
             emp: None,
             fence_kind: FenceKind::ScGpu,
             cons_fences: 0,
+            app_hash: None,
         }],
         warmup: plan.warmup,
         time_method: TimeMethod::Synthetic,

@@ -140,6 +140,10 @@ pub struct HardenMeta {
     /// ([`fences_can_help`]); absent, so false, in journals from before that query existed.
     #[serde(default)]
     pub all_fences_first: bool,
+    /// The app's sources and PTX, hashed (absent in journals from before they were recorded):
+    /// a resume or replay compares them (see [`crate::job::settings`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_hash: Option<crate::apps::hash::AppHash>,
 }
 
 impl HardenMeta {

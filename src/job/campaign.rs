@@ -5,7 +5,9 @@
 
 use super::check::{open_check, record_confidence, CheckJob, DEFAULT_STOP};
 use super::naming::{choose_folder, default_folder, Output};
+use super::settings::{differences, refuse_unless_forced, target_settings};
 use super::sidecar::{unfinished, JobKind};
+use super::target::resolve;
 use super::target::{Executors, TargetOptions};
 use super::{JobError, Say};
 use crate::apps::builtin::BUILTIN_APP_NAMES;
@@ -15,6 +17,7 @@ use crate::campaign::{parse_apps, parse_envs, write_summaries, CampaignTable};
 use crate::check::journal::read_meta;
 use crate::check::{CheckMeta, Stop, Tally};
 use crate::env::Environment;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A campaign as given on the command line.
@@ -43,6 +46,8 @@ pub struct Campaign<'a> {
     pub envs: Vec<Environment>,
     /// App by app, every environment.
     pub cells: Vec<(String, Environment)>,
+    /// The options every cell runs with (the plan's on resume).
+    settings: BTreeMap<String, String>,
 }
 
 /// A cell's check as it ended: what it was, its runs, and whether it had ended before.
@@ -87,9 +92,13 @@ pub fn plan_campaign<'a>(
     let (apps, dir_app) = app_list(options.apps, options.target)?;
     let envs = parse_envs(options.envs)?;
     let out = campaign_out(options, say)?;
+    let mut settings = campaign_settings(options, &apps, say)?;
     match options.out.resume {
         false => refuse_existing(&out)?,
-        true => refuse_another_plan(&out, &apps, &envs)?,
+        true => {
+            refuse_another_plan(&out, &apps, &envs)?;
+            settings = refuse_other_settings(&out, settings, options, say)?;
+        }
     }
     let cells: Vec<(String, Environment)> = apps
         .iter()
@@ -104,7 +113,56 @@ pub fn plan_campaign<'a>(
         apps,
         envs,
         cells,
+        settings,
     })
+}
+
+/// The options every cell of a campaign runs with: `--fences`, `--seed` and the target's (as
+/// the first app resolves them; `--app-dir` as given).
+fn campaign_settings(
+    options: &CampaignOptions,
+    apps: &[String],
+    say: Say,
+) -> Result<BTreeMap<String, String>, JobError> {
+    let Some(first) = apps.first() else {
+        return Ok(BTreeMap::new());
+    };
+    let mut settings = target_settings(&resolve(first, options.target, say)?.target);
+    let app_dir = match &options.target.app_dir {
+        Some(dir) => std::path::absolute(dir)?.display().to_string(),
+        None => "none (built-in app)".into(),
+    };
+    settings.insert("--app-dir", app_dir);
+    settings.insert("--fences", options.fences.trim().to_string());
+    settings.insert("--seed", options.target.backend.seed.to_string());
+    Ok(settings
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect())
+}
+
+/// A resumed campaign runs with the options its plan records: one given that differs is
+/// refused (with `--force`, said; the plan keeps its settings, a cell not started yet runs with
+/// the options given). Returns the plan's settings (`asked` for a plan from before they were
+/// recorded).
+fn refuse_other_settings(
+    out: &Path,
+    asked: BTreeMap<String, String>,
+    options: &CampaignOptions,
+    say: Say,
+) -> Result<BTreeMap<String, String>, JobError> {
+    let Ok(plan) = CampaignPlan::read(out) else {
+        return Ok(asked);
+    };
+    if plan.settings.is_empty() {
+        return Ok(asked);
+    }
+    let given = &options.target.given;
+    let changed = differences(&plan.settings, &asked, given);
+    let consequence = "cells not started yet would run with the options given now, and each \
+                       started cell's journal refuses them (or, with --force, records them)";
+    refuse_unless_forced(("resume", out), &changed, (given, consequence), say)?;
+    Ok(plan.settings)
 }
 
 /// The campaign in `out` whose cell `index` a Slurm array task runs, with that cell.
@@ -124,6 +182,7 @@ pub fn campaign_task<'a>(
         apps: Vec::new(),
         envs: Vec::new(),
         cells: plan.cells.iter().map(|c| (c.app.clone(), c.env)).collect(),
+        settings: plan.settings.clone(),
     };
     Ok((campaign, cell))
 }
@@ -131,7 +190,10 @@ pub fn campaign_task<'a>(
 impl Campaign<'_> {
     /// The plan of this campaign.
     pub fn plan(&self) -> CampaignPlan {
-        CampaignPlan::new(&self.apps, &self.envs, self.stop)
+        CampaignPlan {
+            settings: self.settings.clone(),
+            ..CampaignPlan::new(&self.apps, &self.envs, self.stop)
+        }
     }
 
     /// Writes the plan into the folder, keeping the Slurm job an earlier plan there names.
@@ -225,7 +287,9 @@ pub fn campaign_out(options: &CampaignOptions, say: Say) -> Result<PathBuf, JobE
         parts.seed
     );
     let unfinished = |dir: &Path| unfinished(JobKind::Campaign, dir, None);
-    Ok(choose_folder(&base, options.out, &what, &unfinished, say)?.unwrap_or(base))
+    let out = choose_folder(&base, options.out, &what, &unfinished, say)?.unwrap_or(base);
+    super::interrupt::resumes("--out", &out, &CampaignPlan::path(&out));
+    Ok(out)
 }
 
 /// A new campaign never writes into a folder that holds journals.

@@ -3,6 +3,10 @@
 //! error rate drawn beside the journal. `check` runs one; each cell of a campaign is one.
 
 use super::naming::{choose_journal, Output};
+use super::settings::{
+    app_hash, differences, hash_differences, hash_entry, refuse_or_force, target_settings,
+    GivenOptions, Settings,
+};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -46,7 +50,9 @@ pub fn check_journal(
 ) -> Result<PathBuf, JobError> {
     let unfinished = |journal: &Path| unfinished(JobKind::Check, journal, stop);
     let parts = target.backend.name_parts();
-    choose_journal("check", (app, env), output, parts, &unfinished, say)
+    let path = choose_journal("check", (app, env), output, parts, &unfinished, say)?;
+    super::interrupt::resumes("--journal", &path, &path);
+    Ok(path)
 }
 
 /// What a check with 0 errors supports, also written to the journal's sidecar as `confidence`
@@ -123,13 +129,14 @@ pub fn open_check(
     say: Say,
 ) -> Result<OpenCheck, JobError> {
     if spec.resume {
-        return resume(spec);
+        return resume(spec, say);
     }
     let resolved = resolve(spec.app, spec.target, say)?;
     let (fences, sites) = parse_fences(spec.fences, &resolved.target)?;
     let calibrator = executors.get(&resolved.target)?;
     let seed = spec.target.backend.seed;
     let stress = calibrate(calibrator, spec.env, &fences, seed, say)?;
+    let hash = app_hash(&resolved.target)?;
     let meta = CheckMeta {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
@@ -143,6 +150,7 @@ pub fn open_check(
         provenance: calibrator.provenance(),
         profile_source: resolved.profile_source,
         races: spec.races,
+        app_hash: Some(hash),
     };
     let journal =
         create_journal(spec.journal, JobKind::Check, &meta).map_err(super::bad_journal)?;
@@ -153,8 +161,9 @@ pub fn open_check(
     })
 }
 
-/// Reopens a journal; the app and environment given must be the ones it records.
-fn resume(spec: &CheckJob) -> Result<OpenCheck, JobError> {
+/// Reopens a journal; the app and environment given must be the ones it records, and so must
+/// every option given and the app's sources and PTX (see [`super::settings`]).
+fn resume(spec: &CheckJob, say: Say) -> Result<OpenCheck, JobError> {
     let path = spec.journal;
     let (journal, mut meta, done): (_, CheckMeta, Vec<RunRecord>) = resume_journal(path)?;
     refuse_misnumbered(path, done.iter().map(|r| r.run)).map_err(super::bad_journal)?;
@@ -164,6 +173,21 @@ fn resume(spec: &CheckJob) -> Result<OpenCheck, JobError> {
         (&meta.target.app, meta.env),
         (spec.app, spec.env),
     )?;
+    let mut changed = differences(
+        &check_settings(&meta),
+        &asked(spec, &meta, say)?,
+        given(spec),
+    );
+    let now = app_hash(&meta.target)?;
+    changed.extend(hash_differences(meta.app_hash.as_ref(), &now));
+    refuse_or_force(
+        path,
+        done.len(),
+        changed,
+        (given(spec), hash_entry(&now)),
+        say,
+    )?;
+    meta.app_hash = Some(now);
     if !meta.sites.is_empty() {
         let now = target_sites(&meta.target).map_err(JobError::BadApp)?;
         refuse_changed_sites(path, "resume", &meta.sites, &now)?;
@@ -177,6 +201,45 @@ fn resume(spec: &CheckJob) -> Result<OpenCheck, JobError> {
         meta,
         done,
     })
+}
+
+/// The options a check journal records, as the command line spells them.
+pub fn check_settings(meta: &CheckMeta) -> Settings {
+    let mut settings = target_settings(&meta.target);
+    settings.insert("--seed", meta.seed.to_string());
+    settings.insert("--fences", meta.fences.label());
+    let races = match meta.races {
+        None => "off",
+        Some(RaceMode::All) => "all",
+        Some(RaceMode::Strict) => "strict",
+    };
+    settings.insert("--races", races.to_string());
+    settings
+}
+
+fn given<'a>(spec: &CheckJob<'a>) -> &'a GivenOptions {
+    &spec.target.given
+}
+
+/// The settings a resume is asked for: the target resolved anew only when a target option is
+/// given (else the journal's, which then cannot differ).
+fn asked(spec: &CheckJob, meta: &CheckMeta, say: Say) -> Result<Settings, JobError> {
+    let journal_target = target_settings(&meta.target);
+    let target = match journal_target.keys().any(|o| given(spec).named(o)) {
+        true => resolve(spec.app, spec.target, say)?.target,
+        false => meta.target.clone(),
+    };
+    let fences = match given(spec).named("--fences") {
+        true => parse_fences(spec.fences, &target)?.0,
+        false => meta.fences.clone(),
+    };
+    Ok(check_settings(&CheckMeta {
+        target,
+        seed: spec.target.backend.seed,
+        fences,
+        races: spec.races,
+        ..meta.clone()
+    }))
 }
 
 /// `as-is`, or a site selection checked against the app's sites, with those sites (which the

@@ -4,6 +4,10 @@
 //! end, with the result recorded in the sidecar.
 
 use super::naming::{choose_folder, default_folder, Output};
+use super::settings::{
+    app_hash, differences, hash_differences, refuse_or_force, stop_settings, target_settings,
+    Settings,
+};
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::target::{resolve, TargetOptions};
 use super::{JobError, Say};
@@ -61,8 +65,9 @@ pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> 
     let out = choose_out(options, say)?;
     let path = out.join(JOURNAL);
     if options.out.resume {
-        let (journal, meta, rows): (_, CostMeta, _) = resume_journal(&path)?;
+        let (journal, mut meta, rows): (_, CostMeta, _) = resume_journal(&path)?;
         refuse_other_apps(&path, &meta, options.apps)?;
+        refuse_changes(&path, &mut meta, rows.len(), options, say)?;
         say(&format!("--resume: {} runs recorded", rows.len()));
         return Ok(OpenCost {
             out,
@@ -91,12 +96,15 @@ pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> 
 fn choose_out(options: &CostOptions, say: Say) -> Result<PathBuf, JobError> {
     let base = default_folder("cost", options.target.backend.name_parts());
     let unfinished = |dir: &Path| unfinished(JobKind::Cost, dir, None);
-    choose_folder(&base, options.out, "cost measurements", &unfinished, say)?.ok_or_else(|| {
-        JobError::refused(format!(
-            "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
-            base.display()
-        ))
-    })
+    let out = choose_folder(&base, options.out, "cost measurements", &unfinished, say)?
+        .ok_or_else(|| {
+            JobError::refused(format!(
+                "nothing to resume: there is no {} (nor one numbered -2, -3, …); pass --out",
+                base.display()
+            ))
+        })?;
+    super::interrupt::resumes("--out", &out, &out.join(JOURNAL));
+    Ok(out)
 }
 
 /// A measurement resumed with apps named must be of those apps.
@@ -113,6 +121,79 @@ fn refuse_other_apps(path: &Path, meta: &CostMeta, apps: &[String]) -> Result<()
     )))
 }
 
+/// The options a cost journal records, as the command line spells them (the target's are its
+/// first app's).
+pub fn cost_settings(meta: &CostMeta) -> Settings {
+    let mut settings = meta
+        .apps
+        .first()
+        .map_or_else(Settings::new, |app| target_settings(&app.target));
+    let variants: Vec<String> = meta.variants.iter().map(|v| v.to_string()).collect();
+    settings.insert("--variants", variants.join(","));
+    settings.insert("--seed", meta.seed.to_string());
+    settings.insert("--warmup", meta.warmup.to_string());
+    settings.insert("--windows", meta.windows.windows.to_string());
+    settings.insert("--window-time", format!("{} s", meta.windows.min_seconds));
+    settings.insert("--window-runs", meta.windows.min_repetitions.to_string());
+    let target_ci = meta.target_ci.map_or("none".into(), |c| c.to_string());
+    settings.insert("--target-ci", target_ci);
+    stop_settings(&mut settings, ["--runs", "--duration"], meta.stop);
+    settings
+}
+
+/// A measurement resumes only with the options it records (those given) and with its apps'
+/// sources and PTX unchanged, unless `--force` (see [`super::settings`]).
+fn refuse_changes(
+    path: &Path,
+    meta: &mut CostMeta,
+    rows: usize,
+    options: &CostOptions,
+    say: Say,
+) -> Result<(), JobError> {
+    let given = &options.target.given;
+    let mut changed = differences(&cost_settings(meta), &asked(options, meta, say)?, given);
+    for app in &mut meta.apps {
+        let now = app_hash(&app.target)?;
+        for mut difference in hash_differences(app.app_hash.as_ref(), &now) {
+            difference.option = format!("{} of {}", difference.option, app.target.app);
+            changed.push(difference);
+        }
+        app.app_hash = Some(now);
+    }
+    let apps = serde_json::to_value(&meta.apps).map_err(|e| JobError::Other(e.to_string()))?;
+    refuse_or_force(path, rows, changed, (given, ("apps", apps)), say)
+}
+
+/// The settings a resume is asked for: the first app's target resolved anew only when a target
+/// option is given (else the journal's, which then cannot differ).
+fn asked(options: &CostOptions, meta: &CostMeta, say: Say) -> Result<Settings, JobError> {
+    let given = &options.target.given;
+    let mut apps = meta.apps.clone();
+    if let Some(first) = apps.first_mut() {
+        if target_settings(&first.target)
+            .keys()
+            .any(|o| given.named(o))
+        {
+            first.target = resolve(&first.target.app, options.target, say)?.target;
+        }
+    }
+    let variants = match given.named("--variants") {
+        true => parse_variants(options.variants)
+            .map_err(|e| JobError::refused(format!("--variants {}: {e}", options.variants)))?,
+        false => meta.variants.clone(),
+    };
+    Ok(cost_settings(&CostMeta {
+        apps,
+        variants,
+        seed: options.target.backend.seed,
+        warmup: options.warmup,
+        windows: options.windows,
+        target_ci: options.target_ci,
+        stop: options.stop.unwrap_or(meta.stop),
+        ..meta.clone()
+    }))
+}
+
 /// Resolves every app and its fences, and how they will be measured.
 fn plan(options: &CostOptions, say: Say) -> Result<CostMeta, JobError> {
     let variants = parse_variants(options.variants)
@@ -126,6 +207,7 @@ fn plan(options: &CostOptions, say: Say) -> Result<CostMeta, JobError> {
             false => None,
         };
         apps.push(AppPlan {
+            app_hash: Some(app_hash(&target)?),
             cons_fences: AppMeasurement::cons_fences(&*app, target.size)
                 .map_err(JobError::BadCost)?,
             fence_kind: emp

@@ -4,6 +4,10 @@
 //! the `--json` document.
 
 use super::naming::{choose_journal, Output};
+use super::settings::{
+    app_hash, differences, hash_differences, hash_entry, refuse_or_force, stop_settings,
+    target_settings, Settings,
+};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -109,6 +113,7 @@ pub fn open_hardening(options: &HardenOptions, say: Say) -> Result<OpenHardening
         &|journal| unfinished(JobKind::Harden, journal, None),
         say,
     )?;
+    super::interrupt::resumes("--journal", &path, &path);
     let opened = match options.journal.resume {
         true => resume(path, options, say)?,
         false => start(path, options, say)?,
@@ -207,7 +212,15 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
         (&meta.target.app, meta.env),
         (options.app, options.env),
     )?;
-    warn_about_ignored_settings(options, &meta, say);
+    let mut changed = differences(
+        &harden_settings(&meta),
+        &asked(options, &meta, say)?,
+        &options.target.given,
+    );
+    let now = app_hash(&meta.target)?;
+    changed.extend(hash_differences(meta.app_hash.as_ref(), &now));
+    let forcing = (&options.target.given, hash_entry(&now));
+    refuse_or_force(&path, done.len(), changed, forcing, say)?;
     let executor = pooled_executor(&meta.target, options)?;
     refuse_changed_sites(&path, "resume", &meta.sites, &executor.sites()?)?;
     Ok(OpenHardening {
@@ -221,18 +234,40 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
     })
 }
 
-/// A resumed hardening replays its journal, so it must keep the settings it started with.
-fn warn_about_ignored_settings(options: &HardenOptions, meta: &HardenMeta, say: Say) {
-    let changed = options.stable.is_some()
-        || options.iterations != meta.initial_iterations
-        || options.max_rounds != meta.max_rounds;
-    if changed {
-        say(&format!(
-            "warning: --resume keeps the journal's settings (I = {}, at most {} rounds, \
-             stability check {}); the ones given are ignored",
-            meta.initial_iterations, meta.max_rounds, meta.stable
-        ));
-    }
+/// The options a harden journal records, as the command line spells them. (`--jobs` and
+/// `--fence-style` change neither the runs nor the journal.)
+pub fn harden_settings(meta: &HardenMeta) -> Settings {
+    let mut settings = target_settings(&meta.target);
+    settings.insert("--seed", meta.seed.to_string());
+    settings.insert("--iterations", meta.initial_iterations.to_string());
+    settings.insert("--max-rounds", meta.max_rounds.to_string());
+    stop_settings(
+        &mut settings,
+        ["--stable-runs", "--stable-duration"],
+        meta.stable,
+    );
+    let kinds = if meta.minimise_kinds { "on" } else { "off" };
+    settings.insert("--minimise-kind", kinds.to_string());
+    settings
+}
+
+/// The settings a resume is asked for: the target resolved anew only when a target option is
+/// given (else the journal's, which then cannot differ).
+fn asked(options: &HardenOptions, meta: &HardenMeta, say: Say) -> Result<Settings, JobError> {
+    let given = &options.target.given;
+    let target = match target_settings(&meta.target).keys().any(|o| given.named(o)) {
+        true => resolve(options.app, options.target, say)?.target,
+        false => meta.target.clone(),
+    };
+    Ok(harden_settings(&HardenMeta {
+        seed: options.target.backend.seed,
+        initial_iterations: options.iterations,
+        max_rounds: options.max_rounds,
+        stable: stable_stop(options, &target),
+        minimise_kinds: minimise_kinds(options.minimise_kinds, &target),
+        target,
+        ..meta.clone()
+    }))
 }
 
 /// Resolves the target, lists its sites, calibrates stress once with every fence inserted, and
@@ -245,7 +280,9 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
     let seed = options.target.backend.seed;
     let stress = calibrate(executor.as_mut(), options.env, &all, seed, say)?;
     let minimise_kinds = minimise_kinds(options.minimise_kinds, &resolved.target);
+    let hash = app_hash(&resolved.target)?;
     let meta = HardenMeta {
+        app_hash: Some(hash),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started: now(),
         minimise_kinds,

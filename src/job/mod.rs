@@ -4,6 +4,10 @@
 //! follows the same ones and the binary only reads arguments, calls one function and prints.
 //!
 //! - [`naming`]: default output names, and choosing the output to write or to resume;
+//! - [`interrupt`]: SIGINT and SIGTERM end a job between journal writes, printing the command
+//!   that resumes it;
+//! - [`settings`]: what a journal's runs depend on (options, app hashes), and the rule that a
+//!   resume or replay refuses a difference unless `--force`;
 //! - [`sidecar`]: [`JobKind`], the `kind` entry of a sidecar, and reading sidecars without one;
 //! - [`target`]: the command line's target options resolved into a [`crate::check::Target`],
 //!   and the executors that run it;
@@ -17,8 +21,10 @@ pub mod check_text;
 pub mod cost;
 pub mod harden;
 pub mod harden_text;
+pub mod interrupt;
 pub mod naming;
 pub mod replay;
+pub mod settings;
 pub mod sidecar;
 pub mod sites;
 pub mod slurm;

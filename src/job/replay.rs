@@ -3,8 +3,12 @@
 //! target, environment and stress iterations, and the rows the fences (a hardening tries a
 //! fence set per query). Which rows a journal has is its sidecar's `kind`.
 
+use super::settings::{
+    app_hash, hash_at, hash_differences, refuse_unless_forced, AppHash, Forced, GivenOptions,
+    FORCED_ENTRY,
+};
 use super::sidecar::{kind_in, JobKind};
-use super::JobError;
+use super::{JobError, Say};
 use crate::check::journal::{meta_path, read_meta, read_rows, JournalError};
 use crate::check::spec::SiteSummary;
 use crate::check::{BackendKind, CheckMeta, Fences, RunRecord, RunRequest, Target};
@@ -29,6 +33,8 @@ pub struct Subject {
     /// from before sites were recorded, has none).
     pub sites: Vec<SiteSummary>,
     pub recorded: RunRecord,
+    /// The app's hashes the run ran with (`None`: the journal recorded none).
+    pub app_hash: Option<AppHash>,
 }
 
 impl Subject {
@@ -49,7 +55,12 @@ impl Subject {
 /// The run `run` (of query `query`, for a harden journal) and what it ran.
 pub fn open_subject(journal: &Path, run: u64, query: Option<usize>) -> Result<Subject, JobError> {
     let meta = read_sidecar(journal)?;
-    match kind_in(&meta) {
+    let forced: Vec<Forced> = match meta.get(FORCED_ENTRY) {
+        Some(list) => serde_json::from_value(list.clone())
+            .map_err(|e| unsupported(journal, &format!("{FORCED_ENTRY}: {e}")))?,
+        None => Vec::new(),
+    };
+    let (mut subject, row) = match kind_in(&meta) {
         Some(JobKind::Check) => {
             if query.is_some() {
                 return Err(JobError::refused(format!(
@@ -57,15 +68,38 @@ pub fn open_subject(journal: &Path, run: u64, query: Option<usize>) -> Result<Su
                     journal.display()
                 )));
             }
-            check_subject(journal, parse(journal, meta)?, run)
+            check_subject(journal, parse(journal, meta)?, run)?
         }
-        Some(JobKind::Harden) => harden_subject(journal, parse(journal, meta)?, run, query),
-        Some(other) => Err(unsupported(journal, &format!("a {} journal", other.noun()))),
-        None => Err(unsupported(
-            journal,
-            &HardenMeta::deserialize(&meta).map_or_else(|e| e.to_string(), |_| String::new()),
-        )),
-    }
+        Some(JobKind::Harden) => harden_subject(journal, parse(journal, meta)?, run, query)?,
+        Some(other) => return Err(unsupported(journal, &format!("a {} journal", other.noun()))),
+        None => {
+            return Err(unsupported(
+                journal,
+                &HardenMeta::deserialize(&meta).map_or_else(|e| e.to_string(), |_| String::new()),
+            ))
+        }
+    };
+    subject.app_hash = hash_at(subject.app_hash.take(), &forced, row);
+    Ok(subject)
+}
+
+/// A replay refuses an app whose sources or PTX are not those the run ran with (or a journal
+/// that recorded none), unless `--force` (see [`super::settings`]).
+pub fn refuse_changed_app(
+    journal: &Path,
+    subject: &Subject,
+    given: &GivenOptions,
+    say: Say,
+) -> Result<(), JobError> {
+    let now = app_hash(&subject.target)?;
+    let changed = hash_differences(subject.app_hash.as_ref(), &now);
+    let consequence = "the run replayed would not be the one recorded";
+    refuse_unless_forced(
+        ("replay a run of", journal),
+        &changed,
+        (given, consequence),
+        say,
+    )
 }
 
 /// Points `subject` at its app's folder moved to `dir` (recorded absolute, as a new journal
@@ -86,14 +120,16 @@ fn parse<M: DeserializeOwned>(journal: &Path, meta: serde_json::Value) -> Result
     serde_json::from_value(meta).map_err(|e| unsupported(journal, &e.to_string()))
 }
 
-fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<Subject, JobError> {
+/// The subject, and its row's index in the journal.
+fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<(Subject, usize), JobError> {
     let rows: Vec<RunRecord> = journal_rows(journal)?;
     let span = span(rows.iter().map(|r| r.run));
-    let recorded = rows
+    let (row, recorded) = rows
         .into_iter()
-        .find(|r| r.run == run)
+        .enumerate()
+        .find(|(_, r)| r.run == run)
         .ok_or_else(|| not_there(journal, &format!("run {run}"), &span))?;
-    Ok(Subject {
+    let subject = Subject {
         target: meta.target,
         env: meta.env,
         seed: meta.seed,
@@ -102,7 +138,9 @@ fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<Subject, J
         fences: meta.fences,
         sites: meta.sites,
         recorded,
-    })
+        app_hash: meta.app_hash,
+    };
+    Ok((subject, row))
 }
 
 fn harden_subject(
@@ -110,7 +148,7 @@ fn harden_subject(
     meta: HardenMeta,
     run: u64,
     query: Option<usize>,
-) -> Result<Subject, JobError> {
+) -> Result<(Subject, usize), JobError> {
     let Some(query) = query else {
         return Err(JobError::refused(format!(
             "{} is a harden journal: name the run's query with --query (the `query` column; \
@@ -119,16 +157,20 @@ fn harden_subject(
         )));
     };
     let rows: Vec<HardenRow> = journal_rows(journal)?;
-    let in_query: Vec<HardenRow> = rows.into_iter().filter(|r| r.query == query).collect();
-    let span = span(in_query.iter().map(|r| r.run));
-    let row = in_query
+    let in_query: Vec<(usize, HardenRow)> = rows
         .into_iter()
-        .find(|r| r.run == run)
+        .enumerate()
+        .filter(|(_, r)| r.query == query)
+        .collect();
+    let span = span(in_query.iter().map(|(_, r)| r.run));
+    let (index, row) = in_query
+        .into_iter()
+        .find(|(_, r)| r.run == run)
         .ok_or_else(|| not_there(journal, &format!("run {run} of query {query}"), &span))?;
     let fences = row.fences.parse().map_err(|e: String| {
         JobError::refused(format!("{}: query {query}: {e}", journal.display()))
     })?;
-    Ok(Subject {
+    let subject = Subject {
         target: meta.target,
         env: meta.env,
         seed: meta.seed,
@@ -140,7 +182,9 @@ fn harden_subject(
         fences,
         sites: meta.sites,
         recorded: row.record(),
-    })
+        app_hash: meta.app_hash,
+    };
+    Ok((subject, index))
 }
 
 /// The journal's sidecar, as JSON; a missing journal or sidecar is bad input that says so.

@@ -217,6 +217,7 @@ mod tests {
             provenance: "made-up".into(),
             profile_source: "default".into(),
             races: None,
+            app_hash: None,
         }
     }
 

@@ -52,6 +52,9 @@ pub struct TargetOptions {
     /// Run in this process instead of a supervised worker.
     pub in_process: bool,
     pub backend: BackendOptions,
+    /// Which options the command line named (a resume compares those with its journal), and
+    /// `--force`.
+    pub given: super::settings::GivenOptions,
 }
 
 /// A target and where its stress profile came from.

@@ -3,6 +3,7 @@
 //! may replace, and the summary, charts and stress profile written at the end.
 
 use super::naming::Output;
+use super::settings::{all_differences, Settings};
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::{JobError, Say};
 use crate::backend::{BackendKind, DeviceInfo};
@@ -83,6 +84,7 @@ pub fn open_tuning(
 ) -> Result<OpenTuning, JobError> {
     let meta = meta(options, info, chip, provenance);
     let out = tune_out(options, &meta, say)?;
+    super::interrupt::resumes("--out", &out, &out.join("tune.csv"));
     let profile_path = options
         .profile_out
         .map(Path::to_path_buf)
@@ -213,6 +215,35 @@ fn same_tuning(recorded: &TuneMeta, asked: &TuneMeta) -> bool {
     asked == *recorded
 }
 
+/// The options a tuning records, as the command line spells them (`chip` is the device's).
+fn tune_settings(meta: &TuneMeta) -> Settings {
+    let b = &meta.budgets;
+    let tests: Vec<&str> = b.tests.iter().map(|t| t.name()).collect();
+    let or_none = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+    Settings::from([
+        ("chip", meta.chip.clone()),
+        ("--seed", meta.seed.to_string()),
+        ("--distances", b.distances.to_string()),
+        ("--distance-step", b.distance_step.to_string()),
+        ("--locations", b.locations.to_string()),
+        ("--executions", b.executions.to_string()),
+        ("--max-sequence", b.max_sequence.to_string()),
+        ("--max-spread", b.max_spread.to_string()),
+        ("--epsilon", b.epsilon.to_string()),
+        ("--tests", tests.join(",")),
+        (
+            "--patch-words",
+            or_none(meta.patch_words.map(|p| p.to_string())),
+        ),
+        ("--sequence", or_none(meta.sequence.clone())),
+        ("--instances", meta.instances.to_string()),
+        ("--block-threads", meta.block_threads.to_string()),
+        ("--max-threads", meta.max_threads.to_string()),
+        ("--stress-iterations", meta.stress_iterations.to_string()),
+        ("driver", meta.driver.clone()),
+    ])
+}
+
 /// An existing profile is replaced only with `--force`, or with `--resume` when the tuning in
 /// `journal` wrote it itself before it was stopped (a Slurm job requeued after its profile was
 /// written resumes, replays its journal and writes the same profile again).
@@ -253,18 +284,15 @@ fn open_journal(
     }
     let (journal, recorded, rows): (_, TuneMeta, _) = resume_journal(path)?;
     if !same_tuning(&recorded, &meta) {
+        let listed: Vec<String> = all_differences(&tune_settings(&recorded), &tune_settings(&meta))
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         return Err(JobError::refused(format!(
-            "cannot resume {}: it records another tuning (chip {}, seed {}, budgets {}, \
-             instances {}, block threads {}, max threads {}, stress iterations {}); give the \
-             same options, or another --out",
+            "cannot resume {}: it records another tuning ({}); give the same options, or \
+             another --out",
             path.display(),
-            recorded.chip,
-            recorded.seed,
-            recorded.budgets,
-            recorded.instances,
-            recorded.block_threads,
-            recorded.max_threads,
-            recorded.stress_iterations
+            listed.join("; ")
         )));
     }
     Ok((journal, rows, recorded))

@@ -1,0 +1,161 @@
+//! SIGINT and SIGTERM during a journaled job: the process ends between two journal writes, says
+//! the exact command that continues the job, and exits with 130 or 143; that command finishes
+//! the job with every run once, in order (issue 27, item 7).
+//!
+//! Needs NVRTC, no GPU; everything runs on the simulator.
+
+use gpuwmm::check::journal::{read_meta_entry, read_rows};
+use gpuwmm::check::RunRecord;
+use gpuwmm::harden::run::HardenRow;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::cli::words;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gpuwmm");
+
+/// Starts `args` in `dir`, waits until `journal` has `lines` lines, sends `signal` (`INT`,
+/// `TERM`) and waits for the process to end.
+fn interrupt(dir: &Path, args: &[&str], journal: &str, lines: usize, signal: &str) -> Output {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = dir.join(journal);
+    let start = Instant::now();
+    while std::fs::read_to_string(&path).map_or(0, |t| t.lines().count()) < lines {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no rows in {journal}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .unwrap()
+        .success());
+    child.wait_with_output().unwrap()
+}
+
+/// The command the interrupted process printed after "continue with:".
+fn printed_command(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (_, after) = stderr
+        .split_once("; continue with:\n  ")
+        .unwrap_or_else(|| panic!("no resume command in:\n{stderr}"));
+    after.lines().next().unwrap().to_string()
+}
+
+/// Runs a printed command (words without spaces) in `dir`.
+fn run_printed(dir: &Path, command: &str) -> Output {
+    let words = words(command);
+    let output = Command::new(words[0])
+        .args(&words[1..])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// Bug: Ctrl-C ended a check with exit 130 and no word on how to go on.
+#[test]
+fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_it() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let line = "check cbe-dot --env sys-str+ --backend sim --runs 2000";
+    let interrupted = interrupt(
+        dir.path(),
+        &words(line),
+        "results/check/cbe-dot-sys-str+-sim-seed1.csv",
+        60,
+        "INT",
+    );
+    assert_eq!(interrupted.status.code(), Some(130));
+    let command = printed_command(&interrupted);
+    assert_eq!(
+        command,
+        format!("{BIN} {line} --journal results/check/cbe-dot-sys-str+-sim-seed1.csv --resume")
+    );
+    let journal = dir
+        .path()
+        .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
+    let before: Vec<RunRecord> = read_rows(&journal).unwrap();
+    assert!(
+        before.len() >= 59 && before.len() < 2000,
+        "{}",
+        before.len()
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.ends_with('\n'), "a row was left half-written");
+    let resumed = run_printed(dir.path(), &command);
+    assert!(resumed.status.success());
+    let after: Vec<RunRecord> = read_rows(&journal).unwrap();
+    assert_eq!(&after[..before.len()], &before[..], "recorded runs changed");
+    let numbers: Vec<u64> = after.iter().map(|r| r.run).collect();
+    assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
+}
+
+/// SIGTERM (kill, a Slurm time limit) during a hardening with worker processes: exit 143, the
+/// command printed, and the resumed hardening ends with each query's runs numbered in order.
+#[test]
+fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let line = "harden cbe-dot --backend sim --stable-runs 3000 --jobs 2 --journal h.csv";
+    let interrupted = interrupt(dir.path(), &words(line), "h.csv", 40, "TERM");
+    assert_eq!(interrupted.status.code(), Some(143));
+    let command = printed_command(&interrupted);
+    assert_eq!(command, format!("{BIN} {line} --resume"));
+    let resumed = run_printed(dir.path(), &command);
+    assert!(resumed.status.success());
+    let journal = dir.path().join("h.csv");
+    let rows: Vec<HardenRow> = read_rows(&journal).unwrap();
+    let mut next = std::collections::BTreeMap::new();
+    for row in &rows {
+        let expected = next.entry(row.query).or_insert(0u64);
+        assert_eq!(row.run, *expected, "query {}", row.query);
+        *expected += 1;
+    }
+    let result: Option<serde_json::Value> = read_meta_entry(&journal, "result").unwrap();
+    assert!(result.is_some(), "the resumed hardening records its result");
+}
+
+/// A campaign interrupted between cells or in one: the printed command names its folder.
+#[test]
+fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let line = "campaign --apps cbe-dot --envs no-str-,sys-str+ --backend sim --runs 1500";
+    let interrupted = interrupt(
+        dir.path(),
+        &words(line),
+        "results/campaign/sim-seed1/cbe-dot-no-str-.csv",
+        30,
+        "INT",
+    );
+    assert_eq!(interrupted.status.code(), Some(130));
+    let command = printed_command(&interrupted);
+    assert_eq!(
+        command,
+        format!("{BIN} {line} --out results/campaign/sim-seed1 --resume")
+    );
+    let resumed = run_printed(dir.path(), &command);
+    assert!(resumed.status.success());
+    for cell in ["cbe-dot-no-str-.csv", "cbe-dot-sys-str+.csv"] {
+        let rows: Vec<RunRecord> =
+            read_rows(&dir.path().join("results/campaign/sim-seed1").join(cell)).unwrap();
+        let numbers: Vec<u64> = rows.iter().map(|r| r.run).collect();
+        assert_eq!(numbers, (0..1500).collect::<Vec<_>>(), "{cell}");
+    }
+}
