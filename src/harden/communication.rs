@@ -75,7 +75,7 @@ pub fn cross_cta_sites(
             note(&c.writer);
             note(&c.reader);
         }
-        for c in log.conflicts.iter().filter(|c| !c.same_cta) {
+        for c in log.conflicts.iter().filter(|c| !c.facts.same_cta) {
             note(&c.first.site);
             note(&c.second.site);
         }
@@ -184,14 +184,14 @@ fn missing_sides(c: &crate::backend::sim::Conflict, sites: &[SiteSummary]) -> Ve
     ) {
         return Vec::new();
     }
-    let kind = if c.same_cta {
+    let kind = if c.facts.same_cta {
         FenceKind::AcqRelCta
     } else {
         FenceKind::AcqRelGpu
     };
     let too_narrow = |s: Option<Strength>| match s {
         None => true,
-        Some(Strength::Cta) => !c.same_cta,
+        Some(Strength::Cta) => !c.facts.same_cta,
         Some(_) => false,
     };
     let place = |s: &RaceSite| match (&s.file, s.line) {
@@ -215,10 +215,10 @@ fn missing_sides(c: &crate::backend::sim::Conflict, sites: &[SiteSummary]) -> Ve
             });
         }
     };
-    if too_narrow(c.first_release) {
+    if too_narrow(c.facts.first_release) {
         need(&c.first.site, "release");
     }
-    if too_narrow(c.second_acquire) {
+    if too_narrow(c.facts.second_acquire) {
         need(read, "acquire");
     }
     out
