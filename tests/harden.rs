@@ -298,7 +298,8 @@ const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
 /// slot read (the simulator, like today's GPUs, resolves the read at any fence), yet under PTX
 /// it orders nothing for the other CTA; and no run fails without an acquire after block 1's
 /// spin, yet PTX gives no order to a control dependency. The communication graph keeps the
-/// fence at GPU scope and adds the acquire side: both fences, of GPU scope.
+/// fence at GPU scope, and the search keeps the acquire side because its removal leaves the
+/// slot's read and overwrite unordered: both fences, of GPU scope.
 #[test]
 fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
     let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {
@@ -314,14 +315,57 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
         "{stdout}"
     );
     assert!(stdout.contains("final fences: 2"), "{stdout}");
-    let added = stdout.lines().any(|l| {
-        l.contains("added fence.acq_rel.gpu as the acquire side")
-            && l.contains("required by the PTX model, not seen failing")
-    });
-    assert!(added, "{stdout}");
     let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
     let placed = format!("kernel.cu:{spin}  [recycle]  fence.acq_rel.gpu");
     assert!(stdout.contains(&placed), "{stdout}");
+}
+
+/// A fence the PTX model needs though no run fails without it (the acquire after the slot
+/// recycler's spin: PTX gives a control dependency no order) was dropped by the search and
+/// only added back afterwards; now the reduction keeps it, and says which pair its removal
+/// leaves unordered.
+#[test]
+fn a_fence_no_run_needs_but_ptx_does_is_kept_by_the_search_for_its_race() {
+    let Some((_, stdout)) = hardened_fixture("slot-recycler") else {
+        return;
+    };
+    let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
+    let read = kernel_line_in("slot-recycler", "int value = slot[i];");
+    let overwrite = kernel_line_in("slot-recycler", "slot[i] = 2;");
+    let site = stdout
+        .lines()
+        .find(|l| l.contains(&format!("kernel.cu:{spin}  [recycle]")))
+        .and_then(|l| l.trim().split_whitespace().next())
+        .expect("a fence after the spin")
+        .to_string();
+    let kept = format!(
+        "fence {site} kept: its removal leaves kernel.cu:{read} -> kernel.cu:{overwrite} unordered under PTX"
+    );
+    assert!(stdout.contains(&kept), "{kept}\n{stdout}");
+    assert!(!stdout.contains("not seen failing"), "{stdout}");
+}
+
+/// A race no fence can order (a read placed after the unlock) must not be "fixed" with
+/// fences: the search keeps none for it, and the report gives `check --races`' advice.
+#[test]
+fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
+    let Some((kinds, stdout)) = hardened_fixture("races-read-after-unlock") else {
+        return;
+    };
+    assert!(kinds.is_empty(), "{stdout}");
+    assert!(stdout.contains("final fences: 0"), "{stdout}");
+    let locked = kernel_line_in("races-read-after-unlock", "// RACE locked");
+    let after = kernel_line_in("races-read-after-unlock", "// RACE after");
+    let advice = stdout
+        .lines()
+        .find(|l| l.contains("no fence can order"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        advice.contains(&format!("kernel.cu:{locked}"))
+            && advice.contains(&format!("kernel.cu:{after}"))
+            && advice.contains("move it inside the critical section"),
+        "{advice}"
+    );
 }
 
 /// The 1-based line of a fixture's kernel.cu that contains `needle`.

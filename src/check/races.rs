@@ -140,15 +140,7 @@ impl RaceEnd {
 
     /// `file:line` (the file's name only), or the PTX line.
     pub fn place(&self) -> String {
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => {
-                let name = Path::new(file)
-                    .file_name()
-                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-                format!("{name}:{line}")
-            }
-            _ => format!("PTX line {}", self.ptx_line),
-        }
+        place_of(self.file.as_deref(), self.line, self.ptx_line)
     }
 
     fn what(&self) -> String {
@@ -163,6 +155,23 @@ impl RaceEnd {
             RaceAccessKind::Rmw => "atomic",
         };
         format!("{strength} {kind}")
+    }
+}
+
+/// `file:line` of a recorded access (the file's name only), or its PTX line.
+pub fn site_place(site: &RaceSite) -> String {
+    place_of(site.file.as_deref(), site.line, site.ptx_line)
+}
+
+fn place_of(file: Option<&str>, line: Option<u32>, ptx_line: u32) -> String {
+    match (file, line) {
+        (Some(file), Some(line)) => {
+            let name = Path::new(file)
+                .file_name()
+                .map_or(file.into(), |n| n.to_string_lossy());
+            format!("{name}:{line}")
+        }
+        _ => format!("PTX line {ptx_line}"),
     }
 }
 
@@ -563,6 +572,13 @@ mod tests {
         }
     }
 
+    fn log_of(conflicts: Vec<Conflict>) -> RaceLog {
+        RaceLog {
+            conflicts,
+            communication: Vec::new(),
+        }
+    }
+
     #[test]
     fn the_three_classes_follow_strength_and_communication() {
         let mut c = strong_pair();
@@ -596,13 +612,7 @@ mod tests {
         let mut c = strong_pair();
         c.facts.communicated = true;
         c.facts.first_release = Some(Strength::Cta);
-        let races = run_races(
-            3,
-            &RaceLog {
-                conflicts: vec![c],
-                communication: Vec::new(),
-            },
-        );
+        let races = run_races(3, &log_of(vec![c]));
         let missing = &races.races[0].missing;
         assert!(
             missing.contains("the release after kernel.cu:10 is .cta"),
@@ -622,13 +632,7 @@ mod tests {
         let mut b = a.clone();
         b.second.site.ptx_line += 1;
         b.occurrences = 2;
-        let races = run_races(
-            0,
-            &RaceLog {
-                conflicts: vec![a, b],
-                communication: Vec::new(),
-            },
-        );
+        let races = run_races(0, &log_of(vec![a, b]));
         assert_eq!(races.races.len(), 1);
         assert_eq!(races.races[0].occurrences, 3);
     }

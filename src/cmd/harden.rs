@@ -13,7 +13,7 @@ use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
     answer_text, braces, first_failure, first_failure_of, not_stable, open_hardening,
     original_fences_note, query_text, record_result, replay_command, HardenDocument, HardenOptions,
-    Hardening, StabilityRuns, REQUIRED,
+    race_kept_text, Hardening, StabilityRuns, REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;
@@ -294,7 +294,18 @@ fn print_required(hardened: &Hardened) -> std::io::Result<()> {
             }
             Ok(())
         }
+    }?;
+    for kept in &hardened.insertion.race_kept {
+        outln!("  fence #{} {}", kept.site, race_kept_text(&kept.pair))?;
     }
+    for race in hardened.unorderable.iter().flatten() {
+        outln!(
+            "  no fence can order {} (left as it is): {}",
+            race.pair,
+            race.advice
+        )?;
+    }
+    Ok(())
 }
 
 fn print_kind_choices(meta: &HardenMeta, hardened: &Hardened, journal: &Path) -> io::Result<()> {

@@ -56,6 +56,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         profile_source: "test".into(),
         minimise_kinds: false,
         all_fences_first: false,
+        race_guided: false,
     }
 }
 
