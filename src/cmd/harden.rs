@@ -12,8 +12,8 @@ use gpuwmm::harden::run::{HardenMeta, HardenRow, Hardened, QueryProgress};
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
     answer_text, braces, first_failure, first_failure_of, not_stable, open_hardening,
-    original_fences_note, query_text, record_result, replay_command, HardenDocument, HardenOptions,
-    race_kept_text, Hardening, StabilityRuns, REQUIRED,
+    original_fences_note, query_text, race_kept_text, record_result, replay_command,
+    HardenDocument, HardenOptions, Hardening, StabilityRuns, REQUIRED,
 };
 use gpuwmm::job::naming::resuming_note;
 use gpuwmm::ptx::passes::fences::FenceKind;

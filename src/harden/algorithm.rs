@@ -326,7 +326,8 @@ fn weaken_together<C: FenceChecker>(
     for candidate in FenceKind::WEAKENING {
         let weakens = |site: &usize| {
             let now = kinds.get(site).copied().unwrap_or(base);
-            candidate.is_weaker_than(now) && !(candidate.is_cta_scoped() && gpu_floor.contains(site))
+            candidate.is_weaker_than(now)
+                && !(candidate.is_cta_scoped() && gpu_floor.contains(site))
         };
         let group: Vec<usize> = fences.iter().copied().filter(weakens).collect();
         if group.len() < 2 {
@@ -882,8 +883,14 @@ mod tests {
         let mut mock = Mock::new(|_: &Query| true);
         let mut context = context(0);
         let floor = BTreeSet::from([1]);
-        let Ok(choices) =
-            minimise_kinds(&mut mock, &[1, 2], FenceKind::ScGpu, &floor, false, &mut context);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[1, 2],
+            FenceKind::ScGpu,
+            &floor,
+            false,
+            &mut context,
+        );
         assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
         // membar.cta is not weaker than the fence.acq_rel.gpu kept first, so only
         // fence.acq_rel.cta is left to refuse.
@@ -896,7 +903,7 @@ mod tests {
         assert!(choices[1].refused_for_scope.is_empty());
     }
 
-/// A checker whose runs answer by `answer` and whose race recordings say that each pair of
+    /// A checker whose runs answer by `answer` and whose race recordings say that each pair of
     /// `races` is ordered while any one of its fences is in.
     struct RaceMock<F> {
         runs: Mock<F>,
@@ -961,7 +968,8 @@ mod tests {
     fn a_fence_neither_a_failing_run_nor_a_race_needs_is_dropped() {
         let pair = "k.cu:3 -> k.cu:9";
         let mut mock = race_mock(needs(&[4]), vec![(pair, vec![1])]);
-        let Ok(insertion) = empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
+        let Ok(insertion) =
+            empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
         assert_eq!(insertion.fences, vec![1, 4]);
         let kept: Vec<usize> = insertion.race_kept.iter().map(|k| k.site).collect();
         assert_eq!(kept, vec![1]);
@@ -980,7 +988,8 @@ mod tests {
     fn the_sites_in_races_are_asked_about_first() {
         let mut mock = race_mock(needs(&[3]), vec![("k.cu:3 -> k.cu:9", vec![3])]);
         mock.race_sites = vec![3, 5];
-        let Ok(insertion) = empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
+        let Ok(insertion) =
+            empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
         assert_eq!(mock.runs.queries[0].fences, vec![3, 5]);
         assert_eq!(mock.runs.queries[0].phase, Phase::Binary);
         assert_eq!(insertion.fences, vec![3]);

@@ -14,8 +14,8 @@ use super::algorithm::{
     Insertion, KindChoice, Phase, Query,
 };
 use super::communication::{
-    as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs, Recorder,
-    RequiredFence, UnorderableRace, GUIDE_STREAM,
+    as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs,
+    Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
 };
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
@@ -435,7 +435,9 @@ impl FenceChecker for JournaledChecker<'_> {
 
     fn race_sites(&mut self) -> Result<Vec<usize>, HardenError> {
         let races = self.orderable_with(&[])?;
-        Ok(races.map(|r| r.sites.into_iter().collect()).unwrap_or_default())
+        Ok(races
+            .map(|r| r.sites.into_iter().collect())
+            .unwrap_or_default())
     }
 }
 
