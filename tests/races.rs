@@ -210,6 +210,14 @@ fn a_bare_flag_spin_is_synchronisation_not_a_race() {
     assert_nothing_reported("races-bare-flag");
 }
 
+/// The recorder once ignored `bar.arrive`: a producer warp that arrives at a named barrier
+/// without waiting and a consumer warp that waits there were reported as a data race, though
+/// PTX orders the producers' writes before the consumers' reads.
+#[test]
+fn a_counted_producer_consumer_barrier_is_not_reported_as_a_race() {
+    assert_nothing_reported("races-counted-barrier");
+}
+
 /// Regression guard for the journal: the summary of a check resumed half-way is the summary
 /// of the same check run in one go (runs and occurrences per pair).
 #[test]

@@ -77,17 +77,17 @@ impl RaceClass {
 
 /// The class of a recorded conflict, or `None` for what is not reported.
 pub fn classify(c: &Conflict) -> Option<RaceClass> {
-    if !c.morally_strong {
+    if !c.facts.morally_strong {
         return Some(RaceClass::DataRace);
     }
     let rmw = |k| k == RaceAccessKind::Rmw;
     // A read that observed the write with nothing else passing between the threads is the
     // communication itself.
-    let communication = c.observed && !c.communicated;
+    let communication = c.facts.observed && !c.facts.communicated;
     if (rmw(c.first.kind) && rmw(c.second.kind)) || c.synchronising_location || communication {
         return None;
     }
-    Some(if c.communicated {
+    Some(if c.facts.communicated {
         RaceClass::FenceCanOrder
     } else {
         RaceClass::NoFenceCanOrder
@@ -140,15 +140,7 @@ impl RaceEnd {
 
     /// `file:line` (the file's name only), or the PTX line.
     pub fn place(&self) -> String {
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => {
-                let name = Path::new(file)
-                    .file_name()
-                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-                format!("{name}:{line}")
-            }
-            _ => format!("PTX line {}", self.ptx_line),
-        }
+        place_of(self.file.as_deref(), self.line, self.ptx_line)
     }
 
     fn what(&self) -> String {
@@ -163,6 +155,23 @@ impl RaceEnd {
             RaceAccessKind::Rmw => "atomic",
         };
         format!("{strength} {kind}")
+    }
+}
+
+/// `file:line` of a recorded access (the file's name only), or its PTX line.
+pub fn site_place(site: &RaceSite) -> String {
+    place_of(site.file.as_deref(), site.line, site.ptx_line)
+}
+
+fn place_of(file: Option<&str>, line: Option<u32>, ptx_line: u32) -> String {
+    match (file, line) {
+        (Some(file), Some(line)) => {
+            let name = Path::new(file)
+                .file_name()
+                .map_or(file.into(), |n| n.to_string_lossy());
+            format!("{name}:{line}")
+        }
+        _ => format!("PTX line {ptx_line}"),
     }
 }
 
@@ -202,7 +211,7 @@ pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
             std::mem::swap(&mut first, &mut second);
             ctas = (ctas.1, ctas.0);
         }
-        let key = (class, first.key(), second.key(), c.same_cta, missing);
+        let key = (class, first.key(), second.key(), c.facts.same_cta, missing);
         merged.entry(key).or_insert((first, second, ctas, 0)).3 += c.occurrences;
     }
     RunRaces {
@@ -227,7 +236,7 @@ pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
 /// What would order a conflict of `class`, in words (`first`, `second` in the order they
 /// happened).
 fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) -> String {
-    let scope = if c.same_cta { "cta" } else { "gpu" };
+    let scope = if c.facts.same_cta { "cta" } else { "gpu" };
     match class {
         RaceClass::DataRace => {
             let weak: Vec<String> = [first, second]
@@ -237,7 +246,7 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                 .collect();
             let narrow: Vec<String> = [first, second]
                 .iter()
-                .filter(|e| e.strength == Strength::Cta && !c.same_cta)
+                .filter(|e| e.strength == Strength::Cta && !c.facts.same_cta)
                 .map(|e| e.place())
                 .collect();
             let mut parts = Vec::new();
@@ -261,7 +270,7 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
         RaceClass::FenceCanOrder => fence_missing(c, scope, first, second),
         RaceClass::NoFenceCanOrder => {
             let rmw = |e: &RaceEnd| e.kind == RaceAccessKind::Rmw;
-            if c.communicated_before {
+            if c.facts.communicated_before {
                 format!(
                     "the threads communicate only before {}: move it inside the critical \
                      section (before the release or unlock), or take the lock around it",
@@ -282,25 +291,25 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
 
 fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
     let mut parts = Vec::new();
-    match c.first_release {
+    match c.facts.first_release {
         None => parts.push(format!(
             "no release pattern on the writer's side: a fence.acq_rel.{scope} after {}, \
              before the write the other thread reads",
             first.place()
         )),
-        Some(Strength::Cta) if !c.same_cta => parts.push(format!(
+        Some(Strength::Cta) if !c.facts.same_cta => parts.push(format!(
             "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
             first.place()
         )),
         Some(_) => {}
     }
-    match c.second_acquire {
+    match c.facts.second_acquire {
         None => parts.push(format!(
             "no acquire pattern on the reader's side: a fence.acq_rel.{scope} after the \
              read that saw the other thread's write, before {}",
             second.place()
         )),
-        Some(Strength::Cta) if !c.same_cta => parts.push(format!(
+        Some(Strength::Cta) if !c.facts.same_cta => parts.push(format!(
             "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
             second.place()
         )),
@@ -524,7 +533,7 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::sim::RaceAccess;
+    use crate::backend::sim::{PairFacts, RaceAccess};
 
     fn access(line: u32, kind: RaceAccessKind, strength: Strength) -> RaceAccess {
         RaceAccess {
@@ -547,13 +556,15 @@ mod tests {
             first: access(10, RaceAccessKind::Write, Strength::Gpu),
             second: access(20, RaceAccessKind::Read, Strength::Gpu),
             ctas: (0, 1),
-            same_cta: false,
-            morally_strong: true,
-            observed: false,
-            communicated: false,
-            communicated_before: false,
-            first_release: None,
-            second_acquire: None,
+            facts: PairFacts {
+                same_cta: false,
+                morally_strong: true,
+                observed: false,
+                communicated: false,
+                communicated_before: false,
+                first_release: None,
+                second_acquire: None,
+            },
             via: None,
             synchronising_location: false,
             occurrences: 1,
@@ -561,13 +572,20 @@ mod tests {
         }
     }
 
+    fn log_of(conflicts: Vec<Conflict>) -> RaceLog {
+        RaceLog {
+            conflicts,
+            communication: Vec::new(),
+        }
+    }
+
     #[test]
     fn the_three_classes_follow_strength_and_communication() {
         let mut c = strong_pair();
         assert_eq!(classify(&c), Some(RaceClass::NoFenceCanOrder));
-        c.communicated = true;
+        c.facts.communicated = true;
         assert_eq!(classify(&c), Some(RaceClass::FenceCanOrder));
-        c.morally_strong = false;
+        c.facts.morally_strong = false;
         assert_eq!(classify(&c), Some(RaceClass::DataRace));
     }
 
@@ -577,14 +595,14 @@ mod tests {
         flag.synchronising_location = true;
         assert_eq!(classify(&flag), None);
         let mut observed = strong_pair();
-        observed.observed = true;
+        observed.facts.observed = true;
         assert_eq!(classify(&observed), None);
         let mut rmw = strong_pair();
         rmw.first.kind = RaceAccessKind::Rmw;
         rmw.second.kind = RaceAccessKind::Rmw;
         assert_eq!(classify(&rmw), None);
         // A data race on a lock word is reported, synchronising or not.
-        rmw.morally_strong = false;
+        rmw.facts.morally_strong = false;
         rmw.synchronising_location = true;
         assert_eq!(classify(&rmw), Some(RaceClass::DataRace));
     }
@@ -592,15 +610,9 @@ mod tests {
     #[test]
     fn a_fence_orderable_race_names_the_missing_sides_and_their_scope() {
         let mut c = strong_pair();
-        c.communicated = true;
-        c.first_release = Some(Strength::Cta);
-        let races = run_races(
-            3,
-            &RaceLog {
-                conflicts: vec![c],
-                communication: Vec::new(),
-            },
-        );
+        c.facts.communicated = true;
+        c.facts.first_release = Some(Strength::Cta);
+        let races = run_races(3, &log_of(vec![c]));
         let missing = &races.races[0].missing;
         assert!(
             missing.contains("the release after kernel.cu:10 is .cta"),
@@ -616,17 +628,11 @@ mod tests {
     #[test]
     fn a_run_merges_the_ptx_lines_of_one_source_line() {
         let mut a = strong_pair();
-        a.morally_strong = false;
+        a.facts.morally_strong = false;
         let mut b = a.clone();
         b.second.site.ptx_line += 1;
         b.occurrences = 2;
-        let races = run_races(
-            0,
-            &RaceLog {
-                conflicts: vec![a, b],
-                communication: Vec::new(),
-            },
-        );
+        let races = run_races(0, &log_of(vec![a, b]));
         assert_eq!(races.races.len(), 1);
         assert_eq!(races.races[0].occurrences, 3);
     }

@@ -107,6 +107,32 @@ pub trait FenceChecker {
 
     /// Runs (or looks up) the check described by `query`.
     fn check(&mut self, query: &Query) -> Result<bool, Self::Error>;
+
+    /// Beyond the paper: a pair of accesses that fences can order which dropping the fences of
+    /// `current` not in `reduced` leaves unordered under PTX (recorded unordered with `reduced`,
+    /// not with `current`), named `file:line -> file:line`; `None` when there is none or races
+    /// are not recorded. The reductions keep such fences without asking a query.
+    fn unordered_without(
+        &mut self,
+        _current: &[usize],
+        _reduced: &[usize],
+    ) -> Result<Option<String>, Self::Error> {
+        Ok(None)
+    }
+
+    /// Beyond the paper: the sites whose accesses take part in races that fences can order,
+    /// which each round asks about first; empty when races are not recorded.
+    fn race_sites(&mut self) -> Result<Vec<usize>, Self::Error> {
+        Ok(Vec::new())
+    }
+}
+
+/// A fence the last round kept because removing it leaves a pair unordered under PTX.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceKept {
+    pub site: usize,
+    /// The pair, `file:line -> file:line`.
+    pub pair: String,
 }
 
 /// The outcome of [`empirical_fence_insertion`].
@@ -122,10 +148,13 @@ pub struct Insertion {
     pub queries: usize,
     /// Whether the last stability check passed.
     pub stable: bool,
+    /// Fences of the last round's linear reduction kept for a race rather than a failing run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub race_kept: Vec<RaceKept>,
 }
 
 /// Where a reduction's queries belong: the round, `I`, and the running query count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
     /// The do-while iteration.
     pub round: u32,
@@ -133,6 +162,8 @@ pub struct Context {
     pub iterations: u64,
     /// The index the next query gets: the queries asked so far. Incremented per query.
     pub next_index: usize,
+    /// Fences this round's linear reduction kept for a race.
+    pub race_kept: Vec<RaceKept>,
 }
 
 /// Runs Algorithm 1 over the candidate sites `all`, starting with `initial_iterations` runs per
@@ -167,9 +198,13 @@ pub fn empirical_fence_insertion_from<C: FenceChecker>(
         round: 0,
         iterations: initial_iterations,
         next_index: first_index,
+        race_kept: Vec::new(),
     };
+    let race_sites = normalise(&checker.race_sites()?);
     loop {
-        let reduced = binary_reduction(checker, all.clone(), &mut context)?;
+        context.race_kept.clear();
+        let start = races_first(checker, &all, &race_sites, &mut context)?;
+        let reduced = binary_reduction(checker, start, &mut context)?;
         let fences = linear_reduction(checker, reduced, &mut context)?;
         let stable = ask(checker, &mut context, Phase::Stable, &fences)?;
         if stable || context.round + 1 >= max_rounds.max(1) {
@@ -179,6 +214,7 @@ pub fn empirical_fence_insertion_from<C: FenceChecker>(
                 final_iterations: context.iterations,
                 queries: context.next_index,
                 stable,
+                race_kept: std::mem::take(&mut context.race_kept),
             });
         }
         context.round += 1;
@@ -227,19 +263,27 @@ pub struct KindChoice {
 /// `gpu_floor` (one that communicated with another CTA) kinds of CTA scope are not tried: PTX
 /// gives them no effect there, whatever runs say. The queries continue `context`'s numbering,
 /// in phase [`Phase::Kind`], so a journal replays them like the rest.
+///
+/// With `grouped`, each weaker kind is first tried at every fence it may weaken at once (`I`
+/// runs and a stability check, as for one fence); if that passes, they all take it and the
+/// fence-by-fence trials start from there. One stability check then stands for several.
 pub fn minimise_kinds<C: FenceChecker>(
     checker: &mut C,
     fences: &[usize],
     base: FenceKind,
     gpu_floor: &std::collections::BTreeSet<usize>,
+    grouped: bool,
     context: &mut Context,
 ) -> Result<Vec<KindChoice>, C::Error> {
     let mut kinds: BTreeMap<usize, FenceKind> = BTreeMap::new();
+    if grouped {
+        kinds = weaken_together(checker, fences, base, gpu_floor, context)?;
+    }
     let mut choices = Vec::new();
     for &site in fences {
         let mut choice = KindChoice {
             site,
-            kind: base,
+            kind: kinds.get(&site).copied().unwrap_or(base),
             rejected: Vec::new(),
             refused_for_scope: Vec::new(),
         };
@@ -268,6 +312,39 @@ pub fn minimise_kinds<C: FenceChecker>(
     Ok(choices)
 }
 
+/// The group trials of [`minimise_kinds`]: each kind of [`FenceKind::WEAKENING`] at once at
+/// every fence where it is weaker than the fence's kind so far and not refused for scope,
+/// when that is more than one fence; the kinds that passed.
+fn weaken_together<C: FenceChecker>(
+    checker: &mut C,
+    fences: &[usize],
+    base: FenceKind,
+    gpu_floor: &std::collections::BTreeSet<usize>,
+    context: &mut Context,
+) -> Result<BTreeMap<usize, FenceKind>, C::Error> {
+    let mut kinds: BTreeMap<usize, FenceKind> = BTreeMap::new();
+    for candidate in FenceKind::WEAKENING {
+        let weakens = |site: &usize| {
+            let now = kinds.get(site).copied().unwrap_or(base);
+            candidate.is_weaker_than(now)
+                && !(candidate.is_cta_scoped() && gpu_floor.contains(site))
+        };
+        let group: Vec<usize> = fences.iter().copied().filter(weakens).collect();
+        if group.len() < 2 {
+            continue;
+        }
+        let mut trial = kinds.clone();
+        trial.extend(group.iter().map(|&site| (site, candidate)));
+        let iterations = Some(context.iterations);
+        if ask_kinds(checker, context, fences, &trial, iterations)?.0
+            && ask_kinds(checker, context, fences, &trial, None)?.0
+        {
+            kinds = trial;
+        }
+    }
+    Ok(kinds)
+}
+
 /// Asks a [`Phase::Kind`] query; returns its answer (and the index it had).
 fn ask_kinds<C: FenceChecker>(
     checker: &mut C,
@@ -288,8 +365,51 @@ fn ask_kinds<C: FenceChecker>(
     Ok((checker.check(&query)?, query.index))
 }
 
+/// Beyond the paper: the set a round's reduction starts from. When races were recorded, the
+/// sites in races that fences can order are asked about first (a [`Phase::Binary`] query with
+/// those fences alone): if they suffice, and dropping the others leaves no such race
+/// unordered, the reduction starts from them; otherwise from `all`.
+fn races_first<C: FenceChecker>(
+    checker: &mut C,
+    all: &[usize],
+    race_sites: &[usize],
+    context: &mut Context,
+) -> Result<FenceSet, C::Error> {
+    let guided: FenceSet = race_sites
+        .iter()
+        .copied()
+        .filter(|s| all.contains(s))
+        .collect();
+    if guided.is_empty() || guided.len() == all.len() {
+        return Ok(all.to_vec());
+    }
+    if checker.unordered_without(all, &guided)?.is_none()
+        && ask(checker, context, Phase::Binary, &guided)?
+    {
+        return Ok(guided);
+    }
+    Ok(all.to_vec())
+}
+
+/// Whether `reduced` may replace `fences`: dropping the others leaves no race that fences can
+/// order unordered ([`FenceChecker::unordered_without`]) and the runs pass. Returns the pair a
+/// race check found, if one did, and the answer.
+fn try_reduce<C: FenceChecker>(
+    checker: &mut C,
+    context: &mut Context,
+    phase: Phase,
+    fences: &[usize],
+    reduced: &[usize],
+) -> Result<(Option<String>, bool), C::Error> {
+    if let Some(pair) = checker.unordered_without(fences, reduced)? {
+        return Ok((Some(pair), false));
+    }
+    Ok((None, ask(checker, context, phase, reduced)?))
+}
+
 /// `BinaryReduction`: while more than one fence is left, drop the first half (by location) if
-/// the rest suffices, else the second half if the rest suffices, else stop.
+/// the rest suffices, else the second half if the rest suffices, else stop. Beyond the paper,
+/// a half whose removal leaves a race that fences can order is kept without a query.
 ///
 /// [`split_fences`] gives the halves. `fences` is expected sorted (see [`FenceSet`]).
 pub fn binary_reduction<C: FenceChecker>(
@@ -300,9 +420,9 @@ pub fn binary_reduction<C: FenceChecker>(
     while fences.len() > 1 {
         let (first, second) = split_fences(&fences);
         let (first, second) = (first.to_vec(), second.to_vec());
-        if ask(checker, context, Phase::Binary, &second)? {
+        if try_reduce(checker, context, Phase::Binary, &fences, &second)?.1 {
             fences = second;
-        } else if ask(checker, context, Phase::Binary, &first)? {
+        } else if try_reduce(checker, context, Phase::Binary, &fences, &first)?.1 {
             fences = first;
         } else {
             break;
@@ -311,7 +431,9 @@ pub fn binary_reduction<C: FenceChecker>(
     Ok(fences)
 }
 
-/// `LinearReduction`: for each fence in order, drop it if the rest suffices.
+/// `LinearReduction`: for each fence in order, drop it if the rest suffices. Beyond the paper,
+/// a fence whose removal leaves a race that fences can order is kept without a query, and
+/// noted in `context.race_kept`.
 pub fn linear_reduction<C: FenceChecker>(
     checker: &mut C,
     mut fences: FenceSet,
@@ -319,8 +441,10 @@ pub fn linear_reduction<C: FenceChecker>(
 ) -> Result<FenceSet, C::Error> {
     for fence in fences.clone() {
         let without: FenceSet = fences.iter().copied().filter(|&f| f != fence).collect();
-        if ask(checker, context, Phase::Linear, &without)? {
-            fences = without;
+        match try_reduce(checker, context, Phase::Linear, &fences, &without)? {
+            (Some(pair), _) => context.race_kept.push(RaceKept { site: fence, pair }),
+            (None, true) => fences = without,
+            (None, false) => {}
         }
     }
     Ok(fences)
@@ -425,6 +549,7 @@ mod tests {
             round: 0,
             iterations: 32,
             next_index,
+            race_kept: Vec::new(),
         }
     }
 
@@ -447,6 +572,7 @@ mod tests {
             final_iterations: 32,
             queries: 5,
             stable: true,
+            race_kept: Vec::new(),
         };
         assert_eq!(insertion, expected);
     }
@@ -538,6 +664,7 @@ mod tests {
             final_iterations: 64,
             queries: mock.queries.len(),
             stable: true,
+            race_kept: Vec::new(),
         };
         assert_eq!(insertion, expected);
     }
@@ -552,6 +679,7 @@ mod tests {
             final_iterations: 128,
             queries: mock.queries.len(),
             stable: false,
+            race_kept: Vec::new(),
         };
         assert_eq!(insertion, expected);
         let stability = mock.queries.iter().filter(|q| q.phase == Phase::Stable);
@@ -689,12 +817,14 @@ mod tests {
             round: 1,
             iterations: 64,
             next_index: 10,
+            race_kept: Vec::new(),
         };
         let Ok(choices) = minimise_kinds(
             &mut mock,
             &[1, 2],
             FenceKind::ScGpu,
             &BTreeSet::new(),
+            false,
             &mut context,
         );
         assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
@@ -738,6 +868,7 @@ mod tests {
             &[3],
             FenceKind::MembarGl,
             &BTreeSet::new(),
+            false,
             &mut context,
         );
         assert_eq!(choices[0].kind, FenceKind::MembarGl);
@@ -752,8 +883,14 @@ mod tests {
         let mut mock = Mock::new(|_: &Query| true);
         let mut context = context(0);
         let floor = BTreeSet::from([1]);
-        let Ok(choices) =
-            minimise_kinds(&mut mock, &[1, 2], FenceKind::ScGpu, &floor, &mut context);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[1, 2],
+            FenceKind::ScGpu,
+            &floor,
+            false,
+            &mut context,
+        );
         assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
         // membar.cta is not weaker than the fence.acq_rel.gpu kept first, so only
         // fence.acq_rel.cta is left to refuse.
@@ -764,6 +901,139 @@ mod tests {
             .all(|q| q.kinds.get(&1).is_none_or(|k| !k.is_cta_scoped())));
         assert_eq!(choices[1].kind, FenceKind::AcqRelCta);
         assert!(choices[1].refused_for_scope.is_empty());
+    }
+
+    /// A checker whose runs answer by `answer` and whose race recordings say that each pair of
+    /// `races` is ordered while any one of its fences is in.
+    struct RaceMock<F> {
+        runs: Mock<F>,
+        races: Vec<(&'static str, Vec<usize>)>,
+        race_sites: Vec<usize>,
+    }
+
+    impl<F: FnMut(&Query) -> bool> FenceChecker for RaceMock<F> {
+        type Error = Infallible;
+
+        fn check(&mut self, query: &Query) -> Result<bool, Infallible> {
+            self.runs.check(query)
+        }
+
+        fn unordered_without(
+            &mut self,
+            current: &[usize],
+            reduced: &[usize],
+        ) -> Result<Option<String>, Infallible> {
+            let ordered = |set: &[usize], by: &[usize]| by.iter().any(|f| set.contains(f));
+            Ok(self
+                .races
+                .iter()
+                .find(|(_, by)| ordered(current, by) && !ordered(reduced, by))
+                .map(|(pair, _)| pair.to_string()))
+        }
+
+        fn race_sites(&mut self) -> Result<Vec<usize>, Infallible> {
+            Ok(self.race_sites.clone())
+        }
+    }
+
+    fn race_mock<F: FnMut(&Query) -> bool>(
+        answer: F,
+        races: Vec<(&'static str, Vec<usize>)>,
+    ) -> RaceMock<F> {
+        RaceMock {
+            runs: Mock::new(answer),
+            races,
+            race_sites: Vec::new(),
+        }
+    }
+
+    /// Issue 25: a fence PTX needs for a pair that no run makes fail (an acquire after a spin)
+    /// was dropped because every query passed.
+    #[test]
+    fn a_fence_whose_removal_leaves_a_race_unordered_is_kept_though_no_run_fails() {
+        let mut mock = race_mock(|_: &Query| true, vec![("k.cu:11 -> k.cu:17", vec![2])]);
+        let Ok(insertion) = empirical_fence_insertion(&mut mock, &[0, 1, 2, 3, 4], 32, 8);
+        assert_eq!(insertion.fences, vec![2]);
+        let kept = RaceKept {
+            site: 2,
+            pair: "k.cu:11 -> k.cu:17".into(),
+        };
+        assert_eq!(insertion.race_kept, vec![kept]);
+        // No query ran without fence 2: the race answered first.
+        assert!(mock.runs.queries.iter().all(|q| q.fences.contains(&2)));
+    }
+
+    /// Item 2 of issue 31: beside what runs and races need, nothing is kept.
+    #[test]
+    fn a_fence_neither_a_failing_run_nor_a_race_needs_is_dropped() {
+        let pair = "k.cu:3 -> k.cu:9";
+        let mut mock = race_mock(needs(&[4]), vec![(pair, vec![1])]);
+        let Ok(insertion) =
+            empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
+        assert_eq!(insertion.fences, vec![1, 4]);
+        let kept: Vec<usize> = insertion.race_kept.iter().map(|k| k.site).collect();
+        assert_eq!(kept, vec![1]);
+        assert!(insertion.stable);
+    }
+
+    /// A pair that either of two fences orders keeps one of them, not both.
+    #[test]
+    fn a_race_two_fences_can_order_keeps_only_one_of_them() {
+        let mut mock = race_mock(|_: &Query| true, vec![("k.cu:1 -> k.cu:5", vec![1, 2])]);
+        let Ok(insertion) = empirical_fence_insertion(&mut mock, &[0, 1, 2, 3], 32, 8);
+        assert_eq!(insertion.fences.len(), 1, "{insertion:?}");
+    }
+
+    #[test]
+    fn the_sites_in_races_are_asked_about_first() {
+        let mut mock = race_mock(needs(&[3]), vec![("k.cu:3 -> k.cu:9", vec![3])]);
+        mock.race_sites = vec![3, 5];
+        let Ok(insertion) =
+            empirical_fence_insertion(&mut mock, &(0..8).collect::<Vec<_>>(), 32, 8);
+        assert_eq!(mock.runs.queries[0].fences, vec![3, 5]);
+        assert_eq!(mock.runs.queries[0].phase, Phase::Binary);
+        assert_eq!(insertion.fences, vec![3]);
+        // From {3 5}, binary reduction drops 5, never 3: dropping 3 leaves the race.
+        assert!(mock.runs.queries.iter().all(|q| q.fences.contains(&3)));
+    }
+
+    /// Weakening every fence's kind one at a time costs a stability check per fence; together,
+    /// one for all when they all pass.
+    #[test]
+    fn kinds_weakened_together_take_one_stability_check_for_all_fences() {
+        let mut mock = Mock::new(kinds_oracle);
+        let mut context = context(0);
+        let floor = BTreeSet::from([1, 2, 3]);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[1, 2, 3],
+            FenceKind::ScGpu,
+            &floor,
+            true,
+            &mut context,
+        );
+        assert!(choices.iter().all(|c| c.kind == FenceKind::AcqRelGpu));
+        let stability = mock.queries.iter().filter(|q| q.iterations.is_none());
+        assert_eq!(stability.count(), 1);
+        assert_eq!(mock.queries.len(), 2);
+    }
+
+    #[test]
+    fn a_group_of_kinds_that_fails_falls_back_to_one_fence_at_a_time() {
+        let mut mock = Mock::new(kinds_oracle);
+        let mut context = context(0);
+        let Ok(choices) = minimise_kinds(
+            &mut mock,
+            &[1, 2],
+            FenceKind::ScGpu,
+            &BTreeSet::new(),
+            true,
+            &mut context,
+        );
+        // Together at fence.acq_rel.gpu (passes), at fence.acq_rel.cta (fails: site 1 needs
+        // gpu scope); then one at a time: site 2 alone takes fence.acq_rel.cta.
+        assert_eq!(choices[0].kind, FenceKind::AcqRelGpu);
+        assert_eq!(choices[1].kind, FenceKind::AcqRelCta);
     }
 
     #[test]

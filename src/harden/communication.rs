@@ -1,29 +1,116 @@
-//! Which fence sites talk to other CTAs: the scope floor of `harden`'s kind minimisation.
+//! What runs recording races tell `harden` beyond what fails: the scope floor of kind
+//! minimisation, the races that guide the search, the partners PTX requires, and the races no
+//! fence can order.
 //!
-//! A fence orders its thread's accesses for the threads its scope contains. Whether a weaker
-//! scope suffices cannot be left to runs alone: a `.cta` fence between two CTAs orders nothing
-//! under PTX, yet on the simulator (and very likely on today's GPUs) nothing may ever fail
-//! because of it. So before kinds are minimised, a few runs of the app without inserted fences
-//! record races (simulator, [`crate::backend::sim::RaceLog`]): every site whose accesses
-//! communicated with another CTA (a morally strong read of a write from another CTA), or
-//! conflicted with one unordered, keeps at least GPU scope, whatever the runs say.
+//! A fence orders its thread's accesses for the threads its scope contains, and a pair of
+//! accesses of two threads that communicated between them is ordered by a release pattern on
+//! the first thread's side and an acquire pattern on the second's, of a scope with both (PTX
+//! ISA, "Causality Order"). Runs alone cannot show all of it: a `.cta` fence between two CTAs,
+//! or a missing acquire after a spin, may never make a run fail on the simulator (or on
+//! today's GPUs) and still leave the program racy under PTX. So a few runs record races
+//! (simulator, [`crate::backend::sim::RaceLog`]; a [`Recorder`]), and:
 //!
-//! The same recording completes the synchronisation afterwards ([`required_partners`]): with
-//! the fences kept, a pair that a release/acquire pair would order but that is still unordered
-//! gets the side it lacks, reported as required by the PTX model rather than seen failing.
+//! - [`cross_cta_sites`]: every site whose accesses communicated with another CTA (a morally
+//!   strong read of a write from another CTA), or conflicted with one unordered, keeps at least
+//!   GPU scope, whatever the runs say;
+//! - [`OrderablePairs`]: the pairs that fences can order (a data race or an unsynchronised
+//!   pair between threads that communicated between the two accesses) left unordered with a
+//!   fence set; the search keeps a fence whose removal adds one
+//!   ([`super::algorithm::FenceChecker::unordered_without`]) and asks about the sites in them
+//!   first;
+//! - [`required_partners`]: with the fences kept, a pair still unordered gets the side it
+//!   lacks, reported as required by the PTX model rather than seen failing;
+//! - [`unorderable_races`]: pairs no fence can order are reported with their advice, never
+//!   "fixed" with fences.
 //!
 //! The runs are not journaled: their seeds derive from the hardening's, so a resumed hardening
-//! records the same graph again.
+//! records the same again.
 
-use crate::backend::sim::{RaceSite, Strength};
+use crate::backend::sim::{Conflict, RaceLog, RaceSite, Strength};
 use crate::check::driver::CheckError;
+use crate::check::races::{classify, run_races, site_place, RaceClass};
 use crate::check::spec::{run_seed, Fences, RunRequest, SiteSummary};
 use crate::check::Executor;
 use crate::ptx::passes::fences::FenceKind;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Runs recorded for the graph.
+/// Runs per recording.
 pub const COMMUNICATION_RUNS: u64 = 20;
+
+/// Records races in runs of one app: the hardening's environment, stress and seed.
+pub struct Recorder<'a> {
+    pub executor: &'a mut dyn Executor,
+    pub env: crate::env::Environment,
+    pub seed: u64,
+    pub stress_iterations: u32,
+}
+
+/// The seed streams of the recordings, one per purpose.
+const CROSS_CTA_STREAM: u64 = 0xc0_11ec7;
+const PARTNER_STREAM: u64 = 0x5a_17e5;
+/// The race checks of the search: every fence set with the same seeds, so that two sets'
+/// recordings differ by their fences rather than by their schedules.
+pub const GUIDE_STREAM: u64 = 0x6d_1de5;
+
+impl Recorder<'_> {
+    /// Whether the executor records races at all.
+    pub fn records(&self) -> bool {
+        self.executor.records_races()
+    }
+
+    /// The race logs of [`COMMUNICATION_RUNS`] runs with `fences`, seeded from `stream` (runs
+    /// `first..`); `None` when the executor brings none back. Runs that need a restart (the
+    /// simulator's budget ran out) are left out.
+    pub fn record(
+        &mut self,
+        fences: &Fences,
+        stream: u64,
+        first: u64,
+    ) -> Result<Option<Vec<RaceLog>>, CheckError> {
+        if !self.records() {
+            return Ok(None);
+        }
+        let requests: Vec<RunRequest> = (first..first + COMMUNICATION_RUNS)
+            .map(|run| RunRequest {
+                run,
+                seed: run_seed(self.seed ^ stream, run),
+                env: self.env,
+                fences: fences.clone(),
+                stress_iterations: self.stress_iterations,
+                races: true,
+            })
+            .collect();
+        let mut logs = Vec::new();
+        for record in self.executor.execute_many(&requests) {
+            let record = record?;
+            match record.races {
+                Some(log) => logs.push(log),
+                None if record.outcome.needs_restart() => {}
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(logs))
+    }
+}
+
+/// `fences` (site → kind) as the release/acquire fences of their scopes, for recording which
+/// pairs release and acquire patterns order. A sequentially consistent fence also orders by
+/// the order in which the fences of a run happen to execute (fence-SC order), which orders a
+/// pair in most schedules and not in the rare one where the writer's fence runs late: the
+/// pairs that fences can order need a release between the first access and the write the
+/// other thread reads, and an acquire after that read, which is what the recording then sees.
+pub fn as_release_acquire(fences: impl IntoIterator<Item = (usize, FenceKind)>) -> Fences {
+    let release_acquire = |kind: FenceKind| match kind.is_cta_scoped() {
+        true => FenceKind::AcqRelCta,
+        false => FenceKind::AcqRelGpu,
+    };
+    Fences::Kinded(
+        fences
+            .into_iter()
+            .map(|(site, kind)| (site, release_acquire(kind)))
+            .collect(),
+    )
+}
 
 /// What the recorded runs say about the candidate sites.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -34,60 +121,81 @@ pub struct CrossCta {
     pub runs: u64,
 }
 
-/// Records races in [`COMMUNICATION_RUNS`] runs of the app without inserted fences (seeds
-/// from `seed`, environment `env` as the hardening's) and returns the sites of `sites`
+/// Records races in runs of the app without inserted fences and returns the sites of `sites`
 /// whose source lines met another CTA; `None` when the executor records no races (a GPU).
 pub fn cross_cta_sites(
-    executor: &mut dyn Executor,
+    recorder: &mut Recorder,
     sites: &[SiteSummary],
-    env: crate::env::Environment,
-    seed: u64,
-    stress_iterations: u32,
 ) -> Result<Option<CrossCta>, CheckError> {
-    if !executor.records_races() {
+    let Some(logs) = recorder.record(&Fences::Sites(Vec::new()), CROSS_CTA_STREAM, 0)? else {
         return Ok(None);
+    };
+    let mut met: BTreeSet<usize> = BTreeSet::new();
+    for log in &logs {
+        for c in log.communication.iter().filter(|c| !c.same_cta) {
+            met.extend(site_at(sites, &c.writer));
+            met.extend(site_at(sites, &c.reader));
+        }
+        for c in log.conflicts.iter().filter(|c| !c.facts.same_cta) {
+            met.extend(site_at(sites, &c.first.site));
+            met.extend(site_at(sites, &c.second.site));
+        }
     }
-    let mut lines: BTreeSet<(String, u32)> = BTreeSet::new();
-    let mut recorded = 0;
-    for run in 0..COMMUNICATION_RUNS {
-        let request = RunRequest {
-            run,
-            seed: run_seed(seed ^ 0xc0_11ec7, run),
-            env,
-            fences: Fences::Sites(Vec::new()),
-            stress_iterations,
-            races: true,
-        };
-        let record = executor.execute(&request)?;
-        let Some(log) = record.races else {
-            if record.outcome.needs_restart() {
+    Ok(Some(CrossCta {
+        sites: met,
+        runs: logs.len() as u64,
+    }))
+}
+
+/// Whether fences can order `c`: a data race or an unsynchronised pair whose threads
+/// communicated between the two accesses (so a release pattern after the first and an acquire
+/// pattern after the read the communication went through would order them).
+fn fence_orderable(c: &Conflict) -> bool {
+    c.via.is_some()
+        && matches!(
+            classify(c),
+            Some(RaceClass::DataRace | RaceClass::FenceCanOrder)
+        )
+}
+
+/// `file:line -> file:line` of a pair.
+fn pair_name(c: &Conflict) -> String {
+    format!(
+        "{} -> {}",
+        site_place(&c.first.site),
+        site_place(&c.second.site)
+    )
+}
+
+/// The pairs that fences can order left unordered in some recorded run, by name, with the
+/// sites of their accesses and of the communication between them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderablePairs {
+    pub pairs: BTreeSet<String>,
+    pub sites: BTreeSet<usize>,
+}
+
+impl OrderablePairs {
+    /// The orderable pairs of `logs`, with the candidate sites of `sites` they touch.
+    pub fn of(logs: &[RaceLog], sites: &[SiteSummary]) -> OrderablePairs {
+        let mut out = OrderablePairs::default();
+        for c in logs.iter().flat_map(|l| &l.conflicts) {
+            if !fence_orderable(c) {
                 continue;
             }
-            return Ok(None);
-        };
-        recorded += 1;
-        let mut note = |site: &crate::backend::sim::RaceSite| {
-            if let (Some(file), Some(line)) = (&site.file, site.line) {
-                lines.insert((file.clone(), line));
+            out.pairs.insert(pair_name(c));
+            let via = c.via.iter().flat_map(|(w, r)| [w, r]);
+            for at in [&c.first.site, &c.second.site].into_iter().chain(via) {
+                out.sites.extend(site_at(sites, at));
             }
-        };
-        for c in log.communication.iter().filter(|c| !c.same_cta) {
-            note(&c.writer);
-            note(&c.reader);
         }
-        for c in log.conflicts.iter().filter(|c| !c.same_cta) {
-            note(&c.first.site);
-            note(&c.second.site);
-        }
+        out
     }
-    let meets = |s: &SiteSummary| match (&s.file, s.line) {
-        (Some(file), Some(line)) => lines.contains(&(file.clone(), line)),
-        _ => false,
-    };
-    Ok(Some(CrossCta {
-        sites: sites.iter().filter(|s| meets(s)).map(|s| s.id).collect(),
-        runs: recorded,
-    }))
+
+    /// A pair unordered here and not in `before`.
+    pub fn new_since(&self, before: &OrderablePairs) -> Option<String> {
+        self.pairs.difference(&before.pairs).next().cloned()
+    }
 }
 
 /// A fence the PTX model requires beside the kept ones, though no run failed without it.
@@ -102,9 +210,25 @@ pub struct RequiredFence {
     pub orders: String,
 }
 
+/// A pair no fence can order, recorded with the final fences, and what would order it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnorderableRace {
+    /// `file:line -> file:line`.
+    pub pair: String,
+    pub advice: String,
+}
+
 /// Passes of [`required_partners`] at most (each adds the fences the last one's runs asked
 /// for).
 const PARTNER_PASSES: usize = 3;
+
+/// What [`required_partners`] found: the fences added, and the races of the last pass's runs
+/// that no fence can order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub required: Vec<RequiredFence>,
+    pub unorderable: Vec<UnorderableRace>,
+}
 
 /// Completes the synchronisation of `kept` (site → kind): records races in runs with those
 /// fences, and for every pair that a release/acquire pair would order (the threads
@@ -113,52 +237,55 @@ const PARTNER_PASSES: usize = 3;
 /// went through, of GPU scope between CTAs and CTA scope inside one. Repeats with the new set
 /// until nothing is missing. `None` when the executor records no races.
 pub fn required_partners(
-    executor: &mut dyn Executor,
+    recorder: &mut Recorder,
     sites: &[SiteSummary],
     kept: &BTreeMap<usize, FenceKind>,
-    env: crate::env::Environment,
-    seed: u64,
-    stress_iterations: u32,
-) -> Result<Option<Vec<RequiredFence>>, CheckError> {
-    if !executor.records_races() {
-        return Ok(None);
-    }
+) -> Result<Option<Completion>, CheckError> {
     let mut fences = kept.clone();
     let mut required: Vec<RequiredFence> = Vec::new();
+    let mut last = Vec::new();
     for pass in 0..PARTNER_PASSES {
+        let first = pass as u64 * COMMUNICATION_RUNS;
+        let kinded = as_release_acquire(fences.clone());
+        let Some(logs) = recorder.record(&kinded, PARTNER_STREAM, first)? else {
+            return Ok(None);
+        };
         let mut added = false;
-        for run in 0..COMMUNICATION_RUNS {
-            let request = RunRequest {
-                run,
-                seed: run_seed(seed ^ 0x5a_17e5, pass as u64 * COMMUNICATION_RUNS + run),
-                env,
-                fences: Fences::Kinded(fences.clone()),
-                stress_iterations,
-                races: true,
-            };
-            let record = executor.execute(&request)?;
-            let Some(log) = record.races else {
-                if record.outcome.needs_restart() {
-                    continue;
-                }
-                return Ok(None);
-            };
-            for c in &log.conflicts {
-                for need in missing_sides(c, sites) {
-                    if upgrade(&mut fences, need.site, need.kind) {
-                        required.retain(|r| r.site != need.site);
-                        required.push(need);
-                        added = true;
-                    }
+        for c in logs.iter().flat_map(|l| &l.conflicts) {
+            for need in missing_sides(c, sites) {
+                if upgrade(&mut fences, need.site, need.kind) {
+                    required.retain(|r| r.site != need.site);
+                    required.push(need);
+                    added = true;
                 }
             }
         }
+        last = logs;
         if !added {
             break;
         }
     }
     required.sort_by_key(|r| r.site);
-    Ok(Some(required))
+    Ok(Some(Completion {
+        required,
+        unorderable: unorderable_races(&last),
+    }))
+}
+
+/// The pairs of `logs` that no fence can order, each once, with `check --races`' advice.
+pub fn unorderable_races(logs: &[RaceLog]) -> Vec<UnorderableRace> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for log in logs {
+        for race in run_races(0, log).races {
+            if race.class == RaceClass::NoFenceCanOrder {
+                let pair = format!("{} -> {}", race.first.place(), race.second.place());
+                seen.entry(pair).or_insert(race.missing);
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(pair, advice)| UnorderableRace { pair, advice })
+        .collect()
 }
 
 /// Puts a fence of at least `kind`'s scope at `site`; whether that changed anything.
@@ -173,37 +300,25 @@ fn upgrade(fences: &mut BTreeMap<usize, FenceKind>, site: usize, kind: FenceKind
 }
 
 /// The release and acquire fences a conflict still lacks, at candidate sites.
-fn missing_sides(c: &crate::backend::sim::Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
-    use crate::check::races::{classify, RaceClass};
+fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     let Some((_, read)) = &c.via else {
         return Vec::new();
     };
-    if !matches!(
-        classify(c),
-        Some(RaceClass::DataRace | RaceClass::FenceCanOrder)
-    ) {
+    if !fence_orderable(c) {
         return Vec::new();
     }
-    let kind = if c.same_cta {
+    let same_cta = c.facts.same_cta;
+    let kind = if same_cta {
         FenceKind::AcqRelCta
     } else {
         FenceKind::AcqRelGpu
     };
     let too_narrow = |s: Option<Strength>| match s {
         None => true,
-        Some(Strength::Cta) => !c.same_cta,
+        Some(Strength::Cta) => !same_cta,
         Some(_) => false,
     };
-    let place = |s: &RaceSite| match (&s.file, s.line) {
-        (Some(file), Some(line)) => format!(
-            "{}:{line}",
-            std::path::Path::new(file)
-                .file_name()
-                .map_or(file.clone(), |n| n.to_string_lossy().into_owned())
-        ),
-        _ => format!("PTX line {}", s.ptx_line),
-    };
-    let orders = format!("{} -> {}", place(&c.first.site), place(&c.second.site));
+    let orders = pair_name(c);
     let mut out = Vec::new();
     let mut need = |at: &RaceSite, role: &'static str| {
         if let Some(site) = site_at(sites, at) {
@@ -215,10 +330,10 @@ fn missing_sides(c: &crate::backend::sim::Conflict, sites: &[SiteSummary]) -> Ve
             });
         }
     };
-    if too_narrow(c.first_release) {
+    if too_narrow(c.facts.first_release) {
         need(&c.first.site, "release");
     }
-    if too_narrow(c.second_acquire) {
+    if too_narrow(c.facts.second_acquire) {
         need(read, "acquire");
     }
     out

@@ -3,6 +3,8 @@
 //!
 //! - [`algorithm`]: the paper's Algorithm 1 (empirical fence insertion), generic over how a fence
 //!   set is checked, so that it can be tested with mock checkers and resumed from a journal;
+//! - [`communication`]: what runs recording races add to what fails: the races that guide the
+//!   search, the scope floor of kinds, the partners PTX requires, the races no fence can order;
 //! - [`run`]: the checker that answers by running the application through an executor, with
 //!   every run journaled so that a killed hardening resumes where it stopped;
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified

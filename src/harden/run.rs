@@ -13,7 +13,10 @@ use super::algorithm::{
     empirical_fence_insertion_from, fences_can_help, minimise_kinds, Context, FenceChecker,
     Insertion, KindChoice, Phase, Query,
 };
-use super::communication::{cross_cta_sites, required_partners, CrossCta, RequiredFence};
+use super::communication::{
+    as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs,
+    Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
+};
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -23,7 +26,7 @@ use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
 use crate::ptx::passes::fences::FenceKind;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// One run of one query, as the hardening journal records it (flat, for CSV).
@@ -144,6 +147,11 @@ pub struct HardenMeta {
     /// a resume or replay compares them (see [`crate::job::settings`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_hash: Option<crate::apps::hash::AppHash>,
+    /// Whether races recorded in runs guide the search (the sites in races asked about first,
+    /// a fence whose removal leaves a race that fences can order kept without a query, kinds
+    /// weakened together first); absent, so false, in journals from before.
+    #[serde(default)]
+    pub race_guided: bool,
 }
 
 impl HardenMeta {
@@ -199,6 +207,10 @@ pub struct JournaledChecker<'a> {
     meta: &'a HardenMeta,
     recorded: BTreeMap<usize, Vec<HardenRow>>,
     progress: &'a mut dyn FnMut(&QueryProgress),
+    /// What records races when the executor does not (a GPU's hardening: the simulator).
+    race_executor: Option<&'a mut dyn Executor>,
+    /// The races that fences can order, recorded per fence set (with the guide's seeds).
+    orderable: HashMap<Vec<usize>, Option<OrderablePairs>>,
     /// Every run of every query asked so far, replayed ones included.
     pub totals: Tally,
     /// Runs taken from the journal.
@@ -224,9 +236,49 @@ impl<'a> JournaledChecker<'a> {
             meta,
             recorded,
             progress,
+            race_executor: None,
+            orderable: HashMap::new(),
             totals: Tally::default(),
             replayed: 0,
         }
+    }
+
+    /// Records races with `race_executor` (the simulator running the same PTX) instead of the
+    /// executor, which records none.
+    pub fn recording_races_with(mut self, race_executor: Option<&'a mut dyn Executor>) -> Self {
+        self.race_executor = race_executor;
+        self
+    }
+
+    /// What records the races: the race executor if there is one, else the executor.
+    fn recorder(&mut self) -> Recorder<'_> {
+        let executor: &mut dyn Executor = match self.race_executor.as_deref_mut() {
+            Some(e) => e,
+            None => &mut *self.executor,
+        };
+        Recorder {
+            executor,
+            env: self.meta.env,
+            seed: self.meta.seed,
+            stress_iterations: self.meta.stress.stress_iterations,
+        }
+    }
+
+    /// The races that fences can order left unordered with `fences` (the hardening's kind);
+    /// `None` when races are not recorded or do not guide this hardening.
+    fn orderable_with(&mut self, fences: &[usize]) -> Result<Option<OrderablePairs>, HardenError> {
+        if !self.meta.race_guided {
+            return Ok(None);
+        }
+        if let Some(known) = self.orderable.get(fences) {
+            return Ok(known.clone());
+        }
+        let base = self.meta.target.fence_kind;
+        let kinded = as_release_acquire(fences.iter().map(|&site| (site, base)));
+        let logs = self.recorder().record(&kinded, GUIDE_STREAM, 0)?;
+        let pairs = logs.map(|logs| OrderablePairs::of(&logs, &self.meta.sites));
+        self.orderable.insert(fences.to_vec(), pairs.clone());
+        Ok(pairs)
     }
 
     /// The journal's runs of `query`, checked to be runs 0, 1, ... of the same question.
@@ -370,6 +422,27 @@ impl FenceChecker for JournaledChecker<'_> {
             }
         }
     }
+
+    fn unordered_without(
+        &mut self,
+        current: &[usize],
+        reduced: &[usize],
+    ) -> Result<Option<String>, HardenError> {
+        let Some(before) = self.orderable_with(current)? else {
+            return Ok(None);
+        };
+        let Some(after) = self.orderable_with(reduced)? else {
+            return Ok(None);
+        };
+        Ok(after.new_since(&before))
+    }
+
+    fn race_sites(&mut self) -> Result<Vec<usize>, HardenError> {
+        let races = self.orderable_with(&[])?;
+        Ok(races
+            .map(|r| r.sites.into_iter().collect())
+            .unwrap_or_default())
+    }
 }
 
 /// The outcome of [`harden`].
@@ -391,6 +464,9 @@ pub struct Hardened {
     /// without its acquire, or the reverse), not seen failing; `None` when the backend records
     /// no races.
     pub required: Option<Vec<RequiredFence>>,
+    /// For a stable search: the races no fence can order, left as they are, with advice;
+    /// `None` when the backend records no races.
+    pub unorderable: Option<Vec<UnorderableRace>>,
     /// Every run of the search, those read from the journal included.
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
@@ -441,10 +517,12 @@ pub fn harden(
                 final_iterations: meta.initial_iterations,
                 queries: 1,
                 stable: false,
+                race_kept: Vec::new(),
             },
             fences_cannot_help: true,
             cross_cta: None,
             required: None,
+            unorderable: None,
             kinds: Vec::new(),
             kind_queries: 0,
             totals: checker.totals,
@@ -462,26 +540,28 @@ pub fn harden(
         round: insertion.rounds,
         iterations: insertion.final_iterations,
         next_index: insertion.queries,
+        race_kept: Vec::new(),
     };
     let (kinds, cross_cta) = if meta.minimise_kinds && insertion.stable {
         let base = meta.target.fence_kind;
-        let cross_cta = cross_cta_sites(
-            &mut *checker.executor,
-            &meta.sites,
-            meta.env,
-            meta.seed,
-            meta.stress.stress_iterations,
-        )?;
+        let cross_cta = cross_cta_sites(&mut checker.recorder(), &meta.sites)?;
         let floor = cross_cta
             .as_ref()
             .map(|c| c.sites.clone())
             .unwrap_or_default();
-        let kinds = minimise_kinds(&mut checker, &insertion.fences, base, &floor, &mut context)?;
+        let kinds = minimise_kinds(
+            &mut checker,
+            &insertion.fences,
+            base,
+            &floor,
+            meta.race_guided,
+            &mut context,
+        )?;
         (kinds, cross_cta)
     } else {
         (Vec::new(), None)
     };
-    let required = if insertion.stable {
+    let completion = if insertion.stable {
         let base = meta.target.fence_kind;
         let kept: BTreeMap<usize, FenceKind> = insertion
             .fences
@@ -491,16 +571,16 @@ pub fn harden(
                 (id, kind)
             })
             .collect();
-        required_partners(
-            &mut *checker.executor,
-            &meta.sites,
-            &kept,
-            meta.env,
-            meta.seed,
-            meta.stress.stress_iterations,
-        )?
+        required_partners(&mut checker.recorder(), &meta.sites, &kept)?
     } else {
         None
+    };
+    let (required, unorderable) = match completion {
+        Some(Completion {
+            required,
+            unorderable,
+        }) => (Some(required), Some(unorderable)),
+        None => (None, None),
     };
     let unused = checker.unused_rows();
     if unused > 0 {
@@ -518,6 +598,7 @@ pub fn harden(
         kinds,
         cross_cta,
         required,
+        unorderable,
         totals: checker.totals,
         replayed: checker.replayed,
     })

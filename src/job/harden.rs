@@ -21,6 +21,7 @@ use crate::check::local::target_app;
 use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
+use crate::harden::communication::UnorderableRace;
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
     harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
@@ -287,6 +288,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         started: now(),
         minimise_kinds,
         all_fences_first: true,
+        race_guided: true,
         stable: stable_stop(options, &resolved.target),
         target: resolved.target,
         env: options.env,
@@ -438,11 +440,21 @@ fn kind_of(meta: &HardenMeta, hardened: &Hardened, id: usize) -> FenceKind {
 /// What marks a fence that completes a release/acquire pair without a failing run.
 pub const REQUIRED: &str = "required by the PTX model, not seen failing";
 
-/// [`REQUIRED`] for a fence that is there only because the PTX model requires it.
-fn why(hardened: &Hardened, id: usize) -> Option<&'static str> {
+/// Why a fence that no failing run needed was kept: its removal leaves `pair` unordered.
+pub fn race_kept_text(pair: &str) -> String {
+    format!("kept: its removal leaves {pair} unordered under PTX")
+}
+
+/// Why a fence no failing run needed is there: [`REQUIRED`] for a partner the PTX model
+/// requires, [`race_kept_text`] for one the search kept for a race.
+fn why(hardened: &Hardened, id: usize) -> Option<String> {
     let kept = hardened.insertion.fences.contains(&id);
     let required = hardened.required.iter().flatten().any(|r| r.site == id);
-    (required && !kept).then_some(REQUIRED)
+    if required && !kept {
+        return Some(REQUIRED.to_string());
+    }
+    let race = hardened.insertion.race_kept.iter().find(|k| k.site == id);
+    race.map(|k| race_kept_text(&k.pair))
 }
 
 /// `cwd` as `path` spells it when `path` lies under `cwd` through a symbolic link (a built-in
@@ -515,6 +527,9 @@ pub struct HardenDocument<'a> {
     candidate_sites: usize,
     /// The final fences, by site id.
     fences: Vec<FenceEntry>,
+    /// Races no fence can order, recorded with the final fences (`pair`, `advice`): left as
+    /// they are; `null` when the backend records no races.
+    unorderable_races: Option<&'a [UnorderableRace]>,
     stable: bool,
     /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
     stability_check: Stop,
@@ -555,9 +570,10 @@ struct FenceEntry {
     kind: FenceKind,
     /// Whether the patch inserts it (a fence without a line in the app's source is left out).
     in_patch: bool,
-    /// For a fence no run needed: "required by the PTX model, not seen failing".
+    /// For a fence no failing run needed: "required by the PTX model, not seen failing", or
+    /// "kept: its removal leaves <pair> unordered under PTX".
     #[serde(skip_serializing_if = "Option::is_none")]
-    why: Option<&'static str>,
+    why: Option<String>,
 }
 
 /// The journal's first run that did not pass, and the command that replays it.
@@ -601,6 +617,7 @@ impl<'a> HardenDocument<'a> {
             granularity: meta.target.granularity,
             candidate_sites: meta.sites.len(),
             fences: fence_entries(meta, hardened, report),
+            unorderable_races: hardened.unorderable.as_deref(),
             stable: i.stable,
             stability_check: meta.stable,
             stability_runs,

@@ -3,8 +3,8 @@
 //! requires, the patch and a summary). The JSON document is [`super::harden::HardenDocument`].
 
 use super::harden::{
-    braces, first_failure, first_failure_of, original_fences_note, replay_command, Hardening,
-    REQUIRED,
+    braces, first_failure, first_failure_of, original_fences_note, race_kept_text, replay_command,
+    Hardening, REQUIRED,
 };
 use super::naming::resuming_note;
 use super::JobError;
@@ -274,7 +274,18 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
             }
             Ok(())
         }
+    }?;
+    for kept in &hardened.insertion.race_kept {
+        writeln!(f, "  fence #{} {}", kept.site, race_kept_text(&kept.pair))?;
     }
+    for race in hardened.unorderable.iter().flatten() {
+        writeln!(
+            f,
+            "  no fence can order {} (left as it is): {}",
+            race.pair, race.advice
+        )?;
+    }
+    Ok(())
 }
 
 /// Which sites met another CTA, so that no CTA-scoped fence was tried there.

@@ -23,7 +23,8 @@ use self::decode::Kernel;
 use self::memory::GlobalMemory;
 use self::races::LaunchRaces;
 pub use self::races::{
-    AccessKind as RaceAccessKind, Communication, Conflict, RaceAccess, RaceLog, RaceSite, Strength,
+    AccessKind as RaceAccessKind, Communication, Conflict, PairFacts, RaceAccess, RaceLog,
+    RaceSite, Strength,
 };
 use self::vars::VarSpace;
 pub use crate::device::Device;

@@ -84,15 +84,9 @@ pub struct RaceAccess {
     pub strength: Strength,
 }
 
-/// A conflicting pair of accesses that causality order left unordered, summed over a launch
-/// by sites and facts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Conflict {
-    /// The access that happened first.
-    pub first: RaceAccess,
-    pub second: RaceAccess,
-    /// The two threads' blocks (of one occurrence).
-    pub ctas: (u32, u32),
+/// What the recorder knows about an unordered pair beyond its two accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PairFacts {
     pub same_cta: bool,
     /// Both strong, with scopes that include each other (PTX's "morally strong").
     pub morally_strong: bool,
@@ -108,6 +102,19 @@ pub struct Conflict {
     pub first_release: Option<Strength>,
     /// The acquire (fence or acquire operation) of the second thread after the communication.
     pub second_acquire: Option<Strength>,
+}
+
+/// A conflicting pair of accesses that causality order left unordered, summed over a launch
+/// by sites and facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conflict {
+    /// The access that happened first.
+    pub first: RaceAccess,
+    pub second: RaceAccess,
+    /// The two threads' blocks (of one occurrence).
+    pub ctas: (u32, u32),
+    #[serde(flatten)]
+    pub facts: PairFacts,
     /// When communicated: the write and the read the communication went through (the places
     /// for a release after the first access and an acquire before the second).
     pub via: Option<(RaceSite, RaceSite)>,
@@ -159,13 +166,7 @@ pub struct LaunchPair {
 pub struct PairKey {
     pub first: (u32, AccessKind, Strength),
     pub second: (u32, AccessKind, Strength),
-    pub same_cta: bool,
-    pub morally_strong: bool,
-    pub observed: bool,
-    pub communicated: bool,
-    pub communicated_before: bool,
-    pub first_release: Option<Strength>,
-    pub second_acquire: Option<Strength>,
+    pub facts: PairFacts,
     /// When communicated: the lines of the write and the read it went through.
     pub via: Option<(u32, u32)>,
 }
@@ -176,11 +177,8 @@ type Clock = Rc<[u32]>;
 struct WriteEntry {
     /// The model's timestamp of the message (`u32::MAX` for writes it does not track).
     ts: u32,
-    thread: u32,
-    pos: u32,
-    line: u32,
-    kind: AccessKind,
-    strength: Strength,
+    /// The write itself.
+    access: Side,
     view_cta: Option<Clock>,
     view_gpu: Option<Clock>,
     /// Threads that read it morally strongly, with their access numbers then.
@@ -190,21 +188,12 @@ struct WriteEntry {
     chain: Vec<(u32, u32, u32)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ReadEntry {
-    thread: u32,
-    pos: u32,
-    line: u32,
-    kind: AccessKind,
-    strength: Strength,
-}
-
 #[derive(Debug, Default)]
 struct Shadow {
     /// Newest last, at most [`WRITES`].
     writes: Vec<WriteEntry>,
     /// Reads since the newest write, one per thread (its latest).
-    reads: Vec<ReadEntry>,
+    reads: Vec<Side>,
     /// Per thread (the first [`OWN`] to come), whether its last access here was a read.
     last_own: Vec<(u32, bool)>,
     /// A thread read it again without writing it between: it waits on it.
@@ -212,6 +201,12 @@ struct Shadow {
 }
 
 impl Shadow {
+    /// Keeps `read` as its thread's latest read since the newest write.
+    fn note_read(&mut self, read: Side) {
+        self.reads.retain(|r| r.thread != read.thread);
+        self.reads.push(read);
+    }
+
     /// Notes an access of thread `t`; a read after a read of the same thread is a spin.
     fn note_own(&mut self, t: u32, read: bool) {
         if let Some(o) = self.last_own.iter_mut().find(|o| o.0 == t) {
@@ -274,6 +269,9 @@ pub struct RaceTracker {
     /// Locations whose communication ordered another pair.
     carrying: HashSet<u64>,
     pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
+    /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
+    /// its current phase, `bar.arrive` producers included.
+    arrived: HashMap<u32, Vec<u32>>,
     edges: HashMap<(u32, u32, bool), u64>,
 }
 
@@ -319,6 +317,7 @@ impl RaceTracker {
             shadows: Map::default(),
             carrying: HashSet::new(),
             pairs: HashMap::new(),
+            arrived: HashMap::new(),
             edges: HashMap::new(),
         }
     }
@@ -348,44 +347,34 @@ impl RaceTracker {
         t < self.n
     }
 
+    /// The next access of thread `t` at PTX line `line`, or `None` for a thread not recorded.
+    fn begin(&mut self, t: usize, line: u32, kind: AccessKind, order: Order) -> Option<Side> {
+        if !self.tracks(t) {
+            return None;
+        }
+        let thread = t as u32;
+        Some(Side {
+            thread,
+            pos: self.step(thread),
+            line,
+            kind,
+            strength: order.reach.into(),
+        })
+    }
+
     /// A global load of thread `t` at PTX line `line`, which read the message with timestamp
     /// `read_ts` (`None`: the newest value, for locations the model does not track).
     pub fn load(&mut self, t: usize, line: u32, addr: u64, order: Order, read_ts: Option<u32>) {
-        if !self.tracks(t) {
+        let Some(me) = self.begin(t, line, AccessKind::Read, order) else {
             return;
-        }
-        let t = t as u32;
-        let p = self.step(t);
-        let me = Side {
-            thread: t,
-            pos: p,
-            line,
-            kind: AccessKind::Read,
-            strength: order.reach.into(),
         };
+        let t = me.thread;
         self.read_part(me, addr, order, read_ts, true);
         let shadow = self.shadows.entry(addr).or_default();
         if me.strength != Strength::Weak {
             shadow.note_own(t, true);
         }
-        match shadow.reads.iter_mut().find(|r| r.thread == t) {
-            Some(r) => {
-                *r = ReadEntry {
-                    thread: t,
-                    pos: p,
-                    line,
-                    kind: AccessKind::Read,
-                    strength: me.strength,
-                };
-            }
-            None => shadow.reads.push(ReadEntry {
-                thread: t,
-                pos: p,
-                line,
-                kind: AccessKind::Read,
-                strength: me.strength,
-            }),
-        }
+        shadow.note_read(me);
     }
 
     /// The read half of a load or read-modify-write: pairs with the write read and the newest
@@ -414,27 +403,20 @@ impl RaceTracker {
             checks.push((shadow.writes[i].clone(), false));
         }
         for (w, observed) in &checks {
-            if w.thread != me.thread {
-                let first = Side {
-                    thread: w.thread,
-                    pos: w.pos,
-                    line: w.line,
-                    kind: w.kind,
-                    strength: w.strength,
-                };
-                self.check(first, &w.observers, me, addr, *observed);
+            if w.access.thread != me.thread {
+                self.check(w.access, &w.observers, me, addr, *observed);
             }
         }
         let Some(i) = read else { return };
         let w = &self.shadows[&addr].writes[i];
-        let same_cta = self.block(w.thread) == self.block(me.thread);
-        let strong = w.thread != me.thread
-            && includes(w.strength, same_cta)
+        let same_cta = self.block(w.access.thread) == self.block(me.thread);
+        let strong = w.access.thread != me.thread
+            && includes(w.access.strength, same_cta)
             && includes(me.strength, same_cta);
         if !strong {
             return;
         }
-        let (writer, wpos, wline) = (w.thread, w.pos, w.line);
+        let (writer, wpos, wline) = (w.access.thread, w.access.pos, w.access.line);
         let chain = w.chain.clone();
         let views = (w.view_cta.clone(), w.view_gpu.clone());
         let shadow = self.shadows.get_mut(&addr).expect("looked up above");
@@ -508,13 +490,15 @@ impl RaceTracker {
         let key = PairKey {
             first: (first.line, first.kind, first.strength),
             second: (second.line, second.kind, second.strength),
-            same_cta,
-            morally_strong,
-            observed,
-            communicated,
-            communicated_before: heard.wpos > 0 && !communicated,
-            first_release,
-            second_acquire,
+            facts: PairFacts {
+                same_cta,
+                morally_strong,
+                observed,
+                communicated,
+                communicated_before: heard.wpos > 0 && !communicated,
+                first_release,
+                second_acquire,
+            },
             via: communicated.then_some((heard.wline, heard.rline)),
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
@@ -522,21 +506,13 @@ impl RaceTracker {
 
     /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked).
     pub fn store(&mut self, t: usize, line: u32, addr: u64, order: Order, ts: Option<u32>) {
-        if !self.tracks(t) {
+        let Some(me) = self.begin(t, line, AccessKind::Write, order) else {
             return;
-        }
-        let t = t as u32;
-        let p = self.step(t);
+        };
+        let (t, p) = (me.thread, me.pos);
         if order.releases {
             self.release(t, order.reach, p);
         }
-        let me = Side {
-            thread: t,
-            pos: p,
-            line,
-            kind: AccessKind::Write,
-            strength: order.reach.into(),
-        };
         self.write_part(me, addr, true);
         let (view_cta, view_gpu) = match order.reach {
             Reach::Weak => (None, None),
@@ -555,31 +531,17 @@ impl RaceTracker {
             return;
         };
         let newest = shadow.writes.last().cloned();
-        let reads: Vec<ReadEntry> = shadow
+        let reads: Vec<Side> = shadow
             .reads
             .iter()
             .filter(|r| r.thread != me.thread)
             .copied()
             .collect();
-        if let Some(w) = newest.filter(|w| check_newest && w.thread != me.thread) {
-            let first = Side {
-                thread: w.thread,
-                pos: w.pos,
-                line: w.line,
-                kind: w.kind,
-                strength: w.strength,
-            };
-            self.check(first, &w.observers, me, addr, false);
+        if let Some(w) = newest.filter(|w| check_newest && w.access.thread != me.thread) {
+            self.check(w.access, &w.observers, me, addr, false);
         }
         for r in reads {
-            let first = Side {
-                thread: r.thread,
-                pos: r.pos,
-                line: r.line,
-                kind: r.kind,
-                strength: r.strength,
-            };
-            self.check(first, &[], me, addr, false);
+            self.check(r, &[], me, addr, false);
         }
     }
 
@@ -599,11 +561,7 @@ impl RaceTracker {
         }
         shadow.writes.push(WriteEntry {
             ts: ts.unwrap_or(u32::MAX),
-            thread: me.thread,
-            pos: me.pos,
-            line: me.line,
-            kind: me.kind,
-            strength: me.strength,
+            access: me,
             view_cta,
             view_gpu,
             observers: Vec::new(),
@@ -623,18 +581,10 @@ impl RaceTracker {
         wrote: bool,
         ts: Option<u32>,
     ) {
-        if !self.tracks(t) {
+        let Some(me) = self.begin(t, line, AccessKind::Rmw, order) else {
             return;
-        }
-        let t = t as u32;
-        let p = self.step(t);
-        let me = Side {
-            thread: t,
-            pos: p,
-            line,
-            kind: AccessKind::Rmw,
-            strength: order.reach.into(),
         };
+        let (t, p) = (me.thread, me.pos);
         let newest = self.shadows.get(&addr).and_then(|s| s.writes.last());
         let carried = newest
             .map(|w| (w.view_cta.clone(), w.view_gpu.clone()))
@@ -644,14 +594,7 @@ impl RaceTracker {
         if !wrote {
             let shadow = self.shadows.entry(addr).or_default();
             shadow.note_own(t, true);
-            shadow.reads.retain(|r| r.thread != t);
-            shadow.reads.push(ReadEntry {
-                thread: t,
-                pos: p,
-                line,
-                kind: AccessKind::Rmw,
-                strength: me.strength,
-            });
+            shadow.note_read(me);
             return;
         }
         if order.releases {
@@ -667,11 +610,11 @@ impl RaceTracker {
     /// The observation chain a read-modify-write of `me` continues by reading `w` (empty when
     /// the two are not morally strong: observation order needs that).
     fn chain_through(&self, w: &WriteEntry, me: Side) -> Vec<(u32, u32, u32)> {
-        let same_cta = self.block(w.thread) == self.block(me.thread);
-        if !(includes(w.strength, same_cta) && includes(me.strength, same_cta)) {
+        let same_cta = self.block(w.access.thread) == self.block(me.thread);
+        if !(includes(w.access.strength, same_cta) && includes(me.strength, same_cta)) {
             return Vec::new();
         }
-        let mut chain = vec![(w.thread, w.pos, w.line)];
+        let mut chain = vec![(w.access.thread, w.access.pos, w.access.line)];
         for &link in &w.chain {
             if chain.len() < CHAIN && !chain.iter().any(|c| c.0 == link.0) {
                 chain.push(link);
@@ -734,7 +677,31 @@ impl RaceTracker {
         self.release(t, reach, at);
     }
 
-    /// `bar.sync` completed by `threads`.
+    /// Thread `t` arrives at CTA barrier `key` (`bar.sync`, `bar.red` or `bar.arrive`): what it
+    /// did so far precedes what the threads waiting there do once the barrier completes.
+    pub fn barrier_arrive(&mut self, t: usize, key: u32) {
+        if !self.tracks(t) {
+            return;
+        }
+        let row = self.row(t as u32).to_vec();
+        let n = self.n;
+        join_into(self.arrived.entry(key).or_insert_with(|| vec![0; n]), &row);
+    }
+
+    /// CTA barrier `key` completes: each of `waiters` gets the joined clocks of every thread
+    /// that arrived in this phase, and the next phase starts empty.
+    pub fn barrier_complete(&mut self, key: u32, waiters: &[u32]) {
+        let Some(all) = self.arrived.remove(&key) else {
+            return;
+        };
+        for &t in waiters {
+            if self.tracks(t as usize) {
+                join_into(self.row_mut(t), &all);
+            }
+        }
+    }
+
+    /// A rendezvous where every thread of `threads` arrives and waits (`bar.warp.sync`).
     pub fn barrier(&mut self, threads: &[u32]) {
         let mut all = vec![0; self.n];
         let tracked: Vec<u32> = threads
@@ -840,13 +807,7 @@ impl RaceLog {
                 first: access(key.first),
                 second: access(key.second),
                 ctas,
-                same_cta: key.same_cta,
-                morally_strong: key.morally_strong,
-                observed: key.observed,
-                communicated: key.communicated,
-                communicated_before: key.communicated_before,
-                first_release: key.first_release,
-                second_acquire: key.second_acquire,
+                facts: key.facts,
                 via: key.via.map(|(w, r)| (site(w), site(r))),
                 synchronising_location: sync,
                 occurrences,
@@ -867,10 +828,10 @@ impl RaceLog {
                 c.second.site.ptx_line,
                 c.first.kind,
                 c.second.kind,
-                c.same_cta,
-                c.communicated,
+                c.facts.same_cta,
+                c.facts.communicated,
                 c.synchronising_location,
-                c.observed,
+                c.facts.observed,
             )
         };
         self.conflicts.sort_by(|a, b| {
@@ -940,11 +901,11 @@ mod tests {
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
         let key = payload[0].key;
-        assert!(!key.morally_strong && key.communicated && key.observed);
-        assert_eq!(key.first_release, Some(Strength::Gpu));
-        assert_eq!(key.second_acquire, None);
+        assert!(!key.facts.morally_strong && key.facts.communicated && key.facts.observed);
+        assert_eq!(key.facts.first_release, Some(Strength::Gpu));
+        assert_eq!(key.facts.second_acquire, None);
         assert_eq!(key.via, Some((11, 20)));
-        assert!(!key.same_cta);
+        assert!(!key.facts.same_cta);
     }
 
     #[test]
@@ -952,7 +913,7 @@ mod tests {
         let pairs = message_passing(Reach::Gpu, false, false);
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
-        assert!(payload[0].key.morally_strong && payload[0].key.communicated);
+        assert!(payload[0].key.facts.morally_strong && payload[0].key.facts.communicated);
         assert!(!payload[0].synchronising);
     }
 
@@ -968,7 +929,7 @@ mod tests {
         let pairs = r.finish().conflicts;
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
-        assert_eq!(payload[0].key.first_release, Some(Strength::Cta));
+        assert_eq!(payload[0].key.facts.first_release, Some(Strength::Cta));
     }
 
     #[test]
@@ -980,6 +941,33 @@ mod tests {
         assert!(r.finish().conflicts.is_empty());
     }
 
+    /// A counted producer/consumer barrier: warp 0 writes and `bar.arrive`s without waiting,
+    /// warp 1 `bar.sync`s on the same barrier and reads. PTX orders the write before the read;
+    /// the recorder once joined only the waiting threads' clocks and reported a data race.
+    #[test]
+    fn bar_arrive_producers_are_ordered_before_the_consumers_that_wait() {
+        let mut r = RaceTracker::new(2, 2);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.barrier_arrive(0, 1);
+        r.barrier_arrive(1, 1);
+        r.barrier_complete(1, &[1]);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        assert!(r.finish().conflicts.is_empty());
+    }
+
+    #[test]
+    fn a_barrier_phase_does_not_carry_into_the_next() {
+        let mut r = RaceTracker::new(2, 2);
+        r.barrier_arrive(0, 1);
+        r.barrier_arrive(1, 1);
+        r.barrier_complete(1, &[0, 1]);
+        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.barrier_arrive(1, 1);
+        r.barrier_complete(1, &[1]);
+        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        assert_eq!(r.finish().conflicts.len(), 1);
+    }
+
     #[test]
     fn two_weak_writes_of_one_block_without_a_barrier_race() {
         let mut r = RaceTracker::new(2, 2);
@@ -987,7 +975,7 @@ mod tests {
         r.store(1, 11, X, order(Reach::Weak), Some(2));
         let pairs = r.finish().conflicts;
         assert_eq!(pairs.len(), 1);
-        assert!(pairs[0].key.same_cta && !pairs[0].key.morally_strong);
+        assert!(pairs[0].key.facts.same_cta && !pairs[0].key.facts.morally_strong);
     }
 
     #[test]

@@ -454,6 +454,9 @@ impl<'a> Machine<'a> {
         if self.ptx {
             self.model.barrier_arrive(t as u32, barrier_key(b, id));
         }
+        if let Some(races) = &mut self.races {
+            races.barrier_arrive(t, barrier_key(b, id));
+        }
         self.check_barrier(b, id);
     }
 
@@ -486,7 +489,7 @@ impl<'a> Machine<'a> {
             let threads: Vec<u32> = waiters.iter().map(|&t| t as u32).collect();
             self.model.barrier_complete(barrier_key(b, id), &threads);
             if let Some(races) = &mut self.races {
-                races.barrier(&threads);
+                races.barrier_complete(barrier_key(b, id), &threads);
             }
         }
         for t in waiters {
@@ -541,6 +544,9 @@ impl<'a> Machine<'a> {
                 .map(|l| (first + l as usize) as u32)
                 .collect();
             self.model.barrier(&threads);
+            if let Some(races) = &mut self.races {
+                races.barrier(&threads);
+            }
         }
         let args: Vec<[u64; 4]> = (0..32)
             .map(|l| lane_thread(l).map_or([0; 4], |u| self.threads[u].warp_args))

@@ -61,6 +61,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         minimise_kinds: false,
         all_fences_first: false,
         app_hash: None,
+        race_guided: false,
     }
 }
 
