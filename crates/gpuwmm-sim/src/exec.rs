@@ -871,9 +871,11 @@ impl Machine<'_> {
             .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
         if self.ptx {
             let old = self.mem.read(addr, size).unwrap_or(0);
-            let _ = self.mem.write(addr, size, value);
             let a = self.model_access(t, order);
-            self.model.store(a, addr, size, old, value);
+            let place = placement(self.rng, self.older);
+            if self.model.store(a, addr, size, old, value, place) {
+                let _ = self.mem.write(addr, size, value);
+            }
             if let Some(races) = &mut self.races {
                 let ts = matches!(size, 4 | 8).then(|| self.model.clock());
                 races.store(t, line, addr, order, ts);
@@ -998,11 +1000,19 @@ impl Machine<'_> {
         let old = self.model.rmw_value(addr, size, back, in_memory);
         let new = alu::atom(op, mem.ty, old, b, c);
         let writes = !(op == AtomOp::Cas && old == new);
-        if writes {
+        let place = placement(self.rng, self.older);
+        let newest = self.model.atomic(
+            access,
+            addr,
+            size,
+            back,
+            in_memory,
+            writes.then_some(new),
+            place,
+        );
+        if newest {
             let _ = self.mem.write(addr, size, new);
         }
-        self.model
-            .atomic(access, addr, size, back, in_memory, writes.then_some(new));
         if let Some(races) = &mut self.races {
             let ts = (writes && matches!(size, 4 | 8)).then(|| self.model.clock());
             races.atomic(t, line, addr, mem.order, writes, ts);
@@ -1122,6 +1132,19 @@ impl Machine<'_> {
             }
             Op::Bra { .. } | Op::Nop => false,
             _ => true,
+        }
+    }
+}
+
+/// How far below the newest writes of its location a global write goes in coherence, given
+/// that it may go below `n` of them (PTX model): with the chance of reading an older value,
+/// uniformly 1 to `n`; else 0 (it is the newest).
+fn placement(rng: &mut rand_chacha::ChaCha8Rng, older: u32) -> impl FnOnce(usize) -> usize + '_ {
+    move |n| {
+        if rng.random::<u32>() < older {
+            1 + rng.random_range(0..n)
+        } else {
+            0
         }
     }
 }
