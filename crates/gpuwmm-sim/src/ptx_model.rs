@@ -286,6 +286,15 @@ struct Sync {
     rel_gpu: Released,
 }
 
+/// Where a thread stood when a release of it overtook one of its deferred loads: the launch
+/// clock, and its newest write (which every view it releases from then on holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub ts: u32,
+    pub block: u32,
+    pub seq: u32,
+}
+
 /// A write about to join a location's history.
 struct Write {
     /// What memory held before (the value everybody may read if the location is new).
@@ -456,6 +465,110 @@ impl PtxMemory {
         let m = loc.msgs[i].clone();
         self.observe(a, addr, &m, !a.reduction, a.acquires);
         m.value
+    }
+
+    /// Marks where thread `t` of `block` stands, for a release of it that overtakes a deferred
+    /// load: a write number of its block that no message has, made its newest, so that every
+    /// view it passes on from now holds it and views from before do not. (Views that hold it
+    /// hold the block's earlier writes too: stronger, never weaker.)
+    pub fn mark(&mut self, t: u32, block: u32) -> Mark {
+        self.seq[block as usize] += 1;
+        let seq = self.seq[block as usize];
+        self.own[t as usize] = (block, seq);
+        Mark {
+            ts: self.clock,
+            block,
+            seq,
+        }
+    }
+
+    /// The messages of `[addr, addr + size)` that load `a` may read now and that would make no
+    /// synchronisation: not morally strong with it (any, for a weak load), so reading one is
+    /// no observation and no acquire. With `mark`, also none written after it by a thread
+    /// whose causal past holds what the reader passed on at the mark: the reader's release
+    /// that overtook the load may have caused those. `None` for a location without history
+    /// (its value in memory is such a read).
+    fn effectless(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        mark: Option<Mark>,
+    ) -> Option<Vec<(u64, u32)>> {
+        let loc = self.tracked_location(addr, size)?;
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let caused = |m: &Message| {
+            mark.is_some_and(|k| {
+                m.ts > k.ts
+                    && self.past[m.writer as usize]
+                        .as_ref()
+                        .is_some_and(|p| p.covers(k.block, k.seq))
+            })
+        };
+        let ok = |m: &&Message| {
+            (a.reach == Reach::Weak || !morally_strong(m, a.thread, a.block, a.reach))
+                && (m.ts == 0 || m.writer != a.thread)
+                && !caused(m)
+        };
+        Some(
+            loc.msgs[lower..]
+                .iter()
+                .filter(ok)
+                .map(|m| (m.value, m.ts))
+                .collect(),
+        )
+    }
+
+    /// A value load `a` may read now with no effect on the model (see
+    /// [`PtxMemory::effectless`]), chosen by `pick`; `newest` (memory) for a location without
+    /// history; `None` when every message it may read would synchronise.
+    pub fn effectless_value(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+    ) -> Option<u64> {
+        if !tracked(size) {
+            return Some(newest);
+        }
+        match self.effectless(a, addr, size, None) {
+            None => Some(newest),
+            Some(v) if v.is_empty() => None,
+            Some(v) => Some(v[pick as usize % v.len()].0),
+        }
+    }
+
+    /// A restricted deferred load `a` (overtaken by a fence or release, see `sched.rs`)
+    /// performed now: the newest message it may read with no effect and not caused by the
+    /// release at `mark` or, with `older`, an older such one; `None` when there is none.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restricted_load(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+        older: u32,
+        mark: Option<Mark>,
+    ) -> Option<u64> {
+        self.last_read = None;
+        if !tracked(size) {
+            return Some(newest);
+        }
+        let Some(v) = self.effectless(a, addr, size, mark) else {
+            return Some(newest);
+        };
+        let last = v.len().checked_sub(1)?;
+        let i = if last > 0 && pick < older {
+            (pick as usize) % last
+        } else {
+            last
+        };
+        self.last_read = Some(v[i].1);
+        Some(v[i].0)
     }
 
     /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
@@ -1284,6 +1397,58 @@ mod tests {
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
         m.store(access(1, 1, Reach::Gpu), X, 4, 1, 2, lowest);
         assert_eq!(readable(&m, access(0, 0, Reach::Gpu), X, 1), vec![1]);
+    }
+
+    /// The values a restricted load of `X` by `a` (overtaken by the release at `mark`) may
+    /// read.
+    fn restricted_values(m: &PtxMemory, a: Access, mark: Option<Mark>) -> Vec<u64> {
+        let mut v: Vec<u64> = m
+            .effectless(a, X, 4, mark)
+            .expect("X was written")
+            .into_iter()
+            .map(|(value, _)| value)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Regression (issue 26: LB with fences, or across CTAs with cta scope, never weak): a
+    /// load overtaken by a fence or release may still read a write it does not synchronise
+    /// with, but never one its overtaking release caused.
+    #[test]
+    fn a_load_overtaken_by_a_release_never_reads_a_write_that_release_caused() {
+        // Thread 0 (block 0) defers a load of X, then a release and a flag store overtake it.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(2, 2, Reach::Weak), X, 4, 0, 5, as_newest);
+        let mark = m.mark(0, 0);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
+        // Thread 1 writes X without reading the flag (load buffering): readable.
+        m.store(access(1, 1, Reach::Weak), X, 4, 5, 6, as_newest);
+        let weak = access(0, 0, Reach::Weak);
+        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+        // Thread 2 acquires the flag, then writes X: caused by the release, never read.
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
+        m.store(access(2, 2, Reach::Weak), X, 4, 6, 7, as_newest);
+        assert_eq!(readable(&m, weak, X, 7), vec![0, 5, 6, 7]);
+        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+    }
+
+    #[test]
+    fn a_restricted_strong_load_reads_only_writes_it_is_not_morally_strong_with() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 0, 1, as_newest);
+        m.store(access(2, 2, Reach::Weak), X, 4, 1, 2, as_newest);
+        // A gpu-scope load would observe thread 1's write (and might synchronise): excluded.
+        assert_eq!(
+            restricted_values(&m, access(0, 0, Reach::Gpu), None),
+            vec![0, 2]
+        );
+        // A cta-scope load in another block is not morally strong with it.
+        assert_eq!(
+            restricted_values(&m, access(0, 0, Reach::Cta), None),
+            vec![0, 1, 2]
+        );
     }
 
     #[test]
