@@ -498,6 +498,13 @@ impl Machine<'_> {
             Op::Atom { op, d, b, c, mem } => {
                 let at = self.address(base, mem.addr);
                 let (b, c) = (self.val(base, t, b), self.val(base, t, c));
+                if self.ptx
+                    && !mem.order.acquires
+                    && !mem.order.releases
+                    && self.may_defer(t, mem.space, at)
+                {
+                    return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
+                }
                 let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
                 self.set(base, d, old);
             }
@@ -692,6 +699,7 @@ impl Machine<'_> {
                 line,
                 order,
                 restricted,
+                rmw: None,
             };
             th.deferred += 1;
             return Ok(());
@@ -725,6 +733,39 @@ impl Machine<'_> {
             )?;
             self.set(base, *r, alu::extend(ty, v));
         }
+        Ok(())
+    }
+
+    /// Defers an `atom` without release or acquire semantics: later accesses that need
+    /// neither its register nor its address overtake it, and it is performed whole when its
+    /// turn comes ([`Machine::resolve_deferred`]), so it stays atomic (load buffering through
+    /// read-modify-writes).
+    #[allow(clippy::too_many_arguments)]
+    fn defer_rmw(
+        &mut self,
+        t: usize,
+        line: u32,
+        d: Reg,
+        op: AtomOp,
+        mem: MemRef,
+        at: u64,
+        [b, c]: [u64; 2],
+    ) -> Result<(), BackendError> {
+        let size = mem.size();
+        self.mem
+            .check(at, size)
+            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", at, size, why))?;
+        let th = &mut self.threads[t];
+        th.pending[th.deferred as usize] = Deferred {
+            d,
+            addr: at,
+            ty: mem.ty,
+            line,
+            order: mem.order,
+            restricted: None,
+            rmw: Some((op, mem, b, c)),
+        };
+        th.deferred += 1;
         Ok(())
     }
 
@@ -1126,6 +1167,9 @@ impl Machine<'_> {
         for (i, slot) in restrictions.iter_mut().enumerate().take(n) {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
+            if p.rmw.is_some() {
+                return false;
+            }
             *slot = match p.restricted {
                 Some(r) => Some(r),
                 None => match self.restriction(t, p.addr, size, p.order, None) {
@@ -1151,6 +1195,11 @@ impl Machine<'_> {
         for i in 0..n {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
+            if let Some((op, mem, b, c)) = p.rmw {
+                let old = self.atomic(t, p.line, op, mem, p.addr, b, c)?;
+                self.set(base, p.d, old);
+                continue;
+            }
             let v = match p.restricted {
                 None => self.load_global(t, p.line, p.addr, size, p.order)?,
                 Some(r) => self.restricted_load(t, &p, r),
@@ -1188,6 +1237,7 @@ impl Machine<'_> {
                 Op::Ld { mem, .. } if mem.order.acquires => Hazard::Boundary,
                 Op::St { mem, .. } if mem.order.releases => Hazard::Boundary,
                 Op::Ld { .. } | Op::St { .. } => Hazard::None,
+                Op::Atom { mem, .. } if !mem.order.acquires && !mem.order.releases => Hazard::None,
                 Op::Mov { .. }
                 | Op::Unary { .. }
                 | Op::Cvt { .. }
@@ -1254,6 +1304,7 @@ impl Machine<'_> {
             }
             Op::Ld { d, mem } => d[..mem.n as usize].iter().any(|r| reg(*r)) || touches(mem),
             Op::St { s, mem } => s[..mem.n as usize].iter().any(|s| src(*s)) || touches(mem),
+            Op::Atom { d, b, c, mem, .. } => reg(d) || src(b) || src(c) || touches(mem),
             _ => false,
         }
     }

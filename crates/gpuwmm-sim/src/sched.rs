@@ -55,6 +55,9 @@ pub struct Deferred {
     /// ([`PtxMemory::restricted_load`](super::ptx_model::PtxMemory::restricted_load)), or else
     /// `fallback`.
     pub restricted: Option<Restriction>,
+    /// A deferred read-modify-write (performed whole, atomically, when its turn comes): its
+    /// operation, memory reference and operand values. `None` for a load.
+    pub rmw: Option<(AtomOp, MemRef, u64, u64)>,
 }
 
 /// What a restricted deferred load may still read.
@@ -75,6 +78,7 @@ impl Default for Deferred {
             line: 0,
             order: Order::default(),
             restricted: None,
+            rmw: None,
         }
     }
 }
