@@ -64,15 +64,25 @@
 //!   store buffering and message passing weakly, as PTX allows. `membar.{cta,gl,sys}`
 //!   is `fence.sc` at that scope, `volatile` is `relaxed.sys`, and sys scope is gpu scope (one
 //!   device; the host touches memory only between launches).
-//! - A plain or relaxed global load may be deferred (`defer_probability`): the thread goes on,
-//!   and later loads and stores to other addresses overtake it, until an instruction needs its
-//!   register or its address, or a fence, atomic, barrier, release or acquire comes. So load
-//!   buffering (LB) is observable, and dependencies keep values from appearing out of thin air.
+//! - A write goes after every write of its location that it must follow (its own, those it
+//!   read strongly, those in its causal past) but may take effect below newer writes it need
+//!   not follow (`older_value_probability`): a store may precede in coherence a racing store
+//!   that executed earlier (2+2W, S, CoRW-WW), and memory keeps the coherence-last value.
+//! - A global load, or an `atom` without release or acquire semantics, may be deferred
+//!   (`defer_probability`): later loads, stores and relaxed atomics to other addresses overtake
+//!   it until an instruction needs its register or its address; a thread waiting for one lets
+//!   others run first half the time. A fence, release store or acquire load may overtake a
+//!   deferred load too, which then reads only a write it does not synchronise with (not
+//!   morally strong with it, or any for a weak load) that the overtaking release did not
+//!   cause; acquire loads are deferred only on those terms. So load buffering (LB, also
+//!   through RMWs, and with fences that synchronise nothing) is observable, and dependencies
+//!   keep values from appearing out of thin air.
 //!
 //! Where the model differs from PTX it is only stronger (it can miss a bug, never report an
 //! outcome PTX forbids); `ptx_model.rs` lists how, and the weak behaviours never shown by
-//! reason: stores performed in program order (2+2W, S, CoRW-WW), RMWs never deferred (LB
-//! through RMWs), no speculation past branches, synchronisation tracked per block.
+//! reason: RMWs never overtaken by a fence or release, deferred loads never reading a morally
+//! strong write once overtaken, no speculation past branches, synchronisation tracked per
+//! block.
 //!
 //! Litmus tests between threads of *different blocks* unless the row says otherwise
 //! (`tests/sim.rs`, `tests/sim_ptx.rs`, `tests/sim_scoped.rs`, and the conformance table of the
@@ -84,6 +94,7 @@
 //! | MP, fence in the writer only | as MP | yes | | | |
 //! | SB | `r0 == 0 && r1 == 0` | yes | - | yes | yes |
 //! | LB | `r0 == 1 && r1 == 1` | yes (rare) | - | - | |
+//! | 2+2W | both locations end with the first store | yes | - | yes | yes |
 //! | SB, two threads of one block | `r0 == 0 && r1 == 0` | yes | - | yes (`.cta`) | - |
 //! | two blocks' `atom.cta.add` | an update lost | yes | | | |
 //! | CoRR (volatile) | `1` then `0` | - | | | |
@@ -267,8 +278,9 @@ pub struct SimConfig {
     /// PTX model: chance that a load which may read an older write than the newest does so
     /// (then uniformly among those it may read). Default 0.5.
     pub older_value_probability: f64,
-    /// PTX model: chance that a plain or relaxed global load is deferred, so that later
-    /// independent loads and stores of its thread overtake it. Default 0.25.
+    /// PTX model: chance that a global load (or an `atom` without release or acquire
+    /// semantics) is deferred, so that later independent accesses of its thread overtake it.
+    /// Default 0.25.
     pub defer_probability: f64,
     /// Weak model: make `bar.sync` and cta-scope fences drain the store buffers of the threads
     /// involved, like gpu-scope fences. Default false (they order no global memory, see the

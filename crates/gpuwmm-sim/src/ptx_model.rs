@@ -10,11 +10,11 @@
 //!
 //! # State
 //!
-//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, and
-//!   the writer's block with a per-block sequence number. A [`Location`] (a 4- or 8-byte word
-//!   written in this launch) keeps its newest messages in coherence order (the order in which
-//!   writes happen). Global memory always holds the newest value, so the first write of a launch
-//!   also records the value it replaced, as a message everybody may read.
+//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, a
+//!   coherence key, and the writer's block with a per-block sequence number. A [`Location`] (a
+//!   4- or 8-byte word written in this launch) keeps its newest messages in coherence order.
+//!   Global memory always holds the coherence-last value, so the first write of a launch also
+//!   records the value it replaced, as a message everybody may read.
 //! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
 //!   sequence number per block ("every write of block `b` up to number `n` happened before
 //!   me") and a few single writes. The clock grows with synchronisation (acquire, fences,
@@ -28,15 +28,16 @@
 //! - Every thread also has what it may acquire (the views released by the writers of messages
 //!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
 //!   last release fence or release operation), per scope.
-//! - A location remembers, per thread, the newest message the thread wrote or read strongly
-//!   there (coherence). A thread that no longer fits moves the location's floor up instead
+//! - A location remembers, per thread, the coherence key of the newest message the thread
+//!   wrote or read strongly there (coherence). A thread that no longer fits moves the location's floor up instead
 //!   (everybody must read at least that), which is stronger, never weaker.
 //!
 //! # Rules
 //!
 //! - A load returns a kept message of its location no older than the newest message in its
 //!   causal past (or the one before that, when the two are racing weak writes, which PTX leaves
-//!   unordered in coherence) and its coherence position; with `older_value_probability` an
+//!   unordered in coherence) and its coherence position (or the one before it, likewise); with
+//!   `older_value_probability` an
 //!   older one of those it may read. So a write becomes visible to each reader by itself, not to all at once
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
@@ -51,7 +52,23 @@
 //!   `older_value_probability`) an older one it may read by causality and coherence that no
 //!   newer write morally strong with it follows: atomicity binds only morally strong RMWs, so
 //!   two blocks' `atom.cta` on one word can lose an update, and an RMW can read before a racing
-//!   weak write. Its own write goes after the newest.
+//!   weak write.
+//! - A write goes above every message it must follow in coherence: the initial value, its
+//!   thread's own writes and strong reads there, the writes in its causal past or observed,
+//!   and a morally strong RMW it would split from the write that RMW read. Below the newer
+//!   ones, which PTX leaves unordered with it or free to follow it, it goes with
+//!   `older_value_probability` ([`PtxMemory::store`]): so a store that executes later can
+//!   precede a racing store in coherence (2+2W, S, `Manual/CoRW-WW`), and memory keeps the
+//!   coherence-last value.
+//! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
+//!   overtake them. A fence, release store or acquire load may overtake a deferred load too;
+//!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
+//!   forms no observation or synchronisation with (not morally strong with it; any write for
+//!   a weak load) and that no thread wrote after the thread's first overtaking release
+//!   ([`PtxMemory::mark`]) with that release in its causal past, or else a value it could read
+//!   that way when it was overtaken. Acquire loads are deferred only restricted. So the load
+//!   never synchronises with what it reads, and never reads a write its own later release
+//!   caused (which PTX's Causality axiom forbids).
 //! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
 //!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
 //!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
@@ -67,17 +84,21 @@
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
 //! single writes for at most [`POINTS`](view::POINTS) locations (the newest of each) and folds
-//! the rest into its clock, with the same effect for them; coherence order is the order in
-//! which writes happen, except that a reader may take one step back over a racing weak write;
-//! only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
+//! the rest into its clock, with the same effect for them; coherence order is total, and a
+//! reader steps back over a racing write only to the write just before it; a write goes below
+//! newer ones only within the kept messages; a release that overtakes a deferred load marks
+//! its block's clock (a write number without a message), so views holding it hold the block's
+//! earlier writes; only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
 //! accesses that overlap a word written with another size, see the newest value; shared memory
 //! is sequentially consistent.
 //!
 //! Weak behaviours PTX allows that it never shows, by reason:
-//! - *Stores are performed in program order* (only loads are deferred, `exec.rs`): a store
-//!   never overtakes an earlier store to another location (2+2W, S, `Manual/CoRW-WW`).
-//! - *RMWs are never deferred*: an `atom` is performed when it executes, so load buffering
-//!   through RMWs (LB+RMW shapes) is not shown; plain LB needs a deferred load and is rare.
+//! - *No RMW is overtaken by a fence or release* (its write must stay before the release), and
+//!   acq_rel RMWs are never deferred: load buffering where a read-modify-write comes before a
+//!   fence (LB, 3.LB, LB+INC with RMWs and fences) is not shown.
+//! - *A restricted deferred load never reads a morally strong write*: load buffering where the
+//!   load observes the other thread's write without synchronising (volatile accesses across
+//!   CTAs with a cta-scope fence) is not shown.
 //! - *No speculation*: a load whose value decides a branch is performed before the branch, so
 //!   shapes that need a later access to overtake it past the branch are not shown.
 //! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
