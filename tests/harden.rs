@@ -294,11 +294,12 @@ fn hardened_fixture(app: &str) -> Option<(Vec<(String, String)>, String)> {
 
 const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
 
-/// Issue 25's load-buffering slot recycler: no run can refute a CTA-scoped fence after the
-/// slot read (the simulator, like today's GPUs, resolves the read at any fence), yet under PTX
-/// it orders nothing for the other CTA; and no run fails without an acquire after block 1's
-/// spin, yet PTX gives no order to a control dependency. The communication graph keeps the
-/// fence at GPU scope and adds the acquire side: both fences, of GPU scope.
+/// Issue 25's load-buffering slot recycler: under PTX a CTA-scoped fence after the slot read
+/// orders nothing for the other CTA, and block 1's spin needs an acquire (PTX gives no order to
+/// a control dependency). The communication graph keeps the fences at GPU scope; the acquire
+/// side is kept either by Algorithm 1 (since gpuwmm h26reach the simulator lets a fence overtake
+/// the deferred slot read, so runs without it fail) or, where no run failed, added from the
+/// graph. Either way: both fences, of GPU scope, one at the spin.
 #[test]
 fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
     let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {
@@ -314,11 +315,6 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
         "{stdout}"
     );
     assert!(stdout.contains("final fences: 2"), "{stdout}");
-    let added = stdout.lines().any(|l| {
-        l.contains("added fence.acq_rel.gpu as the acquire side")
-            && l.contains("required by the PTX model, not seen failing")
-    });
-    assert!(added, "{stdout}");
     let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
     let placed = format!("kernel.cu:{spin}  [recycle]  fence.acq_rel.gpu");
     assert!(stdout.contains(&placed), "{stdout}");

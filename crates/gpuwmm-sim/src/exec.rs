@@ -498,7 +498,11 @@ impl Machine<'_> {
             Op::Atom { op, d, b, c, mem } => {
                 let at = self.address(base, mem.addr);
                 let (b, c) = (self.val(base, t, b), self.val(base, t, c));
+                // Not while races are recorded: the recorder takes the order accesses are
+                // performed in as program order, and a deferred unlock would be "after" reads
+                // that follow it.
                 if self.ptx
+                    && self.races.is_none()
                     && !mem.order.acquires
                     && !mem.order.releases
                     && self.may_defer(t, mem.space, at)
