@@ -263,7 +263,7 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
     };
     let check = gpuwmm(
         dir.path(),
-        &words("check cbe-dot --env sys-str+ --runs 40 --backend sim"),
+        &words("check cbe-dot --env sys-str+ --runs 200 --backend sim"),
     );
     assert!(check.status.success(), "{}", text(&check.stderr));
     let path = dir
@@ -295,8 +295,8 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
         assert!(stdout.contains("the simulator replays a run exactly"));
     }
 
-    let missing = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), "40"]);
-    assert_bad_input(&missing, "run 40 is not in");
+    let missing = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), "200"]);
+    assert_bad_input(&missing, "run 200 is not in");
     let nowhere = gpuwmm(dir.path(), &["replay", "no/such.csv", "0"]);
     assert_eq!(nowhere.status.code(), Some(2));
 }

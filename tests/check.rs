@@ -66,9 +66,9 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
     let rows = rows(&journal);
     assert_eq!(numbers(&rows), (0..200).collect::<Vec<_>>());
     let fails = rows.iter().filter(|r| r.outcome == Outcome::Fail).count();
-    // measured (seed 1): 164 failures in 200 runs; a tight range, so a weaker bug-finding
-    // simulator fails here
-    assert!((140..=185).contains(&fails), "{fails} failures in 200 runs");
+    // measured (seed 1): 193 failures in 200 runs at gpuwmm h26reach (164 before writes could
+    // go below racing ones); a tight range, so a weaker bug-finding simulator fails here
+    assert!((175..=200).contains(&fails), "{fails} failures in 200 runs");
     assert!(text.contains("effective"), "{text}");
     assert!(
         text.contains("simulator"),

@@ -306,12 +306,12 @@ fn hardened_fixture(app: &str) -> Option<(Vec<(String, String)>, String)> {
 
 const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
 
-/// Issue 25's load-buffering slot recycler: no run can refute a CTA-scoped fence after the
-/// slot read (the simulator, like today's GPUs, resolves the read at any fence), yet under PTX
-/// it orders nothing for the other CTA; and no run fails without an acquire after block 1's
-/// spin, yet PTX gives no order to a control dependency. The communication graph keeps the
-/// fence at GPU scope, and the search keeps the acquire side because its removal leaves the
-/// slot's read and overwrite unordered: both fences, of GPU scope.
+/// Issue 25's load-buffering slot recycler: under PTX a CTA-scoped fence after the slot read
+/// orders nothing for the other CTA, and block 1's spin needs an acquire (PTX gives no order to
+/// a control dependency). The communication graph keeps the fences at GPU scope; the acquire
+/// side is kept by Algorithm 1 where runs without it fail (the simulator lets a fence overtake
+/// the deferred slot read), else by the race rule (its removal leaves the slot's read and
+/// overwrite unordered), else added from the graph. Either way: both fences, of GPU scope.
 #[test]
 fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
     let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {

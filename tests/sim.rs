@@ -934,6 +934,7 @@ fn ending_stress_with_the_application_changes_nothing_the_application_sees() {
         weak += u32::from(mp_weak(cut[0], cut[1]));
     }
     // The race is live: some seeds see the flag without the data (the count is fixed by the
-    // seeds; printed so a failure shows it). 29 before launches could stagger their blocks.
-    assert_eq!(weak, 49, "weak outcomes in 300 seeds");
+    // seeds; printed so a failure shows it). 29 before launches could stagger their blocks, 49
+    // before deferred loads made their thread wait and writes could go below racing ones.
+    assert_eq!(weak, 42, "weak outcomes in 300 seeds");
 }

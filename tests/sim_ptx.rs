@@ -168,9 +168,10 @@ fn fence_after_the_flag_store_does_not_stop_a_reader_seeing_the_flag_before_the_
 fn fence_after_a_plain_unlock_store_does_not_protect_the_critical_section() {
     let lost = lock_lost_updates("", "", PLAIN_UNLOCK, FENCE, 300);
     eprintln!("fence after the unlock store: lost updates in {lost} of 300 runs");
-    // measured 276 of 300 (seeds 0..300; 296 before the lock's CAS could read before the weak
-    // unlock store of another block, as PTX allows, at h26sim)
-    assert!((260..=292).contains(&lost), "{lost}");
+    // measured 300 of 300 (seeds 0..300) at h26reach, where the racing weak counter stores of
+    // different blocks may also go below each other in coherence; 276 at h26sim, 296 before
+    // the lock's CAS could read before the weak unlock store of another block, as PTX allows
+    assert!((280..=300).contains(&lost), "{lost}");
 }
 
 #[test]

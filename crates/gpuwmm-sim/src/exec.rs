@@ -12,7 +12,8 @@ use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
-use super::sched::{Deferred, Machine, QuantumEnd};
+use super::ptx_model::Mark;
+use super::sched::{Deferred, Machine, QuantumEnd, Restriction};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::device::BackendError;
@@ -127,8 +128,14 @@ impl Machine<'_> {
                 break Ok(QuantumEnd::Quantum);
             }
             let inst = &k.code[pc];
-            if self.threads[t].deferred != 0 && self.hazard(t, base, inst) {
-                self.resolve_deferred(t)?;
+            if self.threads[t].deferred != 0 {
+                match self.hazard(t, base, inst) {
+                    Hazard::None => {}
+                    Hazard::Boundary if self.overtake_deferred(t) => {}
+                    // The thread waits for its loads, half the time letting others run first.
+                    _ if self.rng.random_bool(0.5) => break Ok(QuantumEnd::Quantum),
+                    _ => self.resolve_deferred(t)?,
+                }
             }
             pc += 1;
             n += 1;
@@ -491,6 +498,17 @@ impl Machine<'_> {
             Op::Atom { op, d, b, c, mem } => {
                 let at = self.address(base, mem.addr);
                 let (b, c) = (self.val(base, t, b), self.val(base, t, c));
+                // Not while races are recorded: the recorder takes the order accesses are
+                // performed in as program order, and a deferred unlock would be "after" reads
+                // that follow it.
+                if self.ptx
+                    && self.races.is_none()
+                    && !mem.order.acquires
+                    && !mem.order.releases
+                    && self.may_defer(t, mem.space, at)
+                {
+                    return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
+                }
                 let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
                 self.set(base, d, old);
             }
@@ -665,10 +683,18 @@ impl Machine<'_> {
         let MemRef {
             space, ty, order, ..
         } = mem;
-        if mem.n == 1 && self.ptx && self.may_defer(t, space, at, order) {
+        if mem.n == 1 && self.ptx && self.may_defer(t, space, at) {
             self.mem
                 .check(at, size)
                 .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
+            // An acquire load that later accesses overtake must not synchronise.
+            let restricted = match order.acquires {
+                true => match self.restriction(t, at, size, order, None) {
+                    Some(r) => Some(r),
+                    None => return self.exec_ld_now(t, base, line, d, mem, at, size),
+                },
+                false => None,
+            };
             let th = &mut self.threads[t];
             th.pending[th.deferred as usize] = Deferred {
                 d: d[0],
@@ -676,10 +702,30 @@ impl Machine<'_> {
                 ty,
                 line,
                 order,
+                restricted,
+                rmw: None,
             };
             th.deferred += 1;
             return Ok(());
         }
+        self.exec_ld_now(t, base, line, d, mem, at, size)
+    }
+
+    /// `ld` performed when it executes.
+    #[allow(clippy::too_many_arguments)]
+    fn exec_ld_now(
+        &mut self,
+        t: usize,
+        base: usize,
+        line: u32,
+        d: [Reg; 4],
+        mem: MemRef,
+        at: u64,
+        size: u64,
+    ) -> Result<(), BackendError> {
+        let MemRef {
+            space, ty, order, ..
+        } = mem;
         for (k, r) in d.iter().take(mem.n as usize).enumerate() {
             let v = self.load(
                 t,
@@ -691,6 +737,39 @@ impl Machine<'_> {
             )?;
             self.set(base, *r, alu::extend(ty, v));
         }
+        Ok(())
+    }
+
+    /// Defers an `atom` without release or acquire semantics: later accesses that need
+    /// neither its register nor its address overtake it, and it is performed whole when its
+    /// turn comes ([`Machine::resolve_deferred`]), so it stays atomic (load buffering through
+    /// read-modify-writes).
+    #[allow(clippy::too_many_arguments)]
+    fn defer_rmw(
+        &mut self,
+        t: usize,
+        line: u32,
+        d: Reg,
+        op: AtomOp,
+        mem: MemRef,
+        at: u64,
+        [b, c]: [u64; 2],
+    ) -> Result<(), BackendError> {
+        let size = mem.size();
+        self.mem
+            .check(at, size)
+            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", at, size, why))?;
+        let th = &mut self.threads[t];
+        th.pending[th.deferred as usize] = Deferred {
+            d,
+            addr: at,
+            ty: mem.ty,
+            line,
+            order: mem.order,
+            restricted: None,
+            rmw: Some((op, mem, b, c)),
+        };
+        th.deferred += 1;
         Ok(())
     }
 
@@ -871,9 +950,11 @@ impl Machine<'_> {
             .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
         if self.ptx {
             let old = self.mem.read(addr, size).unwrap_or(0);
-            let _ = self.mem.write(addr, size, value);
             let a = self.model_access(t, order);
-            self.model.store(a, addr, size, old, value);
+            let place = placement(self.rng, self.older);
+            if self.model.store(a, addr, size, old, value, place) {
+                let _ = self.mem.write(addr, size, value);
+            }
             if let Some(races) = &mut self.races {
                 let ts = matches!(size, 4 | 8).then(|| self.model.clock());
                 races.store(t, line, addr, order, ts);
@@ -998,11 +1079,19 @@ impl Machine<'_> {
         let old = self.model.rmw_value(addr, size, back, in_memory);
         let new = alu::atom(op, mem.ty, old, b, c);
         let writes = !(op == AtomOp::Cas && old == new);
-        if writes {
+        let place = placement(self.rng, self.older);
+        let newest = self.model.atomic(
+            access,
+            addr,
+            size,
+            back,
+            in_memory,
+            writes.then_some(new),
+            place,
+        );
+        if newest {
             let _ = self.mem.write(addr, size, new);
         }
-        self.model
-            .atomic(access, addr, size, back, in_memory, writes.then_some(new));
         if let Some(races) = &mut self.races {
             let ts = (writes && matches!(size, 4 | 8)).then(|| self.model.clock());
             races.atomic(t, line, addr, mem.order, writes, ts);
@@ -1043,14 +1132,64 @@ impl Machine<'_> {
         }
     }
 
-    /// Whether a load may be deferred: a plain or relaxed global load, with room left, on the
-    /// dice. A deferred load is performed later (see [`Machine::hazard`]), so later independent
-    /// accesses of the thread overtake it (load-load and load-store reordering).
-    fn may_defer(&mut self, t: usize, space: Space, at: u64, order: Order) -> bool {
+    /// Whether a load may be deferred: a global load, with room left, on the dice. A deferred
+    /// load is performed later (see [`Machine::hazard`]), so later independent accesses of the
+    /// thread overtake it (load-load and load-store reordering).
+    fn may_defer(&mut self, t: usize, space: Space, at: u64) -> bool {
         self.threads[t].deferred < super::sched::MAX_DEFERRED
-            && !order.acquires
             && resolve(space, at).0 == Region::Global
             && self.rng.random_bool(self.cfg.defer_probability)
+    }
+
+    /// What a deferred load of thread `t` may read once something it must not synchronise
+    /// with, or (with `mark`) a release, overtakes it: a value it could read now with no
+    /// effect. `None` when it has none (it must then be performed first).
+    fn restriction(
+        &mut self,
+        t: usize,
+        addr: u64,
+        size: u64,
+        order: Order,
+        mark: Option<Mark>,
+    ) -> Option<Restriction> {
+        let newest = self.mem.read(addr, size).ok()?;
+        let pick = self.rng.random::<u32>();
+        let a = self.model_access(t, order);
+        let fallback = self.model.effectless_value(a, addr, size, newest, pick)?;
+        Some(Restriction { fallback, mark })
+    }
+
+    /// A fence or release of thread `t` about to overtake its deferred loads: on the dice,
+    /// restricts them (each keeps the first release that overtook it) and returns true; false
+    /// when they must be performed first (the dice, or a load with nothing it may still read).
+    fn overtake_deferred(&mut self, t: usize) -> bool {
+        if !self.rng.random_bool(0.5) {
+            return false;
+        }
+        let n = self.threads[t].deferred as usize;
+        let mut restrictions = [None; super::sched::MAX_DEFERRED as usize];
+        for (i, slot) in restrictions.iter_mut().enumerate().take(n) {
+            let p = self.threads[t].pending[i];
+            let size = u64::from(p.ty.bytes());
+            if p.rmw.is_some() {
+                return false;
+            }
+            *slot = match p.restricted {
+                Some(r) => Some(r),
+                None => match self.restriction(t, p.addr, size, p.order, None) {
+                    Some(r) => Some(r),
+                    None => return false,
+                },
+            };
+        }
+        let mark = self.model.mark(t as u32, self.threads[t].block);
+        for (i, r) in restrictions.into_iter().enumerate().take(n) {
+            self.threads[t].pending[i].restricted = r.map(|r| Restriction {
+                mark: r.mark.or(Some(mark)),
+                ..r
+            });
+        }
+        true
     }
 
     /// Performs the thread's deferred loads, oldest first.
@@ -1060,16 +1199,69 @@ impl Machine<'_> {
         for i in 0..n {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
-            let v = self.load_global(t, p.line, p.addr, size, p.order)?;
+            if let Some((op, mem, b, c)) = p.rmw {
+                let old = self.atomic(t, p.line, op, mem, p.addr, b, c)?;
+                self.set(base, p.d, old);
+                continue;
+            }
+            let v = match p.restricted {
+                None => self.load_global(t, p.line, p.addr, size, p.order)?,
+                Some(r) => self.restricted_load(t, &p, r),
+            };
             self.set(base, p.d, alu::extend(p.ty, v));
         }
         Ok(())
     }
 
+    /// A restricted deferred load performed now: what it may read with no effect and not
+    /// caused by the release that overtook it, else its fallback.
+    fn restricted_load(&mut self, t: usize, p: &Deferred, r: Restriction) -> u64 {
+        let size = u64::from(p.ty.bytes());
+        let newest = self.mem.read(p.addr, size).unwrap_or(0);
+        let pick = self.rng.random::<u32>();
+        let a = self.model_access(t, p.order);
+        let v = self
+            .model
+            .restricted_load(a, p.addr, size, newest, pick, self.older, r.mark);
+        if let Some(races) = &mut self.races {
+            races.load(t, p.line, p.addr, p.order, self.model.last_read);
+        }
+        v.unwrap_or(r.fallback)
+    }
+
     /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
-    /// registers, touches their addresses, or is anything but plain arithmetic, a branch, or a
-    /// load or store without release or acquire semantics.
-    fn hazard(&self, t: usize, base: usize, inst: &Inst) -> bool {
+    /// registers or touches their addresses (`Wait`), is a fence, a release store or an acquire
+    /// load (`Boundary`: it may overtake them if they become restricted), or is anything else
+    /// but plain arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
+    fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
+        match self.needs_deferred(t, base, inst) {
+            true => Hazard::Wait,
+            false => match inst.op {
+                Op::Fence { .. } => Hazard::Boundary,
+                Op::Ld { mem, .. } if mem.order.acquires => Hazard::Boundary,
+                Op::St { mem, .. } if mem.order.releases => Hazard::Boundary,
+                Op::Ld { .. } | Op::St { .. } => Hazard::None,
+                Op::Atom { mem, .. } if !mem.order.acquires && !mem.order.releases => Hazard::None,
+                Op::Mov { .. }
+                | Op::Unary { .. }
+                | Op::Cvt { .. }
+                | Op::Cvta { .. }
+                | Op::Int { .. }
+                | Op::Float { .. }
+                | Op::MulWide { .. }
+                | Op::Mad { .. }
+                | Op::Fma { .. }
+                | Op::Selp { .. }
+                | Op::Setp { .. }
+                | Op::Bra { .. }
+                | Op::Nop => Hazard::None,
+                _ => Hazard::Wait,
+            },
+        }
+    }
+
+    /// Whether `inst` uses or overwrites a deferred load's register or touches its address.
+    fn needs_deferred(&self, t: usize, base: usize, inst: &Inst) -> bool {
         let th = &self.threads[t];
         let pending = &th.pending[..th.deferred as usize];
         let reg = |r: Reg| pending.iter().any(|p| p.d == r);
@@ -1114,14 +1306,33 @@ impl Machine<'_> {
                     || src(b)
                     || combine.is_some_and(|c| src(c.c))
             }
-            Op::Ld { d, mem } => {
-                mem.order.acquires || d[..mem.n as usize].iter().any(|r| reg(*r)) || touches(mem)
-            }
-            Op::St { s, mem } => {
-                mem.order.releases || s[..mem.n as usize].iter().any(|s| src(*s)) || touches(mem)
-            }
-            Op::Bra { .. } | Op::Nop => false,
-            _ => true,
+            Op::Ld { d, mem } => d[..mem.n as usize].iter().any(|r| reg(*r)) || touches(mem),
+            Op::St { s, mem } => s[..mem.n as usize].iter().any(|s| src(*s)) || touches(mem),
+            Op::Atom { d, b, c, mem, .. } => reg(d) || src(b) || src(c) || touches(mem),
+            _ => false,
+        }
+    }
+}
+
+/// How an instruction meets a thread's deferred loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hazard {
+    None,
+    /// A fence, release store or acquire load: it may overtake them, restricting them.
+    Boundary,
+    /// It must wait until they are performed.
+    Wait,
+}
+
+/// How far below the newest writes of its location a global write goes in coherence, given
+/// that it may go below `n` of them (PTX model): with the chance of reading an older value,
+/// uniformly 1 to `n`; else 0 (it is the newest).
+fn placement(rng: &mut rand_chacha::ChaCha8Rng, older: u32) -> impl FnOnce(usize) -> usize + '_ {
+    move |n| {
+        if rng.random::<u32>() < older {
+            1 + rng.random_range(0..n)
+        } else {
+            0
         }
     }
 }

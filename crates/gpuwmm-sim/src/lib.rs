@@ -151,8 +151,9 @@ pub struct SimConfig {
     /// PTX model: chance that a load which may read an older write than the newest does so
     /// (then uniformly among those it may read). Default 0.5.
     pub older_value_probability: f64,
-    /// PTX model: chance that a plain or relaxed global load is deferred, so that later
-    /// independent loads and stores of its thread overtake it. Default 0.25.
+    /// PTX model: chance that a global load (or an `atom` without release or acquire
+    /// semantics) is deferred, so that later independent accesses of its thread overtake it.
+    /// Default 0.25.
     pub defer_probability: f64,
     /// Weak model: make `bar.sync` and cta-scope fences drain the store buffers of the threads
     /// involved, like gpu-scope fences. Default false (they order no global memory, see the

@@ -10,11 +10,11 @@
 //!
 //! # State
 //!
-//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, and
-//!   the writer's block with a per-block sequence number. A [`Location`] (a 4- or 8-byte word
-//!   written in this launch) keeps its newest messages in coherence order (the order in which
-//!   writes happen). Global memory always holds the newest value, so the first write of a launch
-//!   also records the value it replaced, as a message everybody may read.
+//! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, a
+//!   coherence key, and the writer's block with a per-block sequence number. A [`Location`] (a
+//!   4- or 8-byte word written in this launch) keeps its newest messages in coherence order.
+//!   Global memory always holds the coherence-last value, so the first write of a launch also
+//!   records the value it replaced, as a message everybody may read.
 //! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
 //!   sequence number per block ("every write of block `b` up to number `n` happened before
 //!   me") and a few single writes. The clock grows with synchronisation (acquire, fences,
@@ -28,15 +28,16 @@
 //! - Every thread also has what it may acquire (the views released by the writers of messages
 //!   it read strongly, for a later acquire fence) and what it releases (its causal past at its
 //!   last release fence or release operation), per scope.
-//! - A location remembers, per thread, the newest message the thread wrote or read strongly
-//!   there (coherence). A thread that no longer fits moves the location's floor up instead
+//! - A location remembers, per thread, the coherence key of the newest message the thread
+//!   wrote or read strongly there (coherence). A thread that no longer fits moves the location's floor up instead
 //!   (everybody must read at least that), which is stronger, never weaker.
 //!
 //! # Rules
 //!
 //! - A load returns a kept message of its location no older than the newest message in its
 //!   causal past (or the one before that, when the two are racing weak writes, which PTX leaves
-//!   unordered in coherence) and its coherence position; with `older_value_probability` an
+//!   unordered in coherence) and its coherence position (or the one before it, likewise); with
+//!   `older_value_probability` an
 //!   older one of those it may read. So a write becomes visible to each reader by itself, not to all at once
 //!   (no multi-copy atomicity), and a weak load may read an older value than a load before it
 //!   (PTX keeps coherence only between morally strong accesses).
@@ -51,7 +52,23 @@
 //!   `older_value_probability`) an older one it may read by causality and coherence that no
 //!   newer write morally strong with it follows: atomicity binds only morally strong RMWs, so
 //!   two blocks' `atom.cta` on one word can lose an update, and an RMW can read before a racing
-//!   weak write. Its own write goes after the newest.
+//!   weak write.
+//! - A write goes above every message it must follow in coherence: the initial value, its
+//!   thread's own writes and strong reads there, the writes in its causal past or observed,
+//!   and a morally strong RMW it would split from the write that RMW read. Below the newer
+//!   ones, which PTX leaves unordered with it or free to follow it, it goes with
+//!   `older_value_probability` ([`PtxMemory::store`]): so a store that executes later can
+//!   precede a racing store in coherence (2+2W, S, `Manual/CoRW-WW`), and memory keeps the
+//!   coherence-last value.
+//! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
+//!   overtake them. A fence, release store or acquire load may overtake a deferred load too;
+//!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
+//!   forms no observation or synchronisation with (not morally strong with it; any write for
+//!   a weak load) and that no thread wrote after the thread's first overtaking release
+//!   ([`PtxMemory::mark`]) with that release in its causal past, or else a value it could read
+//!   that way when it was overtaken. Acquire loads are deferred only restricted. So the load
+//!   never synchronises with what it reads, and never reads a write its own later release
+//!   caused (which PTX's Causality axiom forbids).
 //! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
 //!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
 //!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
@@ -67,17 +84,21 @@
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
 //! single writes for at most [`POINTS`](view::POINTS) locations (the newest of each) and folds
-//! the rest into its clock, with the same effect for them; coherence order is the order in
-//! which writes happen, except that a reader may take one step back over a racing weak write;
-//! only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
+//! the rest into its clock, with the same effect for them; coherence order is total, and a
+//! reader steps back over a racing write only to the write just before it; a write goes below
+//! newer ones only within the kept messages; a release that overtakes a deferred load marks
+//! its block's clock (a write number without a message), so views holding it hold the block's
+//! earlier writes; only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
 //! accesses that overlap a word written with another size, see the newest value; shared memory
 //! is sequentially consistent.
 //!
 //! Weak behaviours PTX allows that it never shows, by reason:
-//! - *Stores are performed in program order* (only loads are deferred, `exec.rs`): a store
-//!   never overtakes an earlier store to another location (2+2W, S, `Manual/CoRW-WW`).
-//! - *RMWs are never deferred*: an `atom` is performed when it executes, so load buffering
-//!   through RMWs (LB+RMW shapes) is not shown; plain LB needs a deferred load and is rare.
+//! - *No RMW is overtaken by a fence or release* (its write must stay before the release), and
+//!   acq_rel RMWs are never deferred: load buffering where a read-modify-write comes before a
+//!   fence (LB, 3.LB, LB+INC with RMWs and fences) is not shown.
+//! - *A restricted deferred load never reads a morally strong write*: load buffering where the
+//!   load observes the other thread's write without synchronising (volatile accesses across
+//!   CTAs with a cta-scope fence) is not shown.
 //! - *No speculation*: a load whose value decides a branch is performed before the branch, so
 //!   shapes that need a later access to overtake it past the branch are not shown.
 //! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
@@ -99,6 +120,9 @@ use std::rc::Rc;
 pub const KEPT: usize = 4;
 /// Threads whose coherence position a location remembers one by one.
 const READERS: usize = 8;
+/// Coherence keys of appended writes are their timestamps shifted by this much, so that a write
+/// placed between two others gets a key between theirs (up to this many times in one gap).
+const CO_SHIFT: u32 = 20;
 
 /// A released view, shared by the messages that carry it.
 type Released = Option<Rc<View>>;
@@ -108,6 +132,11 @@ type Released = Option<Rc<View>>;
 pub struct Message {
     /// Launch clock; 0 for the value a location held before its first write of the launch.
     pub ts: u32,
+    /// Coherence key: messages of a location are in coherence order, which is also the order of
+    /// their keys. An appended write's key is its timestamp shifted by [`CO_SHIFT`]; a write
+    /// placed below newer ones gets a key between its neighbours'. Keys of a location never
+    /// change, so positions and views can hold them.
+    pub co: u64,
     pub value: u64,
     pub writer: u32,
     pub block: u32,
@@ -122,6 +151,8 @@ pub struct Message {
     /// Not ordered after the message before it in coherence: a weak write racing with it (not
     /// morally strong, not causally after it), which PTX leaves unordered.
     pub racing: bool,
+    /// Written by a read-modify-write (atomicity binds it to the write it read).
+    pub rmw: bool,
 }
 
 /// A word written during the launch: its newest messages and who has seen how far.
@@ -131,16 +162,19 @@ pub struct Location {
     size: u8,
     /// Oldest first.
     msgs: Vec<Message>,
-    readers: [(u32, u32); READERS],
+    /// (thread, coherence key of the newest message it wrote or strongly read here).
+    readers: [(u32, u64); READERS],
     nreaders: u8,
-    floor: u32,
+    floor: u64,
 }
 
 impl Location {
-    fn new(addr: u64, size: u8, value: u64) -> Location {
+    /// A location first written when the launch clock reads `clock`, which held `value`.
+    fn new(addr: u64, size: u8, value: u64, clock: u32) -> Location {
         let mut msgs = Vec::with_capacity(KEPT);
         msgs.push(Message {
             value,
+            co: u64::from(clock) << CO_SHIFT,
             ..Message::default()
         });
         Location {
@@ -153,6 +187,7 @@ impl Location {
         }
     }
 
+    #[cfg(test)]
     fn newest(&self) -> &Message {
         &self.msgs[self.msgs.len() - 1]
     }
@@ -164,8 +199,8 @@ impl Location {
         self.msgs.push(m);
     }
 
-    /// The newest message thread `t` has written or strongly read here.
-    fn position(&self, t: u32) -> u32 {
+    /// The coherence key of the newest message thread `t` has written or strongly read here.
+    fn position(&self, t: u32) -> u64 {
         self.readers[..self.nreaders as usize]
             .iter()
             .find(|r| r.0 == t)
@@ -173,13 +208,13 @@ impl Location {
             .max(self.floor)
     }
 
-    /// Records that thread `t` has seen the message with timestamp `ts`.
-    fn advance(&mut self, t: u32, ts: u32) {
+    /// Records that thread `t` has seen the message with coherence key `co`.
+    fn advance(&mut self, t: u32, co: u64) {
         let n = self.nreaders as usize;
         if let Some(r) = self.readers[..n].iter_mut().find(|r| r.0 == t) {
-            r.1 = r.1.max(ts);
+            r.1 = r.1.max(co);
         } else if n < READERS {
-            self.readers[n] = (t, ts);
+            self.readers[n] = (t, co);
             self.nreaders += 1;
         } else {
             // No room: everybody must now read at least the smallest position remembered.
@@ -188,7 +223,7 @@ impl Location {
                 .min_by_key(|r| r.1)
                 .unwrap_or((0, 0));
             self.floor = self.floor.max(smallest);
-            self.readers[i] = (t, ts);
+            self.readers[i] = (t, co);
         }
     }
 
@@ -206,12 +241,34 @@ impl Location {
             by_causality -= 1;
         }
         let position = self.position(t);
-        let by_coherence = self
+        let mut by_coherence = self
             .msgs
             .iter()
-            .position(|m| m.ts >= position)
+            .position(|m| m.co >= position)
             .unwrap_or(self.msgs.len() - 1);
+        // The same holds for the newest message the thread wrote or strongly read: a write
+        // racing with it is not coherence-ordered with it (CoWR with a racing write).
+        if by_coherence > 0
+            && self.msgs[by_coherence].co == position
+            && self.msgs[by_coherence].racing
+        {
+            by_coherence -= 1;
+        }
         by_causality.max(by_coherence)
+    }
+
+    /// How many of the newest messages a new write may be placed below: those it need not
+    /// follow in coherence (`must_follow` false for each), with room for a key between.
+    fn placements(&self, must_follow: impl Fn(&Message) -> bool) -> usize {
+        let mut n = 0;
+        for i in (1..self.msgs.len()).rev() {
+            let m = &self.msgs[i];
+            if must_follow(m) || m.co - self.msgs[i - 1].co < 2 {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 }
 
@@ -248,6 +305,25 @@ struct Sync {
     /// What its strong writes release to its block (includes `rel_gpu`).
     rel_cta: Released,
     rel_gpu: Released,
+}
+
+/// Where a thread stood when a release of it overtook one of its deferred loads: the launch
+/// clock, and its newest write (which every view it releases from then on holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub ts: u32,
+    pub block: u32,
+    pub seq: u32,
+}
+
+/// A write about to join a location's history.
+struct Write {
+    /// What memory held before (the value everybody may read if the location is new).
+    old: u64,
+    value: u64,
+    view_cta: Released,
+    view_gpu: Released,
+    rmw: bool,
 }
 
 /// How a global access takes part in the model.
@@ -402,7 +478,7 @@ impl PtxMemory {
         let strong =
             a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
         if strong || own {
-            loc.advance(a.thread, loc.msgs[i].ts);
+            loc.advance(a.thread, loc.msgs[i].co);
         }
         if !strong {
             return loc.msgs[i].value;
@@ -410,6 +486,110 @@ impl PtxMemory {
         let m = loc.msgs[i].clone();
         self.observe(a, addr, &m, !a.reduction, a.acquires);
         m.value
+    }
+
+    /// Marks where thread `t` of `block` stands, for a release of it that overtakes a deferred
+    /// load: a write number of its block that no message has, made its newest, so that every
+    /// view it passes on from now holds it and views from before do not. (Views that hold it
+    /// hold the block's earlier writes too: stronger, never weaker.)
+    pub fn mark(&mut self, t: u32, block: u32) -> Mark {
+        self.seq[block as usize] += 1;
+        let seq = self.seq[block as usize];
+        self.own[t as usize] = (block, seq);
+        Mark {
+            ts: self.clock,
+            block,
+            seq,
+        }
+    }
+
+    /// The messages of `[addr, addr + size)` that load `a` may read now and that would make no
+    /// synchronisation: not morally strong with it (any, for a weak load), so reading one is
+    /// no observation and no acquire. With `mark`, also none written after it by a thread
+    /// whose causal past holds what the reader passed on at the mark: the reader's release
+    /// that overtook the load may have caused those. `None` for a location without history
+    /// (its value in memory is such a read).
+    fn effectless(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        mark: Option<Mark>,
+    ) -> Option<Vec<(u64, u32)>> {
+        let loc = self.tracked_location(addr, size)?;
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let caused = |m: &Message| {
+            mark.is_some_and(|k| {
+                m.ts > k.ts
+                    && self.past[m.writer as usize]
+                        .as_ref()
+                        .is_some_and(|p| p.covers(k.block, k.seq))
+            })
+        };
+        let ok = |m: &&Message| {
+            (a.reach == Reach::Weak || !morally_strong(m, a.thread, a.block, a.reach))
+                && (m.ts == 0 || m.writer != a.thread)
+                && !caused(m)
+        };
+        Some(
+            loc.msgs[lower..]
+                .iter()
+                .filter(ok)
+                .map(|m| (m.value, m.ts))
+                .collect(),
+        )
+    }
+
+    /// A value load `a` may read now with no effect on the model (see
+    /// [`PtxMemory::effectless`]), chosen by `pick`; `newest` (memory) for a location without
+    /// history; `None` when every message it may read would synchronise.
+    pub fn effectless_value(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+    ) -> Option<u64> {
+        if !tracked(size) {
+            return Some(newest);
+        }
+        match self.effectless(a, addr, size, None) {
+            None => Some(newest),
+            Some(v) if v.is_empty() => None,
+            Some(v) => Some(v[pick as usize % v.len()].0),
+        }
+    }
+
+    /// A restricted deferred load `a` (overtaken by a fence or release, see `sched.rs`)
+    /// performed now: the newest message it may read with no effect and not caused by the
+    /// release at `mark` or, with `older`, an older such one; `None` when there is none.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restricted_load(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        newest: u64,
+        pick: u32,
+        older: u32,
+        mark: Option<Mark>,
+    ) -> Option<u64> {
+        self.last_read = None;
+        if !tracked(size) {
+            return Some(newest);
+        }
+        let Some(v) = self.effectless(a, addr, size, mark) else {
+            return Some(newest);
+        };
+        let last = v.len().checked_sub(1)?;
+        let i = if last > 0 && pick < older {
+            (pick as usize) % last
+        } else {
+            last
+        };
+        self.last_read = Some(v[i].1);
+        Some(v[i].0)
     }
 
     /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
@@ -423,7 +603,7 @@ impl PtxMemory {
                 block: m.block,
                 seq: m.seq,
                 location: addr >> 2,
-                ts: m.ts,
+                co: m.co,
             });
         if collect {
             let s = &mut self.sync[a.thread as usize];
@@ -540,8 +720,19 @@ impl PtxMemory {
         }
     }
 
-    /// Records a store of `value` (already in memory, which held `old` before).
-    pub fn store(&mut self, a: Access, addr: u64, size: u64, old: u64, value: u64) {
+    /// Records a store of `value` where memory held `old`. `place` chooses, from the number
+    /// `n > 0` of newer messages the write may go below in coherence (see
+    /// [`PtxMemory::placements`]), how many it goes below (0 to `n`); it is not called when
+    /// there is no choice. Returns whether the write is the newest, so memory must hold it.
+    pub fn store(
+        &mut self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        old: u64,
+        value: u64,
+        place: impl FnOnce(usize) -> usize,
+    ) -> bool {
         if a.releases {
             self.release(a.thread, a.reach);
         }
@@ -552,7 +743,56 @@ impl PtxMemory {
                 (s.rel_cta.clone(), s.rel_gpu.clone())
             }
         };
-        self.append(a, addr, size, old, value, view_cta, view_gpu);
+        let below = self.choose_placement(a, addr, size, place);
+        let write = Write {
+            old,
+            value,
+            view_cta,
+            view_gpu,
+            rmw: false,
+        };
+        self.append(a, addr, size, write, below);
+        below == 0
+    }
+
+    /// How many of the newest messages of `addr` a write of `a` may be placed below in
+    /// coherence: PTX orders a write after the writes it must follow (coherence is consistent
+    /// with causality: its causal past, the writes it observed, its own, what it has read
+    /// strongly here) and keeps morally strong writes atomic with what they read, and leaves
+    /// it unordered with, or free to precede, the others. So a later store can take effect
+    /// before a racing store that executed earlier: 2+2W, S and `CoRW-WW` end with the older
+    /// value.
+    fn placements(&self, a: Access, loc: &Location) -> usize {
+        let position = loc.position(a.thread);
+        loc.placements(|m| {
+            m.ts == 0
+                || m.co <= position
+                || (m.rmw && morally_strong(m, a.thread, a.block, a.reach))
+                || m.writer == a.thread
+                || self.knows(a.thread, m)
+        })
+    }
+
+    fn choose_placement(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        place: impl FnOnce(usize) -> usize,
+    ) -> usize {
+        let Some(loc) = self.tracked_location(addr, size) else {
+            return 0;
+        };
+        match self.placements(a, loc) {
+            0 => 0,
+            n => place(n).min(n),
+        }
+    }
+
+    /// Whether write `m` is in thread `t`'s causal past or among the writes it observed.
+    fn knows(&self, t: u32, m: &Message) -> bool {
+        let covers = |v: &Option<View>| v.as_ref().is_some_and(|v| v.covers(m.block, m.seq));
+        covers(&self.past[t as usize]) || covers(&self.observed[t as usize])
     }
 
     /// How many messages before the newest a read-modify-write `a` at `addr` may read instead
@@ -586,8 +826,10 @@ impl PtxMemory {
     /// A read-modify-write that read the message `back` places before the newest (see
     /// [`PtxMemory::rmw_choices`]) while memory held `before`, and wrote `new` (`None` for a
     /// `cas` that changed nothing, which is a read): it observes the message it read and
-    /// appends `new` after the newest, carrying the read message's views forward (release
-    /// sequences).
+    /// places `new` as [`PtxMemory::store`] does (after the newest unless `place` chooses
+    /// otherwise), carrying the read message's views forward (release sequences). Returns
+    /// whether memory must hold `new`.
+    #[allow(clippy::too_many_arguments)]
     pub fn atomic(
         &mut self,
         a: Access,
@@ -596,7 +838,8 @@ impl PtxMemory {
         back: usize,
         before: u64,
         new: Option<u64>,
-    ) {
+        place: impl FnOnce(usize) -> usize,
+    ) -> bool {
         let read = self
             .tracked_location(addr, size)
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
@@ -606,7 +849,7 @@ impl PtxMemory {
             }
         }
         let Some(new) = new else {
-            return;
+            return false;
         };
         if a.releases {
             self.release(a.thread, a.reach);
@@ -615,7 +858,16 @@ impl PtxMemory {
         let s = &self.sync[a.thread as usize];
         let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
         let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
-        self.append(a, addr, size, before, new, view_cta, view_gpu);
+        let below = self.choose_placement(a, addr, size, place);
+        let write = Write {
+            old: before,
+            value: new,
+            view_cta,
+            view_gpu,
+            rmw: true,
+        };
+        self.append(a, addr, size, write, below);
+        below == 0
     }
 
     /// The history of the word at `addr` if it is tracked with this size.
@@ -624,50 +876,63 @@ impl PtxMemory {
         (tracked(size) && loc.addr == addr && u64::from(loc.size) == size).then_some(loc)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn append(
-        &mut self,
-        a: Access,
-        addr: u64,
-        size: u64,
-        old: u64,
-        value: u64,
-        view_cta: Released,
-        view_gpu: Released,
-    ) {
+    /// Appends `w` to the history of `addr`, `below` messages below the newest (0: as the
+    /// newest). A message it goes below was not ordered before it, so it races with it unless
+    /// the two are morally strong.
+    fn append(&mut self, a: Access, addr: u64, size: u64, w: Write, below: usize) {
         self.forget_overlapping(addr, size);
         if !tracked(size) {
             return;
         }
+        let clock = self.clock;
         self.clock += 1;
         let ts = self.clock;
         let b = a.block as usize;
         self.seq[b] += 1;
         let seq = self.seq[b];
-        let loc = self
-            .locations
-            .entry(addr >> 2)
-            .or_insert_with(|| Location::new(addr, size as u8, old));
-        let prev = loc.newest();
-        let known = |v: &Option<View>| v.as_ref().is_some_and(|v| v.covers(prev.block, prev.seq));
+        let key = addr >> 2;
+        self.locations
+            .entry(key)
+            .or_insert_with(|| Location::new(addr, size as u8, w.old, clock));
+        let loc = &self.locations[&key];
+        let at = loc.msgs.len() - below;
+        let prev = &loc.msgs[at - 1];
+        let co = match below {
+            0 => u64::from(ts) << CO_SHIFT,
+            _ => prev.co + (loc.msgs[at].co - prev.co) / 2,
+        };
         let ordered = prev.ts == 0
-            || prev.writer == a.thread
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
-            || known(&self.past[a.thread as usize])
-            || known(&self.observed[a.thread as usize]);
+            || prev.writer == a.thread
+            || self.knows(a.thread, prev);
         self.own[a.thread as usize] = (a.block, seq);
-        loc.push(Message {
+        let m = Message {
             racing: !ordered,
             ts,
-            value,
+            co,
+            value: w.value,
             writer: a.thread,
             block: a.block,
             seq,
             reach: a.reach,
-            view_cta,
-            view_gpu,
-        });
-        loc.advance(a.thread, ts);
+            view_cta: w.view_cta,
+            view_gpu: w.view_gpu,
+            rmw: w.rmw,
+        };
+        let loc = self.locations.get_mut(&key).expect("made above");
+        if below == 0 {
+            loc.push(m);
+        } else {
+            let mut at = at;
+            if loc.msgs.len() == KEPT {
+                loc.msgs.remove(0);
+                at -= 1;
+            }
+            loc.msgs.insert(at, m);
+            let above = &mut loc.msgs[at + 1];
+            above.racing = !morally_strong(above, a.thread, a.block, a.reach);
+        }
+        loc.advance(a.thread, co);
     }
 
     /// Drops the histories of words that `[addr, addr + size)` overlaps with another extent:
@@ -692,6 +957,11 @@ mod tests {
     use super::*;
 
     const X: u64 = 0x1000;
+
+    /// A placement choice that keeps every write the newest of its location.
+    fn as_newest(_: usize) -> usize {
+        0
+    }
     const Y: u64 = 0x2000;
 
     fn access(thread: u32, block: u32, reach: Reach) -> Access {
@@ -760,8 +1030,8 @@ mod tests {
     #[test]
     fn a_fence_after_the_flag_store_does_not_publish_the_payload() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         m.fence_sc(0, 0, Reach::Gpu);
         assert_eq!(
             newest_load(&mut m, acquiring(access(1, 1, Reach::Gpu)), Y, 1),
@@ -773,9 +1043,9 @@ mod tests {
     #[test]
     fn release_pattern_and_acquire_pattern_publish_the_payload() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
         // Before the acquire fence the payload may still be old; after it, never.
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
@@ -786,9 +1056,9 @@ mod tests {
     #[test]
     fn a_weak_flag_forms_no_release_pattern() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_sc(0, 0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Weak), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), Y, 4, 0, 1, as_newest);
         newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
@@ -797,9 +1067,9 @@ mod tests {
     #[test]
     fn a_cta_scope_release_does_not_reach_another_block() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_acq_rel(0, Reach::Cta);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
@@ -811,7 +1081,7 @@ mod tests {
     #[test]
     fn strong_reads_are_coherent_and_weak_reads_need_not_be() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
         let strong = access(1, 1, Reach::Gpu);
         assert_eq!(newest_load(&mut m, strong, X, 1), 1);
         assert_eq!(readable(&m, strong, X, 1), vec![1]);
@@ -824,17 +1094,17 @@ mod tests {
     fn a_thread_reads_its_own_writes_or_newer() {
         let mut m = PtxMemory::new(2, 2);
         let a = access(0, 0, Reach::Weak);
-        m.store(a, X, 4, 0, 1);
-        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.store(a, X, 4, 0, 1, as_newest);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2, as_newest);
         assert_eq!(readable(&m, a, X, 2), vec![1, 2]);
     }
 
     #[test]
     fn fence_sc_orders_store_buffering() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_sc(0, 0, Reach::Gpu);
-        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1, as_newest);
         m.fence_sc(1, 1, Reach::Gpu);
         // The later fence sees the earlier one's store.
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
@@ -844,9 +1114,9 @@ mod tests {
     /// between each store and load; returns what each may then read.
     fn store_buffering_in_one_block(fence: impl Fn(&mut PtxMemory, u32)) -> [Vec<u64>; 2] {
         let mut m = PtxMemory::new(2, 1);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         fence(&mut m, 0);
-        m.store(access(1, 0, Reach::Weak), Y, 4, 0, 1);
+        m.store(access(1, 0, Reach::Weak), Y, 4, 0, 1, as_newest);
         fence(&mut m, 1);
         [
             readable(&m, access(0, 0, Reach::Weak), Y, 1),
@@ -872,7 +1142,7 @@ mod tests {
     #[test]
     fn a_barrier_passes_on_the_writes_of_the_threads_that_arrive() {
         let mut m = PtxMemory::new(2, 1);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![0, 1]);
         m.barrier_arrive(0, 3);
         m.barrier_arrive(1, 3);
@@ -885,9 +1155,9 @@ mod tests {
     #[test]
     fn fence_acq_rel_does_not_order_store_buffering() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1);
+        m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1, as_newest);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
     }
@@ -895,8 +1165,8 @@ mod tests {
     /// Thread 0 (block 0) stores the payload `X` (weak) and then the flag `Y` (relaxed, gpu)
     /// with nothing between; thread 1 (block 1) reads the flag with a relaxed gpu load.
     fn relaxed_message_passing_read_by_thread_1(m: &mut PtxMemory) {
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         assert_eq!(newest_load(m, access(1, 1, Reach::Gpu), Y, 1), 1);
     }
 
@@ -934,7 +1204,7 @@ mod tests {
         let mut m = PtxMemory::new(3, 3);
         relaxed_message_passing_read_by_thread_1(&mut m);
         m.fence_acq_rel(1, Reach::Gpu);
-        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1, as_newest);
         assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
         m.fence_acq_rel(2, Reach::Gpu);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![0, 1]);
@@ -944,9 +1214,9 @@ mod tests {
     #[test]
     fn atomics_carry_a_release_forward() {
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1, as_newest);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2), as_newest);
         assert_eq!(
             newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
             2
@@ -958,10 +1228,10 @@ mod tests {
     fn a_relaxed_ticket_does_not_publish_other_blocks_writes() {
         // sdk-red's idiom without fences: blocks store a partial, then take a ticket.
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 5);
-        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 0, Some(1));
-        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2));
-        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 0, 2, Some(3));
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 5, as_newest);
+        m.atomic(access(0, 0, Reach::Gpu), Y, 4, 0, 0, Some(1), as_newest);
+        m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2), as_newest);
+        m.atomic(access(2, 2, Reach::Gpu), Y, 4, 0, 2, Some(3), as_newest);
         m.barrier(&[2]);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
     }
@@ -969,9 +1239,9 @@ mod tests {
     #[test]
     fn bar_sync_passes_a_causal_past_to_the_block() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
         m.fence_acq_rel(1, Reach::Gpu);
         assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
@@ -984,12 +1254,12 @@ mod tests {
         // Co-Total: two weak writes to x, each published by a release; a reader that acquired
         // both may read either, since coherence does not order racing weak writes.
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
-        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2, as_newest);
         m.fence_acq_rel(0, Reach::Gpu);
         m.fence_acq_rel(1, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
-        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1, as_newest);
         newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
         newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![1, 2]);
@@ -998,14 +1268,14 @@ mod tests {
     #[test]
     fn writes_ordered_by_causality_hide_the_older_one() {
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
         m.fence_acq_rel(1, Reach::Gpu);
-        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 2, as_newest);
         m.fence_acq_rel(1, Reach::Gpu);
-        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1);
+        m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1, as_newest);
         newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y + 4, 1);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 2), vec![2]);
     }
@@ -1014,7 +1284,7 @@ mod tests {
     /// `reach`; returns how many messages before the newest the second may read.
     fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
         let mut m = PtxMemory::new(2, 2);
-        m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1));
+        m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1), as_newest);
         m.rmw_choices(access(1, block, second), X, 4)
     }
 
@@ -1026,10 +1296,18 @@ mod tests {
         assert_eq!(second_increment_choices(1, Reach::Gpu, Reach::Cta), 1);
         assert_eq!(second_increment_choices(1, Reach::Cta, Reach::Gpu), 1);
         let mut m = PtxMemory::new(2, 2);
-        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 0, Some(1));
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 0, Some(1), as_newest);
         let lost = m.rmw_value(X, 4, 1, 1);
         assert_eq!(lost, 0);
-        m.atomic(access(1, 1, Reach::Cta), X, 4, 1, 1, Some(lost + 1));
+        m.atomic(
+            access(1, 1, Reach::Cta),
+            X,
+            4,
+            1,
+            1,
+            Some(lost + 1),
+            as_newest,
+        );
         assert_eq!(m.locations[&(X >> 2)].newest().value, 1);
     }
 
@@ -1039,8 +1317,8 @@ mod tests {
         assert_eq!(second_increment_choices(0, Reach::Cta, Reach::Cta), 0);
         // A thread never reads before its own write, whatever the scope.
         let mut m = PtxMemory::new(2, 2);
-        m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1));
-        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2));
+        m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1), as_newest);
+        m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2), as_newest);
         assert_eq!(m.rmw_choices(access(1, 1, Reach::Cta), X, 4), 1);
         assert_eq!(m.rmw_choices(access(0, 0, Reach::Cta), X, 4), 0);
     }
@@ -1048,26 +1326,157 @@ mod tests {
     #[test]
     fn an_rmw_may_read_before_a_weak_write_of_another_thread_but_not_before_a_strong_one() {
         let mut m = PtxMemory::new(3, 3);
-        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1));
-        m.store(access(1, 1, Reach::Weak), X, 4, 1, 5);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1), as_newest);
+        m.store(access(1, 1, Reach::Weak), X, 4, 1, 5, as_newest);
         assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 1);
-        m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6, as_newest);
         assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 0);
     }
 
     #[test]
     fn a_failed_cas_writes_nothing() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1);
-        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None, as_newest);
         assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
+    }
+
+    /// How many of the newest messages of `X` a write of `a` may go below.
+    fn placements_of_x(m: &PtxMemory, a: Access) -> usize {
+        m.placements(a, m.tracked_location(X, 4).expect("X was written"))
+    }
+
+    /// A placement choice that puts a write as low as it may go.
+    fn lowest(n: usize) -> usize {
+        n
+    }
+
+    /// Regression (issue 26: 2+2W, S and `Manual/CoRW-WW` were never weak): a store always
+    /// became the newest write of its location, so a store that executed later could never
+    /// precede in coherence a racing store that executed earlier.
+    #[test]
+    fn a_store_may_take_effect_before_a_racing_store_that_executed_earlier() {
+        let mut m = PtxMemory::new(2, 1);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 2, as_newest);
+        let second = access(1, 0, Reach::Weak);
+        assert_eq!(placements_of_x(&m, second), 1);
+        // Placed below: memory keeps the first store's value, which is the final one.
+        assert!(!m.store(second, X, 4, 2, 1, lowest));
+        let loc = m.tracked_location(X, 4).unwrap();
+        let values: Vec<u64> = loc.msgs.iter().map(|m| m.value).collect();
+        assert_eq!(values, vec![0, 1, 2]);
+        assert!(loc.msgs[2].racing, "two weak stores stay unordered");
+        // Morally strong stores are ordered, but either way round: the later may go first.
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 2, as_newest);
+        assert!(!m.store(access(1, 1, Reach::Gpu), X, 4, 2, 1, lowest));
+        assert!(!m.tracked_location(X, 4).unwrap().msgs[2].racing);
+    }
+
+    #[test]
+    fn a_store_follows_the_writes_it_wrote_read_strongly_or_knows() {
+        // Its own earlier write.
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        assert_eq!(placements_of_x(&m, access(0, 0, Reach::Weak)), 0);
+        // A write it read with a morally strong read (CoRW), but not one it read weakly.
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        newest_load(&mut m, access(1, 1, Reach::Weak), X, 1);
+        assert_eq!(placements_of_x(&m, access(1, 1, Reach::Gpu)), 1);
+        newest_load(&mut m, access(1, 1, Reach::Gpu), X, 1);
+        assert_eq!(placements_of_x(&m, access(1, 1, Reach::Gpu)), 0);
+        // A write in its causal past (message passing, then a store to the payload).
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1, as_newest);
+        assert_eq!(placements_of_x(&m, access(1, 1, Reach::Weak)), 1);
+        newest_load(&mut m, acquiring(access(1, 1, Reach::Gpu)), Y, 1);
+        assert_eq!(placements_of_x(&m, access(1, 1, Reach::Weak)), 0);
+    }
+
+    #[test]
+    fn a_store_never_splits_a_morally_strong_rmw_from_the_write_it_read() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, Some(2), as_newest);
+        assert_eq!(placements_of_x(&m, access(2, 2, Reach::Gpu)), 0);
+        // A write that is not morally strong with the RMW may go below it.
+        assert_eq!(placements_of_x(&m, access(2, 2, Reach::Weak)), 2);
+    }
+
+    /// Regression (issue 26, CoWR with a racing write): a thread's own write hid the write
+    /// before it even when the two race, which PTX leaves unordered in coherence.
+    #[test]
+    fn a_thread_may_read_a_write_racing_with_its_own_write() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Cta), X, 4, 0, 1, as_newest);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 1, 2, lowest);
+        assert_eq!(readable(&m, access(0, 0, Reach::Cta), X, 1), vec![1, 2]);
+        // A morally strong one is ordered before the own write: never read.
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 1, 2, lowest);
+        assert_eq!(readable(&m, access(0, 0, Reach::Gpu), X, 1), vec![1]);
+    }
+
+    /// The values a restricted load of `X` by `a` (overtaken by the release at `mark`) may
+    /// read.
+    fn restricted_values(m: &PtxMemory, a: Access, mark: Option<Mark>) -> Vec<u64> {
+        let mut v: Vec<u64> = m
+            .effectless(a, X, 4, mark)
+            .expect("X was written")
+            .into_iter()
+            .map(|(value, _)| value)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Regression (issue 26: LB with fences, or across CTAs with cta scope, never weak): a
+    /// load overtaken by a fence or release may still read a write it does not synchronise
+    /// with, but never one its overtaking release caused.
+    #[test]
+    fn a_load_overtaken_by_a_release_never_reads_a_write_that_release_caused() {
+        // Thread 0 (block 0) defers a load of X, then a release and a flag store overtake it.
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(2, 2, Reach::Weak), X, 4, 0, 5, as_newest);
+        let mark = m.mark(0, 0);
+        m.fence_acq_rel(0, Reach::Gpu);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
+        // Thread 1 writes X without reading the flag (load buffering): readable.
+        m.store(access(1, 1, Reach::Weak), X, 4, 5, 6, as_newest);
+        let weak = access(0, 0, Reach::Weak);
+        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+        // Thread 2 acquires the flag, then writes X: caused by the release, never read.
+        newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
+        m.store(access(2, 2, Reach::Weak), X, 4, 6, 7, as_newest);
+        assert_eq!(readable(&m, weak, X, 7), vec![0, 5, 6, 7]);
+        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+    }
+
+    #[test]
+    fn a_restricted_strong_load_reads_only_writes_it_is_not_morally_strong_with() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 0, 1, as_newest);
+        m.store(access(2, 2, Reach::Weak), X, 4, 1, 2, as_newest);
+        // A gpu-scope load would observe thread 1's write (and might synchronise): excluded.
+        assert_eq!(
+            restricted_values(&m, access(0, 0, Reach::Gpu), None),
+            vec![0, 2]
+        );
+        // A cta-scope load in another block is not morally strong with it.
+        assert_eq!(
+            restricted_values(&m, access(0, 0, Reach::Cta), None),
+            vec![0, 1, 2]
+        );
     }
 
     #[test]
     fn a_location_remembers_at_most_kept_messages_and_readers() {
         let mut m = PtxMemory::new(30, 2);
         for k in 1..=10 {
-            m.store(access(0, 0, Reach::Gpu), X, 4, k - 1, k);
+            m.store(access(0, 0, Reach::Gpu), X, 4, k - 1, k, as_newest);
         }
         assert_eq!(
             readable(&m, access(29, 1, Reach::Weak), X, 10),
@@ -1083,11 +1492,11 @@ mod tests {
     #[test]
     fn a_wider_store_forgets_the_words_it_covers() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1);
-        m.store(access(0, 0, Reach::Weak), X, 8, 0, 5);
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 1, as_newest);
+        m.store(access(0, 0, Reach::Weak), X, 8, 0, 5, as_newest);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X + 4, 0), vec![0]);
         assert!(m.tracked_location(X, 8).is_some());
-        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2);
+        m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2, as_newest);
         assert!(m.tracked_location(X, 8).is_none());
     }
 }

@@ -50,6 +50,23 @@ pub struct Deferred {
     pub ty: Ty,
     pub line: u32,
     pub order: Order,
+    /// Overtaken by a fence or a release (or, for an acquire load, by anything): it may only
+    /// read what makes no synchronisation and is not caused by what overtook it
+    /// ([`PtxMemory::restricted_load`](super::ptx_model::PtxMemory::restricted_load)), or else
+    /// `fallback`.
+    pub restricted: Option<Restriction>,
+    /// A deferred read-modify-write (performed whole, atomically, when its turn comes): its
+    /// operation, memory reference and operand values. `None` for a load.
+    pub rmw: Option<(AtomOp, MemRef, u64, u64)>,
+}
+
+/// What a restricted deferred load may still read.
+#[derive(Debug, Clone, Copy)]
+pub struct Restriction {
+    /// A value it could read, with no effect, when it became restricted.
+    pub fallback: u64,
+    /// The thread's first release that overtook it, if any.
+    pub mark: Option<super::ptx_model::Mark>,
 }
 
 impl Default for Deferred {
@@ -60,6 +77,8 @@ impl Default for Deferred {
             ty: Ty::PRED,
             line: 0,
             order: Order::default(),
+            restricted: None,
+            rmw: None,
         }
     }
 }
@@ -310,7 +329,7 @@ impl<'a> Machine<'a> {
             if self.weak {
                 self.maybe_drain(t);
             }
-            if self.threads[t].deferred != 0 && self.rng.random_bool(0.5) {
+            if self.threads[t].deferred != 0 && self.rng.random_bool(0.25) {
                 self.resolve_deferred(t)?;
             }
             let quantum = self.rng.random_range(1..=max_quantum);

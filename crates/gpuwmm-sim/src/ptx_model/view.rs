@@ -14,14 +14,14 @@
 pub const POINTS: usize = 16;
 
 /// A write known by itself: its block and number among the block's writes (what names it),
-/// its location (word address / 4) and its launch timestamp (its place in the location's
-/// coherence order).
+/// its location (word address / 4) and its coherence key (its place in the location's
+/// coherence order, see [`Message::co`](super::Message::co)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Point {
     pub block: u32,
     pub seq: u32,
     pub location: u64,
-    pub ts: u32,
+    pub co: u64,
 }
 
 impl Point {
@@ -99,7 +99,7 @@ impl View {
             return;
         }
         if let Some(i) = self.points.iter().position(|q| q.location == p.location) {
-            if self.points[i].ts >= p.ts {
+            if self.points[i].co >= p.co {
                 return;
             }
             self.points.remove(i);
@@ -163,7 +163,7 @@ mod tests {
             block,
             seq,
             location: u64::from(block) << 32 | u64::from(seq),
-            ts: seq,
+            co: u64::from(seq),
         }
     }
 
@@ -198,13 +198,13 @@ mod tests {
     }
 
     #[test]
-    fn a_newer_write_of_the_same_location_replaces_the_older_point() {
+    fn a_coherence_later_write_of_the_same_location_replaces_the_older_point() {
         let mut v = View::new(2);
-        let at = |block, seq, ts| Point {
+        let at = |block, seq, co| Point {
             block,
             seq,
             location: 7,
-            ts,
+            co,
         };
         v.add_point(at(0, 3, 10));
         v.add_point(at(1, 2, 12));
