@@ -695,6 +695,7 @@ impl Machine<'_> {
                 },
                 false => None,
             };
+            let race_pos = self.races.as_mut().map_or(0, |r| r.reserve(t));
             let th = &mut self.threads[t];
             th.pending[th.deferred as usize] = Deferred {
                 d: d[0],
@@ -704,6 +705,7 @@ impl Machine<'_> {
                 order,
                 restricted,
                 rmw: None,
+                race_pos,
             };
             th.deferred += 1;
             return Ok(());
@@ -768,6 +770,7 @@ impl Machine<'_> {
             order: mem.order,
             restricted: None,
             rmw: Some((op, mem, b, c)),
+            race_pos: 0,
         };
         th.deferred += 1;
         Ok(())
@@ -903,7 +906,8 @@ impl Machine<'_> {
             let a = self.model_access(t, order);
             let v = self.model.load(a, addr, size, in_memory, pick, self.older);
             if let Some(races) = &mut self.races {
-                races.load(t, line, addr, order, self.model.last_read);
+                let pos = self.deferred_race_pos.take();
+                races.load(t, pos, line, addr, order, self.model.last_read);
             }
             return Ok(v);
         }
@@ -1204,6 +1208,7 @@ impl Machine<'_> {
                 self.set(base, p.d, old);
                 continue;
             }
+            self.deferred_race_pos = (p.race_pos != 0).then_some(p.race_pos);
             let v = match p.restricted {
                 None => self.load_global(t, p.line, p.addr, size, p.order)?,
                 Some(r) => self.restricted_load(t, &p, r),
@@ -1224,7 +1229,8 @@ impl Machine<'_> {
             .model
             .restricted_load(a, p.addr, size, newest, pick, self.older, r.mark);
         if let Some(races) = &mut self.races {
-            races.load(t, p.line, p.addr, p.order, self.model.last_read);
+            let pos = self.deferred_race_pos.take();
+            races.load(t, pos, p.line, p.addr, p.order, self.model.last_read);
         }
         v.unwrap_or(r.fallback)
     }

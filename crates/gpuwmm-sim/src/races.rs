@@ -347,15 +347,33 @@ impl RaceTracker {
         t < self.n
     }
 
-    /// The next access of thread `t` at PTX line `line`, or `None` for a thread not recorded.
-    fn begin(&mut self, t: usize, line: u32, kind: AccessKind, order: Order) -> Option<Side> {
+    /// The number of the next access of thread `t`, taken now for a load the simulator
+    /// defers, so that the load is recorded in program order when it is performed (0 for a
+    /// thread not recorded).
+    pub fn reserve(&mut self, t: usize) -> u32 {
+        match self.tracks(t) {
+            true => self.step(t as u32),
+            false => 0,
+        }
+    }
+
+    /// The next access of thread `t` at PTX line `line` (numbered `reserved` when it was
+    /// issued earlier), or `None` for a thread not recorded.
+    fn begin(
+        &mut self,
+        t: usize,
+        reserved: Option<u32>,
+        line: u32,
+        kind: AccessKind,
+        order: Order,
+    ) -> Option<Side> {
         if !self.tracks(t) {
             return None;
         }
         let thread = t as u32;
         Some(Side {
             thread,
-            pos: self.step(thread),
+            pos: reserved.unwrap_or_else(|| self.step(thread)),
             line,
             kind,
             strength: order.reach.into(),
@@ -363,9 +381,18 @@ impl RaceTracker {
     }
 
     /// A global load of thread `t` at PTX line `line`, which read the message with timestamp
-    /// `read_ts` (`None`: the newest value, for locations the model does not track).
-    pub fn load(&mut self, t: usize, line: u32, addr: u64, order: Order, read_ts: Option<u32>) {
-        let Some(me) = self.begin(t, line, AccessKind::Read, order) else {
+    /// `read_ts` (`None`: the newest value, for locations the model does not track);
+    /// `reserved`: its number, taken with [`RaceTracker::reserve`] when it was deferred.
+    pub fn load(
+        &mut self,
+        t: usize,
+        reserved: Option<u32>,
+        line: u32,
+        addr: u64,
+        order: Order,
+        read_ts: Option<u32>,
+    ) {
+        let Some(me) = self.begin(t, reserved, line, AccessKind::Read, order) else {
             return;
         };
         let t = me.thread;
@@ -472,11 +499,24 @@ impl RaceTracker {
         if ordered {
             return;
         }
+        let back = self.heard[first.thread as usize * self.n + second.thread as usize];
+        if back.wpos > second.pos && back.rpos < first.pos {
+            // In program order the pair runs the other way: the second access was issued
+            // before a write of its thread that the first one's thread read before the first
+            // access (a deferred read performed after the write it precedes in coherence).
+            return self.record(second, first, addr, false, back);
+        }
+        let heard = self.heard[second.thread as usize * self.n + first.thread as usize];
+        self.record(first, second, addr, observed, heard);
+    }
+
+    /// Records the unordered pair `first` then `second`, with what `second`'s thread last heard
+    /// from `first`'s.
+    fn record(&mut self, first: Side, second: Side, addr: u64, observed: bool, heard: Heard) {
         let (a, b) = (self.block(first.thread), self.block(second.thread));
         let same_cta = a == b;
         let morally_strong =
             includes(first.strength, same_cta) && includes(second.strength, same_cta);
-        let heard = self.heard[second.thread as usize * self.n + first.thread as usize];
         let communicated = heard.wpos > first.pos;
         if communicated {
             self.carrying.insert(heard.addr);
@@ -506,7 +546,7 @@ impl RaceTracker {
 
     /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked).
     pub fn store(&mut self, t: usize, line: u32, addr: u64, order: Order, ts: Option<u32>) {
-        let Some(me) = self.begin(t, line, AccessKind::Write, order) else {
+        let Some(me) = self.begin(t, None, line, AccessKind::Write, order) else {
             return;
         };
         let (t, p) = (me.thread, me.pos);
@@ -581,7 +621,7 @@ impl RaceTracker {
         wrote: bool,
         ts: Option<u32>,
     ) {
-        let Some(me) = self.begin(t, line, AccessKind::Rmw, order) else {
+        let Some(me) = self.begin(t, None, line, AccessKind::Rmw, order) else {
             return;
         };
         let (t, p) = (me.thread, me.pos);
@@ -878,11 +918,11 @@ mod tests {
             r.fence(0, Reach::Gpu, false);
         }
         r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
-        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(2));
         if acquire {
             r.fence(1, Reach::Gpu, false);
         }
-        r.load(1, 21, X, order(payload), Some(1));
+        r.load(1, None, 21, X, order(payload), Some(1));
         r.finish().conflicts
     }
 
@@ -923,9 +963,9 @@ mod tests {
         r.store(0, 10, X, order(Reach::Weak), Some(1));
         r.fence(0, Reach::Cta, false);
         r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
-        r.load(1, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(2));
         r.fence(1, Reach::Gpu, false);
-        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
         let pairs = r.finish().conflicts;
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
@@ -937,7 +977,7 @@ mod tests {
         let mut r = RaceTracker::new(2, 2);
         r.store(0, 10, X, order(Reach::Weak), Some(1));
         r.barrier(&[0, 1]);
-        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
     }
 
@@ -951,7 +991,7 @@ mod tests {
         r.barrier_arrive(0, 1);
         r.barrier_arrive(1, 1);
         r.barrier_complete(1, &[1]);
-        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
     }
 
@@ -964,7 +1004,7 @@ mod tests {
         r.store(0, 10, X, order(Reach::Weak), Some(1));
         r.barrier_arrive(1, 1);
         r.barrier_complete(1, &[1]);
-        r.load(1, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
         assert_eq!(r.finish().conflicts.len(), 1);
     }
 
@@ -981,9 +1021,9 @@ mod tests {
     #[test]
     fn a_flag_read_twice_in_a_row_is_a_synchronising_location() {
         let mut r = two_ctas();
-        r.load(1, 20, FLAG, order(Reach::Gpu), None);
+        r.load(1, None, 20, FLAG, order(Reach::Gpu), None);
         r.store(0, 11, FLAG, order(Reach::Gpu), Some(1));
-        r.load(1, 20, FLAG, order(Reach::Gpu), Some(1));
+        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(1));
         let pairs = r.finish().conflicts;
         assert!(!pairs.is_empty());
         assert!(pairs.iter().all(|p| p.synchronising));

@@ -58,6 +58,9 @@ pub struct Deferred {
     /// A deferred read-modify-write (performed whole, atomically, when its turn comes): its
     /// operation, memory reference and operand values. `None` for a load.
     pub rmw: Option<(AtomOp, MemRef, u64, u64)>,
+    /// While races are recorded: the access number the recorder gave the load when it was
+    /// issued, so that it is recorded in program order though performed later (0: none).
+    pub race_pos: u32,
 }
 
 /// What a restricted deferred load may still read.
@@ -79,6 +82,7 @@ impl Default for Deferred {
             order: Order::default(),
             restricted: None,
             rmw: None,
+            race_pos: 0,
         }
     }
 }
@@ -170,6 +174,9 @@ pub struct Machine<'a> {
     pub app_unfinished: usize,
     /// PTX model, when races are recorded: the recorder of this launch.
     pub races: Option<Box<RaceTracker>>,
+    /// The issue-time access number of the deferred load being performed now (see
+    /// [`Deferred::race_pos`]), taken by the recorder's next load.
+    pub deferred_race_pos: Option<u32>,
 }
 
 fn dims(d: (u32, u32, u32)) -> [u32; 3] {
@@ -259,6 +266,7 @@ impl<'a> Machine<'a> {
             app_threads: nthreads,
             app_unfinished: nthreads,
             races: None,
+            deferred_race_pos: None,
         }
     }
 
