@@ -295,3 +295,13 @@ fn sdk_red_without_fences_names_the_partial_sums_and_fenced_leaves_no_orderable_
 fn ls_bh_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_race() {
     assert_built_in_races_named_and_fenced_away("ls-bh-nf", 10);
 }
+
+#[test]
+fn cub_scan_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_race() {
+    assert_built_in_races_named_and_fenced_away("cub-scan-nf", 10);
+}
+
+#[test]
+fn cccl_scan_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_race() {
+    assert_built_in_races_named_and_fenced_away("cccl-scan-nf", 10);
+}
