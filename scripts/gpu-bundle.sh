@@ -5,6 +5,8 @@
 #   .gpu-bundle/bin/gpuwmm                      the release binary
 #   .gpu-bundle/bin/{cuda_backend,apps_gpu,check_gpu}   the GPU test binaries
 #   .gpu-bundle/BUILD                           commit, build directory, date (read by gpu-validate.sh)
+#   .gpu-bundle/litmus-ptx/                     the PTX conformance suite from ../shared/litmus/ptx
+#                                               (the device machine gets the checkout, not ../shared)
 #
 # The lent GPU machines here have a CUDA toolkit (NVRTC) and a driver but no cargo, so build here
 # and carry the folder:  scripts/gpu-bundle.sh, then on the GPU machine
@@ -37,6 +39,13 @@ for t in gpuwmm "${GPU_TESTS[@]}"; do
     [[ -x "$bundle/bin/$t" ]] || { echo "gpu-bundle: $t was not built" >&2; exit 1; }
     strip "$bundle/bin/$t"
 done
+suite=../shared/litmus/ptx
+if [[ -d "$suite/tests" ]]; then
+    mkdir -p "$bundle/litmus-ptx"
+    cp -r "$suite/tests" "$suite/expected.csv" "$bundle/litmus-ptx/"
+else
+    echo "gpu-bundle: no $suite beside the checkout; PART=conformance will have no suite" >&2
+fi
 {
     echo "commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+changes')"
     # The test binaries have this directory compiled in (CARGO_MANIFEST_DIR, CARGO_BIN_EXE_*);

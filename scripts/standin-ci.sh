@@ -5,10 +5,12 @@
 # every run), then `gpuwmm harden cbe-dot --backend cuda`, then `gpuwmm cost cbe-dot --backend
 # cuda` with energy windows on the stand-in NVML counter. Small settings, so CI stays fast.
 # Every figure printed here is a simulator result through the stand-in, not a GPU result.
-# PART="tests check harden cost" picks parts.
+# PART="tests litmus check harden cost" picks parts; `litmus` runs three litmus files with the
+# second one's (sorted by name) launch faulting: the run must report the fault and go on with a new context (on an
+# H100, one faulting litmus kernel once made every later test "not comparable").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PART="${PART:-tests check harden cost}"
+PART="${PART:-tests litmus check harden cost}"
 standin="$(scripts/standin.sh)"
 export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GPUWMM_REQUIRE_GPU=1 GPUWMM_REQUIRE_TOOLS=1
@@ -39,6 +41,24 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 print(sum(1 for r in rows if r["outcome"] == sys.argv[2]) if sys.argv[2] != "*" else len(rows))
 PY
 }
+
+if [[ " $PART " == *" litmus "* ]]; then
+    echo "== gpuwmm litmus run --backend cuda, the second test's launch faults (stand-in)"
+    mkdir -p "$work/litmus"
+    for t in MP+membar.gl SB+membar.sys MP+volatile; do cp "tests/litmus/$t.litmus" "$work/litmus/"; done
+    GPUWMM_STANDIN_INJECT="fault@2" "$gpuwmm" litmus run "$work/litmus" --backend cuda \
+        --executions 64 --instances 64 --seed 1 --expect tests/litmus/expected.csv \
+        --csv "$work/litmus.csv" | tee "$work/litmus.txt"
+    python3 - "$work/litmus.csv" <<'PY'
+import csv, sys
+rows = {r["test"].rsplit("/", 1)[-1]: r for r in csv.DictReader(open(sys.argv[1]))}
+faulted = rows["MP+volatile.litmus"]
+assert faulted["verdict"] == "not comparable" and "kernel fault" in faulted["reason"], faulted
+for name in ("MP+membar.gl.litmus", "SB+membar.sys.litmus"):
+    assert rows[name]["verdict"].startswith("ok") and rows[name]["executions"] == "64", rows[name]
+print("stand-in litmus: the faulting test is reported, the tests around it ran on a new context")
+PY
+fi
 
 if [[ " $PART " == *" check "* ]]; then
     echo "== gpuwmm check cbe-dot --backend cuda --env sys-str+, launch 40 faults and launch 48 hangs (stand-in)"

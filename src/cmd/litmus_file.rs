@@ -87,6 +87,9 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
                     }
                     Err(FileRunError::Backend(e)) => {
                         bar.suspend(|| outln!("Test {} failed on the backend: {e}\n", test.name))?;
+                        if e.loses_context() {
+                            opened = open(args, settings.instances, false)?;
+                        }
                         Finding::NotRun(format!("backend: {}", first_line(&e.to_string())))
                     }
                 }

@@ -160,6 +160,12 @@ impl BackendError {
     pub fn is_timeout(&self) -> bool {
         matches!(self, BackendError::Timeout(_) | BackendError::Hang(_))
     }
+
+    /// An error after which a GPU context answers every call with an error (a kernel fault, or
+    /// a kernel still running past its deadline): the caller must open a new backend to go on.
+    pub fn loses_context(&self) -> bool {
+        matches!(self, BackendError::Fault(_) | BackendError::Timeout(_))
+    }
 }
 
 pub type Result<T> = std::result::Result<T, BackendError>;

@@ -206,7 +206,12 @@ pub fn run_litmus_file(
         seed,
         &mut progress,
     );
-    if !result.as_ref().is_ok_and(|o| o.backend_lost) {
+    let lost = match &result {
+        Ok(outcome) => outcome.backend_lost,
+        Err(FileRunError::Backend(e)) => e.loses_context(),
+        Err(_) => false,
+    };
+    if !lost {
         let freed = buffers.free(backend);
         if result.is_ok() {
             freed?;
