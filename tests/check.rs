@@ -90,6 +90,16 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
         meta.stress.stress_iterations
     );
     assert!(meta.stress.calibration.is_some());
+    // Calibration says it is under way and what it found (it was silent for 77 s of a 4 s
+    // check of tpo-tm on an H100).
+    let said = String::from_utf8_lossy(&output.stderr);
+    let found = format!(" s: {} iterations", meta.stress.stress_iterations);
+    assert!(
+        said.contains("calibrating stress for sys-str+")
+            && said.contains("stress calibrated in ")
+            && said.contains(&found),
+        "{said}"
+    );
     assert!(rows
         .iter()
         .all(|r| r.stress_iterations == meta.stress.stress_iterations));

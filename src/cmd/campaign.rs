@@ -91,11 +91,18 @@ fn run_cells(campaign: &Campaign) -> Result<CampaignTable, Failure> {
     );
     let mut executors = Executors::new(campaign.in_process());
     let mut table = CampaignTable::new();
+    // Lines from the cells go above the bar; a note every cell repeats is said once.
+    let notes = std::cell::RefCell::new(std::collections::HashSet::new());
+    let say_above_bar = |line: &str| {
+        if !line.starts_with("note:") || notes.borrow_mut().insert(line.to_string()) {
+            bar.suspend(|| eprintln!("{line}"));
+        }
+    };
     for (i, (app, env)) in campaign.cells.iter().enumerate() {
         let base = i as u64 * CELL_UNITS;
         bar.set_position(base);
         let progress = |tally: &Tally| show_progress(&bar, campaign, base, (app, *env), tally);
-        let result = campaign.run_cell((app, *env), &mut executors, &progress, &say)?;
+        let result = campaign.run_cell((app, *env), &mut executors, &progress, &say_above_bar)?;
         table.add(
             app,
             *env,

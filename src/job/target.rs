@@ -145,7 +145,22 @@ pub fn calibrate(
     seed: u64,
     say: Say,
 ) -> Result<CalibratedStress, JobError> {
+    if env.stresses() {
+        // Three runs at each of 0, 1, 2, 4, ... iterations: on a GPU, an app whose run takes
+        // seconds is silent for a minute or more here (tpo-tm on an H100) unless told.
+        say(&format!(
+            "calibrating stress for {env}: 3 runs at 0, 1, 2, 4, ... iterations"
+        ));
+    }
+    let begun = std::time::Instant::now();
     let calibrated = calibrate_stress(executor, env, fences, seed)?;
+    if env.stresses() && calibrated.calibration_error.is_none() {
+        say(&format!(
+            "stress calibrated in {:.1} s: {} iterations",
+            begun.elapsed().as_secs_f64(),
+            calibrated.stress_iterations
+        ));
+    }
     if let Some(e) = &calibrated.calibration_error {
         let iterations = calibrated.stress_iterations;
         say(&format!(
