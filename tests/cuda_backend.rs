@@ -20,76 +20,7 @@ use std::time::{Duration, Instant};
 /// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to
 /// each of `n` u32; `spin` waits for a nonzero flag (volatile loads), giving up after
 /// `bailout_ns` so a test never leaves the GPU busy for long; `store_to` stores to any address.
-const KERNELS: &str = r#"
-.version 8.8
-.target sm_70
-.address_size 64
-
-.visible .entry add_one(
-    .param .u64 add_one_data,
-    .param .u32 add_one_n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<7>;
-    .reg .b64 %rd<5>;
-
-    ld.param.u64 %rd1, [add_one_data];
-    ld.param.u32 %r1, [add_one_n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.u32 %r6, [%rd4];
-    add.s32 %r6, %r6, 1;
-    st.global.u32 [%rd4], %r6;
-DONE:
-    ret;
-}
-
-.visible .entry spin(
-    .param .u64 spin_flag,
-    .param .u64 spin_bailout_ns
-)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<7>;
-
-    ld.param.u64 %rd1, [spin_flag];
-    ld.param.u64 %rd6, [spin_bailout_ns];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u64 %rd3, %globaltimer;
-LOOP:
-    ld.volatile.global.u32 %r1, [%rd2];
-    setp.ne.u32 %p1, %r1, 0;
-    @%p1 bra DONE;
-    mov.u64 %rd4, %globaltimer;
-    sub.s64 %rd5, %rd4, %rd3;
-    setp.lt.u64 %p2, %rd5, %rd6;
-    @%p2 bra LOOP;
-DONE:
-    ret;
-}
-
-.visible .entry store_to(
-    .param .u64 store_to_address
-)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-
-    ld.param.u64 %rd1, [store_to_address];
-    mov.u32 %r1, 1;
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-"#;
+const KERNELS: &str = include_str!("fixtures/ptx/small/add_one_spin_store.ptx");
 
 /// Not PTX the JIT accepts: an unknown instruction and an undeclared register.
 const MALFORMED: &str = r#"

@@ -98,6 +98,13 @@ pub fn gpu() -> Option<CudaBackend> {
     }
 }
 
+/// Device 0 for a test that also needs the CUDA tools: `None` (after printing why) where the
+/// tools, a driver or a device is missing.
+pub fn gpu_with_tools() -> Option<CudaBackend> {
+    gpuwmm::toolchain::tools_for_tests()?;
+    gpu()
+}
+
 /// Whether `backend` is the stand-in driver (`standin/cuda`, `scripts/standin.sh`), which runs
 /// kernels on the simulator: tests then use simulator-sized inputs, since a GPU-sized launch (a
 /// million threads) takes minutes to interpret. Everything else they check is unchanged.
