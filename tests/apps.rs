@@ -704,9 +704,7 @@ fn manifest_bad_values() {
 
 #[test]
 fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     let write = |text: &str| std::fs::write(dir.path().join("app.toml"), text).unwrap();
 

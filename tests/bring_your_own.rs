@@ -101,9 +101,7 @@ fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
 
 #[test]
 fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let before = stepred_files();
     let app_dir = fixture("stepred");
     let app_dir = app_dir.to_str().unwrap();
@@ -128,9 +126,7 @@ fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
 
 #[test]
 fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let before = stepred_files();
     let journal = dir.path().join("h.csv");
     let out = gpuwmm_in_repo(
@@ -163,9 +159,7 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
 
 #[test]
 fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let journal = dir.path().join("h.csv");
     let out = gpuwmm_in_repo(
         &[

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::cli::{gpuwmm, words};
+use common::cli::{gpuwmm, ok, words};
 use common::run_fixture_app;
 use gpuwmm::apps::{Size, Verdict};
 use gpuwmm::backend::sim::{SimBackend, SimModel};
@@ -52,9 +52,7 @@ fn a_wrong_count_in_the_apps_device_variable_fails_the_check_with_both_values() 
 /// gets that module's variable. Without stress, from the module as loaded.
 #[test]
 fn under_check_with_and_without_stress_the_verdict_follows_the_apps_count() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     for env in ["sys-str+", "no-str-"] {
         let outcomes = |app: &str| {
             let line = format!(
@@ -62,14 +60,7 @@ fn under_check_with_and_without_stress_the_verdict_follows_the_apps_count() {
             );
             let app_dir = fixture(app);
             let args = [&words(&line)[..], &["--app-dir", &app_dir]].concat();
-            let out = gpuwmm(&args, dir.path());
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(
-                out.status.success(),
-                "{stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            stdout
+            ok(&gpuwmm(&args, dir.path()))
         };
         let right = outcomes("devcount");
         assert!(

@@ -104,9 +104,7 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     // Under the PTX model the relaxed `atomicCAS` that takes the lock is no acquire: without a
     // fence after it the critical section may read a stale `*result` (the store-buffer model
     // of gpuwmm 0.1 found only the release-side fence).
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
@@ -213,9 +211,7 @@ fn harden_sdk_red_nf_keeps_the_writer_and_reader_fences_in_the_first_round() {
 
 #[test]
 fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let journal = dir.path().join("killed.csv");
     let stable = ["--stable-runs", "3000", "--minimise-kind", "off"];
     let mut child = harden_command("cbe-dot", &journal, &stable)
@@ -444,9 +440,7 @@ fn harden_keeps_gpu_scope_fences_for_a_handoff_across_blocks() {
 
 #[test]
 fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let in_dir = |extra: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
         command
@@ -511,9 +505,7 @@ fn rows_without_timing(journal: &Path) -> Vec<String> {
 
 #[test]
 fn the_fences_and_the_journal_do_not_depend_on_jobs() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let app_dir = Path::new(REPO).join("tests/fixtures/apps/handoff-grid");
     let mut outputs = Vec::new();
     for jobs in ["1", "2"] {
@@ -543,9 +535,7 @@ fn the_fences_and_the_journal_do_not_depend_on_jobs() {
 /// job could not tell it from a hardened app. It now exits 1, after writing its report.
 #[test]
 fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let journal = dir.path().join("unstable.csv");
     // One run per reduction query drops fences the 300-run stability check then misses. Under
     // the store-buffer model, which records no races, so that no race keeps them (on the PTX
@@ -688,9 +678,7 @@ fn a_variant_that_keeps_its_fences_is_not_said_to_strip_them() {
 /// renumbered ls-bh's sites) would have resumed with its fences at other accesses.
 #[test]
 fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let journal = dir.path().join("h.csv");
     let harden = |extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_gpuwmm"))

@@ -222,9 +222,7 @@ fn a_counted_producer_consumer_barrier_is_not_reported_as_a_race() {
 /// of the same check run in one go (runs and occurrences per pair).
 #[test]
 fn the_races_summary_survives_a_resume() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let app = "races-unlocked-write";
     let whole = check_races_in(&dir.path().join("whole"), app, true, 60, &["--races"]);
     let halves = dir.path().join("halves");
@@ -238,9 +236,7 @@ fn the_races_summary_survives_a_resume() {
 /// without `--races`, and twice the same races with it.
 #[test]
 fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let app = "sdk-red-nf";
     let with =
         |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);

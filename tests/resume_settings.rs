@@ -35,9 +35,7 @@ fn runs(journal: &Path) -> Vec<u64> {
 /// word, and so did `--seed`, `--sim-model`, `--stress-factor` and `--app-dir`.
 #[test]
 fn resume_with_other_fences_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     assert!(check(dir.path(), "3", "").status.success());
     let refused = check(dir.path(), "6", "--resume --fences all");
     assert_bad_input(
@@ -71,9 +69,7 @@ fn resume_with_other_fences_is_refused() {
 
 #[test]
 fn resume_with_another_app_dir_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/handoff-block");
     copy_dir(&fixture, &dir.path().join("a"));
     copy_dir(&fixture, &dir.path().join("b"));
@@ -143,9 +139,7 @@ fn edited_kernel_is_refused_on_resume() {
 /// Bug: `replay J 0` after the kernel was edited ran the new kernel and reported "differs".
 #[test]
 fn replay_refuses_an_edited_kernel() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     checked_app(dir.path());
     assert!(gpuwmm(&words("replay j.csv 0"), dir.path())
         .status
@@ -190,9 +184,7 @@ fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
 /// resume and replay refuse it, and `--force` goes on.
 #[test]
 fn a_journal_without_app_hashes_is_refused_unless_forced() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     assert!(check(dir.path(), "3", "").status.success());
     let sidecar = dir.path().join("j.json");
     let mut meta: serde_json::Value =
@@ -215,9 +207,7 @@ fn a_journal_without_app_hashes_is_refused_unless_forced() {
 /// with the journal's; now refused like any other option.
 #[test]
 fn harden_resume_with_other_iterations_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let line = "harden cbe-dot --backend sim --journal h.csv";
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .args(words(line))
@@ -251,9 +241,7 @@ fn harden_resume_with_other_iterations_is_refused() {
 /// plan records the campaign's options and a resume compares those it is given.
 #[test]
 fn campaign_resume_with_other_fences_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::dir_with_tools_or_skip!();
     let line = "campaign --apps cbe-dot --envs no-str- --backend sim --runs 2 --out c";
     assert!(gpuwmm(&words(line), dir.path()).status.success());
     let plan = std::fs::read_to_string(dir.path().join("c/plan.json")).unwrap();
