@@ -24,9 +24,7 @@ fn fence_everything(module: Module) -> Module {
 
 #[test]
 fn every_app_runs_on_a_gpu_at_both_sizes() {
-    let Some(mut backend) = gpu_with_tools() else {
-        return;
-    };
+    let mut backend = common::or_skip!(gpu_with_tools());
     for app in builtin_apps().unwrap() {
         let plain = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
         for (label, module) in [
@@ -88,9 +86,7 @@ fn every_app_runs_on_a_gpu_at_both_sizes() {
 /// the sim size on the stand-in, at the GPU size on a GPU. Waits for validation on a GPU.
 #[test]
 fn a_check_kernel_reads_the_apps_device_variable_on_a_gpu() {
-    let Some(mut backend) = gpu_with_tools() else {
-        return;
-    };
+    let mut backend = common::or_skip!(gpu_with_tools());
     let size = if common::is_standin(&backend) {
         Size::Sim
     } else {

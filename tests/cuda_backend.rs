@@ -114,7 +114,7 @@ fn nvml_probe_never_panics() {
 
 #[test]
 fn alloc_copy_round_trip() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let buf = b.alloc(1000).unwrap();
     assert_eq!(buf.bytes, 1000);
     assert_ne!(buf.address, 0);
@@ -156,7 +156,7 @@ fn alloc_copy_round_trip() {
 
 #[test]
 fn add_one_kernel() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     println!("JIT info log: {}", b.jit_info_log());
     let n: u32 = 100_000;
@@ -190,7 +190,7 @@ fn add_one_kernel() {
 
 #[test]
 fn kernel_time_is_measured() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     assert_eq!(b.last_kernel_stats().time, Duration::ZERO);
     let module = b.load_module(KERNELS).unwrap();
     // 4M threads on a GPU; the stand-in interprets every thread, so it gets 16K.
@@ -217,7 +217,7 @@ fn kernel_time_is_measured() {
 
 #[test]
 fn malformed_ptx_gives_the_jit_log() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     match b.load_module(MALFORMED) {
         Err(BackendError::Jit { log }) => {
             println!("JIT log:\n{log}");
@@ -240,7 +240,7 @@ fn malformed_ptx_gives_the_jit_log() {
 
 #[test]
 fn launch_errors_are_typed() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     let data = b.alloc(64).unwrap();
     let cfg = one_d(1, 32);
@@ -277,7 +277,7 @@ fn launch_errors_are_typed() {
 
 #[test]
 fn a_spinning_kernel_times_out() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     let flag = b.alloc(4).unwrap();
     let bailout_ns = 10_000_000_000u64;
@@ -311,7 +311,7 @@ fn a_spinning_kernel_times_out() {
 
 #[test]
 fn an_out_of_bounds_store_is_a_fault() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     b.launch(module, "store_to", &one_d(1, 1), &[KernelArg::U64(0)])
         .unwrap();
@@ -337,7 +337,7 @@ fn an_out_of_bounds_store_is_a_fault() {
 
 #[test]
 fn device_info_matches_nvml_when_present() {
-    let Some(b) = gpu() else { return };
+    let b = common::or_skip!(gpu());
     let info = b.info();
     println!("{info:?}, PCI {}", b.pci_bus_id());
     match b.power_meter() {
@@ -363,10 +363,8 @@ fn device_info_matches_nvml_when_present() {
 /// loaded the driver crashed the process inside `nvrtcCompileProgram`.
 #[test]
 fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
-    let Some(mut b) = gpu() else { return };
-    let Some(tools) = gpuwmm::toolchain::tools_for_tests() else {
-        return;
-    };
+    let mut b = common::or_skip!(gpu());
+    let tools = common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let module = common::compile_corpus(&tools, "apps/cbe-dot/kernel.cu");
     let ptx = gpuwmm::ptx::print(&module);
     assert!(b.load_module(&ptx).is_ok());

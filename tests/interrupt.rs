@@ -88,7 +88,7 @@ fn run_printed(dir: &Path, command: &str) -> Output {
 /// Bug: Ctrl-C ended a check with exit 130 and no word on how to go on.
 #[test]
 fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_it() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "check cbe-dot --env sys-str+ --backend sim --runs 2000";
     let command = resume_command_after(
         dir.path(),
@@ -124,7 +124,7 @@ fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_i
 /// command printed, and the resumed hardening ends with each query's runs numbered in order.
 #[test]
 fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "harden cbe-dot --backend sim --stable-runs 3000 --jobs 2 --journal h.csv";
     let command = resume_command_after(dir.path(), line, "h.csv", 40, "TERM");
     assert_eq!(command, format!("{BIN} {line} --resume"));
@@ -145,7 +145,7 @@ fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
 /// A campaign interrupted between cells or in one: the printed command names its folder.
 #[test]
 fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "campaign --apps cbe-dot --envs no-str-,sys-str+ --backend sim --runs 1500";
     let command = resume_command_after(
         dir.path(),

@@ -35,7 +35,7 @@ fn runs(journal: &Path) -> Vec<u64> {
 /// word, and so did `--seed`, `--sim-model`, `--stress-factor` and `--app-dir`.
 #[test]
 fn resume_with_other_fences_is_refused() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     assert!(check(dir.path(), "3", "").status.success());
     let refused = check(dir.path(), "6", "--resume --fences all");
     assert_bad_input(
@@ -69,7 +69,7 @@ fn resume_with_other_fences_is_refused() {
 
 #[test]
 fn resume_with_another_app_dir_is_refused() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/handoff-block");
     copy_dir(&fixture, &dir.path().join("a"));
     copy_dir(&fixture, &dir.path().join("b"));
@@ -126,9 +126,7 @@ fn edit_kernel(dir: &Path) {
 /// journal came from the old kernel and 5–9 from the new one.
 #[test]
 fn edited_kernel_is_refused_on_resume() {
-    let Some(dir) = checked_then_edited_app() else {
-        return;
-    };
+    let dir = common::or_skip!(checked_then_edited_app());
     let refused = app_check(dir.path(), "6", "--resume");
     assert_bad_input(&refused, "cannot resume j.csv: sources recorded sha256 ");
     assert_bad_input(&refused, "now sha256 ");
@@ -139,7 +137,7 @@ fn edited_kernel_is_refused_on_resume() {
 /// Bug: `replay J 0` after the kernel was edited ran the new kernel and reported "differs".
 #[test]
 fn replay_refuses_an_edited_kernel() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     checked_app(dir.path());
     assert!(gpuwmm(&words("replay j.csv 0"), dir.path())
         .status
@@ -160,9 +158,7 @@ fn replay_refuses_an_edited_kernel() {
 /// sidecar, and `replay` then compares each row with the sources it ran with.
 #[test]
 fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
-    let Some(dir) = checked_then_edited_app() else {
-        return;
-    };
+    let dir = common::or_skip!(checked_then_edited_app());
     let forced = app_check(dir.path(), "5", "--resume --force");
     assert!(forced.status.success());
     let journal = dir.path().join("j.csv");
@@ -184,7 +180,7 @@ fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
 /// resume and replay refuse it, and `--force` goes on.
 #[test]
 fn a_journal_without_app_hashes_is_refused_unless_forced() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     assert!(check(dir.path(), "3", "").status.success());
     let sidecar = dir.path().join("j.json");
     let mut meta: serde_json::Value =
@@ -207,7 +203,7 @@ fn a_journal_without_app_hashes_is_refused_unless_forced() {
 /// with the journal's; now refused like any other option.
 #[test]
 fn harden_resume_with_other_iterations_is_refused() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "harden cbe-dot --backend sim --journal h.csv";
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .args(words(line))
@@ -241,7 +237,7 @@ fn harden_resume_with_other_iterations_is_refused() {
 /// plan records the campaign's options and a resume compares those it is given.
 #[test]
 fn campaign_resume_with_other_fences_is_refused() {
-    let dir = common::dir_with_tools_or_skip!();
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "campaign --apps cbe-dot --envs no-str- --backend sim --runs 2 --out c";
     assert!(gpuwmm(&words(line), dir.path()).status.success());
     let plan = std::fs::read_to_string(dir.path().join("c/plan.json")).unwrap();

@@ -35,8 +35,8 @@
 
 use super::nvml::{Nvml, PowerMeter};
 use super::{
-    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelStats,
-    LaunchConfig, ModuleId, Result,
+    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelLaunch,
+    KernelStats, ModuleId, Result,
 };
 use cudarc::driver::sys::{self, CUresult};
 use std::collections::HashMap;
@@ -989,13 +989,13 @@ impl Device for CudaBackend {
         Ok(buffer)
     }
 
-    fn launch(
-        &mut self,
-        module: ModuleId,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<()> {
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<()> {
+        let KernelLaunch {
+            module,
+            kernel,
+            config,
+            args,
+        } = launch;
         self.usable()?;
         let k = self.kernel(module, kernel)?;
         let (grid, block) = (config.grid, config.block);

@@ -130,19 +130,20 @@ pub fn temp_dir_with_tools() -> Option<tempfile::TempDir> {
     Some(tempfile::tempdir().unwrap())
 }
 
-/// A [`temp_dir_with_tools`], or, without the CUDA tools, a return from the calling test (it
-/// is skipped). A macro because only the test's own body can return from it.
+/// The value of a probe that prints why a test is skipped and gives `None` then (such as
+/// [`temp_dir_with_tools`], [`gpu`] or `tools_for_tests`), or a return from the calling test.
+/// A macro because only the test's own body can return from it.
 #[allow(unused_macros)]
-macro_rules! dir_with_tools_or_skip {
-    () => {
-        match $crate::common::temp_dir_with_tools() {
-            Some(dir) => dir,
+macro_rules! or_skip {
+    ($probe:expr) => {
+        match $probe {
+            Some(value) => value,
             None => return,
         }
     };
 }
 #[allow(unused_imports)]
-pub(crate) use dir_with_tools_or_skip;
+pub(crate) use or_skip;
 
 /// Loads the app in `tests/fixtures/apps/<name>` on `backend` as it is (no fences, no stress)
 /// and runs it `runs` times at `size`, input seeds 0, 1, ...; the verdicts in order.

@@ -29,8 +29,8 @@ pub use self::races::{
 use self::vars::VarSpace;
 pub use crate::device::Device;
 use crate::device::{
-    BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig, ModuleId,
-    Result,
+    BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelLaunch, KernelStats,
+    LaunchConfig, ModuleId, Result,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -572,17 +572,11 @@ impl Device for SimBackend {
             .ok_or_else(|| BackendError::NoVariable(name.to_string()))
     }
 
-    fn launch(
-        &mut self,
-        module: ModuleId,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<()> {
-        let (index, k) = self.find_kernel(module, kernel)?;
-        check_config(config)?;
-        let params = param_buffer(k, args)?;
-        self.enqueue(module, index, config, params);
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<()> {
+        let (index, k) = self.find_kernel(launch.module, launch.kernel)?;
+        check_config(launch.config)?;
+        let params = param_buffer(k, launch.args)?;
+        self.enqueue(launch.module, index, launch.config, params);
         Ok(())
     }
 
