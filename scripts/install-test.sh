@@ -25,11 +25,16 @@ log "installing from a copy of the working tree"
 CARGO_TARGET_DIR="$repo/target" cargo install --quiet --locked --path "$tmp/src" --root "$tmp/root"
 rm -rf "$tmp/src"
 
-gpuwmm() {
-    (cd "$tmp/work" && env -u GPUWMM_CACHE_DIR -u GPUWMM_PROFILE_DIR -u XDG_CACHE_HOME \
+# Runs the gpuwmm installed under root $1 in the folder $2, with a home of its own and none of
+# the caller's cache or profile folders.
+run_installed() {
+    local root=$1 work=$2
+    shift 2
+    (cd "$work" && env -u GPUWMM_CACHE_DIR -u GPUWMM_PROFILE_DIR -u XDG_CACHE_HOME \
         -u XDG_DATA_HOME HOME="$tmp/home" GPUWMM_CUDA_TOOLS="$repo/.cuda-tools" \
-        "$tmp/root/bin/gpuwmm" "$@")
+        "$root/bin/gpuwmm" "$@")
 }
+gpuwmm() { run_installed "$tmp/root" "$tmp/work" "$@"; }
 gpuwmm --version | grep -q '^gpuwmm ' || fail "--version"
 gpuwmm apps >/dev/null || fail "apps"
 gpuwmm check cbe-dot --backend sim --runs 20 || fail "check cbe-dot"
@@ -60,11 +65,7 @@ checkouts="$tmp/cargo-home/git"
 rm -rf "$tmp/gitsrc" "$checkouts"
 rm -rf "$tmp/home" && mkdir -p "$tmp/home"
 
-gpuwmm_git() {
-    (cd "$tmp/work2" && env -u GPUWMM_CACHE_DIR -u GPUWMM_PROFILE_DIR -u XDG_CACHE_HOME \
-        -u XDG_DATA_HOME HOME="$tmp/home" GPUWMM_CUDA_TOOLS="$repo/.cuda-tools" \
-        "$tmp/root-git/bin/gpuwmm" "$@")
-}
+gpuwmm_git() { run_installed "$tmp/root-git" "$tmp/work2" "$@"; }
 gpuwmm_git --version | grep -q "^gpuwmm .*$commit" || fail "--version of the --git install names no commit $commit: $(gpuwmm_git --version)"
 gpuwmm_git apps >/dev/null || fail "apps (--git install)"
 gpuwmm_git check cbe-dot --backend sim --runs 20 >/dev/null || fail "check cbe-dot (--git install)"

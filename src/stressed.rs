@@ -5,7 +5,7 @@
 //! [`StressedLauncher::launch`] wherever they would launch the application's kernel.
 
 use crate::backend::BackendError;
-use crate::backend::{Backend, Buffer, KernelArg, LaunchConfig, ModuleId, Result};
+use crate::backend::{Backend, Buffer, KernelArg, KernelLaunch, LaunchConfig, Result};
 use crate::control::{ControlBlock, ControlError, ControlParams};
 
 /// The run-time stress parameters of one launch (the access sequence is compiled into the PTX).
@@ -23,13 +23,7 @@ pub struct StressSettings {
 
 /// The application's launch that a harnessed kernel stands in for: the harnessed module's
 /// kernel, the grid and block the application asked for, and its arguments.
-#[derive(Debug, Clone, Copy)]
-pub struct AppLaunch<'a> {
-    pub module: ModuleId,
-    pub kernel: &'a str,
-    pub config: &'a LaunchConfig,
-    pub args: &'a [KernelArg],
-}
+pub type AppLaunch<'a> = KernelLaunch<'a>;
 
 /// Owns the scratchpad and the control-block buffer for the harnessed launches of one run.
 pub struct StressedLauncher {

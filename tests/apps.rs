@@ -12,8 +12,8 @@ use gpuwmm::apps::{
     DEFAULT_ARCH,
 };
 use gpuwmm::backend::{
-    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelStats,
-    LaunchConfig, ModuleId,
+    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelLaunch,
+    KernelStats, LaunchConfig, ModuleId,
 };
 use gpuwmm::ptx::passes::fences::{fence_sites, Granularity};
 use gpuwmm::ptx::{print, Module};
@@ -113,21 +113,15 @@ impl Device for MemBackend {
     fn module_global(&mut self, _module: ModuleId, name: &str) -> Result<Buffer, BackendError> {
         Err(BackendError::NoVariable(name.to_string()))
     }
-    fn launch(
-        &mut self,
-        module: ModuleId,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<(), BackendError> {
-        if kernel == "hang" {
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<(), BackendError> {
+        if launch.kernel == "hang" {
             return Err(BackendError::Timeout(Duration::from_secs(1)));
         }
         self.launches.push(Recorded {
-            module,
-            kernel: kernel.to_string(),
-            config: *config,
-            args: args.to_vec(),
+            module: launch.module,
+            kernel: launch.kernel.to_string(),
+            config: *launch.config,
+            args: launch.args.to_vec(),
         });
         Ok(())
     }
@@ -338,9 +332,7 @@ fn variants_share_the_source_and_inputs_of_their_base() {
 
 #[test]
 fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for app in builtin_apps().unwrap() {
         let module = app
             .module(DEFAULT_ARCH, Size::Sim)
@@ -372,9 +364,7 @@ fn every_app_compiles_and_assembles_for_sm70_sm80_sm90() {
 
 #[test]
 fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let fences = |name: &str| {
         find_app(name)
             .unwrap()
@@ -396,9 +386,7 @@ fn nf_variants_have_no_fences_and_the_originals_have_theirs() {
 
 #[test]
 fn check_kernels_are_not_in_the_app_module_but_in_the_check_module() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let app = find_app("sdk-red").unwrap();
     let module = print(&app.module(DEFAULT_ARCH, Size::Sim).unwrap());
     let check = print(&app.check_module(DEFAULT_ARCH, Size::Sim).unwrap().unwrap());
@@ -408,9 +396,7 @@ fn check_kernels_are_not_in_the_app_module_but_in_the_check_module() {
 
 #[test]
 fn manifest_check_kernel_runs_from_the_check_module_without_the_launcher() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let app = find_app("cub-scan").unwrap();
     let mut backend = MemBackend::new();
     let module = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
@@ -704,9 +690,7 @@ fn manifest_bad_values() {
 
 #[test]
 fn manifest_kernel_names_and_parameter_counts_are_checked_against_the_source() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     std::fs::write(dir.path().join("kernel.cu"), TOY_KERNEL).unwrap();
     let write = |text: &str| std::fs::write(dir.path().join("app.toml"), text).unwrap();
 

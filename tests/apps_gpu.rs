@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::gpu;
+use common::{gpu, gpu_with_tools};
 
 use gpuwmm::apps::{
     builtin_apps, AppError, DirectLauncher, LoadedApp, RunOptions, Size, DEFAULT_ARCH,
@@ -14,7 +14,6 @@ use gpuwmm::apps::{
 use gpuwmm::backend::BackendError;
 use gpuwmm::ptx::passes::fences::{fence_sites, insert_fences, FenceKind, Granularity};
 use gpuwmm::ptx::Module;
-use gpuwmm::toolchain::tools_for_tests;
 use std::time::Duration;
 
 fn fence_everything(module: Module) -> Module {
@@ -25,12 +24,7 @@ fn fence_everything(module: Module) -> Module {
 
 #[test]
 fn every_app_runs_on_a_gpu_at_both_sizes() {
-    if tools_for_tests().is_none() {
-        return;
-    }
-    let Some(mut backend) = gpu() else {
-        return;
-    };
+    let mut backend = common::or_skip!(gpu_with_tools());
     for app in builtin_apps().unwrap() {
         let plain = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
         for (label, module) in [
@@ -92,12 +86,7 @@ fn every_app_runs_on_a_gpu_at_both_sizes() {
 /// the sim size on the stand-in, at the GPU size on a GPU. Waits for validation on a GPU.
 #[test]
 fn a_check_kernel_reads_the_apps_device_variable_on_a_gpu() {
-    if tools_for_tests().is_none() {
-        return;
-    }
-    let Some(mut backend) = gpu() else {
-        return;
-    };
+    let mut backend = common::or_skip!(gpu_with_tools());
     let size = if common::is_standin(&backend) {
         Size::Sim
     } else {

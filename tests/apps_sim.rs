@@ -13,6 +13,8 @@
 //! build (the fenceless test stops at the first failure); the ignored `failure_rates` test runs
 //! 2,000 runs per app and setting (about 7 minutes in a debug build on 2 cores).
 
+mod common;
+
 use gpuwmm::apps::{
     find_app, App, AppError, DirectLauncher, LoadedApp, RunOptions, Size, Verdict, DEFAULT_ARCH,
 };
@@ -143,9 +145,7 @@ fn no_change(m: Module) -> Module {
 
 #[test]
 fn every_app_passes_under_sc() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     assert_every_run_passes(&ALL_APPS, MemoryModel::Sc, no_change, 0..100);
 }
 
@@ -171,17 +171,13 @@ fn assert_every_run_passes(
 
 #[test]
 fn every_app_passes_under_weak_with_a_fence_after_every_access() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     assert_every_run_passes(&ALL_APPS, MemoryModel::Weak, fence_everything, 1000..1100);
 }
 
 #[test]
 fn fenceless_apps_fail_under_weak() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     for name in FENCELESS {
         let app = find_app(name).unwrap();
         let t = campaign(app.as_ref(), sim(MemoryModel::Weak), no_change, 0..2000, 1);
@@ -200,9 +196,7 @@ fn fenceless_apps_fail_under_weak() {
 #[test]
 #[ignore]
 fn failure_rates() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let runs: u64 = std::env::var("GPUWMM_APP_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -276,9 +270,7 @@ fn every_app_passes_under_stress_and_thread_randomisation_when_fenced() {
     use gpuwmm::ptx::passes::stress::{parse_sequence, StressStrategy};
     use gpuwmm::ptx::print;
     use gpuwmm::stressed::{StressSettings, StressedLauncher};
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     for name in ALL_APPS {
         let app = find_app(name).unwrap();
         let kernels = app.kernels(Size::Sim);
@@ -348,17 +340,13 @@ const FAILS_TPO_TM: std::ops::RangeInclusive<u64> = 190..=200;
 
 #[test]
 fn queue_apps_pass_under_ptx_with_a_fence_after_every_access() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     assert_every_run_passes(&QUEUE_APPS, MemoryModel::Ptx, fence_everything, 0..RUNS_PTX);
 }
 
 #[test]
 fn queue_apps_without_fences_fail_under_ptx_at_the_pinned_rate() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     for (name, expected) in [("ct-octree", FAILS_CT_OCTREE), ("tpo-tm", FAILS_TPO_TM)] {
         assert_fails_under_ptx_at_the_pinned_rate(name, 0..RUNS_PTX, expected);
     }
@@ -414,9 +402,7 @@ fn ls_bh_outcomes(name: &str, model: MemoryModel, transform: fn(Module) -> Modul
 
 #[test]
 fn ls_bh_passes_under_sc() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     for name in ["ls-bh", "ls-bh-nf"] {
         let t = ls_bh_outcomes(name, MemoryModel::Sc, no_change);
         assert_eq!(
@@ -429,9 +415,7 @@ fn ls_bh_passes_under_sc() {
 
 #[test]
 fn ls_bh_passes_under_ptx_with_a_fence_after_every_access() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     for name in ["ls-bh", "ls-bh-nf"] {
         let t = ls_bh_outcomes(name, MemoryModel::Ptx, fence_everything);
         assert_eq!(
@@ -445,9 +429,7 @@ fn ls_bh_passes_under_ptx_with_a_fence_after_every_access() {
 /// Asserts that `name`, without fences added, fails under Ptx in `expected` of seeds
 /// 0..RUNS_LS_BH and that no run hangs (skipped without NVRTC).
 fn assert_ls_bh_fails_under_ptx(name: &str, expected: std::ops::RangeInclusive<u64>) {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let t = ls_bh_outcomes(name, MemoryModel::Ptx, no_change);
     eprintln!(
         "{name}: {} failures, {} timeouts in {RUNS_LS_BH} Ptx runs; first: {:?}",
@@ -504,9 +486,7 @@ const FAILS_CCCL_SCAN_RLX: std::ops::RangeInclusive<u64> = 165..=195;
 
 #[test]
 fn cccl_scan_passes_under_sc() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     assert_every_run_passes(
         &CCCL_SCAN_APPS,
         MemoryModel::Sc,
@@ -517,9 +497,7 @@ fn cccl_scan_passes_under_sc() {
 
 #[test]
 fn cccl_scan_passes_under_ptx_with_a_fence_after_every_access() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     let seeds = 0..RUNS_CCCL_SCAN;
     assert_every_run_passes(&CCCL_SCAN_APPS, MemoryModel::Ptx, fence_everything, seeds);
 }
@@ -528,9 +506,7 @@ fn cccl_scan_passes_under_ptx_with_a_fence_after_every_access() {
 /// the PTX model.
 #[test]
 fn cccl_scan_as_shipped_passes_under_ptx() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     let module = sim_module("cccl-scan");
     assert!(module.fence_count() > 0, "CUB's membar.gl is in the PTX");
     let seeds = 0..RUNS_CCCL_SCAN_SHIPPED;
@@ -540,9 +516,7 @@ fn cccl_scan_as_shipped_passes_under_ptx() {
 /// Without CUB's reader-side membar.gl (its st.release stays) the look-back reads stale values.
 #[test]
 fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     let module = sim_module("cccl-scan-nf");
     assert_eq!(module.fence_count(), 0);
     assert_fails_under_ptx_at_the_pinned_rate(
@@ -556,9 +530,7 @@ fn cccl_scan_nf_fails_under_ptx_at_the_pinned_rate() {
 /// side is unordered: the look-back can see a status before the value it announces.
 #[test]
 fn cccl_scan_rlx_fails_under_ptx_at_the_pinned_rate() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     let module = sim_module("cccl-scan-rlx");
     let text = gpuwmm::ptx::print(&module);
     assert!(!text.contains("st.release"), "no release store is left");
@@ -603,9 +575,7 @@ const FAILS_FINAL_SET_INCLUSIVE: std::ops::RangeInclusive<u64> = 50..=66;
 /// whole look-back. Launches that start their blocks one after another expose it.
 #[test]
 fn cccl_scan_rlx_needs_its_final_set_inclusive_ordered_once_blocks_start_staggered() {
-    if cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(cccl_tools_for_tests());
     let app = find_app("cccl-scan-rlx").unwrap();
     let runs = |config: SimConfig, transform: fn(Module) -> Module, stop_after: u64| {
         campaign(&*app, config, transform, 0..RUNS_STAGGER, stop_after)

@@ -66,9 +66,7 @@ fn stepred_sources_need_no_extern_c_and_no_explicit_instantiation() {
 
 #[test]
 fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let app = load_app_dir(&fixture("stepred")).unwrap();
     for size in Size::ALL {
         let kernels = app.kernels(size);
@@ -101,9 +99,7 @@ fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
 
 #[test]
 fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let before = stepred_files();
     let app_dir = fixture("stepred");
     let app_dir = app_dir.to_str().unwrap();
@@ -128,9 +124,7 @@ fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
 
 #[test]
 fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let before = stepred_files();
     let journal = dir.path().join("h.csv");
     let out = gpuwmm_in_repo(
@@ -163,9 +157,7 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
 
 #[test]
 fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("h.csv");
     let out = gpuwmm_in_repo(
         &[
@@ -416,9 +408,7 @@ fn missing_source_files_and_include_folders_are_named() {
 /// NVRTC's errors about it.
 #[test]
 fn a_listed_host_file_gets_one_error_naming_its_first_host_line() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let dir = tempfile::tempdir().unwrap();
     let (manifest, text) = copy_stepred(dir.path());
     std::fs::write(&manifest, text.replace("[\"stepred.cu\"]", "[\"main.cu\"]")).unwrap();
@@ -446,9 +436,7 @@ fn a_listed_host_file_gets_one_error_naming_its_first_host_line() {
 /// template instance NVRTC cannot resolve.
 #[test]
 fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let dir = tempfile::tempdir().unwrap();
     let (manifest, text) = copy_stepred(dir.path());
     for (name, expected) in [

@@ -55,9 +55,7 @@ fn count(rows: &[RunRecord], outcome: Outcome) -> String {
 
 #[test]
 fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = campaign_args("50", "out");
     let output = gpuwmm(dir.path(), &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -128,9 +126,7 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
 
 #[test]
 fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinished() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("campaign --apps cbe-dot --envs no-str- --runs 5 --backend sim");
     for _ in 0..2 {
         let output = gpuwmm(dir.path(), &args);
@@ -169,9 +165,7 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
 /// unfinished cells then dropped out of the summary and of `--collect` without a word.
 #[test]
 fn campaign_resume_with_other_apps_or_envs_is_refused_rather_than_dropping_cells() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let plan = words("campaign --apps cbe-dot,cub-scan --envs no-str- --runs 2 --backend sim");
     let output = gpuwmm(dir.path(), &[&plan[..], &["--out", "out"]].concat());
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -205,9 +199,7 @@ fn complete_lines(path: &Path) -> String {
 
 #[test]
 fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let out = dir.path().join("out");
     let first = journal(&out, CELLS[0].0, CELLS[0].1);
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
@@ -258,9 +250,7 @@ fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
 
 #[test]
 fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let check = gpuwmm(
         dir.path(),
         &words("check cbe-dot --env sys-str+ --runs 200 --backend sim"),
@@ -321,9 +311,7 @@ fn replay_says_which_journals_it_supports() {
 
 #[test]
 fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     // On the store-buffer model, which records no races: on the PTX model the races keep
     // cbe-dot's fences without a query, so no run of its hardening fails.
     let harden = gpuwmm(

@@ -58,9 +58,7 @@ fn check_cbe_dot_200_times(dir: &Path, extra: &[&str]) -> (Output, PathBuf) {
 
 #[test]
 fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let (output, journal) = check_cbe_dot_200_times(dir.path(), &[]);
     let text = stdout(&output);
     let rows = rows(&journal);
@@ -111,9 +109,7 @@ fn check_journals_every_run_and_finds_the_cbe_dot_bug_under_sys_str() {
 
 #[test]
 fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let (_, journal) = check_cbe_dot_200_times(dir.path(), &["--fences", "all"]);
     let rows = rows(&journal);
     assert_eq!(rows.len(), 200);
@@ -122,9 +118,7 @@ fn a_fence_at_every_site_makes_cbe_dot_pass_every_run() {
 
 #[test]
 fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("broken.csv");
     let output = run(gpuwmm(dir.path())
         .args(words("check broken --env no-str+ --runs 60 --backend sim"))
@@ -152,9 +146,7 @@ fn hung_and_faulting_kernels_are_timeouts_and_crashes_and_the_check_goes_on() {
 
 #[test]
 fn a_worker_that_dies_is_a_crash_and_a_fresh_worker_takes_over() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let output = run(gpuwmm(dir.path())
         .env(gpuwmm::check::worker::ABORT_ON_RUN_VAR, "3")
         .args(words("check cbe-dot --env no-str- --runs 10 --backend sim"))
@@ -191,9 +183,7 @@ fn wait_for_lines(path: &Path, lines: usize) {
 /// interleaving the two commands' rows.
 #[test]
 fn a_check_still_running_refuses_a_second_resume_of_its_journal() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("busy.csv");
     let mut first =
         spawn_quietly(short_check(dir.path(), "1000000").args(["--journal", "busy.csv"]));
@@ -213,9 +203,7 @@ fn a_check_still_running_refuses_a_second_resume_of_its_journal() {
 
 #[test]
 fn sigkill_then_resume_loses_no_run_and_goes_on_from_where_it_stopped() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("j.csv");
     let args = words("check cbe-dot --env sys-str+ --backend sim --journal j.csv");
     let mut child = spawn_quietly(gpuwmm(dir.path()).args(&args).args(["--runs", "1000000"]));
@@ -277,9 +265,7 @@ fn short_check(dir: &Path, runs: &str) -> Command {
 /// the compiler or the site finder changed put its fences at other accesses without a word.
 #[test]
 fn a_check_with_fences_by_id_records_the_sites_and_refuses_to_resume_when_they_changed() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("c.csv");
     let check = |runs: &str, extra: &[&str]| {
         let mut command = short_check(dir.path(), runs);
@@ -316,9 +302,7 @@ fn a_check_with_fences_by_id_records_the_sites_and_refuses_to_resume_when_they_c
 
 #[test]
 fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     assert!(run(&mut short_check(dir.path(), "5")).status.success());
     let first = dir
         .path()
@@ -347,9 +331,7 @@ fn a_repeated_check_starts_a_new_journal_and_an_existing_named_one_is_refused() 
 
 #[test]
 fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let nothing = run(short_check(dir.path(), "5").arg("--resume"));
     assert_eq!(nothing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("nothing to resume"));
@@ -385,9 +367,7 @@ fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
 
 #[test]
 fn a_check_without_errors_states_the_error_rate_its_runs_rule_out() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let output = run(short_check(dir.path(), "100").args(["--fences", "all"]));
     assert!(output.status.success());
     let text = stdout(&output);
@@ -411,9 +391,7 @@ fn a_check_without_errors_states_the_error_rate_its_runs_rule_out() {
 
 #[test]
 fn bad_input_is_exit_code_2_with_a_message_that_says_what_is_wrong() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     std::fs::write(dir.path().join("bad.toml"), "chip = 'x'\npatch_words = 0\n").unwrap();
     let cases: [(&[&str], &str); 4] = [
         (

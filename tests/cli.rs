@@ -180,9 +180,7 @@ fn json_of(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let check = words("check cbe-dot --runs 100 --backend sim --json");
     let failing = json_of(dir.path(), &check);
     assert_eq!(failing["app"], "cbe-dot");
@@ -241,9 +239,7 @@ fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
 
 #[test]
 fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("harden cbe-dot --backend sim --stable-runs 200 --json");
     let document = json_of(dir.path(), &args);
     assert_eq!(document["app"], "cbe-dot");
@@ -346,9 +342,7 @@ fn an_unknown_app_is_bad_input_and_nothing_is_written() {
 /// `/work/h19b/apps/…` after a worktree had been removed).
 #[test]
 fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let kernel = "extern \"C\" __global__ void k(int *p) { p[0] = 1; }\n";
     let sites_in = |folder: &str| {
         let folder = dir.path().join(folder);

@@ -20,76 +20,7 @@ use std::time::{Duration, Instant};
 /// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to
 /// each of `n` u32; `spin` waits for a nonzero flag (volatile loads), giving up after
 /// `bailout_ns` so a test never leaves the GPU busy for long; `store_to` stores to any address.
-const KERNELS: &str = r#"
-.version 8.8
-.target sm_70
-.address_size 64
-
-.visible .entry add_one(
-    .param .u64 add_one_data,
-    .param .u32 add_one_n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<7>;
-    .reg .b64 %rd<5>;
-
-    ld.param.u64 %rd1, [add_one_data];
-    ld.param.u32 %r1, [add_one_n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.u32 %r6, [%rd4];
-    add.s32 %r6, %r6, 1;
-    st.global.u32 [%rd4], %r6;
-DONE:
-    ret;
-}
-
-.visible .entry spin(
-    .param .u64 spin_flag,
-    .param .u64 spin_bailout_ns
-)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<7>;
-
-    ld.param.u64 %rd1, [spin_flag];
-    ld.param.u64 %rd6, [spin_bailout_ns];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u64 %rd3, %globaltimer;
-LOOP:
-    ld.volatile.global.u32 %r1, [%rd2];
-    setp.ne.u32 %p1, %r1, 0;
-    @%p1 bra DONE;
-    mov.u64 %rd4, %globaltimer;
-    sub.s64 %rd5, %rd4, %rd3;
-    setp.lt.u64 %p2, %rd5, %rd6;
-    @%p2 bra LOOP;
-DONE:
-    ret;
-}
-
-.visible .entry store_to(
-    .param .u64 store_to_address
-)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-
-    ld.param.u64 %rd1, [store_to_address];
-    mov.u32 %r1, 1;
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-"#;
+const KERNELS: &str = include_str!("fixtures/ptx/small/add_one_spin_store.ptx");
 
 /// Not PTX the JIT accepts: an unknown instruction and an undeclared register.
 const MALFORMED: &str = r#"
@@ -183,7 +114,7 @@ fn nvml_probe_never_panics() {
 
 #[test]
 fn alloc_copy_round_trip() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let buf = b.alloc(1000).unwrap();
     assert_eq!(buf.bytes, 1000);
     assert_ne!(buf.address, 0);
@@ -225,7 +156,7 @@ fn alloc_copy_round_trip() {
 
 #[test]
 fn add_one_kernel() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     println!("JIT info log: {}", b.jit_info_log());
     let n: u32 = 100_000;
@@ -259,7 +190,7 @@ fn add_one_kernel() {
 
 #[test]
 fn kernel_time_is_measured() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     assert_eq!(b.last_kernel_stats().time, Duration::ZERO);
     let module = b.load_module(KERNELS).unwrap();
     // 4M threads on a GPU; the stand-in interprets every thread, so it gets 16K.
@@ -286,7 +217,7 @@ fn kernel_time_is_measured() {
 
 #[test]
 fn malformed_ptx_gives_the_jit_log() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     match b.load_module(MALFORMED) {
         Err(BackendError::Jit { log }) => {
             println!("JIT log:\n{log}");
@@ -309,7 +240,7 @@ fn malformed_ptx_gives_the_jit_log() {
 
 #[test]
 fn launch_errors_are_typed() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     let data = b.alloc(64).unwrap();
     let cfg = one_d(1, 32);
@@ -346,7 +277,7 @@ fn launch_errors_are_typed() {
 
 #[test]
 fn a_spinning_kernel_times_out() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     let flag = b.alloc(4).unwrap();
     let bailout_ns = 10_000_000_000u64;
@@ -380,7 +311,7 @@ fn a_spinning_kernel_times_out() {
 
 #[test]
 fn an_out_of_bounds_store_is_a_fault() {
-    let Some(mut b) = gpu() else { return };
+    let mut b = common::or_skip!(gpu());
     let module = b.load_module(KERNELS).unwrap();
     b.launch(module, "store_to", &one_d(1, 1), &[KernelArg::U64(0)])
         .unwrap();
@@ -406,7 +337,7 @@ fn an_out_of_bounds_store_is_a_fault() {
 
 #[test]
 fn device_info_matches_nvml_when_present() {
-    let Some(b) = gpu() else { return };
+    let b = common::or_skip!(gpu());
     let info = b.info();
     println!("{info:?}, PCI {}", b.pci_bus_id());
     match b.power_meter() {
@@ -432,10 +363,8 @@ fn device_info_matches_nvml_when_present() {
 /// loaded the driver crashed the process inside `nvrtcCompileProgram`.
 #[test]
 fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
-    let Some(mut b) = gpu() else { return };
-    let Some(tools) = gpuwmm::toolchain::tools_for_tests() else {
-        return;
-    };
+    let mut b = common::or_skip!(gpu());
+    let tools = common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let module = common::compile_corpus(&tools, "apps/cbe-dot/kernel.cu");
     let ptx = gpuwmm::ptx::print(&module);
     assert!(b.load_module(&ptx).is_ok());

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::cli::{gpuwmm, words};
+use common::cli::{gpuwmm, ok, words};
 use common::run_fixture_app;
 use gpuwmm::apps::{Size, Verdict};
 use gpuwmm::backend::sim::{SimBackend, SimModel};
@@ -26,18 +26,14 @@ fn fixture(name: &str) -> String {
 /// runs added up and every run but the first failed. Both would fail here.
 #[test]
 fn the_check_kernel_reads_the_count_the_app_left_in_its_device_variable_in_every_run() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let verdicts = run_fixture_app(&mut sim(), "devcount", Size::Sim, 5);
     assert!(verdicts.iter().all(Verdict::is_pass), "{verdicts:?}");
 }
 
 #[test]
 fn a_wrong_count_in_the_apps_device_variable_fails_the_check_with_both_values() {
-    if gpuwmm::toolchain::tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     // 4 blocks of 32 over 0..127, threshold 64: 63 elements above it, 31 of them in the three
     // blocks that devcount-short launches.
     for verdict in run_fixture_app(&mut sim(), "devcount-short", Size::Sim, 3) {
@@ -52,9 +48,7 @@ fn a_wrong_count_in_the_apps_device_variable_fails_the_check_with_both_values() 
 /// gets that module's variable. Without stress, from the module as loaded.
 #[test]
 fn under_check_with_and_without_stress_the_verdict_follows_the_apps_count() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     for env in ["sys-str+", "no-str-"] {
         let outcomes = |app: &str| {
             let line = format!(
@@ -62,14 +56,7 @@ fn under_check_with_and_without_stress_the_verdict_follows_the_apps_count() {
             );
             let app_dir = fixture(app);
             let args = [&words(&line)[..], &["--app-dir", &app_dir]].concat();
-            let out = gpuwmm(&args, dir.path());
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(
-                out.status.success(),
-                "{stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            stdout
+            ok(&gpuwmm(&args, dir.path()))
         };
         let right = outcomes("devcount");
         assert!(

@@ -104,9 +104,7 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     // Under the PTX model the relaxed `atomicCAS` that takes the lock is no acquire: without a
     // fence after it the critical section may read a stale `*result` (the store-buffer model
     // of gpuwmm 0.1 found only the release-side fence).
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
@@ -213,9 +211,7 @@ fn harden_sdk_red_nf_keeps_the_writer_and_reader_fences_in_the_first_round() {
 
 #[test]
 fn a_hardening_killed_with_sigkill_resumes_where_it_stopped() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("killed.csv");
     let stable = ["--stable-runs", "3000", "--minimise-kind", "off"];
     let mut child = harden_command("cbe-dot", &journal, &stable)
@@ -314,9 +310,7 @@ const SCOPE_REFUSED: &str = "not tried: the site communicates with another CTA";
 /// overwrite unordered), else added from the graph. Either way: both fences, of GPU scope.
 #[test]
 fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
-    let Some((kinds, stdout)) = hardened_fixture("slot-recycler") else {
-        return;
-    };
+    let (kinds, stdout) = common::or_skip!(hardened_fixture("slot-recycler"));
     assert!(!kinds.is_empty(), "{stdout}");
     for (site, kind) in &kinds {
         assert!(!kind.ends_with(".cta"), "{site} keeps {kind}");
@@ -342,9 +336,7 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
 #[test]
 fn a_fence_no_run_needs_but_ptx_does_ends_in_the_set() {
     let app = "slot-recycler-volatile";
-    let Some((kinds, stdout)) = hardened_fixture(app) else {
-        return;
-    };
+    let (kinds, stdout) = common::or_skip!(hardened_fixture(app));
     let spin = kernel_line_in(app, "while (freed[i] == 0)");
     let read = kernel_line_in(app, "int value = slot[i];");
     assert!(stdout.contains("final fences: 2"), "{stdout}");
@@ -362,9 +354,7 @@ fn a_fence_no_run_needs_but_ptx_does_ends_in_the_set() {
 /// as a race no fence can order.
 #[test]
 fn a_deferred_read_before_the_flag_store_is_not_called_unorderable() {
-    let Some((_, stdout)) = hardened_fixture("slot-recycler-volatile") else {
-        return;
-    };
+    let (_, stdout) = common::or_skip!(hardened_fixture("slot-recycler-volatile"));
     assert!(!stdout.contains("no fence can order"), "{stdout}");
 }
 
@@ -372,9 +362,7 @@ fn a_deferred_read_before_the_flag_store_is_not_called_unorderable() {
 /// fences: the search keeps none for it, and the report gives `check --races`' advice.
 #[test]
 fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
-    let Some((kinds, stdout)) = hardened_fixture("races-read-after-unlock") else {
-        return;
-    };
+    let (kinds, stdout) = common::or_skip!(hardened_fixture("races-read-after-unlock"));
     assert!(kinds.is_empty(), "{stdout}");
     assert!(stdout.contains("final fences: 0"), "{stdout}");
     let locked = kernel_line_in("races-read-after-unlock", "// RACE locked");
@@ -405,14 +393,10 @@ fn kernel_line_in(fixture: &str, needle: &str) -> usize {
 /// asking the runs; inside one block nothing is refused and CTA scope is kept.
 #[test]
 fn a_cross_cta_handoff_refuses_cta_scoped_fences_and_an_intra_cta_one_does_not() {
-    let Some((grid, grid_report)) = hardened_fixture("handoff-grid") else {
-        return;
-    };
+    let (grid, grid_report) = common::or_skip!(hardened_fixture("handoff-grid"));
     assert!(grid_report.contains(SCOPE_REFUSED), "{grid_report}");
     assert!(grid.iter().all(|(_, kind)| !kind.ends_with(".cta")));
-    let Some((block, block_report)) = hardened_fixture("handoff-block") else {
-        return;
-    };
+    let (block, block_report) = common::or_skip!(hardened_fixture("handoff-block"));
     assert!(!block_report.contains(SCOPE_REFUSED), "{block_report}");
     assert!(
         block.iter().all(|(_, kind)| kind.ends_with(".cta")),
@@ -423,9 +407,7 @@ fn a_cross_cta_handoff_refuses_cta_scoped_fences_and_an_intra_cta_one_does_not()
 /// The handoff fixture keeps two fences, the writer's (after the data) and the reader's (after
 /// the flag loop), and both are of CTA scope exactly when `cta`.
 fn assert_handoff_keeps_two_fences(placement: &str, cta: bool) {
-    let Some(kinds) = hardened_kinds(placement) else {
-        return;
-    };
+    let kinds = common::or_skip!(hardened_kinds(placement));
     assert_eq!(kinds.len(), 2, "{kinds:?}");
     for (site, kind) in &kinds {
         assert_eq!(kind.ends_with(".cta"), cta, "{site} keeps {kind}");
@@ -444,9 +426,7 @@ fn harden_keeps_gpu_scope_fences_for_a_handoff_across_blocks() {
 
 #[test]
 fn a_repeated_hardening_starts_a_new_journal_and_resume_finds_the_unfinished_one() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let in_dir = |extra: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gpuwmm"));
         command
@@ -511,9 +491,7 @@ fn rows_without_timing(journal: &Path) -> Vec<String> {
 
 #[test]
 fn the_fences_and_the_journal_do_not_depend_on_jobs() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let app_dir = Path::new(REPO).join("tests/fixtures/apps/handoff-grid");
     let mut outputs = Vec::new();
     for jobs in ["1", "2"] {
@@ -543,9 +521,7 @@ fn the_fences_and_the_journal_do_not_depend_on_jobs() {
 /// job could not tell it from a hardened app. It now exits 1, after writing its report.
 #[test]
 fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("unstable.csv");
     // One run per reduction query drops fences the 300-run stability check then misses. Under
     // the store-buffer model, which records no races, so that no race keeps them (on the PTX
@@ -587,9 +563,7 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     use gpuwmm::harden::report::kinded_fence_report;
     use gpuwmm::harden::run::SiteSummary;
     use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
-    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
     let app = find_app("cccl-scan-nf").unwrap();
     let sites = fence_sites(
         &app.module(DEFAULT_ARCH, gpuwmm::apps::Size::Sim).unwrap(),
@@ -656,9 +630,7 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
 /// alone; it is warned about its own fences at the start instead.
 #[test]
 fn a_variant_that_keeps_its_fences_is_not_said_to_strip_them() {
-    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
     let dir = tempfile::tempdir().unwrap();
     let quick = [
         "--max-rounds",
@@ -688,9 +660,7 @@ fn a_variant_that_keeps_its_fences_is_not_said_to_strip_them() {
 /// renumbered ls-bh's sites) would have resumed with its fences at other accesses.
 #[test]
 fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let journal = dir.path().join("h.csv");
     let harden = |extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_gpuwmm"))

@@ -6,6 +6,8 @@
 //!
 //! Needs NVRTC and the CCCL headers (scripts/setup-cuda-tools.sh), no GPU. Simulator results.
 
+mod common;
+
 use gpuwmm::apps::{compile_source, find_app, App, AppError, KernelSource, RunContext, Size};
 use gpuwmm::apps::{Verdict, DEFAULT_ARCH};
 use gpuwmm::backend::sim::SimModel;
@@ -293,9 +295,7 @@ fn patched(report: &Report, dir: &Path, style: FenceStyle) -> (Arc<dyn App>, Str
 
 #[test]
 fn every_harden_table_patch_applies_builds_and_passes_where_the_app_without_it_fails() {
-    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
     for report in reports() {
         let dir = tempfile::tempdir().unwrap();
         let (app, patch) = patched(&report, dir.path(), FenceStyle::Exact);
@@ -336,9 +336,7 @@ fn every_harden_table_patch_applies_builds_and_passes_where_the_app_without_it_f
 
 #[test]
 fn every_harden_table_patch_in_the_threadfence_style_builds_and_passes() {
-    if gpuwmm::toolchain::cccl_tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
     for report in reports() {
         let dir = tempfile::tempdir().unwrap();
         let (app, patch) = patched(&report, dir.path(), FenceStyle::Threadfence);

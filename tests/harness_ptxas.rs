@@ -19,9 +19,7 @@ fn sys(sigma: &str) -> StressStrategy {
 
 #[test]
 fn every_harness_output_assembles_for_every_arch() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let mut failures = Vec::new();
     for (file, kernel) in PTX_FIXTURES {
         let module = ptx_fixture(file);
@@ -78,9 +76,7 @@ fn strong_accesses(tools: &CudaTools, stress: StressStrategy, arch: &str) -> Str
 
 #[test]
 fn stress_accesses_survive_in_sass() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for arch in SASS_ARCHS {
         for sigma in [
             "ld st",

@@ -44,6 +44,26 @@ fn interrupt(dir: &Path, args: &[&str], journal: &str, lines: usize, signal: &st
     child.wait_with_output().unwrap()
 }
 
+/// Interrupts the command `line` (see [`interrupt`]), checks that it exited as a process
+/// stopped by `signal` does (128 plus the signal's number) and returns the resume command it
+/// printed.
+fn resume_command_after(
+    dir: &Path,
+    line: &str,
+    journal: &str,
+    lines: usize,
+    signal: &str,
+) -> String {
+    let interrupted = interrupt(dir, &words(line), journal, lines, signal);
+    let code = match signal {
+        "INT" => 130,
+        "TERM" => 143,
+        other => panic!("no exit code known for SIG{other}"),
+    };
+    assert_eq!(interrupted.status.code(), Some(code));
+    printed_command(&interrupted)
+}
+
 /// The command the interrupted process printed after "continue with:".
 fn printed_command(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -68,19 +88,15 @@ fn run_printed(dir: &Path, command: &str) -> Output {
 /// Bug: Ctrl-C ended a check with exit 130 and no word on how to go on.
 #[test]
 fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_it() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "check cbe-dot --env sys-str+ --backend sim --runs 2000";
-    let interrupted = interrupt(
+    let command = resume_command_after(
         dir.path(),
-        &words(line),
+        line,
         "results/check/cbe-dot-sys-str+-sim-seed1.csv",
         60,
         "INT",
     );
-    assert_eq!(interrupted.status.code(), Some(130));
-    let command = printed_command(&interrupted);
     assert_eq!(
         command,
         format!("{BIN} {line} --journal results/check/cbe-dot-sys-str+-sim-seed1.csv --resume")
@@ -108,13 +124,9 @@ fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_i
 /// command printed, and the resumed hardening ends with each query's runs numbered in order.
 #[test]
 fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "harden cbe-dot --backend sim --stable-runs 3000 --jobs 2 --journal h.csv";
-    let interrupted = interrupt(dir.path(), &words(line), "h.csv", 40, "TERM");
-    assert_eq!(interrupted.status.code(), Some(143));
-    let command = printed_command(&interrupted);
+    let command = resume_command_after(dir.path(), line, "h.csv", 40, "TERM");
     assert_eq!(command, format!("{BIN} {line} --resume"));
     let resumed = run_printed(dir.path(), &command);
     assert!(resumed.status.success());
@@ -133,19 +145,15 @@ fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
 /// A campaign interrupted between cells or in one: the printed command names its folder.
 #[test]
 fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "campaign --apps cbe-dot --envs no-str-,sys-str+ --backend sim --runs 1500";
-    let interrupted = interrupt(
+    let command = resume_command_after(
         dir.path(),
-        &words(line),
+        line,
         "results/campaign/sim-seed1/cbe-dot-no-str-.csv",
         30,
         "INT",
     );
-    assert_eq!(interrupted.status.code(), Some(130));
-    let command = printed_command(&interrupted);
     assert_eq!(
         command,
         format!("{BIN} {line} --out results/campaign/sim-seed1 --resume")

@@ -51,7 +51,7 @@ fn finding(o: &FileOutcome) -> Finding {
 
 #[test]
 fn every_suite_file_parses_and_most_translate() {
-    let Some(dir) = suite() else { return };
+    let dir = common::or_skip!(suite());
     let files = collect_files(&[dir.join("tests")]).unwrap();
     assert!(files.len() >= 90, "{} files", files.len());
     let mut translated = 0;
@@ -90,7 +90,7 @@ fn generated_kernels_assemble_with_ptxas_and_load_on_the_simulator() {
 
 #[test]
 fn suite_samples_run_on_the_weak_simulator() {
-    let Some(dir) = suite() else { return };
+    let dir = common::or_skip!(suite());
     let expectations = Expectations::load(&dir.join("expected.csv")).unwrap();
     for name in [
         "Nvidia/SB-cta.litmus",

@@ -37,9 +37,7 @@ fn stdout_of(out: &Output) -> String {
 
 #[test]
 fn a_check_kernel_that_never_writes_its_result_is_an_error_never_a_pass() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let app = edited_copy(dir.path(), "handoff-block", |kernel| {
         let kept: Vec<&str> = kernel
             .lines()
@@ -105,9 +103,7 @@ fn numeric_options_out_of_their_range_and_nan_are_refused_with_exit_2_naming_the
 
 #[test]
 fn a_site_range_past_the_last_site_is_refused_before_it_is_expanded() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("check cbe-dot --backend sim --runs 1 --fences 0-4294967295");
     let out = gpuwmm(&args, dir.path());
     assert_bad_input(&out, "no fence site 4294967295 (the module has 4 sites");
@@ -173,9 +169,7 @@ fn a_source_named_dev_zero_or_a_fifo_is_not_read_and_a_warning_says_why() {
 
 #[test]
 fn ptx_sites_of_an_app_numbers_what_check_numbers_and_a_cu_file_lists_per_kernel() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let app = fixture_app("handoff-block");
     let app = app.to_str().unwrap();
     let out = gpuwmm(&["ptx", "sites", "--app-dir", app], dir.path());
@@ -224,9 +218,7 @@ fn a_bring_your_own_app_named_like_a_built_in_is_refused() {
 
 #[test]
 fn a_relative_app_dir_is_recorded_absolute_and_replay_takes_an_app_dir() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     edited_copy(dir.path(), "handoff-block", str::to_string);
     let args = words("check handoff-block --backend sim --runs 2 --journal j.csv --app-dir");
     let out = gpuwmm(&[args, vec!["handoff-block"]].concat(), dir.path());
@@ -266,9 +258,7 @@ fn cost_help_shows_the_runs_default_of_cost_and_check_its_own() {
 
 #[test]
 fn no_rust_debug_names_in_cost_output() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("cost cbe-dot --backend sim --variants no,cons --runs 2 --warmup 0");
     let out = gpuwmm(&args, dir.path());
     let stderr = text(&out.stderr);

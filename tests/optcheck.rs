@@ -21,9 +21,7 @@ fn fences_in_kernel(module: &Module, kernel: &str) -> usize {
 
 #[test]
 fn corpus_round_trips_through_parse_and_print_and_assembles() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for (path, module) in corpus_modules(&tools) {
         let printed = print(&module);
         assert_eq!(
@@ -39,9 +37,7 @@ fn corpus_round_trips_through_parse_and_print_and_assembles() {
 
 #[test]
 fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for (path, module) in corpus_modules(&tools) {
         for granularity in [Granularity::Instruction, Granularity::SourceLine] {
             let sites = fence_sites(&module, granularity);
@@ -81,9 +77,7 @@ fn every_fence_kind_at_every_site_assembles_and_shows_in_sass() {
 
 #[test]
 fn stripping_removes_every_fence_from_the_sass() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let module = compile_corpus(&tools, "apps/sdk-red/kernel.cu");
     assert_eq!(
         module.fence_count(),
@@ -125,9 +119,7 @@ fn litmus_accesses(
 
 #[test]
 fn mp_litmus_keeps_its_accesses_in_program_order() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for distance in [1, 64, 255] {
         let y = u64::from(distance) * 4;
         for fences in [
@@ -151,9 +143,7 @@ fn mp_litmus_keeps_its_accesses_in_program_order() {
 
 #[test]
 fn every_litmus_shape_assembles_with_and_without_fences() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for shape in LitmusShape::ALL {
         for kind in [None, Some(FenceKind::ScGpu), Some(FenceKind::MembarCta)] {
             let mut test = LitmusTest::new(shape, 32);

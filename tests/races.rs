@@ -87,18 +87,14 @@ fn assert_only_class_between(document: &Value, expected: &str, a: u64, b: u64) {
 }
 
 fn assert_nothing_reported(app: &str) {
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     assert_eq!(races(&document), &Vec::<Value>::new());
 }
 
 #[test]
 fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both_sides_named() {
     let app = "races-volatile-mp";
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     let (writer, reader) = (marked_line(app, "writer"), marked_line(app, "reader"));
     assert_only_class_between(&document, "fence-can-order", writer, reader);
     let race = &races(&document)[0];
@@ -126,9 +122,12 @@ fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both
 
 #[test]
 fn strict_races_leave_out_unsynchronised_strong_accesses() {
-    let Some(document) = check_races("races-volatile-mp", true, 50, &["--races", "strict"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(
+        "races-volatile-mp",
+        true,
+        50,
+        &["--races", "strict"]
+    ));
     assert_eq!(races(&document), &Vec::<Value>::new());
 }
 
@@ -136,9 +135,7 @@ fn strict_races_leave_out_unsynchronised_strong_accesses() {
 fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_no_fence_can_order()
 {
     let app = "races-unlocked-write";
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     let (locked, unlocked) = (marked_line(app, "locked"), marked_line(app, "unlocked"));
     assert_only_class_between(&document, "no-fence-can-order", locked, unlocked);
 }
@@ -146,9 +143,7 @@ fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_
 #[test]
 fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_move_it_inside() {
     let app = "races-read-after-unlock";
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     let (locked, after) = (marked_line(app, "locked"), marked_line(app, "after"));
     assert_only_class_between(&document, "no-fence-can-order", locked, after);
     let missing = races(&document)[0]["missing"].as_str().unwrap();
@@ -159,9 +154,7 @@ fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_mov
 #[test]
 fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
     let app = "races-cta-atomics";
-    let Some(document) = check_races(app, true, 50, &["--races", "strict"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 50, &["--races", "strict"]));
     let add = marked_line(app, "add");
     assert_only_class_between(&document, "data-race", add, add);
     let missing = races(&document)[0]["missing"].as_str().unwrap();
@@ -171,9 +164,7 @@ fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
 #[test]
 fn a_lock_taken_with_cta_scoped_atomics_by_two_ctas_is_a_data_race_on_the_lock_word() {
     let app = "races-cta-lock";
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     let (take, give) = (marked_line(app, "take"), marked_line(app, "give"));
     let races = races(&document);
     let on_lock_word = |r: &&Value| {
@@ -188,9 +179,7 @@ fn a_lock_taken_with_cta_scoped_atomics_by_two_ctas_is_a_data_race_on_the_lock_w
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";
-    let Some(document) = check_races(app, true, 100, &["--races"]) else {
-        return;
-    };
+    let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     let counter = marked_line(app, "counter");
     assert_only_class_between(&document, "data-race", counter, counter);
 }
@@ -222,9 +211,7 @@ fn a_counted_producer_consumer_barrier_is_not_reported_as_a_race() {
 /// of the same check run in one go (runs and occurrences per pair).
 #[test]
 fn the_races_summary_survives_a_resume() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let app = "races-unlocked-write";
     let whole = check_races_in(&dir.path().join("whole"), app, true, 60, &["--races"]);
     let halves = dir.path().join("halves");
@@ -238,9 +225,7 @@ fn the_races_summary_survives_a_resume() {
 /// without `--races`, and twice the same races with it.
 #[test]
 fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let app = "sdk-red-nf";
     let with =
         |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);
@@ -256,17 +241,18 @@ fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
 /// A built-in fence-less app names racing source lines (pairs whose both ends have a line),
 /// and with a fence after every access site it has no race that fences can order left.
 fn assert_built_in_races_named_and_fenced_away(app: &str, runs: u32) {
-    let Some(nf) = check_races(app, false, runs, &["--races"]) else {
-        return;
-    };
+    let nf = common::or_skip!(check_races(app, false, runs, &["--races"]));
     let named = races(&nf).iter().any(|r| {
         let (a, b) = lines(r);
         a > 0 && b > 0
     });
     assert!(named, "{:#?}", races(&nf));
-    let Some(fenced) = check_races(app, false, runs, &["--races", "--fences", "all"]) else {
-        return;
-    };
+    let fenced = common::or_skip!(check_races(
+        app,
+        false,
+        runs,
+        &["--races", "--fences", "all"]
+    ));
     let orderable: Vec<&Value> = races(&fenced)
         .iter()
         .filter(|r| class(r) != "no-fence-can-order")
@@ -278,9 +264,7 @@ fn assert_built_in_races_named_and_fenced_away(app: &str, runs: u32) {
 /// block's read of it.
 #[test]
 fn sdk_red_without_fences_names_the_partial_sums_and_fenced_leaves_no_orderable_race() {
-    let Some(nf) = check_races("sdk-red-nf", false, 60, &["--races"]) else {
-        return;
-    };
+    let nf = common::or_skip!(check_races("sdk-red-nf", false, 60, &["--races"]));
     let kernel = std::fs::read_to_string(Path::new(REPO).join("apps/sdk-red/kernel.cu")).unwrap();
     let text = |line: u64| kernel.lines().nth(line as usize - 1).unwrap().to_string();
     let publish = races(&nf).iter().any(|r| {

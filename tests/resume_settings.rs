@@ -16,9 +16,14 @@ use common::cli::{assert_bad_input, gpuwmm, words};
 /// `check cbe-dot --env no-str- --backend sim --runs <runs> --journal j.csv` and `extra`.
 fn check(dir: &Path, runs: &str, extra: &str) -> Output {
     let line = format!("check cbe-dot --env no-str- --backend sim --journal j.csv --runs {runs}");
-    let out = gpuwmm(&[words(&line), words(extra)].concat(), dir);
+    let out = gpuwmm_with(&line, extra, dir);
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// Runs the command `line` with the options `more` after it, in `dir`.
+fn gpuwmm_with(line: &str, more: &str, dir: &Path) -> Output {
+    gpuwmm(&[words(line), words(more)].concat(), dir)
 }
 
 fn runs(journal: &Path) -> Vec<u64> {
@@ -30,9 +35,7 @@ fn runs(journal: &Path) -> Vec<u64> {
 /// word, and so did `--seed`, `--sim-model`, `--stress-factor` and `--app-dir`.
 #[test]
 fn resume_with_other_fences_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     assert!(check(dir.path(), "3", "").status.success());
     let refused = check(dir.path(), "6", "--resume --fences all");
     assert_bad_input(
@@ -66,22 +69,14 @@ fn resume_with_other_fences_is_refused() {
 
 #[test]
 fn resume_with_another_app_dir_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/handoff-block");
     copy_dir(&fixture, &dir.path().join("a"));
     copy_dir(&fixture, &dir.path().join("b"));
     let line = "check handoff-block --env no-str- --backend sim --journal j.csv";
-    let start = gpuwmm(
-        &[words(line), words("--runs 2 --app-dir a")].concat(),
-        dir.path(),
-    );
+    let start = gpuwmm_with(line, "--runs 2 --app-dir a", dir.path());
     assert!(start.status.success());
-    let moved = gpuwmm(
-        &[words(line), words("--runs 4 --resume --app-dir b")].concat(),
-        dir.path(),
-    );
+    let moved = gpuwmm_with(line, "--runs 4 --resume --app-dir b", dir.path());
     assert_bad_input(&moved, "--app-dir recorded ");
     assert_bad_input(&moved, "/a, given ");
 }
@@ -107,9 +102,18 @@ fn app_check(dir: &Path, runs: &str, extra: &str) -> Output {
     let line = format!(
         "check handoff-block --app-dir app --env no-str- --backend sim --journal j.csv --runs {runs}"
     );
-    let out = gpuwmm(&[words(&line), words(extra)].concat(), dir);
+    let out = gpuwmm_with(&line, extra, dir);
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// A temporary folder holding a [`checked_app`] whose kernel was then edited, or `None`
+/// without the CUDA tools.
+fn checked_then_edited_app() -> Option<tempfile::TempDir> {
+    let dir = common::temp_dir_with_tools()?;
+    checked_app(dir.path());
+    edit_kernel(dir.path());
+    Some(dir)
 }
 
 fn edit_kernel(dir: &Path) {
@@ -122,11 +126,7 @@ fn edit_kernel(dir: &Path) {
 /// journal came from the old kernel and 5–9 from the new one.
 #[test]
 fn edited_kernel_is_refused_on_resume() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
-    checked_app(dir.path());
-    edit_kernel(dir.path());
+    let dir = common::or_skip!(checked_then_edited_app());
     let refused = app_check(dir.path(), "6", "--resume");
     assert_bad_input(&refused, "cannot resume j.csv: sources recorded sha256 ");
     assert_bad_input(&refused, "now sha256 ");
@@ -137,9 +137,7 @@ fn edited_kernel_is_refused_on_resume() {
 /// Bug: `replay J 0` after the kernel was edited ran the new kernel and reported "differs".
 #[test]
 fn replay_refuses_an_edited_kernel() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     checked_app(dir.path());
     assert!(gpuwmm(&words("replay j.csv 0"), dir.path())
         .status
@@ -160,11 +158,7 @@ fn replay_refuses_an_edited_kernel() {
 /// sidecar, and `replay` then compares each row with the sources it ran with.
 #[test]
 fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
-    checked_app(dir.path());
-    edit_kernel(dir.path());
+    let dir = common::or_skip!(checked_then_edited_app());
     let forced = app_check(dir.path(), "5", "--resume --force");
     assert!(forced.status.success());
     let journal = dir.path().join("j.csv");
@@ -186,9 +180,7 @@ fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
 /// resume and replay refuse it, and `--force` goes on.
 #[test]
 fn a_journal_without_app_hashes_is_refused_unless_forced() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     assert!(check(dir.path(), "3", "").status.success());
     let sidecar = dir.path().join("j.json");
     let mut meta: serde_json::Value =
@@ -211,9 +203,7 @@ fn a_journal_without_app_hashes_is_refused_unless_forced() {
 /// with the journal's; now refused like any other option.
 #[test]
 fn harden_resume_with_other_iterations_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "harden cbe-dot --backend sim --journal h.csv";
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .args(words(line))
@@ -229,21 +219,15 @@ fn harden_resume_with_other_iterations_is_refused() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let resumed = gpuwmm(
-        &[
-            words(line),
-            words("--resume --stable-runs 50 --iterations 40"),
-        ]
-        .concat(),
+    let resumed = gpuwmm_with(
+        line,
+        "--resume --stable-runs 50 --iterations 40",
         dir.path(),
     );
     assert_bad_input(&resumed, "--iterations recorded 20, given 40");
-    let stable = gpuwmm(
-        &[
-            words(line),
-            words("--resume --stable-runs 60 --iterations 20"),
-        ]
-        .concat(),
+    let stable = gpuwmm_with(
+        line,
+        "--resume --stable-runs 60 --iterations 20",
         dir.path(),
     );
     assert_bad_input(&stable, "--stable-runs recorded 50 runs, given 60 runs");
@@ -253,29 +237,17 @@ fn harden_resume_with_other_iterations_is_refused() {
 /// plan records the campaign's options and a resume compares those it is given.
 #[test]
 fn campaign_resume_with_other_fences_is_refused() {
-    let Some(dir) = common::temp_dir_with_tools() else {
-        return;
-    };
+    let dir = common::or_skip!(common::temp_dir_with_tools());
     let line = "campaign --apps cbe-dot --envs no-str- --backend sim --runs 2 --out c";
     assert!(gpuwmm(&words(line), dir.path()).status.success());
     let plan = std::fs::read_to_string(dir.path().join("c/plan.json")).unwrap();
     assert!(plan.contains("\"--fences\": \"as-is\""), "{plan}");
-    let refused = gpuwmm(
-        &[words(line), words("--resume --fences all")].concat(),
-        dir.path(),
-    );
+    let refused = gpuwmm_with(line, "--resume --fences all", dir.path());
     assert_bad_input(
         &refused,
         "cannot resume c: --fences recorded as-is, given all",
     );
-    let seed = gpuwmm(
-        &[words(line), words("--resume --seed 2")].concat(),
-        dir.path(),
-    );
+    let seed = gpuwmm_with(line, "--resume --seed 2", dir.path());
     assert_bad_input(&seed, "--seed recorded 1, given 2");
-    assert!(
-        gpuwmm(&[words(line), words("--resume")].concat(), dir.path())
-            .status
-            .success()
-    );
+    assert!(gpuwmm_with(line, "--resume", dir.path()).status.success());
 }

@@ -35,6 +35,24 @@ fn read_u64s(b: &mut SimBackend, buf: Buffer) -> Vec<u64> {
     read_buffer(b, buf).unwrap()
 }
 
+/// Runs `kernel` of `ptx` on one thread with an output buffer of `out_bytes` as its only
+/// argument; returns the backend and the buffer.
+fn run_one_thread(
+    model: MemoryModel,
+    seed: u64,
+    ptx: &str,
+    kernel: &str,
+    out_bytes: usize,
+) -> (SimBackend, Buffer) {
+    let mut b = sim(model, seed);
+    let m = b.load_module(ptx).unwrap();
+    let out = b.alloc(out_bytes).unwrap();
+    b.launch(m, kernel, &launch(1, 1), &[KernelArg::ptr(out)])
+        .unwrap();
+    b.synchronize(LONG).unwrap();
+    (b, out)
+}
+
 fn write_u32s(b: &mut SimBackend, buf: Buffer, values: &[u32]) {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     b.copy_in(buf, 0, &bytes).unwrap();
@@ -43,12 +61,7 @@ fn write_u32s(b: &mut SimBackend, buf: Buffer, values: &[u32]) {
 #[test]
 fn arithmetic_conversions_and_branches() {
     for model in [MemoryModel::Sc, MemoryModel::Weak, MemoryModel::Ptx] {
-        let mut b = sim(model, 1);
-        let m = b.load_module(ALU).unwrap();
-        let out = b.alloc(14 * 8).unwrap();
-        b.launch(m, "alu", &launch(1, 1), &[KernelArg::ptr(out)])
-            .unwrap();
-        b.synchronize(LONG).unwrap();
+        let (mut b, out) = run_one_thread(model, 1, ALU, "alu", 14 * 8);
         let r = read_u64s(&mut b, out);
         let f2 = std::f32::consts::PI.mul_add(2.0, 1.0);
         let fd3 = 1.0 / (f64::from(f2) / 2.0);
@@ -624,31 +637,7 @@ fn nvrtc_libm_is_accurate() {
 
 #[test]
 fn wild_addresses_fault_without_panicking() {
-    let ptx = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry wild(
-	.param .u64 wild_param_0,
-	.param .u32 wild_param_1
-)
-{
-	.reg .pred 	%p<2>;
-	.reg .b32 	%r<3>;
-	.reg .b64 	%rd<3>;
-
-	ld.param.u64 	%rd1, [wild_param_0];
-	ld.param.u32 	%r1, [wild_param_1];
-	setp.eq.u32 	%p1, %r1, 0;
-	@%p1 bra 	$L__shared;
-	ld.u32 	%r2, [%rd1];
-	ret;
-$L__shared:
-	ld.shared.u32 	%r2, [%rd1];
-	ret;
-}
-"#;
+    let ptx = include_str!("fixtures/ptx/small/wild.ptx");
     let mut b = sim(MemoryModel::Weak, 0);
     let m = b.load_module(ptx).unwrap();
     for (address, mode) in [
@@ -672,12 +661,7 @@ $L__shared:
 #[test]
 fn memory_operations() {
     for model in [MemoryModel::Sc, MemoryModel::Weak] {
-        let mut b = sim(model, 6);
-        let m = b.load_module(ALU).unwrap();
-        let out = b.alloc(13 * 4).unwrap();
-        b.launch(m, "memops", &launch(1, 1), &[KernelArg::ptr(out)])
-            .unwrap();
-        b.synchronize(LONG).unwrap();
+        let (mut b, out) = run_one_thread(model, 6, ALU, "memops", 13 * 4);
         let r = read_u32s(&mut b, out);
         assert_eq!(
             r,
@@ -688,75 +672,11 @@ fn memory_operations() {
 }
 
 /// One instruction per rounding mode and `.ftz` case; each stores its result's bits.
-const ROUNDING: &str = r#"
-.version 7.8
-.target sm_70
-.address_size 64
-
-.visible .entry rounding(.param .u64 rounding_out)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<4>;
-	.reg .f32 %f<24>;
-	.reg .f64 %fd<2>;
-	.reg .b64 %rd<2>;
-	ld.param.u64 %rd1, [rounding_out];
-	add.rn.f32 %f1, 0f3F800000, 0f30800000;
-	add.rz.f32 %f2, 0f3F800000, 0f30800000;
-	add.rm.f32 %f3, 0f3F800000, 0f30800000;
-	add.rp.f32 %f4, 0f3F800000, 0f30800000;
-	add.rn.f32 %f5, 0fBF800000, 0fB0800000;
-	add.rz.f32 %f6, 0fBF800000, 0fB0800000;
-	add.rm.f32 %f7, 0fBF800000, 0fB0800000;
-	add.rp.f32 %f8, 0fBF800000, 0fB0800000;
-	mul.rn.f32 %f9, 0f7F7FFFFF, 0f40000000;
-	mul.rz.f32 %f10, 0f7F7FFFFF, 0f40000000;
-	fma.rp.f32 %f11, 0f3F800000, 0f3F800000, 0f30800000;
-	div.rm.f32 %f12, 0f3F800000, 0f40400000;
-	sqrt.rp.f32 %f13, 0f40000000;
-	mov.u32 %r1, 16777217;
-	cvt.rp.f32.s32 %f14, %r1;
-	mov.f64 %fd1, 0d3FB999999999999A;
-	cvt.rm.f32.f64 %f15, %fd1;
-	add.f32 %f16, 0f00001234, 0f00000000;
-	add.ftz.f32 %f17, 0f00001234, 0f00000000;
-	add.rm.f32 %f18, 0f3F800000, 0fBF800000;
-	st.global.f32 [%rd1], %f1;
-	st.global.f32 [%rd1+4], %f2;
-	st.global.f32 [%rd1+8], %f3;
-	st.global.f32 [%rd1+12], %f4;
-	st.global.f32 [%rd1+16], %f5;
-	st.global.f32 [%rd1+20], %f6;
-	st.global.f32 [%rd1+24], %f7;
-	st.global.f32 [%rd1+28], %f8;
-	st.global.f32 [%rd1+32], %f9;
-	st.global.f32 [%rd1+36], %f10;
-	st.global.f32 [%rd1+40], %f11;
-	st.global.f32 [%rd1+44], %f12;
-	st.global.f32 [%rd1+48], %f13;
-	st.global.f32 [%rd1+52], %f14;
-	st.global.f32 [%rd1+56], %f15;
-	st.global.f32 [%rd1+60], %f16;
-	st.global.f32 [%rd1+64], %f17;
-	st.global.f32 [%rd1+68], %f18;
-	setp.eq.f32 %p1, 0f00001234, 0f00000000;
-	setp.ftz.eq.f32 %p2, 0f00001234, 0f00000000;
-	selp.u32 %r2, 1, 0, %p1;
-	selp.u32 %r3, 1, 0, %p2;
-	st.global.u32 [%rd1+72], %r2;
-	st.global.u32 [%rd1+76], %r3;
-	ret;
-}
-"#;
+const ROUNDING: &str = include_str!("fixtures/ptx/small/rounding.ptx");
 
 #[test]
 fn directed_rounding_and_ftz_compute_what_the_mode_says() {
-    let mut b = sim(MemoryModel::Ptx, 0);
-    let m = b.load_module(ROUNDING).unwrap();
-    let out = b.alloc(20 * 4).unwrap();
-    b.launch(m, "rounding", &launch(1, 1), &[KernelArg::ptr(out)])
-        .unwrap();
-    b.synchronize(LONG).unwrap();
+    let (mut b, out) = run_one_thread(MemoryModel::Ptx, 0, ROUNDING, "rounding", 20 * 4);
     let expected: [(&str, u32); 20] = [
         ("add.rn 1 + 2^-30", 0x3F80_0000),
         ("add.rz 1 + 2^-30", 0x3F80_0000),
@@ -814,27 +734,7 @@ fn rounding_modifiers_the_simulator_cannot_honour_are_unsupported_at_load() {
 
 /// Block 0 stores 7 to `out[0]` and exits; every other block spins for ever, as a stressing block
 /// would if nothing ended it.
-const APP_THEN_SPIN: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry app_then_spin(.param .u64 out)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<3>;
-    mov.u32 %r1, %ctaid.x;
-    setp.ne.u32 %p1, %r1, 0;
-    @%p1 bra SPIN;
-    ld.param.u64 %rd1, [out];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u32 %r2, 7;
-    st.global.u32 [%rd2], %r2;
-    ret;
-SPIN:
-    bra.uni SPIN;
-}
-"#;
+const APP_THEN_SPIN: &str = include_str!("fixtures/ptx/small/app_then_spin.ptx");
 
 fn run_app_then_spin(hint: Option<u32>) -> Result<u32, BackendError> {
     let mut cfg = SimConfig::new(MemoryModel::Ptx, 3);
@@ -863,46 +763,7 @@ fn a_launch_told_its_stressing_blocks_ends_with_the_application_blocks() {
 /// Message passing between blocks 0 (data, then flag) and 1 (flag, then data, both written to
 /// `out`) with relaxed accesses; blocks from 2 on store to `scratch` 100 times each, as stressing
 /// blocks do.
-const MP_BESIDE_STRESS: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry mp_beside_stress(.param .u64 data, .param .u64 out, .param .u64 scratch)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [data];
-    cvta.to.global.u64 %rd2, %rd1;
-    ld.param.u64 %rd3, [out];
-    cvta.to.global.u64 %rd4, %rd3;
-    mov.u32 %r1, %ctaid.x;
-    setp.eq.u32 %p1, %r1, 1;
-    @%p1 bra READER;
-    setp.ne.u32 %p2, %r1, 0;
-    @%p2 bra STRESS;
-    mov.u32 %r2, 1;
-    st.relaxed.gpu.global.u32 [%rd2], %r2;
-    st.relaxed.gpu.global.u32 [%rd2+4], %r2;
-    ret;
-READER:
-    ld.relaxed.gpu.global.u32 %r3, [%rd2+4];
-    ld.relaxed.gpu.global.u32 %r4, [%rd2];
-    st.global.u32 [%rd4], %r3;
-    st.global.u32 [%rd4+4], %r4;
-    ret;
-STRESS:
-    ld.param.u64 %rd5, [scratch];
-    cvta.to.global.u64 %rd6, %rd5;
-    mov.u32 %r5, 0;
-LOOP:
-    st.global.u32 [%rd6], %r5;
-    add.u32 %r5, %r5, 1;
-    setp.lt.u32 %p1, %r5, 100;
-    @%p1 bra LOOP;
-    ret;
-}
-"#;
+const MP_BESIDE_STRESS: &str = include_str!("fixtures/ptx/small/mp_beside_stress.ptx");
 
 #[test]
 fn ending_stress_with_the_application_changes_nothing_the_application_sees() {

@@ -16,81 +16,12 @@ const LONG: Duration = Duration::from_secs(600);
 /// Message passing between thread 0 of block 0 (writer) and of block 1 (reader). `{W1}` is
 /// placed between the payload and the flag store, `{W2}` after the flag store, `{R}` between
 /// the reader's flag loop and its payload load.
-const MP: &str = r#"
-.version 7.8
-.target sm_70
-.address_size 64
-
-.visible .entry mp(.param .u64 mp_data, .param .u64 mp_flag, .param .u64 mp_out)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<4>;
-	ld.param.u64 %rd1, [mp_data];
-	ld.param.u64 %rd2, [mp_flag];
-	ld.param.u64 %rd3, [mp_out];
-	mov.u32 %r1, %tid.x;
-	setp.ne.u32 %p1, %r1, 0;
-	@%p1 bra $DONE;
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, 1;
-	setp.eq.u32 %p2, %r2, 1;
-	@%p2 bra $READER;
-	st.global.u32 [%rd1], %r3;
-	{W1}
-	st.volatile.global.u32 [%rd2], %r3;
-	{W2}
-	bra.uni $DONE;
-$READER:
-	ld.volatile.global.u32 %r4, [%rd2];
-	setp.eq.u32 %p1, %r4, 0;
-	@%p1 bra $READER;
-	{R}
-	ld.global.u32 %r5, [%rd1];
-	st.global.u32 [%rd3], %r5;
-$DONE:
-	ret;
-}
-"#;
+const MP: &str = include_str!("fixtures/ptx/small/mp.ptx");
 
 /// A spin-lock around `*counter += 1`, taken `iters` times by thread 0 of every block:
 /// `atomicCAS(lock, 0, 1)` to take it, `{ACQ}` after taking it, `{REL}` before releasing,
 /// `{UNLOCK}` to release, `{AFTER}` after releasing.
-const LOCK: &str = r#"
-.version 7.8
-.target sm_70
-.address_size 64
-
-.visible .entry lock(.param .u64 lock_lock, .param .u64 lock_counter, .param .u32 lock_iters)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<3>;
-	ld.param.u64 %rd1, [lock_lock];
-	ld.param.u64 %rd2, [lock_counter];
-	ld.param.u32 %r1, [lock_iters];
-	mov.u32 %r2, %tid.x;
-	setp.ne.u32 %p1, %r2, 0;
-	@%p1 bra $DONE;
-	mov.u32 %r3, 0;
-$TAKE:
-	atom.global.cas.b32 %r4, [%rd1], 0, 1;
-	setp.ne.u32 %p1, %r4, 0;
-	@%p1 bra $TAKE;
-	{ACQ}
-	ld.global.u32 %r5, [%rd2];
-	add.u32 %r5, %r5, 1;
-	st.global.u32 [%rd2], %r5;
-	{REL}
-	{UNLOCK}
-	{AFTER}
-	add.u32 %r3, %r3, 1;
-	setp.lt.u32 %p2, %r3, %r1;
-	@%p2 bra $TAKE;
-$DONE:
-	ret;
-}
-"#;
+const LOCK: &str = include_str!("fixtures/ptx/small/lock.ptx");
 
 const FENCE: &str = "fence.sc.gpu;";
 const PLAIN_UNLOCK: &str = "st.global.u32 [%rd1], 0;";

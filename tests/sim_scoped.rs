@@ -172,31 +172,7 @@ fn named_barriers_with_counts_order_producers_before_consumers() {
 
 /// Threads below `limit` of a block of 128 run `bar.red.popc.u32 d, 3, 64, (t odd)` (or,
 /// with `count` 0, `bar.sync 1, 64` alone) and store what they got; the others exit.
-const NAMED_RED: &str = r#"
-.version 7.8
-.target sm_70
-.address_size 64
-
-.visible .entry red3(.param .u64 red3_out, .param .u32 red3_limit)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<5>;
-	.reg .b64 %rd<4>;
-	ld.param.u64 %rd1, [red3_out];
-	ld.param.u32 %r4, [red3_limit];
-	mov.u32 %r1, %tid.x;
-	setp.ge.u32 %p1, %r1, %r4;
-	@%p1 bra $DONE;
-	and.b32 %r2, %r1, 1;
-	setp.ne.u32 %p2, %r2, 0;
-	bar.red.popc.u32 %r3, 3, 64, %p2;
-	mul.wide.u32 %rd2, %r1, 4;
-	add.s64 %rd3, %rd1, %rd2;
-	st.global.u32 [%rd3], %r3;
-$DONE:
-	ret;
-}
-"#;
+const NAMED_RED: &str = include_str!("fixtures/ptx/small/named_red.ptx");
 
 fn named_red(limit: u32) -> Result<Vec<u32>, gpuwmm::backend::BackendError> {
     let mut b = SimBackend::new(SimConfig::new(MemoryModel::Ptx, 3));

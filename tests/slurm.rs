@@ -310,19 +310,19 @@ fn a_campaign_on_slurm_with_a_task_killed_and_requeued_collects_the_local_campai
     );
 }
 
-/// The small simulator tuning of tests/tune.rs, with at most 128 threads.
-fn small_tune() -> Vec<&'static str> {
+/// The small simulator tuning of tests/tune.rs, with at most 128 threads, and `options`.
+fn small_tune_with(options: &'static str) -> Vec<&'static str> {
     let extra = ["--max-threads", "128", "--seed=7"];
-    SMALL_TUNE.iter().chain(&extra).copied().collect()
+    let base = SMALL_TUNE.iter().chain(&extra).copied();
+    base.chain(words(options)).collect()
 }
 
 #[test]
 fn tune_dry_run_writes_one_script_per_gpu_kind_each_resuming_its_own_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = small_tune();
-    args.extend(words(
+    let args = small_tune_with(
         "--slurm --constraint a100 --constraint h100|h200 --gres gpu:1 --out t --dry-run",
-    ));
+    );
     let output = gpuwmm(dir.path(), &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let t = dir.path().join("t");
@@ -370,10 +370,7 @@ fn a_tuning_job_on_slurm_writes_the_profile_of_its_gpu_kind() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut args = small_tune();
-    args.extend(words(
-        "--slurm --constraint gpuwmm-local --out t --profile-out sim.toml",
-    ));
+    let args = small_tune_with("--slurm --constraint gpuwmm-local --out t --profile-out sim.toml");
     let submitted = gpuwmm(dir.path(), &args);
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     let stdout = text(&submitted.stdout);

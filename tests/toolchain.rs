@@ -7,6 +7,8 @@
 //!
 //! `GPUWMM_BLESS_SASS=1` rewrites `tests/fixtures/sass/fences.sm_{80,90}.sass` from a live run.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -94,18 +96,14 @@ fn opcodes(f: &SassFunction, pred: impl Fn(&SassInstruction) -> bool) -> Vec<Str
 
 #[test]
 fn nvrtc_loads_and_reports_a_cuda_12_or_newer_version() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let (major, minor) = nvrtc(&tools).version();
     assert!(major >= 12, "NVRTC {major}.{minor}");
 }
 
 #[test]
 fn kernels_compile_with_line_info_and_extern_c_entries() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for kernel in &KERNELS {
         let ptx = compile(&tools, kernel.path);
         assert!(ptx.contains(".target sm_70"), "{}", kernel.path);
@@ -118,9 +116,7 @@ fn kernels_compile_with_line_info_and_extern_c_entries() {
 
 #[test]
 fn kernels_assemble_for_sm_70_80_90() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for kernel in &KERNELS {
         let ptx = compile(&tools, kernel.path);
         for arch in ARCHS {
@@ -133,9 +129,7 @@ fn kernels_assemble_for_sm_70_80_90() {
 
 #[test]
 fn cbe_dot_locks_with_cas_and_exch_and_has_no_fence() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for arch in SASS_ARCHS {
         let dot = only_function(sass_of(&tools, "apps/cbe-dot/kernel.cu", arch), "dot");
         assert_eq!(dot.arch.as_deref(), Some(arch));
@@ -153,9 +147,7 @@ fn cbe_dot_locks_with_cas_and_exch_and_has_no_fence() {
 
 #[test]
 fn cbe_ht_locks_per_bucket_and_has_no_fence() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for arch in SASS_ARCHS {
         let ht = only_function(sass_of(&tools, "apps/cbe-ht/kernel.cu", arch), "ht_insert");
         let atomics: Vec<String> = opcodes(&ht, SassInstruction::is_atomic);
@@ -175,9 +167,7 @@ fn cbe_ht_locks_per_bucket_and_has_no_fence() {
 
 #[test]
 fn sdk_red_has_exactly_one_fence_before_its_ticket() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     for arch in SASS_ARCHS {
         let red = only_function(sass_of(&tools, "apps/sdk-red/kernel.cu", arch), "reduce");
         assert_eq!(opcodes(&red, SassInstruction::is_fence), ["MEMBAR.SC.GPU"]);
@@ -196,9 +186,7 @@ fn sdk_red_has_exactly_one_fence_before_its_ticket() {
 
 #[test]
 fn shapes_reads_every_geometry_register() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let ptx = compile(&tools, "tests/fixtures/kernels/shapes.cu");
     for register in [
         "%tid.x",
@@ -220,9 +208,7 @@ fn shapes_reads_every_geometry_register() {
 /// Live check of the fence table in `src/toolchain/sass.rs` (and of its fixtures).
 #[test]
 fn fence_kinds_become_membar_on_sm_80_and_sm_90() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let ptx = compile(&tools, "tests/fixtures/sass/fences.cu");
     for arch in SASS_ARCHS {
         let cubin = assemble(&tools, &ptx, arch).unwrap();
@@ -271,9 +257,7 @@ fn bless_or_compare(arch: &str, text: &str) {
 
 #[test]
 fn sm_70_cubins_cannot_be_disassembled_by_cuobjdump_13() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let cubin = assemble(&tools, &compile(&tools, "apps/cbe-dot/kernel.cu"), "sm_70").unwrap();
     match disassemble(&tools, &cubin) {
         // A toolkit older than 13 still disassembles sm_70.
@@ -287,9 +271,7 @@ fn sm_70_cubins_cannot_be_disassembled_by_cuobjdump_13() {
 
 #[test]
 fn ptxas_errors_carry_ptx_line_numbers() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let ptx = compile(&tools, "apps/cbe-dot/kernel.cu").replace("atom.global.cas", "atom.bogus");
     let err = assemble(&tools, &ptx, "sm_80").unwrap_err();
     let ToolchainError::Ptxas { arch, stderr, .. } = &err else {
@@ -302,18 +284,14 @@ fn ptxas_errors_carry_ptx_line_numbers() {
 
 #[test]
 fn garbage_cubin_is_an_error() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let err = disassemble(&tools, b"not a cubin").unwrap_err();
     assert!(matches!(err, ToolchainError::Cuobjdump { .. }), "{err}");
 }
 
 #[test]
 fn nvrtc_compile_errors_return_the_log() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let source = "extern \"C\" __global__ void k(int *x) { *x = undeclared; }\n";
     let err = nvrtc(&tools)
         .compile(source, "broken.cu", &CompileOptions::default())
@@ -328,9 +306,7 @@ fn nvrtc_compile_errors_return_the_log() {
 
 #[test]
 fn nvrtc_rejects_an_unknown_architecture() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let opts = CompileOptions {
         arch: "sm_11".into(),
         ..CompileOptions::default()
@@ -347,9 +323,7 @@ fn nvrtc_rejects_an_unknown_architecture() {
 /// tests have already made NVRTC load its builtins.
 #[test]
 fn nvrtc_finds_its_builtins_without_ld_library_path() {
-    if tools_for_tests().is_none() {
-        return;
-    }
+    common::or_skip!(tools_for_tests());
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "nvrtc_through_a_lone_symlink", "--ignored"])
         .args(["--nocapture", "--test-threads=1"])
@@ -366,9 +340,7 @@ fn nvrtc_finds_its_builtins_without_ld_library_path() {
 #[test]
 #[ignore = "run in a fresh process by nvrtc_finds_its_builtins_without_ld_library_path"]
 fn nvrtc_through_a_lone_symlink() {
-    let Some(tools) = tools_for_tests() else {
-        return;
-    };
+    let tools = common::or_skip!(tools_for_tests());
     let real = std::fs::canonicalize(tools.require_nvrtc().unwrap()).unwrap();
     let lone = tempfile::tempdir().unwrap();
     let link = lone.path().join(real.file_name().unwrap());

@@ -35,8 +35,8 @@
 
 use super::nvml::{Nvml, PowerMeter};
 use super::{
-    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelStats,
-    LaunchConfig, ModuleId, Result,
+    Backend, BackendError, BackendKind, Buffer, Device, DeviceInfo, KernelArg, KernelLaunch,
+    KernelStats, ModuleId, Result,
 };
 use cudarc::driver::sys::{self, CUresult};
 use std::collections::HashMap;
@@ -232,6 +232,11 @@ fn check(code: CUresult, call: &str) -> Result<()> {
     } else {
         Err(BackendError::Cuda(format!("{call}: {}", describe(code))))
     }
+}
+
+/// A module id that names no loaded module (never loaded, or unloaded).
+fn no_loaded_module(module: ModuleId) -> BackendError {
+    BackendError::BadLaunch(format!("no loaded module {}", module.0))
 }
 
 /// `cuInit`, with the failures that mean "no usable driver / device" typed as such.
@@ -557,6 +562,15 @@ impl CudaBackend {
         &self.jit_info_log
     }
 
+    /// The handle of `module`, while it is loaded.
+    fn loaded_module(&self, module: ModuleId) -> Result<sys::CUmodule> {
+        self.modules
+            .get(module.0)
+            .copied()
+            .flatten()
+            .ok_or_else(|| no_loaded_module(module))
+    }
+
     /// Unloads a module (its kernels can no longer be launched). Long campaigns that load a new
     /// PTX per iteration call this to keep device memory bounded.
     pub fn unload_module(&mut self, module: ModuleId) -> Result<()> {
@@ -565,7 +579,7 @@ impl CudaBackend {
             .modules
             .get_mut(module.0)
             .and_then(Option::take)
-            .ok_or_else(|| BackendError::BadLaunch(format!("no loaded module {}", module.0)))?;
+            .ok_or_else(|| no_loaded_module(module))?;
         self.kernels.retain(|(m, _), _| *m != module.0);
         let memory = &mut self.variable_memory;
         self.variables.retain(|(m, _), buffer| {
@@ -708,12 +722,7 @@ impl CudaBackend {
         if let Some(k) = self.kernels.get(&(module.0, name.to_string())) {
             return Ok(k.clone());
         }
-        let handle = self
-            .modules
-            .get(module.0)
-            .copied()
-            .flatten()
-            .ok_or_else(|| BackendError::BadLaunch(format!("no loaded module {}", module.0)))?;
+        let handle = self.loaded_module(module)?;
         let c_name = CString::new(name).map_err(|_| BackendError::NoKernel(name.to_string()))?;
         let mut function: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: the module is loaded in the current context; the name is NUL-terminated.
@@ -954,12 +963,7 @@ impl Device for CudaBackend {
             return Ok(*buffer);
         }
         self.usable()?;
-        let handle = self
-            .modules
-            .get(module.0)
-            .copied()
-            .flatten()
-            .ok_or_else(|| BackendError::BadLaunch(format!("no loaded module {}", module.0)))?;
+        let handle = self.loaded_module(module)?;
         let c_name = CString::new(name).map_err(|_| BackendError::NoVariable(name.to_string()))?;
         let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: the module is loaded in the current context; the name is NUL-terminated; one
@@ -985,13 +989,13 @@ impl Device for CudaBackend {
         Ok(buffer)
     }
 
-    fn launch(
-        &mut self,
-        module: ModuleId,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<()> {
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<()> {
+        let KernelLaunch {
+            module,
+            kernel,
+            config,
+            args,
+        } = launch;
         self.usable()?;
         let k = self.kernel(module, kernel)?;
         let (grid, block) = (config.grid, config.block);

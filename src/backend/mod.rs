@@ -17,8 +17,8 @@ pub mod words;
 /// The simulator (`gpuwmm-sim`), a [`Backend`] without NVML.
 pub use gpuwmm_sim as sim;
 pub use gpuwmm_sim::device::{
-    BackendError, BackendKind, Buffer, Device, DeviceInfo, Dim3, KernelArg, KernelStats,
-    LaunchConfig, ModuleId, Result,
+    BackendError, BackendKind, Buffer, Device, DeviceInfo, Dim3, KernelArg, KernelLaunch,
+    KernelStats, LaunchConfig, ModuleId, Result,
 };
 
 /// A GPU, real or simulated, as drivers see it: the [`Device`] interface, plus the NVML power

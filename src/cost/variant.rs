@@ -136,23 +136,7 @@ mod tests {
     use super::*;
     use crate::ptx::passes::fences::own_fences;
 
-    const PTX: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry k(.param .u64 p)
-{
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [p];
-    cvta.to.global.u64 %rd2, %rd1;
-    ld.global.u32 %r1, [%rd2];
-    membar.gl;
-    st.global.u32 [%rd2+4], %r1;
-    ld.global.u32 %r2, [%rd2+8];
-    ret;
-}
-"#;
+    const PTX: &str = include_str!("../../tests/fixtures/ptx/small/one_store.ptx");
 
     fn base() -> Module {
         fence_free(&crate::ptx::parse(PTX).unwrap())

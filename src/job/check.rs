@@ -3,10 +3,7 @@
 //! error rate drawn beside the journal. `check` runs one; each cell of a campaign is one.
 
 use super::naming::{choose_journal, Output};
-use super::settings::{
-    app_hash, differences, hash_differences, hash_entry, refuse_or_force, target_settings,
-    GivenOptions, Settings,
-};
+use super::settings::{app_hash, refuse_changed_resume, target_settings, GivenOptions, Settings};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -173,18 +170,15 @@ fn resume(spec: &CheckJob, say: Say) -> Result<OpenCheck, JobError> {
         (&meta.target.app, meta.env),
         (spec.app, spec.env),
     )?;
-    let mut changed = differences(
-        &check_settings(&meta),
-        &asked(spec, &meta, say)?,
-        given(spec),
-    );
-    let now = app_hash(&meta.target)?;
-    changed.extend(hash_differences(meta.app_hash.as_ref(), &now));
-    refuse_or_force(
+    let now = refuse_changed_resume(
         path,
         done.len(),
-        changed,
-        (given(spec), hash_entry(&now)),
+        (
+            &check_settings(&meta),
+            &asked(spec, &meta, say)?,
+            given(spec),
+        ),
+        (&meta.target, meta.app_hash.as_ref()),
         say,
     )?;
     meta.app_hash = Some(now);

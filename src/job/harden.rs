@@ -4,10 +4,7 @@
 //! the `--json` document.
 
 use super::naming::{choose_journal, Output};
-use super::settings::{
-    app_hash, differences, hash_differences, hash_entry, refuse_or_force, stop_settings,
-    target_settings, Settings,
-};
+use super::settings::{app_hash, refuse_changed_resume, stop_settings, target_settings, Settings};
 use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
@@ -213,15 +210,13 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
         (&meta.target.app, meta.env),
         (options.app, options.env),
     )?;
-    let mut changed = differences(
+    let settings = (
         &harden_settings(&meta),
         &asked(options, &meta, say)?,
         &options.target.given,
     );
-    let now = app_hash(&meta.target)?;
-    changed.extend(hash_differences(meta.app_hash.as_ref(), &now));
-    let forcing = (&options.target.given, hash_entry(&now));
-    refuse_or_force(&path, done.len(), changed, forcing, say)?;
+    let recorded_hash = (&meta.target, meta.app_hash.as_ref());
+    refuse_changed_resume(&path, done.len(), settings, recorded_hash, say)?;
     let executor = pooled_executor(&meta.target, options)?;
     refuse_changed_sites(&path, "resume", &meta.sites, &executor.sites()?)?;
     Ok(OpenHardening {

@@ -107,10 +107,7 @@ fn shell_quoted(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_string).collect()
-    }
+    use crate::job::argv;
 
     #[test]
     fn the_resume_command_names_the_journal_and_resume_once() {

@@ -157,3 +157,10 @@ fn cost_is_bad_input(e: &crate::cost::CostError) -> bool {
 pub(crate) fn bad_journal(e: JournalError) -> JobError {
     JobError::BadJournal(e)
 }
+
+/// The words of a command line, as a program's arguments (for the tests of the modules that
+/// build command lines).
+#[cfg(test)]
+pub(crate) fn argv(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}

@@ -206,6 +206,24 @@ pub fn hash_differences(recorded: Option<&AppHash>, now: &AppHash) -> Vec<Differ
         .collect()
 }
 
+/// A resume of the check or harden `journal` (`rows` rows recorded): the options `given` whose
+/// values (`asked`, as the command line gives them) differ from the `recorded` settings, and the
+/// app's change since the journal's hashes (`recorded_hash`), refused or forced
+/// ([`refuse_or_force`]). Returns the hashes of `target`'s app now.
+pub fn refuse_changed_resume(
+    journal: &Path,
+    rows: usize,
+    (recorded, asked, given): (&Settings, &Settings, &GivenOptions),
+    (target, recorded_hash): (&Target, Option<&AppHash>),
+    say: Say,
+) -> Result<AppHash, JobError> {
+    let mut changed = differences(recorded, asked, given);
+    let now = app_hash(target)?;
+    changed.extend(hash_differences(recorded_hash, &now));
+    refuse_or_force(journal, rows, changed, (given, hash_entry(&now)), say)?;
+    Ok(now)
+}
+
 /// One `--force`: when, from which journal row on (rows before it ran with the journal's
 /// earlier values), and what differed. Kept in the sidecar's `forced` list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -189,21 +189,18 @@ pub fn folder_name(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(line: &str) -> Vec<String> {
-        line.split_whitespace().map(String::from).collect()
-    }
+    use crate::job::argv;
 
     #[test]
     fn a_job_gets_every_option_but_the_submission_s_and_the_command_s_own() {
-        let given = words(
+        let given = argv(
             "--apps a,b --slurm --partition gpu --time=1:00:00 --out o --array-limit 4 \
              --constraint h100 --dry-run --resume --runs 10",
         );
         let campaign = job_options(&given, "--array-limit");
-        assert_eq!(campaign, words("--apps a,b --constraint h100 --runs 10"));
+        assert_eq!(campaign, argv("--apps a,b --constraint h100 --runs 10"));
         let tune = job_options(&given, "--constraint");
-        assert_eq!(tune, words("--apps a,b --array-limit 4 --runs 10"));
+        assert_eq!(tune, argv("--apps a,b --array-limit 4 --runs 10"));
     }
 
     #[test]

@@ -98,6 +98,13 @@ pub fn gpu() -> Option<CudaBackend> {
     }
 }
 
+/// Device 0 for a test that also needs the CUDA tools: `None` (after printing why) where the
+/// tools, a driver or a device is missing.
+pub fn gpu_with_tools() -> Option<CudaBackend> {
+    gpuwmm::toolchain::tools_for_tests()?;
+    gpu()
+}
+
 /// Whether `backend` is the stand-in driver (`standin/cuda`, `scripts/standin.sh`), which runs
 /// kernels on the simulator: tests then use simulator-sized inputs, since a GPU-sized launch (a
 /// million threads) takes minutes to interpret. Everything else they check is unchanged.
@@ -122,6 +129,21 @@ pub fn temp_dir_with_tools() -> Option<tempfile::TempDir> {
     gpuwmm::toolchain::tools_for_tests()?;
     Some(tempfile::tempdir().unwrap())
 }
+
+/// The value of a probe that prints why a test is skipped and gives `None` then (such as
+/// [`temp_dir_with_tools`], [`gpu`] or `tools_for_tests`), or a return from the calling test.
+/// A macro because only the test's own body can return from it.
+#[allow(unused_macros)]
+macro_rules! or_skip {
+    ($probe:expr) => {
+        match $probe {
+            Some(value) => value,
+            None => return,
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use or_skip;
 
 /// Loads the app in `tests/fixtures/apps/<name>` on `backend` as it is (no fences, no stress)
 /// and runs it `runs` times at `size`, input seeds 0, 1, ...; the verdicts in order.

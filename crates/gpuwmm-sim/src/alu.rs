@@ -27,6 +27,17 @@ pub fn sext(v: u64, bits: u8) -> i64 {
     }
 }
 
+/// A value moved into a register of type `ty` (`mov`, `selp`): cut to the type's width, except a
+/// float, whose bits are kept as they are.
+#[inline]
+pub fn moved(ty: Ty, v: u64) -> u64 {
+    if ty.is_float() {
+        v
+    } else {
+        v & mask(ty.bits)
+    }
+}
+
 /// A loaded value in its destination register: sign-extended for `.s` types, else as read.
 #[inline]
 pub fn extend(ty: Ty, v: u64) -> u64 {

@@ -70,6 +70,16 @@ pub struct LaunchConfig {
     pub shared_bytes: u32,
 }
 
+/// A kernel to start ([`Device::launch`]): which kernel of which module, on what grid, with what
+/// arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelLaunch<'a> {
+    pub module: ModuleId,
+    pub kernel: &'a str,
+    pub config: &'a LaunchConfig,
+    pub args: &'a [KernelArg],
+}
+
 /// One kernel argument, passed by value in the kernel's parameter order.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {
@@ -197,7 +207,17 @@ pub trait Device {
         kernel: &str,
         config: &LaunchConfig,
         args: &[KernelArg],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        self.start(KernelLaunch {
+            module,
+            kernel,
+            config,
+            args,
+        })
+    }
+
+    /// Starts `launch`: what a device implements for [`Device::launch`].
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<()>;
 
     /// Waits for all launched work; a kernel still running at `deadline` is a
     /// [`BackendError::Timeout`].

@@ -413,12 +413,7 @@ impl Machine<'_> {
                 } else {
                     self.val(base, t, b)
                 };
-                let v = if ty.is_float() {
-                    v
-                } else {
-                    v & alu::mask(ty.bits)
-                };
-                self.set(base, d, v);
+                self.set(base, d, alu::moved(ty, v));
             }
             _ => unreachable!("step dispatches only comparisons to step_compare"),
         }
@@ -430,12 +425,7 @@ impl Machine<'_> {
         match op {
             Op::Mov { ty, d, a } => {
                 let v = self.val(base, t, a);
-                let v = if ty.is_float() {
-                    v
-                } else {
-                    v & alu::mask(ty.bits)
-                };
-                self.set(base, d, v);
+                self.set(base, d, alu::moved(ty, v));
             }
             Op::Cvt {
                 dst,
@@ -684,9 +674,7 @@ impl Machine<'_> {
             space, ty, order, ..
         } = mem;
         if mem.n == 1 && self.ptx && self.may_defer(t, space, at) {
-            self.mem
-                .check(at, size)
-                .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
+            self.check_global(line, Access::Load, at, size)?;
             // An acquire load that later accesses overtake must not synchronise.
             let restricted = match order.acquires {
                 true => match self.restriction(t, at, size, order, None) {
@@ -696,18 +684,19 @@ impl Machine<'_> {
                 false => None,
             };
             let race_pos = self.races.as_mut().map_or(0, |r| r.reserve(t));
-            let th = &mut self.threads[t];
-            th.pending[th.deferred as usize] = Deferred {
-                d: d[0],
-                addr: at,
-                ty,
-                line,
-                order,
-                restricted,
-                rmw: None,
-                race_pos,
-            };
-            th.deferred += 1;
+            self.push_deferred(
+                t,
+                Deferred {
+                    d: d[0],
+                    addr: at,
+                    ty,
+                    line,
+                    order,
+                    restricted,
+                    rmw: None,
+                    race_pos,
+                },
+            );
             return Ok(());
         }
         self.exec_ld_now(t, base, line, d, mem, at, size)
@@ -758,22 +747,43 @@ impl Machine<'_> {
         [b, c]: [u64; 2],
     ) -> Result<(), BackendError> {
         let size = mem.size();
+        self.check_global(line, Access::Atomic, at, size)?;
+        self.push_deferred(
+            t,
+            Deferred {
+                d,
+                addr: at,
+                ty: mem.ty,
+                line,
+                order: mem.order,
+                restricted: None,
+                rmw: Some((op, mem, b, c)),
+                race_pos: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Queues `pending` behind thread `t`'s deferred accesses (the caller checked there is room:
+    /// [`Machine::may_defer`]).
+    fn push_deferred(&mut self, t: usize, pending: Deferred) {
+        let th = &mut self.threads[t];
+        th.pending[th.deferred as usize] = pending;
+        th.deferred += 1;
+    }
+
+    /// Faults an access of `size` bytes at global address `at` that falls outside every
+    /// allocation or is misaligned.
+    fn check_global(
+        &self,
+        line: u32,
+        access: Access,
+        at: u64,
+        size: u64,
+    ) -> Result<(), BackendError> {
         self.mem
             .check(at, size)
-            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", at, size, why))?;
-        let th = &mut self.threads[t];
-        th.pending[th.deferred as usize] = Deferred {
-            d,
-            addr: at,
-            ty: mem.ty,
-            line,
-            order: mem.order,
-            restricted: None,
-            rmw: Some((op, mem, b, c)),
-            race_pos: 0,
-        };
-        th.deferred += 1;
-        Ok(())
+            .map_err(|why| self.mem_fault(line, access, "global", at, size, why))
     }
 
     /// `st`: each element, truncated to the element size.
@@ -949,9 +959,7 @@ impl Machine<'_> {
         value: u64,
         order: Order,
     ) -> Result<(), BackendError> {
-        self.mem
-            .check(addr, size)
-            .map_err(|why| self.mem_fault(line, Access::Store, "global", addr, size, why))?;
+        self.check_global(line, Access::Store, addr, size)?;
         if self.ptx {
             let old = self.mem.read(addr, size).unwrap_or(0);
             let a = self.model_access(t, order);
@@ -1024,9 +1032,7 @@ impl Machine<'_> {
             }
             Region::Param => return Err(self.fault(line, "atomic on the parameter space")),
         }
-        self.mem
-            .check(a, size)
-            .map_err(|why| self.mem_fault(line, Access::Atomic, "global", a, size, why))?;
+        self.check_global(line, Access::Atomic, a, size)?;
         if self.weak {
             if order.release() {
                 self.drain_all(t);

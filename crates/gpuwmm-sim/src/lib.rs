@@ -29,8 +29,8 @@ pub use self::races::{
 use self::vars::VarSpace;
 pub use crate::device::Device;
 use crate::device::{
-    BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelStats, LaunchConfig, ModuleId,
-    Result,
+    BackendError, BackendKind, Buffer, DeviceInfo, KernelArg, KernelLaunch, KernelStats,
+    LaunchConfig, ModuleId, Result,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -572,17 +572,11 @@ impl Device for SimBackend {
             .ok_or_else(|| BackendError::NoVariable(name.to_string()))
     }
 
-    fn launch(
-        &mut self,
-        module: ModuleId,
-        kernel: &str,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<()> {
-        let (index, k) = self.find_kernel(module, kernel)?;
-        check_config(config)?;
-        let params = param_buffer(k, args)?;
-        self.enqueue(module, index, config, params);
+    fn start(&mut self, launch: KernelLaunch<'_>) -> Result<()> {
+        let (index, k) = self.find_kernel(launch.module, launch.kernel)?;
+        check_config(launch.config)?;
+        let params = param_buffer(k, launch.args)?;
+        self.enqueue(launch.module, index, launch.config, params);
         Ok(())
     }
 
@@ -639,20 +633,7 @@ mod tests {
         assert!("tso".parse::<SimModel>().is_err());
     }
 
-    const PAIR: &str = r#"
-.version 8.8
-.target sm_70
-.address_size 64
-.visible .entry put(.param .u32 put_value, .param .u64 put_address)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-    ld.param.u32 %r1, [put_value];
-    ld.param.u64 %rd1, [put_address];
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-"#;
+    const PAIR: &str = include_str!("../../../tests/fixtures/ptx/small/put.ptx");
 
     fn one_thread() -> LaunchConfig {
         LaunchConfig {
@@ -662,23 +643,7 @@ mod tests {
         }
     }
 
-    const VARIABLES: &str = r#"
-.version 8.8
-.target sm_70
-.address_size 64
-.global .align 4 .u32 count;
-.global .align 4 .b8 table[8] = {1, 2, 3};
-.const .align 4 .u32 limit = 9;
-.extern .global .align 4 .u32 elsewhere;
-.visible .entry bump()
-{
-    .reg .b32 %r<2>;
-    ld.global.u32 %r1, [count];
-    add.u32 %r1, %r1, 5;
-    st.global.u32 [count], %r1;
-    ret;
-}
-"#;
+    const VARIABLES: &str = include_str!("../../../tests/fixtures/ptx/small/variables.ptx");
 
     #[test]
     fn module_variables_are_the_defined_globals_with_their_initial_bytes() {

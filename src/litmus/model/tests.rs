@@ -24,6 +24,7 @@ fn two(ctas: (u32, u32), rows: &[&str], condition: &str) -> ModelOutcome {
 
 const MP: &str = "P1:r0 == 1 /\\ P1:r1 == 0";
 const SB: &str = "P0:r0 == 0 /\\ P1:r1 == 0";
+const LB: &str = "P0:r0 == 1 /\\ P1:r1 == 1";
 
 #[test]
 fn message_passing_needs_a_morally_strong_release_acquire_or_fences() {
@@ -38,23 +39,35 @@ fn message_passing_needs_a_morally_strong_release_acquire_or_fences() {
         )
         .expected()
     };
-    assert_eq!(
-        mp("st.relaxed.gpu", "ld.relaxed.gpu", (0, 1)),
-        Expected::Allowed
-    );
-    assert_eq!(
-        mp("st.release.gpu", "ld.acquire.gpu", (0, 1)),
-        Expected::Forbidden
-    );
-    // cta scope does not include the other CTA: not morally strong, no synchronisation.
-    assert_eq!(
-        mp("st.release.cta", "ld.acquire.cta", (0, 1)),
-        Expected::Allowed
-    );
-    assert_eq!(
-        mp("st.release.cta", "ld.acquire.cta", (0, 0)),
-        Expected::Forbidden
-    );
+    for (w, r, ctas, expected) in [
+        (
+            "st.relaxed.gpu",
+            "ld.relaxed.gpu",
+            (0, 1),
+            Expected::Allowed,
+        ),
+        (
+            "st.release.gpu",
+            "ld.acquire.gpu",
+            (0, 1),
+            Expected::Forbidden,
+        ),
+        // cta scope does not include the other CTA: not morally strong, no synchronisation.
+        (
+            "st.release.cta",
+            "ld.acquire.cta",
+            (0, 1),
+            Expected::Allowed,
+        ),
+        (
+            "st.release.cta",
+            "ld.acquire.cta",
+            (0, 0),
+            Expected::Forbidden,
+        ),
+    ] {
+        assert_eq!(mp(w, r, ctas), expected, "{w} / {r}, CTAs {ctas:?}");
+    }
     let fenced = |f: &str| {
         two(
             (0, 1),
@@ -95,40 +108,20 @@ fn store_buffering_needs_fence_sc_not_acq_rel() {
 
 #[test]
 fn load_buffering_is_allowed_without_dependencies_and_forbidden_with_them() {
-    let plain = two(
-        (0, 1),
-        &[
-            "ld.relaxed.gpu r0, x | ld.relaxed.gpu r1, y",
-            "st.relaxed.gpu y, 1 | st.relaxed.gpu x, 1",
-        ],
-        "P0:r0 == 1 /\\ P1:r1 == 1",
-    );
+    // Both threads load, then store what (or whatever) they loaded to the other's location.
+    let lb = |loads: &str, stores: &str| two((0, 1), &[loads, stores], LB);
+    let relaxed_loads = "ld.relaxed.gpu r0, x | ld.relaxed.gpu r1, y";
+    let plain = lb(relaxed_loads, "st.relaxed.gpu y, 1 | st.relaxed.gpu x, 1");
     assert_eq!(plain.expected(), Expected::Allowed);
     assert_eq!(plain.sc_reachable(), ScReachable::No);
-    let data = two(
-        (0, 1),
-        &[
-            "ld.relaxed.gpu r0, x | ld.relaxed.gpu r1, y",
-            "st.relaxed.gpu y, r0 | st.relaxed.gpu x, r1",
-        ],
-        "P0:r0 == 1 /\\ P1:r1 == 1",
-    );
+    let data = lb(relaxed_loads, "st.relaxed.gpu y, r0 | st.relaxed.gpu x, r1");
     // No value 1 is ever written: no-thin-air leaves only zeros.
     assert_eq!(data.expected(), Expected::Forbidden);
-    let lb = |st: &str| {
-        two(
-            (0, 1),
-            &[
-                "ld.acquire.gpu r0, x | ld.acquire.gpu r1, y",
-                &format!("{st} y, 1 | {st} x, 1"),
-            ],
-            "P0:r0 == 1 /\\ P1:r1 == 1",
-        )
-        .expected()
-    };
+    let acquire_loads = "ld.acquire.gpu r0, x | ld.acquire.gpu r1, y";
+    let lb_acquire = |st: &str| lb(acquire_loads, &format!("{st} y, 1 | {st} x, 1")).expected();
     // An acquire orders nothing without a release pattern to synchronise with.
-    assert_eq!(lb("st.relaxed.gpu"), Expected::Allowed);
-    assert_eq!(lb("st.release.gpu"), Expected::Forbidden);
+    assert_eq!(lb_acquire("st.relaxed.gpu"), Expected::Allowed);
+    assert_eq!(lb_acquire("st.release.gpu"), Expected::Forbidden);
 }
 
 #[test]

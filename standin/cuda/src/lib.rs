@@ -152,9 +152,7 @@ fn function(handle: Handle) -> Result<Arc<state::Function>, CUresult> {
 /// # Safety
 /// `out` is null or valid for a write of `T`.
 unsafe fn put<T>(out: *mut T, value: T) -> Res {
-    if out.is_null() {
-        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-    }
+    non_null(out)?;
     // SAFETY: non-null, and valid for a write of T by the caller's contract.
     unsafe { out.write(value) };
     Ok(())
@@ -577,6 +575,15 @@ fn on_range(
     }))
 }
 
+/// A null pointer where the call needs host memory or a name: an invalid value.
+fn non_null<T>(pointer: *const T) -> Res {
+    if pointer.is_null() {
+        Err(CUresult::CUDA_ERROR_INVALID_VALUE)
+    } else {
+        Ok(())
+    }
+}
+
 /// A copy the simulator refuses: an invalid value.
 fn invalid(_: BackendError) -> CUresult {
     CUresult::CUDA_ERROR_INVALID_VALUE
@@ -603,9 +610,7 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     stream: Handle,
 ) -> CUresult {
     on_range(stream, dst, bytes, |sim, buffer, offset| {
-        if src.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        non_null(src)?;
         // SAFETY: the caller passes host memory valid for `bytes` bytes.
         let data = unsafe { std::slice::from_raw_parts(src as *const u8, bytes) };
         sim.copy_in(buffer, offset, data).map_err(invalid)
@@ -620,9 +625,7 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     stream: Handle,
 ) -> CUresult {
     on_range(stream, src, bytes, |sim, buffer, offset| {
-        if dst.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        non_null(dst)?;
         // SAFETY: the caller passes host memory valid for writes of `bytes` bytes, not aliased
         // while the call runs.
         let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, bytes) };
@@ -716,9 +719,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
         ctx.observe()?;
         // SAFETY: the caller passes `count` options and values.
         let logs = unsafe { jit_logs(count, options, values) }?;
-        if image.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
+        non_null(image)?;
         // SAFETY: a PTX image is a NUL-terminated string; a cubin (ELF) has a NUL within its
         // first eight bytes, so reading up to the first NUL stays inside either.
         let text = unsafe { CStr::from_ptr(image as *const c_char) }.to_bytes();
@@ -768,6 +769,25 @@ pub unsafe extern "C" fn cuModuleUnload(module: Handle) -> CUresult {
     }))
 }
 
+/// The module `module` of a context with no sticky fault, and the symbol `name` to look up in
+/// it (null is an invalid value).
+///
+/// # Safety
+/// `name` is null or NUL-terminated.
+unsafe fn module_symbol(
+    module: Handle,
+    name: *const c_char,
+) -> Result<(Arc<state::Module>, String), CUresult> {
+    let m = self::module(module)?;
+    m.ctx.observe()?;
+    non_null(name)?;
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    Ok((m, name))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleGetFunction(
     out: *mut Handle,
@@ -775,15 +795,8 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     name: *const c_char,
 ) -> CUresult {
     done((|| {
-        let m = self::module(module)?;
-        m.ctx.observe()?;
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
         // SAFETY: the caller passes a NUL-terminated name.
-        let name = unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned();
+        let (m, name) = unsafe { module_symbol(module, name) }?;
         let params = state::lock(&m.ctx.device)
             .sim
             .kernel_params(m.id, &name)
@@ -808,13 +821,8 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     name: *const c_char,
 ) -> CUresult {
     done((|| {
-        let m = self::module(module)?;
-        m.ctx.observe()?;
-        if name.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
         // SAFETY: the caller passes a NUL-terminated name.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let (m, name) = unsafe { module_symbol(module, name) }?;
         let mut device = state::lock(&m.ctx.device);
         let variable = device
             .sim
@@ -997,20 +1005,7 @@ mod tests {
     //! `_v4` context, null streams) and the ordering of sticky faults.
     use super::*;
 
-    const STORE: &str = r#"
-.version 8.8
-.target sm_70
-.address_size 64
-.visible .entry store_to(.param .u64 store_to_address, .param .u32 store_to_value)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-    ld.param.u64 %rd1, [store_to_address];
-    ld.param.u32 %r1, [store_to_value];
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-"#;
+    const STORE: &str = include_str!("../../../tests/fixtures/ptx/small/store_to.ptx");
 
     /// Launches `store_to(address, value)` on the null stream.
     fn store(f: Handle, mut address: u64, mut value: u32) -> CUresult {
