@@ -580,7 +580,8 @@ fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
 /// PTX, `s_exclusive = 0;` in tile 0's branch, so a harden patch put the look-back's fence in
 /// tile 0's branch. The site of the look-back's loads must be the line of the call, and the
 /// patch harden makes for it (the same sites and report functions `gpuwmm harden` uses) must put
-/// the fence after that line.
+/// the fence at that line: before and after it, since the loads are inside CUB's header, which
+/// the patch cannot change.
 #[test]
 fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     use gpuwmm::apps::{find_app, DEFAULT_ARCH};
@@ -640,15 +641,23 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     .unwrap();
     assert_eq!(report.placed.len(), 1);
     assert_eq!(report.placed[0].line, call);
+    let statement = report.placed[0].statement;
     assert!(
         report.patch.contains(&format!(
-            "         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
-             +        {}\n",
-            report.placed[0].statement
+            "+        {statement}\n         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
+             +        {statement}\n"
         )),
         "{}",
         report.patch
     );
+    assert_eq!(
+        report.patch.matches(statement).count(),
+        2,
+        "{}",
+        report.patch
+    );
+    let placement = report.placed[0].placement.as_deref().unwrap();
+    assert!(placement.contains("before and after the call at apps/cccl-scan/kernel.cu:"));
 }
 
 /// Regression: hardening cccl-scan-rlx (which keeps CUB's fences and weakens its release stores)
