@@ -110,15 +110,16 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
-    let [_, update] = assert_cbe_dot_fenced_around_its_critical_section(&stdout);
+    assert_cbe_dot_fenced_around_its_critical_section(&stdout);
     assert!(
         stdout.contains("simulator") && stdout.contains("not hardware"),
         "{stdout}"
     );
     assert_consecutive(&journal_runs(&journal));
 
-    // The patch applies to a copy of the source: one fence after the spin loop (not inside its
-    // body, where it would not run once the lock is taken), one right after the update.
+    // The patch applies to a copy of the source: a fence after the spin loop, where the last
+    // `atomicCAS` leads, and first in its body, where the others lead (inside the body alone it
+    // would not run once the lock is taken), and one right after the update.
     let copy = dir.path().join("copy");
     std::fs::create_dir_all(copy.join("apps/cbe-dot")).unwrap();
     std::fs::copy(kernel("cbe-dot"), copy.join("apps/cbe-dot/kernel.cu")).unwrap();
@@ -134,10 +135,14 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     }
     let patched = std::fs::read_to_string(copy.join("apps/cbe-dot/kernel.cu")).unwrap();
     let lines: Vec<&str> = patched.lines().collect();
+    let line_of = |text: &str| lines.iter().position(|l| l.contains(text)).unwrap();
+    let update = line_of("*result = *result + cache[0];");
     assert_eq!(lines[update - 2].trim(), "}");
     assert_eq!(lines[update - 1].trim(), "__threadfence();");
-    assert!(lines[update].contains("*result = *result + cache[0];"));
     assert_eq!(lines[update + 1].trim(), "__threadfence();");
+    let spin = line_of("while (atomicCAS(lock, 0, 1) != 0) {");
+    assert_eq!(lines[spin + 1].trim(), "__threadfence();");
+    assert_eq!(patched.matches("__threadfence();").count(), 3, "{patched}");
 }
 
 /// `harden <app>-nf` with the 10,000-run stability check ends stable, keeping exactly the
