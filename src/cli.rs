@@ -348,7 +348,9 @@ pub struct TuneArgs {
     /// --constraint).
     #[arg(long)]
     pub profile_out: Option<PathBuf>,
-    /// Replace an existing profile file.
+    /// Replace an existing profile file; with --resume, also go on with a tuning whose settings
+    /// differ from those given, with the tuning's own settings (its sidecar's `forced` list
+    /// records it).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

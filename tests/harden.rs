@@ -108,15 +108,16 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     let journal = dir.path().join("cbe-dot.csv");
     // The paper's algorithm alone (the kinds are tested on the handoff fixtures below).
     let stdout = harden("cbe-dot", &journal, &["--minimise-kind", "off"]);
-    let [_, update] = assert_cbe_dot_fenced_around_its_critical_section(&stdout);
+    assert_cbe_dot_fenced_around_its_critical_section(&stdout);
     assert!(
         stdout.contains("simulator") && stdout.contains("not hardware"),
         "{stdout}"
     );
     assert_consecutive(&journal_runs(&journal));
 
-    // The patch applies to a copy of the source: one fence after the spin loop (not inside its
-    // body, where it would not run once the lock is taken), one right after the update.
+    // The patch applies to a copy of the source: a fence after the spin loop, where the last
+    // `atomicCAS` leads, and first in its body, where the others lead (inside the body alone it
+    // would not run once the lock is taken), and one right after the update.
     let copy = dir.path().join("copy");
     std::fs::create_dir_all(copy.join("apps/cbe-dot")).unwrap();
     std::fs::copy(kernel("cbe-dot"), copy.join("apps/cbe-dot/kernel.cu")).unwrap();
@@ -132,10 +133,14 @@ fn harden_cbe_dot_keeps_an_acquire_and_a_release_fence_around_the_critical_secti
     }
     let patched = std::fs::read_to_string(copy.join("apps/cbe-dot/kernel.cu")).unwrap();
     let lines: Vec<&str> = patched.lines().collect();
+    let line_of = |text: &str| lines.iter().position(|l| l.contains(text)).unwrap();
+    let update = line_of("*result = *result + cache[0];");
     assert_eq!(lines[update - 2].trim(), "}");
     assert_eq!(lines[update - 1].trim(), "__threadfence();");
-    assert!(lines[update].contains("*result = *result + cache[0];"));
     assert_eq!(lines[update + 1].trim(), "__threadfence();");
+    let spin = line_of("while (atomicCAS(lock, 0, 1) != 0) {");
+    assert_eq!(lines[spin + 1].trim(), "__threadfence();");
+    assert_eq!(patched.matches("__threadfence();").count(), 3, "{patched}");
 }
 
 /// `harden <app>-nf` with the 10,000-run stability check ends stable, keeping exactly the
@@ -556,7 +561,8 @@ fn a_hardening_without_a_stable_fence_set_exits_1_after_its_report() {
 /// PTX, `s_exclusive = 0;` in tile 0's branch, so a harden patch put the look-back's fence in
 /// tile 0's branch. The site of the look-back's loads must be the line of the call, and the
 /// patch harden makes for it (the same sites and report functions `gpuwmm harden` uses) must put
-/// the fence after that line.
+/// the fence at that line: before and after it, since the loads are inside CUB's header, which
+/// the patch cannot change.
 #[test]
 fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     use gpuwmm::apps::{find_app, DEFAULT_ARCH};
@@ -614,15 +620,23 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     .unwrap();
     assert_eq!(report.placed.len(), 1);
     assert_eq!(report.placed[0].line, call);
+    let statement = report.placed[0].statement;
     assert!(
         report.patch.contains(&format!(
-            "         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
-             +        {}\n",
-            report.placed[0].statement
+            "+        {statement}\n         const int exclusive = prefix_op(aggregate);  // valid in lane 0\n\
+             +        {statement}\n"
         )),
         "{}",
         report.patch
     );
+    assert_eq!(
+        report.patch.matches(statement).count(),
+        2,
+        "{}",
+        report.patch
+    );
+    let placement = report.placed[0].placement.as_deref().unwrap();
+    assert!(placement.contains("before and after the call at apps/cccl-scan/kernel.cu:"));
 }
 
 /// Regression: hardening cccl-scan-rlx (which keeps CUB's fences and weakens its release stores)

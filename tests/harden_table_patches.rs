@@ -18,8 +18,8 @@ use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, Outcome, RunRe
 use gpuwmm::env::Environment;
 use gpuwmm::harden::report::{styled_fence_report, FenceStyle};
 use gpuwmm::profile::StressProfile;
-use gpuwmm::ptx::lines::attribute_statements;
-use gpuwmm::ptx::passes::fences::{FenceKind, Granularity};
+use gpuwmm::ptx::lines::statement_frames;
+use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
 use gpuwmm::ptx::{FunctionKind, Item, Module, Statement};
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -29,16 +29,6 @@ use std::sync::Arc;
 
 /// Runs of the check of each patched app (each app's hardening passed 1,000 with these fences).
 const RUNS: u64 = 60;
-
-/// Apps whose patch applies and builds but fails the check, because a source line cannot say
-/// where the hardening's PTX fence went (a known gap of source-line patches, not yet fixed):
-/// - ls-bh-nf: sites on lines that call an inlined function (`insert_body` at :392,
-///   `summarise_cell` at :405) were fenced after every access inside the call; the patch puts
-///   one fence after the call (its patched copy fails run 0).
-/// (tpo-tm left this list with the table made at 0b466f5: its hardening no longer keeps the
-/// site on its `if (h < tail[q]) {` line, whose fence the patch put inside the `if` body; that
-/// placement is still wrong where such a site is kept.)
-const PLACEMENT_GAP: [&str; 1] = ["ls-bh-nf"];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,25 +73,34 @@ fn reports() -> Vec<Report> {
         .collect()
 }
 
-/// The report's patch in `style`, made by the library from the report's fences.
+/// The report's patch in `style`, made by the library from the report's fences and the app's
+/// sites now (which carry each access's inlining chain, where the patch puts fences for code
+/// inlined from the app's functions). Each fence's site must still be what the report names.
 fn patch_of(report: &Report, app: &dyn App, style: FenceStyle) -> String {
     let lines: Vec<&str> = app.source().text.lines().collect();
-    let sites: Vec<SiteSummary> = report
-        .fences
+    let module = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
+    let sites: Vec<SiteSummary> = fence_sites(&module, Granularity::SourceLine)
         .iter()
-        .map(|f| {
-            // The source has not moved under the report: its line still reads the same.
-            let line = f.line.expect("every table fence has a line") as usize;
-            assert_eq!(Some(lines[line - 1].trim()), f.source.as_deref());
-            SiteSummary {
-                id: f.site,
-                function: f.function.clone(),
-                file: f.file.clone(),
-                line: f.line,
-                ptx: f.ptx.clone(),
-            }
-        })
+        .map(SiteSummary::from)
         .collect();
+    for f in &report.fences {
+        // The source has not moved under the report: its line still reads the same.
+        let line = f.line.expect("every table fence has a line") as usize;
+        assert_eq!(Some(lines[line - 1].trim()), f.source.as_deref());
+        let site = &sites[f.site];
+        assert_eq!(
+            (&site.function, site.line, &site.ptx),
+            (&f.function, f.line, &f.ptx),
+            "{}: site {} is not the one the report names",
+            report.app,
+            f.site
+        );
+        assert!(site
+            .file
+            .as_deref()
+            .unwrap()
+            .ends_with(f.file.as_deref().unwrap()));
+    }
     let chosen: Vec<(usize, FenceKind)> = report.fences.iter().map(|f| (f.site, f.kind)).collect();
     let made = styled_fence_report(
         &chosen,
@@ -177,19 +176,26 @@ impl PatchedApp {
     }
 }
 
-/// `module` without the fences whose source line (the outermost frame, for a fence inlined from
-/// a header such as libcu++'s) is not in `kept`.
-fn strip_fences_except(mut module: Module, kept: &BTreeSet<u32>) -> Module {
+/// `module` without the fences none of whose inlining frames is a line of `file` in `kept`: the
+/// fences a patch adds are kept wherever they are inlined to, and through libcu++'s header that
+/// implements them.
+fn strip_fences_except(mut module: Module, file: &Path, kept: &BTreeSet<u32>) -> Module {
+    let in_file: BTreeSet<u32> = (module.items.iter())
+        .filter_map(|item| match item {
+            Item::File(entry) if Path::new(&entry.path).ends_with(file) => Some(entry.index),
+            _ => None,
+        })
+        .collect();
     for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
-        let lines = attribute_statements(body);
+        let frames = statement_frames(body);
         let mut index = 0;
         body.retain(|s| {
-            let line = lines[index].map(|a| a.outer.line);
+            let added = frames[index]
+                .iter()
+                .any(|pos| in_file.contains(&pos.file) && kept.contains(&pos.line));
             index += 1;
             match s {
-                Statement::Instruction(i) if i.fence().is_some() => {
-                    line.is_some_and(|l| kept.contains(&l))
-                }
+                Statement::Instruction(i) if i.fence().is_some() => added,
                 _ => true,
             }
         });
@@ -221,7 +227,8 @@ impl App for PatchedApp {
         match self.base.unstripped() {
             Some(_) => {
                 assert!(self.name().ends_with("-nf"), "{}", self.name());
-                Ok(strip_fences_except(module, &self.added))
+                let file = self.base.source().path.strip_prefix(repo()).unwrap();
+                Ok(strip_fences_except(module, file, &self.added))
             }
             None => Ok(module),
         }
@@ -321,10 +328,6 @@ fn every_harden_table_patch_applies_builds_and_passes_where_the_app_without_it_f
         );
         let without = check(&report, find_app(&report.app).unwrap(), RUNS);
         assert_ne!(without.last(), Some(&Outcome::Pass), "{} fails", report.app);
-        if PLACEMENT_GAP.contains(&report.app.as_str()) {
-            eprintln!("{}: built; not checked (see PLACEMENT_GAP)", report.app);
-            continue;
-        }
         let with = check(&report, app, RUNS);
         assert!(
             with.iter().all(|o| *o == Outcome::Pass) && with.len() as u64 == RUNS,
@@ -344,9 +347,6 @@ fn every_harden_table_patch_in_the_threadfence_style_builds_and_passes() {
             !patch.contains("cuda::") && !patch.contains("#include"),
             "{patch}"
         );
-        if PLACEMENT_GAP.contains(&report.app.as_str()) {
-            continue;
-        }
         let with = check(&report, app, RUNS / 2);
         assert!(
             with.iter().all(|o| *o == Outcome::Pass),

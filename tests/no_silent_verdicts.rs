@@ -216,6 +216,34 @@ fn a_bring_your_own_app_named_like_a_built_in_is_refused() {
     }
 }
 
+/// Bug: `check x --app-dir DIR` ran the folder's app under the name `x` without a word when
+/// the folder's `app.toml` names another app, so its journal and report carried the wrong name.
+#[test]
+fn an_app_dir_whose_manifest_names_another_app_is_refused_naming_both() {
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    edited_copy(dir.path(), "handoff-block", str::to_string);
+    let out = gpuwmm(
+        &words("check x --backend sim --runs 1 --app-dir handoff-block --journal j.csv"),
+        dir.path(),
+    );
+    assert_bad_input(&out, "holds the app 'handoff-block'");
+    assert_bad_input(&out, "not 'x'");
+    assert!(!dir.path().join("j.csv").exists(), "nothing ran");
+    let named = gpuwmm(
+        &words("check handoff-block --backend sim --runs 1 --app-dir handoff-block"),
+        dir.path(),
+    );
+    // Its own name runs it (a verdict, pass or fail: exit 0 or 1, not bad input).
+    let code = named.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{code:?}: {}",
+        text(&named.stderr)
+    );
+}
+
 #[test]
 fn a_relative_app_dir_is_recorded_absolute_and_replay_takes_an_app_dir() {
     let dir = common::or_skip!(common::temp_dir_with_tools());

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::cli::{assert_bad_input, gpuwmm, words};
+use common::cli::{assert_bad_input, gpuwmm, words, SMALL_TUNE};
 
 /// `check cbe-dot --env no-str- --backend sim --runs <runs> --journal j.csv` and `extra`.
 fn check(dir: &Path, runs: &str, extra: &str) -> Output {
@@ -250,4 +250,50 @@ fn campaign_resume_with_other_fences_is_refused() {
     let seed = gpuwmm_with(line, "--resume --seed 2", dir.path());
     assert_bad_input(&seed, "--seed recorded 1, given 2");
     assert!(gpuwmm_with(line, "--resume", dir.path()).status.success());
+}
+
+/// `SMALL_TUNE` into `dir/t` (profile `dir/p.toml`) with `extra`.
+fn tune(dir: &Path, extra: &str) -> Output {
+    let into = words("--out t --profile-out p.toml");
+    let out = gpuwmm(&[&SMALL_TUNE[..], &into, &words(extra)].concat(), dir);
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Bug: `tune --resume` with settings that differ from the journal's was refused, and nothing
+/// went past it (`--force` only replaced a profile). With `--resume --force` the tuning goes on
+/// with the journal's settings, and its sidecar's `forced` list records from which row and what
+/// differed, as check and harden do.
+#[test]
+fn tune_resume_force_goes_on_with_the_journals_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(tune(dir.path(), "--seed 7").status.success());
+    let journal = dir.path().join("t/tune.csv");
+    let full = std::fs::read_to_string(&journal).unwrap();
+    // Cut back as a kill leaves it: the header and five rows, no summary.
+    let kept: Vec<&str> = full.lines().take(6).collect();
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+    std::fs::remove_file(dir.path().join("t/summary.md")).unwrap();
+    let refused = tune(dir.path(), "--seed 8 --resume");
+    assert_bad_input(&refused, "--seed recorded 7, given 8");
+    assert_bad_input(&refused, "pass --force");
+    assert!(read_meta_entry::<Vec<Forced>>(&journal, "forced")
+        .unwrap()
+        .is_none());
+
+    let forced = tune(dir.path(), "--seed 8 --resume --force");
+    assert!(forced.status.success());
+    let said = String::from_utf8_lossy(&forced.stderr);
+    assert!(said.contains("warning: --force: going on with"), "{said}");
+    // The rows to come ran with the journal's seed: the journal is the one run whole made.
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), full);
+    let list: Vec<Forced> = read_meta_entry(&journal, "forced").unwrap().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].from_row, 5);
+    let options: Vec<&str> = (list[0].differences.iter())
+        .map(|d| d.option.as_str())
+        .collect();
+    assert_eq!(options, ["--seed"]);
+    let profile = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
+    assert!(profile.contains("seed 7"), "{profile}");
 }

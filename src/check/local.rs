@@ -81,12 +81,27 @@ pub struct LocalExecutor {
     stress: Option<StressedLauncher>,
 }
 
-/// Finds the target's app: built in, or from its folder.
+/// Finds the target's app: built in, or from its folder, whose manifest must name the app the
+/// target names (else the runs, journal and report would carry one name for another app).
 pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
-    match &target.app_dir {
-        Some(dir) => load_app_dir(dir),
-        None => find_app(&target.app),
+    let Some(dir) = &target.app_dir else {
+        return find_app(&target.app);
+    };
+    let app = load_app_dir(dir)?;
+    if app.name() != target.app {
+        return Err(AppError::Invalid {
+            app: target.app.clone(),
+            message: format!(
+                "--app-dir {} holds the app '{}' (its app.toml's `name`), not '{}'; give                  '{}' as the app's name, or the folder of '{}'",
+                dir.display(),
+                app.name(),
+                target.app,
+                app.name(),
+                target.app
+            ),
+        });
     }
+    Ok(app)
 }
 
 /// The target's fence sites, from its PTX alone (no backend needed).

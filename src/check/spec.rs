@@ -7,7 +7,7 @@
 use crate::apps::Size;
 use crate::env::Environment;
 use crate::profile::StressProfile;
-use crate::ptx::passes::fences::{FenceKind, FenceSite, Granularity};
+use crate::ptx::passes::fences::{FenceKind, FenceSite, Granularity, SourceLine};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -176,6 +176,11 @@ pub struct SiteSummary {
     pub line: Option<u32>,
     /// The site's access instructions, as PTX text.
     pub ptx: Vec<String>,
+    /// Per access (in the order of `ptx`), its inlining chain, outermost frame first: where a
+    /// patch must put the fence for code inlined from a helper. Empty in journals made before it
+    /// was recorded, and left out of comparisons (`ptx` and `line` name the site).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<Vec<SourceLine>>,
 }
 
 impl From<&FenceSite> for SiteSummary {
@@ -186,6 +191,7 @@ impl From<&FenceSite> for SiteSummary {
             file: site.source.as_ref().map(|s| s.file.clone()),
             line: site.source.as_ref().map(|s| s.line),
             ptx: site.accesses.iter().map(|a| a.ptx.clone()).collect(),
+            frames: site.accesses.iter().map(|a| a.frames.clone()).collect(),
         }
     }
 }
@@ -245,6 +251,7 @@ pub(crate) fn test_site(id: usize) -> SiteSummary {
         file: Some("k.cu".into()),
         line: Some(10 + id as u32),
         ptx: vec!["st.global.u32 [%rd1], %r1".into()],
+        frames: Vec::new(),
     }
 }
 

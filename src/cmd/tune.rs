@@ -21,13 +21,13 @@ pub fn run(args: &TuneArgs) -> CmdResult {
         return super::tune_slurm::submit(args);
     }
     let options = tune_options(args);
-    let given = given(&options)?;
+    given(&options)?;
     let mut opened = open(&args.backend)?;
     let info = opened.backend.info().clone();
     let chip = profile::chip_of(&info);
     let device = provenance(opened.backend.as_ref());
     let tuning = open_tuning(&options, &info, &chip, device, &say)?;
-    let (meta, out) = (tuning.meta, tuning.out);
+    let (meta, out, given) = (tuning.meta, tuning.out, tuning.given);
     let fallback = profile::default_for(&info);
     eprintln!("{}", start_text(&meta, &out, tuning.recorded.len()));
     let settings = runner_settings(&meta, &given, &fallback);

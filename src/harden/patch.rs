@@ -11,10 +11,16 @@
 //! no longest-common-subsequence search and no risk of an ambiguous alignment. Both functions
 //! share one plan of the change, so the diff applies to exactly the text the other returns.
 //!
-//! A site on the header line of a loop (`while (atomicCAS(lock, 0, 1) != 0) {`) means "after the
-//! condition's accesses"; the statement then goes after the loop's closing brace, where it runs
-//! once the loop is left, rather than into the loop body, where it would not run after the last
-//! evaluation of the condition (see [`statement_position`]).
+//! A fence "after a line" must end up, on every path the program can take from that line's
+//! accesses, between them and the accesses that follow, as the PTX fence after each access is.
+//! For a plain statement that is the next line. For a line that opens a block with a condition
+//! (`if (...) {`, `} else if (...) {`, `while (...) {`, `for (...) {`) the condition's accesses
+//! are followed either by the block or by what comes after it, so the statement goes in both
+//! places: first in the block, and after the block (for a loop: after its closing brace, where
+//! the last evaluation of the condition leads; for an `if`: first in each `else` part, or after
+//! the closing brace when there is none). A `} while (...);` line goes after the line and first
+//! in the `do` body. A statement that continues on later lines (unclosed parentheses) counts as
+//! its last line. See [`fence_slots`].
 //!
 //! Line endings are kept: an inserted line ends like the line it follows, so CRLF files stay
 //! CRLF. A file without a final newline keeps lacking one: inserting after its last line gives
@@ -26,6 +32,25 @@ use thiserror::Error;
 pub const CONTEXT: usize = 3;
 
 const NO_NEWLINE: &str = "\\ No newline at end of file\n";
+
+/// Where a statement goes, relative to a 1-based line of the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    /// After the line's accesses, on every path from them (see [`fence_slots`]); line 0 means
+    /// before the first line, unindented (an `#include`).
+    After(usize),
+    /// Just before the line, indented like it.
+    Before(usize),
+}
+
+impl Anchor {
+    /// The line it is anchored at.
+    pub fn line(self) -> usize {
+        match self {
+            Anchor::After(line) | Anchor::Before(line) => line,
+        }
+    }
+}
 
 /// Why fences cannot be inserted.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -52,18 +77,19 @@ pub fn insert_after_lines(
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let insertions: Vec<(usize, &str)> = lines.iter().map(|&l| (l, statement)).collect();
+    let insertions: Vec<(Anchor, &str)> = (lines.iter())
+        .map(|&l| (Anchor::After(l), statement))
+        .collect();
     insert_statements(text, &insertions)
 }
 
-/// `text` with each `(line, statement)` inserted after its line (1-based), indented like it;
-/// line 0 means before the first line, unindented (an `#include`). Where two statements go
-/// after the same line, the first given is kept.
-pub fn insert_statements(text: &str, insertions: &[(usize, &str)]) -> Result<String, PatchError> {
+/// `text` with each `(anchor, statement)` inserted where its anchor says. Where two statements
+/// go after the same line, the first given is kept.
+pub fn insert_statements(text: &str, insertions: &[(Anchor, &str)]) -> Result<String, PatchError> {
     let plan = Plan::new(text, insertions)?;
     let mut out = String::with_capacity(text.len() + plan.after.len() * 96);
     if let Some(top) = plan.inserted_after(0) {
-        out.push_str(&top);
+        out.push_str(top);
         out.push_str(plan.default_ending);
     }
     for (index, line) in plan.lines.iter().enumerate() {
@@ -71,7 +97,7 @@ pub fn insert_statements(text: &str, insertions: &[(usize, &str)]) -> Result<Str
         match plan.inserted_after(index + 1) {
             Some(inserted) => {
                 out.push_str(plan.ending_before_insertion(line));
-                out.push_str(&inserted);
+                out.push_str(inserted);
                 out.push_str(line.ending);
             }
             None => out.push_str(line.ending),
@@ -91,7 +117,9 @@ pub fn insertion_diff(
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let insertions: Vec<(usize, &str)> = lines.iter().map(|&l| (l, statement)).collect();
+    let insertions: Vec<(Anchor, &str)> = (lines.iter())
+        .map(|&l| (Anchor::After(l), statement))
+        .collect();
     statements_diff(path, old, &insertions)
 }
 
@@ -99,7 +127,7 @@ pub fn insertion_diff(
 pub fn statements_diff(
     path: &str,
     old: &str,
-    insertions: &[(usize, &str)],
+    insertions: &[(Anchor, &str)],
 ) -> Result<String, PatchError> {
     let plan = Plan::new(old, insertions)?;
     if plan.after.is_empty() {
@@ -142,28 +170,180 @@ fn indentation(content: &str) -> &str {
     &content[..content.len() - rest.len()]
 }
 
-/// Where a statement for a site on line `number` (1-based) goes: after that line, or, when the
-/// line is a `while`/`for` header that opens its body with `{`, after the line that closes the
-/// body (found by counting braces, which ignores braces in strings and comments; without a match
-/// the line itself).
-fn statement_position(lines: &[Line<'_>], number: usize) -> usize {
-    if number == 0 {
-        return 0;
+/// A place for an inserted line: after old line `after` (0: before the first), with `indent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slot {
+    after: usize,
+    indent: String,
+}
+
+/// The places a statement anchored at `anchor` goes (module doc): one for a plain line, one
+/// per path out of a block header's condition.
+fn fence_slots(lines: &[Line<'_>], anchor: Anchor) -> Vec<Slot> {
+    let number = match anchor {
+        Anchor::After(0) => return vec![slot(lines, 0, 0)],
+        Anchor::Before(number) => return vec![slot(lines, number - 1, number)],
+        Anchor::After(number) => number,
+    };
+    let first = number;
+    let number = statement_end(lines, first);
+    let text = lines[number - 1].content.trim();
+    if let Some(header) = condition_header(text) {
+        if let Some(close) = closing_line(lines, number) {
+            return header_slots(lines, (first, number), close, header);
+        }
     }
-    let header = lines[number - 1].content.trim();
-    let is_loop = header.starts_with("while") || header.starts_with("for");
-    if !is_loop || !header.ends_with('{') {
-        return number;
+    if text.starts_with('}') && text.ends_with(';') && keyword_after_brace(text, "while") {
+        if let Some(open) = opening_line(lines, number) {
+            return vec![body_slot(lines, open, number), slot(lines, number, number)];
+        }
     }
+    vec![slot(lines, number, first)]
+}
+
+/// A slot after line `after`, indented like line `like` (none for 0).
+fn slot(lines: &[Line<'_>], after: usize, like: usize) -> Slot {
+    let indent = match like {
+        0 => String::new(),
+        _ => indentation(lines[like - 1].content).to_string(),
+    };
+    Slot { after, indent }
+}
+
+/// The line a statement starting on line `number` ends on: the first from it where the
+/// parentheses opened since balance (at most 20 lines on; else `number`).
+fn statement_end(lines: &[Line<'_>], number: usize) -> usize {
     let mut depth = 0i64;
-    for (index, line) in lines.iter().enumerate().skip(number - 1) {
-        depth += line.content.matches('{').count() as i64;
-        depth -= line.content.matches('}').count() as i64;
+    for (index, line) in lines.iter().enumerate().skip(number - 1).take(20) {
+        depth += line.content.matches('(').count() as i64;
+        depth -= line.content.matches(')').count() as i64;
         if depth <= 0 {
             return index + 1;
         }
     }
     number
+}
+
+/// The kinds of block header whose condition a site can be on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Header {
+    If,
+    Loop,
+}
+
+/// What block `text` (a trimmed line) opens with a condition, if it is such a header: it ends
+/// with `{` and starts with `if`, `else if`, `} else if`, `while` or `for`.
+fn condition_header(text: &str) -> Option<Header> {
+    if !text.ends_with('{') {
+        return None;
+    }
+    let rest = text.trim_start_matches('}').trim_start();
+    let rest = match rest.strip_prefix("else") {
+        Some(after) if starts_keyword(after.trim_start(), "if") => after.trim_start(),
+        Some(_) => return None,
+        None => rest,
+    };
+    if starts_keyword(rest, "if") {
+        Some(Header::If)
+    } else if starts_keyword(rest, "while") || starts_keyword(rest, "for") {
+        Some(Header::Loop)
+    } else {
+        None
+    }
+}
+
+/// Whether `text` starts with the keyword `word` (followed by a space or a parenthesis).
+fn starts_keyword(text: &str, word: &str) -> bool {
+    text.strip_prefix(word)
+        .is_some_and(|rest| rest.starts_with([' ', '(', '\t']))
+}
+
+/// Whether `text` (starting with `}`) continues with the keyword `word`.
+fn keyword_after_brace(text: &str, word: &str) -> bool {
+    starts_keyword(text.trim_start_matches('}').trim_start(), word)
+}
+
+/// The slots after the condition of the block header on lines `first..=number` (the block
+/// opens on `number`), whose block closes on line `close`: first in the block, then every way
+/// past it.
+fn header_slots(
+    lines: &[Line<'_>],
+    (first, number): (usize, usize),
+    close: usize,
+    header: Header,
+) -> Vec<Slot> {
+    if close == number {
+        // A one-line block: the statement can only go after it.
+        return vec![slot(lines, number, first)];
+    }
+    let mut slots = vec![body_slot(lines, number, close)];
+    let mut close = close;
+    // An `if` continued by `} else ... {` on its closing line: the else part is the other way.
+    while header == Header::If {
+        let text = lines[close - 1].content.trim();
+        let else_part = keyword_after_brace(text, "else") && text.ends_with('{');
+        let Some(next) = else_part.then(|| closing_line(lines, close)).flatten() else {
+            break;
+        };
+        slots.push(body_slot(lines, close, next));
+        if condition_header(text).is_none() {
+            return slots;
+        }
+        close = next;
+    }
+    slots.push(slot(lines, close, first));
+    slots
+}
+
+/// The slot first in the block that line `open` opens and line `close` closes: after `open`,
+/// indented like the block's first line, or one level deeper than `open` for an empty block.
+fn body_slot(lines: &[Line<'_>], open: usize, close: usize) -> Slot {
+    let first = ((open + 1)..close).find(|&n| !lines[n - 1].content.trim().is_empty());
+    let indent = match first {
+        Some(n) => indentation(lines[n - 1].content).to_string(),
+        None => {
+            let outer = indentation(lines[open - 1].content);
+            let step = if outer.contains('\t') { "\t" } else { "    " };
+            format!("{outer}{step}")
+        }
+    };
+    Slot {
+        after: open,
+        indent,
+    }
+}
+
+/// The line that closes the block opened by the last `{` of line `number` (braces counted
+/// as characters, so braces in strings and comments count too), if any.
+fn closing_line(lines: &[Line<'_>], number: usize) -> Option<usize> {
+    let mut depth = 1i64;
+    let own = lines[number - 1].content;
+    let after_open = &own[own.rfind('{')? + 1..];
+    let rest = std::iter::once((number, after_open));
+    let later = (lines.iter().enumerate().skip(number)).map(|(i, l)| (i + 1, l.content));
+    for (line, text) in rest.chain(later) {
+        for c in text.chars() {
+            depth += i64::from(c == '{') - i64::from(c == '}');
+            if depth == 0 {
+                return Some(line);
+            }
+        }
+    }
+    None
+}
+
+/// The line that opens the block closed by the first `}` of line `number`, if any.
+fn opening_line(lines: &[Line<'_>], number: usize) -> Option<usize> {
+    let mut depth = 1i64;
+    for index in (0..number - 1).rev() {
+        for c in lines[index].content.chars().rev() {
+            depth += i64::from(c == '}') - i64::from(c == '{');
+            if depth == 0 {
+                return Some(index + 1);
+            }
+        }
+    }
+    None
 }
 
 /// Old lines `first..=last` (1-based) shown in one hunk.
@@ -178,32 +358,36 @@ struct Plan<'a> {
     lines: Vec<Line<'a>>,
     /// 1-based old lines followed by an insertion, sorted, without duplicates.
     after: Vec<usize>,
-    /// The statement inserted after each of `after`.
-    statements: Vec<&'a str>,
+    /// The line (indented statement) inserted after each of `after`.
+    inserted: Vec<String>,
     /// The ending given to a last line that had none: the file's first line ending, else `\n`.
     default_ending: &'a str,
 }
 
 impl<'a> Plan<'a> {
-    fn new(text: &'a str, insertions: &[(usize, &'a str)]) -> Result<Plan<'a>, PatchError> {
+    fn new(text: &'a str, insertions: &[(Anchor, &'a str)]) -> Result<Plan<'a>, PatchError> {
         if insertions.iter().any(|(_, s)| s.contains(['\n', '\r'])) {
             return Err(PatchError::StatementNotOneLine);
         }
         let lines = split_lines(text);
-        let out_of_range = |l: usize| l > lines.len() || (l == 0 && lines.is_empty());
-        if let Some(&(line, _)) = insertions.iter().find(|&&(l, _)| out_of_range(l)) {
-            let lines = lines.len();
+        let out_of_range = |anchor: Anchor| match anchor {
+            Anchor::After(l) => l > lines.len() || (l == 0 && lines.is_empty()),
+            Anchor::Before(l) => l > lines.len() || l == 0,
+        };
+        if let Some(&(anchor, _)) = insertions.iter().find(|&&(a, _)| out_of_range(a)) {
+            let (line, lines) = (anchor.line(), lines.len());
             return Err(PatchError::LineOutOfRange { line, lines });
         }
-        let mut placed: Vec<(usize, usize, &'a str)> = insertions
-            .iter()
-            .enumerate()
-            .map(|(order, &(l, s))| (statement_position(&lines, l), order, s))
-            .collect();
+        let mut placed: Vec<(usize, usize, String, &'a str)> = Vec::new();
+        for (order, &(anchor, statement)) in insertions.iter().enumerate() {
+            for slot in fence_slots(&lines, anchor) {
+                placed.push((slot.after, order, slot.indent, statement));
+            }
+        }
         placed.sort_unstable();
         placed.dedup_by_key(|p| p.0);
         let after = placed.iter().map(|p| p.0).collect();
-        let statements = placed.iter().map(|p| p.2).collect();
+        let inserted = placed.into_iter().map(|p| format!("{}{}", p.2, p.3));
         let default_ending = lines
             .iter()
             .map(|line| line.ending)
@@ -212,20 +396,16 @@ impl<'a> Plan<'a> {
         Ok(Plan {
             lines,
             after,
-            statements,
+            inserted: inserted.collect(),
             default_ending,
         })
     }
 
     /// The line inserted after old line `number` (0: before the first), without its ending, if
     /// there is one.
-    fn inserted_after(&self, number: usize) -> Option<String> {
+    fn inserted_after(&self, number: usize) -> Option<&str> {
         let i = self.after.binary_search(&number).ok()?;
-        let indent = match number {
-            0 => "",
-            _ => indentation(self.lines[number - 1].content),
-        };
-        Some(format!("{indent}{}", self.statements[i]))
+        Some(&self.inserted[i])
     }
 
     /// The ending `line` gets when a line is inserted after it.
@@ -268,7 +448,7 @@ impl<'a> Plan<'a> {
         out.push_str(&header);
         if hunk.first == 1 {
             if let Some(top) = self.inserted_after(0) {
-                push_diff_line(out, '+', &top, self.default_ending);
+                push_diff_line(out, '+', top, self.default_ending);
             }
         }
         for number in hunk.first..=hunk.last {
@@ -289,7 +469,7 @@ impl<'a> Plan<'a> {
         } else {
             push_diff_line(out, ' ', line.content, line.ending);
         }
-        push_diff_line(out, '+', &inserted, line.ending);
+        push_diff_line(out, '+', inserted, line.ending);
     }
 }
 
@@ -334,12 +514,12 @@ mod tests {
     }
 
     #[test]
-    fn a_site_on_a_loop_header_goes_after_the_loop() {
+    fn a_site_on_a_loop_header_goes_first_in_the_body_and_after_the_loop() {
         let text = "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        // spin\n    }\n    x = 1;\n}\n";
         let out = insert_after_lines(text, &[2], "F;").unwrap();
         assert_eq!(
             out,
-            "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        // spin\n    }\n    F;\n    x = 1;\n}\n"
+            "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        F;\n        // spin\n    }\n    F;\n    x = 1;\n}\n"
         );
         let one_line = "while (atomicCAS(l, 0, 1) != 0) { }\nx = 1;\n";
         assert_eq!(
@@ -348,15 +528,73 @@ mod tests {
         );
     }
 
+    /// Regression (tpo-tm's `if (h < tail[q]) {`): a site on an `if` line was fenced inside the
+    /// `if` body only, so when the condition was false nothing ordered its load against what
+    /// follows the `if`. The fence goes on both ways out of the condition.
+    #[test]
+    fn fence_on_an_if_condition_line_goes_on_every_path_out_of_the_condition() {
+        let text = "    if (h < tail[q]) {\n        task = items[h];\n        head[q] = h + 1;\n    }\n    atomicExch(&lock[q], 0u);\n";
+        let expected = "    if (h < tail[q]) {\n        F;\n        task = items[h];\n        head[q] = h + 1;\n    }\n    F;\n    atomicExch(&lock[q], 0u);\n";
+        assert_eq!(insert_after_lines(text, &[1], "F;").unwrap(), expected);
+        // With else parts, the fence goes first in each of them instead of after the `if`.
+        let chain = "if (a[0]) {\n  x = 1;\n} else if (b) {\n  y = 1;\n} else {\n}\nz = 1;\n";
+        assert_eq!(
+            insert_after_lines(chain, &[1], "F;").unwrap(),
+            "if (a[0]) {\n  F;\n  x = 1;\n} else if (b) {\n  F;\n  y = 1;\n} else {\n    F;\n}\nz = 1;\n"
+        );
+        let no_else = "if (a[0]) {\n  x = 1;\n} else if (b) {\n  y = 1;\n}\nz = 1;\n";
+        assert_eq!(
+            insert_after_lines(no_else, &[3], "F;").unwrap(),
+            "if (a[0]) {\n  x = 1;\n} else if (b) {\n  F;\n  y = 1;\n}\nF;\nz = 1;\n"
+        );
+    }
+
+    #[test]
+    fn a_do_while_condition_is_fenced_after_it_and_first_in_the_body() {
+        let text = "do {\n  v = 1;\n} while (flag[0] == 0);\nx = 1;\n";
+        assert_eq!(
+            insert_after_lines(text, &[3], "F;").unwrap(),
+            "do {\n  F;\n  v = 1;\n} while (flag[0] == 0);\nF;\nx = 1;\n"
+        );
+    }
+
+    #[test]
+    fn a_statement_over_several_lines_is_fenced_after_its_last() {
+        let text = "  int v = f(a[0],\n            b[1]);\n  x = v;\n";
+        assert_eq!(
+            insert_after_lines(text, &[1], "F;").unwrap(),
+            "  int v = f(a[0],\n            b[1]);\n  F;\n  x = v;\n"
+        );
+    }
+
+    #[test]
+    fn before_goes_just_before_its_line_indented_like_it() {
+        let text = "{\n    call(p);\n}\n";
+        let insertions = [(Anchor::Before(2), "F;"), (Anchor::After(2), "G;")];
+        assert_eq!(
+            insert_statements(text, &insertions).unwrap(),
+            "{\n    F;\n    call(p);\n    G;\n}\n"
+        );
+        assert_eq!(
+            insert_statements(text, &[(Anchor::Before(0), "F;")]),
+            Err(PatchError::LineOutOfRange { line: 0, lines: 3 })
+        );
+    }
+
     #[test]
     fn line_0_inserts_before_the_first_line_unindented() {
         let text = "  a\r\nb\r\n";
-        let insertions = [(0, "#include <x>"), (1, "f;")];
+        let insertions = [(Anchor::After(0), "#include <x>"), (Anchor::After(1), "f;")];
         assert_eq!(
             insert_statements(text, &insertions).unwrap(),
             "#include <x>\r\n  a\r\n  f;\r\nb\r\n"
         );
-        let diff = statements_diff("k.cu", "a\nb\nc\nd\ne\n", &[(0, "#include <x>")]).unwrap();
+        let diff = statements_diff(
+            "k.cu",
+            "a\nb\nc\nd\ne\n",
+            &[(Anchor::After(0), "#include <x>")],
+        )
+        .unwrap();
         assert_eq!(
             diff,
             "--- a/k.cu\n+++ b/k.cu\n@@ -1,3 +1,4 @@\n+#include <x>\n a\n b\n c\n"

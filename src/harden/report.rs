@@ -5,10 +5,10 @@
 //! Everything here is pure: the caller passes the source text and the directory paths are shown
 //! relative to, so that the report can be tested without a compiler or a file system.
 
-use super::patch::{statements_diff, PatchError};
+use super::patch::{statements_diff, Anchor, PatchError};
 use super::run::SiteSummary;
 use crate::apps::KernelSource;
-use crate::ptx::passes::fences::FenceKind;
+use crate::ptx::passes::fences::{FenceKind, SourceLine};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -107,10 +107,17 @@ pub struct PlacedFence {
     pub statement: &'static str,
     /// Why the statement is of a stronger kind than `kind` (see [`written_kind`]), if it is.
     pub note: Option<String>,
-    /// The 1-based source line the fence goes after.
+    /// The site's 1-based source line (of the outermost call, for inlined code).
     pub line: usize,
     /// That line's text, trimmed.
     pub text: String,
+    /// Where the statement goes: each file (named as `path` is) and line it is anchored at.
+    /// For a site whose accesses are on its own line, after that line; for one whose accesses
+    /// are inlined from the app's own functions, after their lines in those functions; see
+    /// [`anchors_of`].
+    pub anchors: Vec<(String, Anchor)>,
+    /// Where the fence goes, in words, when that is not simply after the site's line.
+    pub placement: Option<String>,
 }
 
 /// The chosen fences as source changes.
@@ -185,22 +192,26 @@ pub fn styled_fence_report(
     let mut patch = String::new();
     for (path, text) in &files {
         let name = diff_name(path, &root);
-        let here: Vec<&PlacedFence> = placed.iter().filter(|f| f.path == name).collect();
+        let here: Vec<(&PlacedFence, Anchor)> = (placed.iter())
+            .flat_map(|f| f.anchors.iter().map(move |a| (f, a)))
+            .filter(|(_, (file, _))| *file == name)
+            .map(|(f, &(_, anchor))| (f, anchor))
+            .collect();
         if here.is_empty() {
             continue;
         }
         let mut needed: Vec<&'static str> = here
             .iter()
-            .filter_map(|f| fence_header(written_kind(f.kind, style).0))
+            .filter_map(|(f, _)| fence_header(written_kind(f.kind, style).0))
             .filter(|h| !includes(text, h))
             .collect();
         needed.sort_unstable();
         needed.dedup();
         let include: Vec<String> = needed.iter().map(|h| format!("#include {h}")).collect();
-        let insertions: Vec<(usize, &str)> = include
+        let insertions: Vec<(Anchor, &str)> = include
             .iter()
-            .map(|line| (0, line.as_str()))
-            .chain(here.iter().map(|f| (f.line, f.statement)))
+            .map(|line| (Anchor::After(0), line.as_str()))
+            .chain(here.iter().map(|(f, anchor)| (*anchor, f.statement)))
             .collect();
         patch.push_str(&statements_diff(&name, text, &insertions)?);
     }
@@ -221,7 +232,7 @@ pub fn styled_fence_report(
     })
 }
 
-/// `site` placed after its line, in the one of `files` it names, if any.
+/// `site` placed in the one of `files` its line is in, if any (see [`anchors_of`]).
 fn place(
     site: &SiteSummary,
     kind: FenceKind,
@@ -231,23 +242,122 @@ fn place(
 ) -> Option<PlacedFence> {
     let file = site.file.as_deref()?;
     let line = site.line? as usize;
-    let (path, text) = files
-        .iter()
-        .find(|(path, _)| same_file(Path::new(file), path))?;
+    let (path, text) = app_file(files, file)?;
     if line == 0 {
         return None;
     }
     let text = text.lines().nth(line - 1)?.trim().to_string();
+    let path = diff_name(path, root);
+    let (anchors, placement) = anchors_of(site, files, root, (&path, line))?;
     let (written, note) = written_kind(kind, style);
     Some(PlacedFence {
         site: site.clone(),
-        path: diff_name(path, root),
+        path,
         kind,
         statement: fence_statement(written),
         note,
         line,
         text,
+        anchors,
+        placement,
     })
+}
+
+/// The one of `files` that `file` names, if any.
+fn app_file<'f>(files: &'f [(&'f Path, &'f str)], file: &str) -> Option<&'f (&'f Path, &'f str)> {
+    files
+        .iter()
+        .find(|(path, _)| same_file(Path::new(file), path))
+}
+
+/// Where the fence of `site` (whose own line is `own`, a file as the diff names it and a line)
+/// goes, so that in the source it sits between the same accesses as the PTX fence after each of
+/// the site's accesses, with a note when that is not just after `own`:
+/// - an access on the site's own line: after that line;
+/// - an access inlined from a function of the app's own files (the site's line calls it): after
+///   the access's line inside that function, the innermost frame of its inlining chain (the
+///   fence then also runs wherever else that function is called: more fences, none missing);
+/// - an access inlined from a file that is not the app's (a library header): before and after
+///   the innermost call in the app's files that leads to it, which orders its accesses against
+///   the code around the call but not against each other (the patch cannot change the header).
+///
+/// A site recorded without its accesses' inlining chains (an older journal) goes after `own`.
+fn anchors_of(
+    site: &SiteSummary,
+    files: &[(&Path, &str)],
+    root: &Path,
+    own: (&str, usize),
+) -> Option<(Vec<(String, Anchor)>, Option<String>)> {
+    let after_own = vec![(own.0.to_string(), Anchor::After(own.1))];
+    if site.frames.len() != site.ptx.len() || site.frames.iter().any(Vec::is_empty) {
+        return Some((after_own, None));
+    }
+    let mut anchors: Vec<(String, Anchor)> = Vec::new();
+    let mut outside: Vec<String> = Vec::new();
+    for frames in &site.frames {
+        let in_app = |f: &SourceLine| app_file(files, &f.file).map(|(p, _)| diff_name(p, root));
+        let Some((depth, path)) =
+            (frames.iter().enumerate().rev()).find_map(|(i, f)| in_app(f).map(|path| (i, path)))
+        else {
+            continue;
+        };
+        let line = frames[depth].line as usize;
+        if depth + 1 == frames.len() {
+            anchors.push((path, Anchor::After(line)));
+        } else {
+            outside.push(frames[depth + 1].file.clone());
+            anchors.push((path.clone(), Anchor::Before(line)));
+            anchors.push((path, Anchor::After(line)));
+        }
+    }
+    // In file order, and at one line the fence before it first.
+    anchors.sort_by_key(|(path, a)| (path.clone(), a.line(), matches!(a, Anchor::After(_))));
+    anchors.dedup();
+    if anchors.is_empty() {
+        return None;
+    }
+    if anchors == after_own {
+        return Some((anchors, None));
+    }
+    Some((
+        anchors.clone(),
+        Some(placement_note(&anchors, &outside, own)),
+    ))
+}
+
+/// Where the fence goes, in words, for [`anchors_of`]'s `anchors`.
+fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, usize)) -> String {
+    let mut after: Vec<String> = Vec::new();
+    let mut around: Vec<String> = Vec::new();
+    for (path, anchor) in anchors {
+        match anchor {
+            Anchor::After(line) if !anchors.contains(&(path.clone(), Anchor::Before(*line))) => {
+                after.push(format!("{path}:{line}"))
+            }
+            Anchor::After(_) => {}
+            Anchor::Before(line) => around.push(format!("{path}:{line}")),
+        }
+    }
+    let mut parts = Vec::new();
+    if !after.is_empty() {
+        parts.push(format!(
+            "its accesses are in code inlined at {}:{}, so the fence goes after each of their              lines there: {} (inside the functions called, so it also runs where they are              called from elsewhere)",
+            own.0,
+            own.1,
+            after.join(", ")
+        ));
+    }
+    if !around.is_empty() {
+        let mut headers = outside.to_vec();
+        headers.sort();
+        headers.dedup();
+        parts.push(format!(
+            "accesses inside {} cannot be fenced there (not the app's files): the fence goes              before and after the call at {}, which orders them against the code around the              call but not against each other",
+            headers.join(", "),
+            around.join(", ")
+        ));
+    }
+    parts.join("; ")
 }
 
 /// The folder a diff of all `paths` applies in: `cwd` when each lies under it (or is
@@ -302,6 +412,7 @@ fn slashed(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::patch::insert_statements;
     use super::*;
 
     const TEXT: &str = "void k() {\n  x = 1;\n  flag = 1;\n}\n";
@@ -317,6 +428,7 @@ mod tests {
             file: file.map(str::to_string),
             line,
             ptx: vec![format!("st.global.u32 [%rd{id}], 1")],
+            frames: Vec::new(),
         }
     }
 
@@ -549,5 +661,107 @@ mod tests {
         );
         let (root, shown) = diff_path(Path::new("mine/kernel.cu"), Path::new("/w"));
         assert_eq!((root, shown.as_str()), ("/w".into(), "mine/kernel.cu"));
+    }
+
+    fn frame(file: &str, line: u32) -> SourceLine {
+        SourceLine {
+            file: file.into(),
+            line,
+        }
+    }
+
+    /// Regression (ls-bh-nf's `insert_body(b, t, i);` at kernel.cu:392): a site on a line that
+    /// calls a function inlined from the app's own source was fenced once after the call, while
+    /// the PTX fence follows each access inside the call, so the patched app failed its check.
+    /// The fence goes after each access's line inside the function (the innermost frame).
+    #[test]
+    fn fence_for_a_call_inlined_from_the_app_goes_after_each_access_inside_it() {
+        let text = "void helper(int *p) {\n  p[0] = 1;\n  if (p[1]) {\n    p[2] = 1;\n  }\n}\nvoid k(int *p) {\n  helper(p);\n  x = 1;\n}\n";
+        let file = "/repo/apps/k/kernel.cu";
+        let source = KernelSource::single(PathBuf::from(file), text.to_string());
+        let mut site = site(0, Some(file), Some(8));
+        site.ptx = vec!["st a".into(), "ld b".into(), "st c".into()];
+        site.frames = vec![
+            vec![frame(file, 8), frame(file, 2)],
+            vec![frame(file, 8), frame(file, 3)],
+            vec![frame(file, 8), frame(file, 4)],
+        ];
+        let report =
+            fence_report(&[0], &[site], &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        let fenced = insert_statements(
+            text,
+            &(report.placed[0].anchors.iter())
+                .map(|(_, a)| (*a, "F;"))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert_eq!(
+            fenced,
+            "void helper(int *p) {\n  p[0] = 1;\n  F;\n  if (p[1]) {\n    F;\n    p[2] = 1;\n    F;\n  }\n  F;\n}\nvoid k(int *p) {\n  helper(p);\n  x = 1;\n}\n"
+        );
+        assert_eq!(report.patch.matches("+    __threadfence();").count(), 2);
+        assert_eq!(report.patch.matches("+  __threadfence();").count(), 2);
+        assert_eq!(report.placed[0].line, 8, "the site keeps its own line");
+        let placement = report.placed[0].placement.as_deref().unwrap();
+        assert!(
+            placement.contains("inlined at apps/k/kernel.cu:8")
+                && placement.contains("apps/k/kernel.cu:2, apps/k/kernel.cu:3, apps/k/kernel.cu:4"),
+            "{placement}"
+        );
+    }
+
+    /// An access inlined from a library header cannot be fenced where it is: the fence goes
+    /// before and after the app's call that leads to it, and the report says what that misses.
+    #[test]
+    fn fence_for_a_call_inlined_from_a_library_header_goes_around_the_call() {
+        let file = "/repo/apps/k/kernel.cu";
+        let mut site = site(0, Some(file), Some(2));
+        site.frames = vec![vec![
+            frame(file, 2),
+            frame("/cuda/include/cub/x.cuh", 50),
+            frame("/cuda/include/cub/y.cuh", 7),
+        ]];
+        let report = fence_report(
+            &[0],
+            &[site],
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
+        assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
+        assert!(
+            report
+                .patch
+                .contains(" void k() {\n+  __threadfence();\n   x = 1;\n+  __threadfence();\n"),
+            "{}",
+            report.patch
+        );
+        let placement = report.placed[0].placement.as_deref().unwrap();
+        assert!(
+            placement.contains("inside /cuda/include/cub/x.cuh")
+                && placement.contains("not against each other"),
+            "{placement}"
+        );
+    }
+
+    /// A site recorded without its accesses' frames (a journal from before they were kept)
+    /// goes after its own line, as it did then.
+    #[test]
+    fn a_site_without_frames_goes_after_its_own_line() {
+        let report = fence_report(
+            &[0],
+            &sites(),
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        assert_eq!(
+            report.placed[0].anchors,
+            [("apps/k/kernel.cu".to_string(), Anchor::After(2))]
+        );
+        assert_eq!(report.placed[0].placement, None);
     }
 }

@@ -203,7 +203,7 @@ pub fn not_stable(insertion: &Insertion) -> JobError {
 
 /// Continues the hardening in the journal, with the settings it records.
 fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardening, JobError> {
-    let (journal, meta, done): (_, HardenMeta, _) = resume_journal(&path)?;
+    let (journal, mut meta, done): (_, HardenMeta, _) = resume_journal(&path)?;
     refuse_another_journal(
         &path,
         JobKind::Harden,
@@ -218,7 +218,11 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
     let recorded_hash = (&meta.target, meta.app_hash.as_ref());
     refuse_changed_resume(&path, done.len(), settings, recorded_hash, say)?;
     let executor = pooled_executor(&meta.target, options)?;
-    refuse_changed_sites(&path, "resume", &meta.sites, &executor.sites()?)?;
+    let now_sites = executor.sites()?;
+    refuse_changed_sites(&path, "resume", &meta.sites, &now_sites)?;
+    // The same sites, now also with their accesses' inlining chains, which a journal made
+    // before they were recorded lacks and the patch needs.
+    meta.sites = now_sites.iter().map(SiteSummary::from).collect();
     Ok(OpenHardening {
         fence_style: options.fence_style,
         path,
@@ -556,7 +560,8 @@ struct FenceEntry {
     /// The source file, relative to the working directory when under it (for a fence without a
     /// line in the app's source, the file the PTX names, if any).
     file: Option<String>,
-    /// The source line the fence goes after.
+    /// The site's source line (of the outermost call, for inlined code): the fence goes after
+    /// it, unless `placement` says where else.
     line: Option<usize>,
     /// That line's text, trimmed.
     source: Option<String>,
@@ -569,6 +574,10 @@ struct FenceEntry {
     /// "kept: its removal leaves <pair> unordered under PTX".
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<String>,
+    /// Where the patch puts the fence when not simply after `line` (inside inlined functions,
+    /// around a library call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    placement: Option<String>,
 }
 
 /// The journal's first run that did not pass, and the command that replays it.
@@ -663,6 +672,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         kind: f.kind,
         in_patch: true,
         why: why(hardened, f.site.id),
+        placement: f.placement.clone(),
     });
     let unplaced = report.unplaced.iter().map(|s| FenceEntry {
         site: s.id,
@@ -674,6 +684,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         kind: kind_of(meta, hardened, s.id),
         in_patch: false,
         why: why(hardened, s.id),
+        placement: None,
     });
     let mut entries: Vec<FenceEntry> = placed.chain(unplaced).collect();
     entries.sort_by_key(|e| e.site);

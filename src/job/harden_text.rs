@@ -106,7 +106,7 @@ impl<'a> HardenText<'a> {
             writeln!(f, "  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
         }
         for fence in &report.placed {
-            if let Some(note) = &fence.note {
+            for note in fence.note.iter().chain(&fence.placement) {
                 writeln!(f, "  #{}: {note}", fence.site.id)?;
             }
         }

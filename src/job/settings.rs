@@ -260,16 +260,8 @@ pub fn refuse_or_force(
             listed.join("; ")
         )));
     }
-    let mut forced: Vec<Forced> = read_meta_entry(journal, FORCED_ENTRY)
-        .map_err(super::bad_journal)?
-        .unwrap_or_default();
     let app_changed = differences.iter().any(|d| !d.option.starts_with("--"));
-    forced.push(Forced {
-        at: super::sidecar::now(),
-        from_row: rows,
-        differences,
-    });
-    set_meta_entry(journal, FORCED_ENTRY, &forced)?;
+    record_forced(journal, rows, differences)?;
     if app_changed {
         set_meta_entry(journal, hashes.0, &hashes.1)?;
     }
@@ -279,6 +271,24 @@ pub fn refuse_or_force(
         listed.join("; ")
     ));
     Ok(())
+}
+
+/// Adds a [`Forced`] entry to the sidecar of `journal` (which holds `rows` rows): from now, and
+/// from row `rows` on, the job goes on past `differences`.
+pub fn record_forced(
+    journal: &Path,
+    rows: usize,
+    differences: Vec<Difference>,
+) -> Result<(), JobError> {
+    let mut forced: Vec<Forced> = read_meta_entry(journal, FORCED_ENTRY)
+        .map_err(super::bad_journal)?
+        .unwrap_or_default();
+    forced.push(Forced {
+        at: super::sidecar::now(),
+        from_row: rows,
+        differences,
+    });
+    Ok(set_meta_entry(journal, FORCED_ENTRY, &forced)?)
 }
 
 /// The app hashes row `row` of a journal ran with: the sidecar's (`current`), unless a later

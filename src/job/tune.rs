@@ -3,7 +3,7 @@
 //! may replace, and the summary, charts and stress profile written at the end.
 
 use super::naming::Output;
-use super::settings::{all_differences, Settings};
+use super::settings::{all_differences, record_forced, Settings};
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::{JobError, Say};
 use crate::backend::{BackendKind, DeviceInfo};
@@ -38,24 +38,30 @@ pub struct TuneOptions<'a> {
     pub stress_iterations: Option<u32>,
     pub out: Output<'a>,
     pub profile_out: Option<&'a Path>,
-    /// Replace an existing profile.
+    /// Replace an existing profile; with `resume`, also go on with a journal whose settings
+    /// differ from those given, with the journal's settings (recorded in its sidecar).
     pub force: bool,
 }
 
 /// The values that skip stages, checked before anything runs.
 pub fn given(options: &TuneOptions) -> Result<Given, JobError> {
-    let sequence = match options.sequence {
+    given_of(options.patch_words, options.sequence)
+}
+
+/// The values that skip stages, `--patch-words` and `--sequence` (as the command line spells it).
+fn given_of(patch_words: Option<u32>, sequence: Option<&str>) -> Result<Given, JobError> {
+    let sequence = match sequence {
         Some(text) => Some(
             parse_sequence(text)
                 .map_err(|e| JobError::refused(format!("--sequence '{text}': {e}")))?,
         ),
         None => None,
     };
-    if options.patch_words == Some(0) {
+    if patch_words == Some(0) {
         return Err(JobError::refused("--patch-words must be at least 1"));
     }
     Ok(Given {
-        patch_words: options.patch_words,
+        patch_words,
         sequence,
     })
 }
@@ -70,6 +76,9 @@ pub struct OpenTuning {
     pub recorded: Vec<TuneRow>,
     /// The recorded sidecar on resume (with its start time), else the new one.
     pub meta: TuneMeta,
+    /// The values that skip stages, as `meta` records them (on a forced resume, the journal's
+    /// rather than those given).
+    pub given: Given,
 }
 
 /// Opens the tuning `options` describe on the device `info` (chip `chip`, described by
@@ -91,13 +100,16 @@ pub fn open_tuning(
         .unwrap_or_else(|| profile::default_dir().join(format!("{chip}.toml")));
     let journal_path = out.join("tune.csv");
     refuse_to_overwrite(&profile_path, options, &journal_path)?;
-    let (journal, recorded, meta) = open_journal(&journal_path, meta, options.out.resume)?;
+    let resume = (options.out.resume, options.force);
+    let (journal, recorded, meta) = open_journal(&journal_path, meta, resume, say)?;
+    let given = given_of(meta.patch_words, meta.sequence.as_deref())?;
     Ok(OpenTuning {
         out,
         profile_path,
         journal,
         recorded,
         meta,
+        given,
     })
 }
 
@@ -272,29 +284,39 @@ fn written_by(path: &Path, journal: &Path) -> bool {
 }
 
 /// A new journal, or with `resume` the recorded one, whose measurements must be of the same
-/// kind as those asked for now (the recorded sidecar wins, with its start time).
+/// kind as those asked for now (the recorded sidecar wins, with its start time); with `force`
+/// too, one whose settings differ goes on with its own settings, and its sidecar's `forced` list
+/// records what differed.
 fn open_journal(
     path: &Path,
     meta: TuneMeta,
-    resume: bool,
+    (resume, force): (bool, bool),
+    say: Say,
 ) -> Result<(Journal<TuneRow>, Vec<TuneRow>, TuneMeta), JobError> {
     if !resume {
         let journal = create_journal(path, JobKind::Tune, &meta).map_err(super::bad_journal)?;
         return Ok((journal, Vec::new(), meta));
     }
     let (journal, recorded, rows): (_, TuneMeta, _) = resume_journal(path)?;
-    if !same_tuning(&recorded, &meta) {
-        let listed: Vec<String> = all_differences(&tune_settings(&recorded), &tune_settings(&meta))
-            .iter()
-            .map(|d| d.to_string())
-            .collect();
+    if same_tuning(&recorded, &meta) {
+        return Ok((journal, rows, recorded));
+    }
+    let differences = all_differences(&tune_settings(&recorded), &tune_settings(&meta));
+    let listed: Vec<String> = differences.iter().map(|d| d.to_string()).collect();
+    if !force {
         return Err(JobError::refused(format!(
-            "cannot resume {}: it records another tuning ({}); give the same options, or \
-             another --out",
+            "cannot resume {}: it records another tuning ({}); give the same options, another              --out, or pass --force to go on with the journal's settings (recorded in its              sidecar)",
             path.display(),
             listed.join("; ")
         )));
     }
+    record_forced(path, rows.len(), differences)?;
+    say(&format!(
+        "warning: --force: going on with {} from row {} with its own settings, although {};          recorded in its sidecar",
+        path.display(),
+        rows.len(),
+        listed.join("; ")
+    ));
     Ok((journal, rows, recorded))
 }
 

@@ -19,9 +19,14 @@
 //! repeats a position of inlined code without its `inlined_at` (seen in ls-bh: `.loc 1 143 9`,
 //! a branch inside `split`, among code inlined at kernel.cu:392); a position that an earlier
 //! `.loc` of the body named as inlined code keeps that chain.
+//!
+//! Besides the two ends of the chain, the whole chain can be had ([`statement_frames`]): a patch
+//! that must put a fence next to an access inside an inlined helper of the app's own source
+//! needs the helper's line, which is a frame between the two ends when helpers call helpers.
 
 use crate::ir::{Loc, SourcePos, Statement};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Where a statement comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +42,11 @@ pub struct LineAttribution {
 #[derive(Debug, Default)]
 pub struct LocFollower {
     current: Option<LineAttribution>,
-    /// For each position a `.loc` has named, the outermost frame its chain resolved to then.
-    outermost_of: HashMap<SourcePos, SourcePos>,
+    /// The chain of the statements after the `.loc`s seen so far, outermost frame first.
+    frames: Option<Rc<[SourcePos]>>,
+    /// For each position a `.loc` has named, the chain it resolved to then (outermost first,
+    /// ending with the position itself).
+    chain_of: HashMap<SourcePos, Rc<[SourcePos]>>,
 }
 
 impl LocFollower {
@@ -48,19 +56,24 @@ impl LocFollower {
         if loc.at.line == 0 {
             return;
         }
-        let outer = match loc.inlined_at {
-            Some(call_site) => self.outermost_of_call(call_site),
+        let chain: Rc<[SourcePos]> = match loc.inlined_at {
+            Some(call_site) => {
+                let mut chain = self.chain_of_call(call_site).to_vec();
+                chain.push(loc.at);
+                chain.into()
+            }
             // A position inlined code of this body named before is that code again, emitted
             // without its `inlined_at` (NVRTC does so for some branches): it keeps its chain.
             // A function cannot be inlined into itself, so this is never a line of the body's
             // own function.
-            None => self.outermost_of_call(loc.at),
+            None => self.chain_of_call(loc.at),
         };
-        self.outermost_of.insert(loc.at, outer);
         self.current = Some(LineAttribution {
             inner: loc.at,
-            outer,
+            outer: chain[0],
         });
+        self.chain_of.insert(loc.at, Rc::clone(&chain));
+        self.frames = Some(chain);
     }
 
     /// The attribution of the statements after the `.loc`s seen so far.
@@ -68,11 +81,18 @@ impl LocFollower {
         self.current
     }
 
-    fn outermost_of_call(&self, call_site: SourcePos) -> SourcePos {
-        self.outermost_of
-            .get(&call_site)
-            .copied()
-            .unwrap_or(call_site)
+    /// The whole chain of the statements after the `.loc`s seen so far: the outermost frame
+    /// first, the position the last `.loc` names last (one frame for code that is not inlined).
+    pub fn frames(&self) -> &[SourcePos] {
+        self.frames.as_deref().unwrap_or_default()
+    }
+
+    /// The chain a `.loc` at `call_site` resolved to, or the call site alone when none named it.
+    fn chain_of_call(&self, call_site: SourcePos) -> Rc<[SourcePos]> {
+        match self.chain_of.get(&call_site) {
+            Some(chain) => Rc::clone(chain),
+            None => Rc::from([call_site].as_slice()),
+        }
     }
 }
 
@@ -86,6 +106,21 @@ pub fn attribute_statements(body: &[Statement]) -> Vec<Option<LineAttribution>> 
                 follower.see(loc);
             }
             follower.current()
+        })
+        .collect()
+}
+
+/// The inlining chain of every statement of a body, by index, outermost frame first: empty
+/// before the first `.loc`. Its first frame is [`LineAttribution::outer`] and its last
+/// [`LineAttribution::inner`].
+pub fn statement_frames(body: &[Statement]) -> Vec<Vec<SourcePos>> {
+    let mut follower = LocFollower::default();
+    body.iter()
+        .map(|statement| {
+            if let Statement::Loc(loc) = statement {
+                follower.see(loc);
+            }
+            follower.frames().to_vec()
         })
         .collect()
 }
@@ -248,5 +283,29 @@ mod tests {
              \tst.global.u32 [%rd1], 1;\n",
         );
         assert_eq!(lines, pairs(&[("1:2", "1:30")]));
+    }
+
+    #[test]
+    fn frames_name_every_call_between_the_kernel_line_and_the_access() {
+        // kernel.cu:392 calls insert_body, whose line 192 calls split, whose line 143 stores;
+        // the repeated `.loc 1 143 9` keeps the whole chain.
+        let text = ".version 8.8\n.target sm_70\n.address_size 64\n\n.visible .entry k()\n{\n\
+                    \t.loc 1 392 9\n\
+                    \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
+                    \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+                    \tst.global.u32 [%rd1], %r1;\n\
+                    \t.loc 1 143 9\n\
+                    \tst.global.u32 [%rd2], %r1;\n\
+                    \t.loc 1 7 3\n\
+                    \tret;\n}\n";
+        let module = parse(text).unwrap();
+        let body = module.function("k").unwrap().body.clone().unwrap();
+        let lines: Vec<Vec<u32>> = statement_frames(&body)
+            .into_iter()
+            .zip(&body)
+            .filter(|(_, s)| matches!(s, Statement::Instruction(_)))
+            .map(|(frames, _)| frames.iter().map(|f| f.line).collect())
+            .collect();
+        assert_eq!(lines, [vec![392, 192, 143], vec![392, 192, 143], vec![7]]);
     }
 }

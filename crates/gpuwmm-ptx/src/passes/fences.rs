@@ -6,7 +6,7 @@
 //! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
 
 use crate::ir::{Function, Instruction, Module, SourcePos, Statement};
-use crate::lines::attribute_statements;
+use crate::lines::{attribute_statements, statement_frames};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,7 +42,7 @@ parse_by_name!(Granularity, name, String, |s| format!(
 ));
 
 /// A file and line of the application's source.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceLine {
     pub file: String,
     pub line: u32,
@@ -63,6 +63,9 @@ pub struct Access {
     pub ptx: String,
     /// The innermost source line (inside an inlined function, if any).
     pub inner: Option<SourceLine>,
+    /// Every frame of the inlining chain, outermost first (the site's line, the lines of the
+    /// inlined calls, then `inner`); frames without a file or line are left out.
+    pub frames: Vec<SourceLine>,
 }
 
 /// A candidate fence site: one or more accesses that get a fence after each of them.
@@ -187,6 +190,7 @@ fn function_accesses(
     let mut groups: Vec<(Option<SourceLine>, Vec<Access>)> = Vec::new();
     let mut by_line: BTreeMap<SourceLine, usize> = BTreeMap::new();
     let body = function.body.as_deref().unwrap_or_default();
+    let frames = statement_frames(body);
     for (index, (statement, attribution)) in body.iter().zip(attribute_statements(body)).enumerate()
     {
         let Statement::Instruction(instruction) = statement else {
@@ -202,6 +206,9 @@ fn function_accesses(
             statement: index,
             ptx: crate::print::instruction_text(instruction),
             inner: attribution.and_then(|a| source_line(module, a.inner)),
+            frames: (frames[index].iter())
+                .filter_map(|&pos| source_line(module, pos))
+                .collect(),
         };
         let outer = attribution.and_then(|a| source_line(module, a.outer));
         let group = match (&outer, granularity) {
@@ -446,6 +453,8 @@ mod tests {
         let cas = &sites[2];
         assert_eq!(cas.source.as_ref().unwrap().line, 11);
         assert_eq!(cas.accesses[0].inner.as_ref().unwrap().line, 2);
+        let frames: Vec<u32> = cas.accesses[0].frames.iter().map(|f| f.line).collect();
+        assert_eq!(frames, [11, 2]);
         assert_eq!(cas.source.as_ref().unwrap().file, "/tmp/nv/k.cu");
     }
 
