@@ -2,8 +2,10 @@
 # The cuda backend end to end on the stand-in driver (scripts/standin.sh): the GPU tests with
 # GPUWMM_REQUIRE_GPU=1 (none may skip), then `gpuwmm check cbe-dot --backend cuda --env sys-str+`
 # with one injected fault and one injected hang (the journal must record a crash, a timeout and
-# every run), then `gpuwmm harden cbe-dot --backend cuda`, then `gpuwmm cost cbe-dot --backend
-# cuda` with energy windows on the stand-in NVML counter. Small settings, so CI stays fast.
+# every run), then `gpuwmm harden cbe-dot --backend cuda` and `harden slot-recycler-volatile
+# --backend cuda` (races recorded on the simulator: both fences, GPU scope), then `gpuwmm cost
+# cbe-dot --backend cuda` with energy windows on the stand-in NVML counter. Small settings, so CI
+# stays fast.
 # Every figure printed here is a simulator result through the stand-in, not a GPU result.
 # PART="tests litmus check harden cost" picks parts; `litmus` runs three litmus files with the
 # second one's (sorted by name) launch faulting: the run must report the fault and go on with a new context (on an
@@ -80,6 +82,22 @@ if [[ " $PART " == *" harden "* ]]; then
     echo "== gpuwmm harden cbe-dot --backend cuda (stand-in)"
     "$gpuwmm" harden cbe-dot --backend cuda --size sim --stable-runs 20 --iterations 2 \
         --seed 1 --journal "$work/harden.csv"
+    echo "== gpuwmm harden slot-recycler-volatile --backend cuda: races recorded on the simulator (stand-in)"
+    fixture=tests/fixtures/apps/slot-recycler-volatile
+    "$gpuwmm" harden slot-recycler-volatile --app-dir "$fixture" --backend cuda --size sim \
+        --stable-runs 200 --minimise-kind on --seed 1 --journal "$work/harden-races.csv" \
+        --json >"$work/harden-races-report.json"
+    python3 - "$work/harden-races-report.json" "$fixture/kernel.cu" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().splitlines()
+line = lambda needle: next(i + 1 for i, l in enumerate(lines) if needle in l)
+expected = {line("while (freed[i] == 0)"), line("int value = slot[i];")}
+assert d["communication"] == "communication recorded on the simulator (PTX model), runs on cuda", d["communication"]
+fences = {f["line"]: f["kind"] for f in d["fences"]}
+assert set(fences) == expected and set(fences.values()) == {"fence.acq_rel.gpu"}, fences
+print("stand-in harden: the spin's acquire and the read's release kept at GPU scope, from races recorded on the simulator")
+PY
 fi
 if [[ " $PART " == *" cost "* ]]; then
     echo "== gpuwmm cost cbe-dot --backend cuda, energy from the stand-in NVML counter (stand-in)"

@@ -83,3 +83,66 @@ fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
     assert!(count(Outcome::Crash) > 0, "{rows:?}");
     assert!(count(Outcome::Pass) > 0, "{rows:?}");
 }
+
+/// The 1-based line of the fixture `app`'s kernel.cu that contains `needle`.
+fn fixture_line(app: &str, needle: &str) -> usize {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/apps")
+        .join(app)
+        .join("kernel.cu");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+/// A GPU records no races, so `harden --backend cuda` once rested on its runs alone: on the
+/// volatile slot recycler it kept one fence, after block 0's read, weakened to
+/// `fence.acq_rel.cta` (no order between two CTAs under PTX, and no acquire after block 1's
+/// spin). Races recorded on the simulator running the same PTX now keep both fences, of GPU
+/// scope, as the simulator backend does, and the report says where the communication came
+/// from.
+#[test]
+fn a_gpu_hardening_keeps_both_gpu_scoped_fences_from_races_recorded_on_the_simulator() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = "slot-recycler-volatile";
+    let app_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/apps")
+        .join(app);
+    let size: &[&str] = if gpu().is_some_and(|b| common::is_standin(&b)) {
+        &["--size", "sim"]
+    } else {
+        &[]
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .current_dir(dir.path())
+        .args(["harden", app, "--backend", "cuda", "--journal", "h.csv"])
+        .args(["--app-dir", app_dir.to_str().unwrap()])
+        .args([
+            "--stable-runs",
+            "200",
+            "--minimise-kind",
+            "on",
+            "--seed",
+            "1",
+        ])
+        .args(size)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("communication recorded on the simulator (PTX model), runs on cuda"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("final fences: 2"), "{stdout}");
+    let spin = fixture_line(app, "while (freed[i] == 0)");
+    let read = fixture_line(app, "int value = slot[i];");
+    for line in [spin, read] {
+        let placed = format!("kernel.cu:{line}  [recycle]  fence.acq_rel.gpu");
+        assert!(stdout.contains(&placed), "{placed}\n{stdout}");
+    }
+    assert!(!stdout.contains("keeps fence.acq_rel.cta"), "{stdout}");
+}

@@ -334,10 +334,7 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
 /// A fence the PTX model needs though no run fails without it must end in the set. The slot
 /// recycler with volatile slots: no run fails without the acquire after block 1's spin (the
 /// simulator cannot show that load buffering), yet PTX orders the slot's read and overwrite
-/// only with it. (The search's own race rule kept it on the slot recycler with a plain slot
-/// before the simulator learnt to let fences overtake deferred loads; runs now refute that
-/// one, and here the partner pass adds the fence: the rule is covered by the unit tests on
-/// recorded answers in `harden::algorithm`.)
+/// only with it.
 #[test]
 fn a_fence_no_run_needs_but_ptx_does_ends_in_the_set() {
     let app = "slot-recycler-volatile";
@@ -352,6 +349,32 @@ fn a_fence_no_run_needs_but_ptx_does_ends_in_the_set() {
     for (site, kind) in &kinds {
         assert!(!kind.ends_with(".cta"), "{site} keeps {kind}");
     }
+}
+
+/// The race recorder once left a deferred read (block 0's slot read, performed after block
+/// 1's overwrite) unordered with the overwrite even with the release after the read and the
+/// acquire after the spin, so dropping the acquire added no race and the search let it go
+/// (the partner pass added it back afterwards). The search itself must keep it, for the race.
+#[test]
+fn a_deferred_slot_read_ordered_by_both_fences_lets_the_race_rule_keep_the_acquire() {
+    let app = "slot-recycler-volatile";
+    let Some((_, stdout)) = hardened_fixture(app) else {
+        return;
+    };
+    let spin = kernel_line_in(app, "while (freed[i] == 0)");
+    let read = kernel_line_in(app, "int value = slot[i];");
+    let overwrite = kernel_line_in(app, "slot[i] = 2;");
+    let acquire = stdout
+        .lines()
+        .find(|l| l.contains(&format!("kernel.cu:{spin}  [recycle]")))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let site = acquire.trim_start().split_whitespace().next().unwrap();
+    let kept = format!(
+        "fence {site} kept: its removal leaves kernel.cu:{read} -> kernel.cu:{overwrite} \
+         unordered under PTX"
+    );
+    assert!(stdout.contains(&kept), "{kept}\n{stdout}");
+    assert!(!stdout.contains("required by the PTX model"), "{stdout}");
 }
 
 /// A deferred load performed after its thread's later flag store made the race recorder place

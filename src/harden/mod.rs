@@ -5,6 +5,8 @@
 //!   set is checked, so that it can be tested with mock checkers and resumed from a journal;
 //! - [`communication`]: what runs recording races add to what fails: the races that guide the
 //!   search, the scope floor of kinds, the partners PTX requires, the races no fence can order;
+//! - [`recording`]: where races are recorded when the backend records none (a GPU): the
+//!   simulator running the same app's PTX, asked with the hardening's site ids;
 //! - [`run`]: the checker that answers by running the application through an executor, with
 //!   every run journaled so that a killed hardening resumes where it stopped;
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
@@ -14,5 +16,6 @@
 pub mod algorithm;
 pub mod communication;
 pub mod patch;
+pub mod recording;
 pub mod report;
 pub mod run;

@@ -17,6 +17,7 @@ use super::communication::{
     as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs,
     Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
 };
+use super::recording::RaceRecording;
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -152,6 +153,11 @@ pub struct HardenMeta {
     /// weakened together first); absent, so false, in journals from before.
     #[serde(default)]
     pub race_guided: bool,
+    /// Where races are recorded when the backend records none (a GPU): the simulator running
+    /// the same app's PTX; absent when the backend records its own, and in journals from
+    /// before, which record none on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race_recording: Option<RaceRecording>,
 }
 
 impl HardenMeta {
@@ -250,17 +256,21 @@ impl<'a> JournaledChecker<'a> {
         self
     }
 
-    /// What records the races: the race executor if there is one, else the executor.
+    /// What records the races: the race executor if there is one (with the stress calibrated
+    /// for it), else the executor.
     fn recorder(&mut self) -> Recorder<'_> {
-        let executor: &mut dyn Executor = match self.race_executor.as_deref_mut() {
-            Some(e) => e,
-            None => &mut *self.executor,
-        };
+        let recording = self.meta.race_recording.as_ref();
+        let (executor, stress_iterations): (&mut dyn Executor, u32) =
+            match (self.race_executor.as_deref_mut(), recording) {
+                (Some(e), Some(r)) => (e, r.stress_iterations),
+                (Some(e), None) => (e, self.meta.stress.stress_iterations),
+                (None, _) => (&mut *self.executor, self.meta.stress.stress_iterations),
+            };
         Recorder {
             executor,
             env: self.meta.env,
             seed: self.meta.seed,
-            stress_iterations: self.meta.stress.stress_iterations,
+            stress_iterations,
         }
     }
 
@@ -506,7 +516,21 @@ pub fn harden(
     done: Vec<HardenRow>,
     progress: &mut dyn FnMut(&QueryProgress),
 ) -> Result<Hardened, HardenError> {
-    let mut checker = JournaledChecker::new(executor, journal, meta, done, progress);
+    harden_recording_with(executor, None, journal, meta, done, progress)
+}
+
+/// [`harden`] whose races are recorded by `race_executor` when there is one (the simulator
+/// running the same app's PTX, for a backend that records none: see [`RaceRecording`]).
+pub fn harden_recording_with<'a>(
+    executor: &'a mut dyn Executor,
+    race_executor: Option<&'a mut dyn Executor>,
+    journal: &'a mut Journal<HardenRow>,
+    meta: &'a HardenMeta,
+    done: Vec<HardenRow>,
+    progress: &'a mut dyn FnMut(&QueryProgress),
+) -> Result<Hardened, HardenError> {
+    let mut checker = JournaledChecker::new(executor, journal, meta, done, progress)
+        .recording_races_with(race_executor);
     let all = meta.site_ids();
     let first_index = usize::from(meta.all_fences_first);
     if meta.all_fences_first && !fences_can_help(&mut checker, &all, meta.initial_iterations)? {

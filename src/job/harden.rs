@@ -9,19 +9,22 @@ use super::sidecar::{
     create_journal, now, refuse_another_journal, refuse_changed_sites, resume_journal, unfinished,
     JobKind,
 };
-use super::target::TargetOptions;
 use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
+use super::target::{BackendOptions, TargetOptions};
 use super::{JobError, Say};
-use crate::apps::DEFAULT_ARCH;
+use crate::apps::{Size, DEFAULT_ARCH};
+use crate::backend::select::BackendChoice;
 use crate::check::journal::{read_rows, set_meta_entry};
 use crate::check::local::target_app;
 use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
 use crate::harden::communication::UnorderableRace;
+use crate::harden::recording::{RaceRecording, SiteMap, SiteMapped};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
-    harden, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress, SiteSummary,
+    harden_recording_with, run_with_every_fence, HardenMeta, HardenRow, Hardened, QueryProgress,
+    SiteSummary,
 };
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
@@ -83,6 +86,8 @@ pub struct OpenHardening {
     pub done: Vec<HardenRow>,
     journal: Journal<HardenRow>,
     executor: Box<dyn Executor>,
+    /// The simulator that records races when the executor records none (a GPU).
+    race_executor: Option<SiteMapped>,
     fence_style: FenceStyle,
     /// Whether runs go in this process (also those of a diagnosis after the search).
     in_process: bool,
@@ -125,8 +130,10 @@ impl OpenHardening {
     /// journal.
     pub fn run(mut self, progress: &mut dyn FnMut(&QueryProgress)) -> Result<Hardening, JobError> {
         let done = std::mem::take(&mut self.done);
-        let hardened = harden(
+        let race_executor = self.race_executor.as_mut().map(|e| e as &mut dyn Executor);
+        let hardened = harden_recording_with(
             self.executor.as_mut(),
+            race_executor,
             &mut self.journal,
             &self.meta,
             done,
@@ -223,6 +230,10 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
     // The same sites, now also with their accesses' inlining chains, which a journal made
     // before they were recorded lacks and the patch needs.
     meta.sites = now_sites.iter().map(SiteSummary::from).collect();
+    let race_executor = match &meta.race_recording {
+        Some(recording) => Some(recording_executor(recording, &meta.sites, options, say)?.1),
+        None => None,
+    };
     Ok(OpenHardening {
         fence_style: options.fence_style,
         path,
@@ -230,6 +241,7 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
         done,
         journal,
         executor,
+        race_executor,
         in_process: options.target.in_process,
     })
 }
@@ -281,6 +293,8 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
     let stress = calibrate(executor.as_mut(), options.env, &all, seed, say)?;
     let minimise_kinds = minimise_kinds(options.minimise_kinds, &resolved.target);
     let hash = app_hash(&resolved.target)?;
+    let recording = simulator_recording(options, &resolved.target, &sites, say)?;
+    let (race_recording, race_executor) = recording.unzip();
     let meta = HardenMeta {
         app_hash: Some(hash),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -298,6 +312,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         sites,
         provenance: executor.provenance(),
         profile_source: resolved.profile_source,
+        race_recording,
     };
     let journal = create_journal(&path, JobKind::Harden, &meta).map_err(super::bad_journal)?;
     Ok(OpenHardening {
@@ -307,8 +322,77 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         done: Vec::new(),
         journal,
         executor,
+        race_executor,
         in_process: options.target.in_process,
     })
+}
+
+/// For a GPU, whose runs record no races: the simulator that records them, running the same
+/// app's PTX on the PTX model at the simulator's size with the simulator's stress profile and
+/// stress calibrated there with every fence, and its executor. `None` on the simulator, whose
+/// own runs record races (or, under a model other than PTX's, are not held to it).
+fn simulator_recording(
+    options: &HardenOptions,
+    target: &Target,
+    sites: &[SiteSummary],
+    say: Say,
+) -> Result<Option<(RaceRecording, SiteMapped)>, JobError> {
+    if target.backend != BackendKind::Cuda {
+        return Ok(None);
+    }
+    let seed = options.target.backend.seed;
+    let on_the_simulator = TargetOptions {
+        size: Some(Size::Sim),
+        profile: None,
+        backend: BackendOptions {
+            backend: BackendChoice::Sim,
+            sim_model: SimModel::Ptx,
+            seed,
+        },
+        ..options.target.clone()
+    };
+    let sim = resolve(options.app, &on_the_simulator, say)?.target;
+    let (pending, mut executor) = recording_executor(
+        &RaceRecording {
+            target: sim,
+            stress_iterations: 0,
+        },
+        sites,
+        options,
+        say,
+    )?;
+    let all = Fences::Sites(sites.iter().map(|s| s.id).collect());
+    let stress = calibrate(&mut executor, options.env, &all, seed, say)?;
+    let recording = RaceRecording {
+        stress_iterations: stress.stress_iterations,
+        ..pending
+    };
+    Ok(Some((recording, executor)))
+}
+
+/// The simulator executor of `recording`, asked with the hardening's site ids (`sites`);
+/// says which sites the simulator's build lacks (no fence goes there in its runs).
+fn recording_executor(
+    recording: &RaceRecording,
+    sites: &[SiteSummary],
+    options: &HardenOptions,
+    say: Say,
+) -> Result<(RaceRecording, SiteMapped), JobError> {
+    let executor = pooled_executor(&recording.target, options)?;
+    let recorder_sites: Vec<SiteSummary> =
+        executor.sites()?.iter().map(SiteSummary::from).collect();
+    let map = SiteMap::between(sites, &recorder_sites);
+    let unpaired = map.unpaired(sites);
+    if !unpaired.is_empty() {
+        let ids: Vec<String> = unpaired.iter().map(|s| format!("#{}", s.id)).collect();
+        say(&format!(
+            "warning: sites {} have no site of the same source line in the simulator's build of \
+             {}: the runs recording races have no fence there",
+            ids.join(", "),
+            recording.target.app
+        ));
+    }
+    Ok((recording.clone(), SiteMapped::new(executor, map)))
 }
 
 /// The executor of a hardening: `jobs` worker processes side by side (by default one per core
@@ -436,6 +520,20 @@ fn kind_of(meta: &HardenMeta, hardened: &Hardened, id: usize) -> FenceKind {
     kind.unwrap_or(meta.target.fence_kind)
 }
 
+/// Where a hardening records the races and communication its PTX rules rest on, as the report
+/// says it; `None` when it records none (a GPU hardening from before, or a simulator model
+/// other than PTX's).
+pub fn communication_source(meta: &HardenMeta) -> Option<String> {
+    let backend = meta.target.backend;
+    match &meta.race_recording {
+        Some(_) => Some(RaceRecording::describe(backend)),
+        None if meta.race_guided && meta.target.races_recordable() => {
+            Some(RaceRecording::describe(backend))
+        }
+        None => None,
+    }
+}
+
 /// What marks a fence that completes a release/acquire pair without a failing run.
 pub const REQUIRED: &str = "required by the PTX model, not seen failing";
 
@@ -526,6 +624,10 @@ pub struct HardenDocument<'a> {
     candidate_sites: usize,
     /// The final fences, by site id.
     fences: Vec<FenceEntry>,
+    /// Where the races and communication that the PTX model's rules rest on were recorded:
+    /// `communication recorded on the simulator (PTX model), runs on cuda` for a GPU,
+    /// `... runs on sim` on the simulator; `null` when none were.
+    communication: Option<String>,
     /// Races no fence can order, recorded with the final fences (`pair`, `advice`): left as
     /// they are; `null` when the backend records no races.
     unorderable_races: Option<&'a [UnorderableRace]>,
@@ -621,6 +723,7 @@ impl<'a> HardenDocument<'a> {
             granularity: meta.target.granularity,
             candidate_sites: meta.sites.len(),
             fences: fence_entries(meta, hardened, report),
+            communication: communication_source(meta),
             unorderable_races: hardened.unorderable.as_deref(),
             stable: i.stable,
             stability_check: meta.stable,

@@ -3,12 +3,13 @@
 //! requires, the patch and a summary). The JSON document is [`super::harden::HardenDocument`].
 
 use super::harden::{
-    braces, first_failure, first_failure_of, original_fences_note, race_kept_text, replay_command,
-    Hardening, REQUIRED,
+    braces, communication_source, first_failure, first_failure_of, original_fences_note,
+    race_kept_text, replay_command, Hardening, REQUIRED,
 };
 use super::naming::resuming_note;
 use super::JobError;
 use crate::check::journal::read_rows;
+use crate::harden::recording::RaceRecording;
 use crate::harden::run::{HardenMeta, HardenRow, Hardened};
 use crate::ptx::passes::fences::FenceKind;
 use crate::stats::ZeroErrorBound;
@@ -19,8 +20,16 @@ use std::path::Path;
 /// What a hardening is about to run (after the provenance line): sites, stress, stability
 /// check, seed and journal.
 pub fn start_text(meta: &HardenMeta, path: &Path, done: usize) -> String {
+    let recorded = match &meta.race_recording {
+        Some(r) => format!(
+            "\n{} (stress {} iterations there)",
+            RaceRecording::describe(meta.target.backend),
+            r.stress_iterations
+        ),
+        None => String::new(),
+    };
     format!(
-        "{}\nhardening {} under {}: {} candidate sites ({}), I = {}, up to {} rounds, stability \
+        "{}{recorded}\nhardening {} under {}: {} candidate sites ({}), I = {}, up to {} rounds, stability \
          check {}, seed {}, stress {} iterations, journal {}{}",
         meta.provenance,
         meta.target.app,
@@ -222,6 +231,9 @@ impl<'a> HardenText<'a> {
         }
         // The provenance line says when the results are the simulator's.
         writeln!(f, "  {}", meta.provenance)?;
+        if let Some(source) = communication_source(meta) {
+            writeln!(f, "  {source}")?;
+        }
         writeln!(f, "  journal: {}", path.display())?;
         if let Some(row) = &self.first_failure {
             writeln!(

@@ -62,6 +62,7 @@ fn meta(initial_iterations: u64) -> HardenMeta {
         all_fences_first: false,
         app_hash: None,
         race_guided: false,
+        race_recording: None,
     }
 }
 
