@@ -368,7 +368,7 @@ fn a_deferred_slot_read_ordered_by_both_fences_lets_the_race_rule_keep_the_acqui
         .lines()
         .find(|l| l.contains(&format!("kernel.cu:{spin}  [recycle]")))
         .unwrap_or_else(|| panic!("{stdout}"));
-    let site = acquire.trim_start().split_whitespace().next().unwrap();
+    let site = acquire.split_whitespace().next().unwrap();
     let kept = format!(
         "fence {site} kept: its removal leaves kernel.cu:{read} -> kernel.cu:{overwrite} \
          unordered under PTX"
