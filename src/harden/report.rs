@@ -670,6 +670,15 @@ mod tests {
         }
     }
 
+    /// The report of the one site `site` (id 0) in `source`.
+    fn report_of(site: SiteSummary, source: &KernelSource) -> FenceReport {
+        fence_report(&[0], &[site], source, FenceKind::ScGpu, Path::new("/repo")).unwrap()
+    }
+
+    fn placement_of(report: &FenceReport) -> &str {
+        report.placed[0].placement.as_deref().unwrap()
+    }
+
     /// Regression (ls-bh-nf's `insert_body(b, t, i);` at kernel.cu:392): a site on a line that
     /// calls a function inlined from the app's own source was fenced once after the call, while
     /// the PTX fence follows each access inside the call, so the patched app failed its check.
@@ -686,8 +695,7 @@ mod tests {
             vec![frame(file, 8), frame(file, 3)],
             vec![frame(file, 8), frame(file, 4)],
         ];
-        let report =
-            fence_report(&[0], &[site], &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        let report = report_of(site, &source);
         let fenced = insert_statements(
             text,
             &(report.placed[0].anchors.iter())
@@ -702,7 +710,7 @@ mod tests {
         assert_eq!(report.patch.matches("+    __threadfence();").count(), 2);
         assert_eq!(report.patch.matches("+  __threadfence();").count(), 2);
         assert_eq!(report.placed[0].line, 8, "the site keeps its own line");
-        let placement = report.placed[0].placement.as_deref().unwrap();
+        let placement = placement_of(&report);
         assert!(
             placement.contains("inlined at apps/k/kernel.cu:8")
                 && placement.contains("apps/k/kernel.cu:2, apps/k/kernel.cu:3, apps/k/kernel.cu:4"),
@@ -721,14 +729,7 @@ mod tests {
             frame("/cuda/include/cub/x.cuh", 50),
             frame("/cuda/include/cub/y.cuh", 7),
         ]];
-        let report = fence_report(
-            &[0],
-            &[site],
-            &source(),
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
+        let report = report_of(site, &source());
         let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
         assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
         assert!(
@@ -738,7 +739,7 @@ mod tests {
             "{}",
             report.patch
         );
-        let placement = report.placed[0].placement.as_deref().unwrap();
+        let placement = placement_of(&report);
         assert!(
             placement.contains("inside /cuda/include/cub/x.cuh")
                 && placement.contains("not against each other"),
