@@ -35,6 +35,7 @@ const RUNS: u64 = 60;
 /// - ls-bh-nf: sites on lines that call an inlined function (`insert_body` at :392,
 ///   `summarise_cell` at :405) were fenced after every access inside the call; the patch puts
 ///   one fence after the call (its patched copy fails run 0).
+///
 /// (tpo-tm left this list with the table made at 0b466f5: its hardening no longer keeps the
 /// site on its `if (h < tail[q]) {` line, whose fence the patch put inside the `if` body; that
 /// placement is still wrong where such a site is kept.)
