@@ -161,6 +161,7 @@ mod tests {
             file: line.map(|_| "kernel.cu".into()),
             line,
             ptx: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
