@@ -231,6 +231,11 @@ fn an_app_dir_whose_manifest_names_another_app_is_refused_naming_both() {
     assert_bad_input(&out, "holds the app 'handoff-block'");
     assert_bad_input(&out, "not 'x'");
     assert!(!dir.path().join("j.csv").exists(), "nothing ran");
+    let sites = gpuwmm(&words("ptx sites x --app-dir handoff-block"), dir.path());
+    assert_bad_input(
+        &sites,
+        "holds the app 'handoff-block' (its app.toml's `name`), not 'x'",
+    );
     let named = gpuwmm(
         &words("check handoff-block --backend sim --runs 1 --app-dir handoff-block"),
         dir.path(),

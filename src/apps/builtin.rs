@@ -123,6 +123,26 @@ pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
     Ok(Arc::new(app))
 }
 
+/// The app in `dir` ([`load_app_dir`]), which must be the one named `name` on the command line:
+/// a folder whose manifest names another app is an error naming both (the runs, journal and
+/// report would otherwise carry one name for another app).
+pub fn load_named_app_dir(dir: &Path, name: &str) -> Result<Arc<dyn App>, AppError> {
+    let app = load_app_dir(dir)?;
+    if app.name() == name {
+        return Ok(app);
+    }
+    Err(AppError::Invalid {
+        app: name.to_string(),
+        message: format!(
+            "--app-dir {} holds the app '{}' (its app.toml's `name`), not '{name}'; give '{}' as \
+             the app's name, or the folder of '{name}'",
+            dir.display(),
+            app.name(),
+            app.name(),
+        ),
+    })
+}
+
 /// An app with every fence of its module removed by the strip-fences pass (the paper's `-nf`
 /// variants), or with its release/acquire accesses weakened to relaxed ([`Self::relaxed`], for
 /// code whose ordering lives in its accesses): same source, same inputs, same post-condition.

@@ -10,8 +10,8 @@ use super::executor::{ExecError, Executor};
 use super::outcome::{Outcome, RunRecord};
 use super::spec::{CalibrationRequest, Fences, RunRequest, Target};
 use crate::apps::{
-    find_app, load_app_dir, App, AppError, Launch, Launcher, LoadedApp, LoadedParts, RunOptions,
-    Verdict, DEFAULT_ARCH,
+    find_app, load_named_app_dir, App, AppError, Launch, Launcher, LoadedApp, LoadedParts,
+    RunOptions, Verdict, DEFAULT_ARCH,
 };
 use crate::backend::select::{open_backend, provenance};
 use crate::backend::{Backend, BackendError, ModuleId};
@@ -82,26 +82,12 @@ pub struct LocalExecutor {
 }
 
 /// Finds the target's app: built in, or from its folder, whose manifest must name the app the
-/// target names (else the runs, journal and report would carry one name for another app).
+/// target names.
 pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
-    let Some(dir) = &target.app_dir else {
-        return find_app(&target.app);
-    };
-    let app = load_app_dir(dir)?;
-    if app.name() != target.app {
-        return Err(AppError::Invalid {
-            app: target.app.clone(),
-            message: format!(
-                "--app-dir {} holds the app '{}' (its app.toml's `name`), not '{}'; give                  '{}' as the app's name, or the folder of '{}'",
-                dir.display(),
-                app.name(),
-                target.app,
-                app.name(),
-                target.app
-            ),
-        });
+    match &target.app_dir {
+        Some(dir) => load_named_app_dir(dir, &target.app),
+        None => find_app(&target.app),
     }
-    Ok(app)
 }
 
 /// The target's fence sites, from its PTX alone (no backend needed).

@@ -279,14 +279,17 @@ fn header_slots(
     let mut slots = vec![body_slot(lines, number, close)];
     let mut close = close;
     // An `if` continued by `} else ... {` on its closing line: the else part is the other way.
-    while header == Header::If {
+    let mut chain = header == Header::If;
+    while chain {
         let text = lines[close - 1].content.trim();
         let else_part = keyword_after_brace(text, "else") && text.ends_with('{');
         let Some(next) = else_part.then(|| closing_line(lines, close)).flatten() else {
             break;
         };
         slots.push(body_slot(lines, close, next));
-        if condition_header(text).is_none() {
+        // A final `else` leaves no way past the chain without a fence.
+        chain = condition_header(text).is_some();
+        if !chain {
             return slots;
         }
         close = next;

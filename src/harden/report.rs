@@ -270,6 +270,10 @@ fn app_file<'f>(files: &'f [(&'f Path, &'f str)], file: &str) -> Option<&'f (&'f
         .find(|(path, _)| same_file(Path::new(file), path))
 }
 
+/// Where a fence goes ([`PlacedFence::anchors`]) and, when not just after its site's line, in
+/// words.
+type Placement = (Vec<(String, Anchor)>, Option<String>);
+
 /// Where the fence of `site` (whose own line is `own`, a file as the diff names it and a line)
 /// goes, so that in the source it sits between the same accesses as the PTX fence after each of
 /// the site's accesses, with a note when that is not just after `own`:
@@ -287,7 +291,7 @@ fn anchors_of(
     files: &[(&Path, &str)],
     root: &Path,
     own: (&str, usize),
-) -> Option<(Vec<(String, Anchor)>, Option<String>)> {
+) -> Option<Placement> {
     let after_own = vec![(own.0.to_string(), Anchor::After(own.1))];
     if site.frames.len() != site.ptx.len() || site.frames.iter().any(Vec::is_empty) {
         return Some((after_own, None));

@@ -2,7 +2,7 @@
 //! number them, or the sites of a kernel file as it is. One place decides which, so the
 //! command only prints.
 
-use crate::apps::{app_sites, find_app, load_app_dir, AppError, Size};
+use crate::apps::{app_sites, find_app, load_app_dir, load_named_app_dir, AppError, Size};
 use crate::input::{load_kernel_file, InputError, SourceLines};
 use crate::ptx::passes::fences::{fence_sites, FenceSite, Granularity};
 use std::path::Path;
@@ -97,7 +97,8 @@ pub fn list_sites(
         }
     }
     let app = match (app_dir, input) {
-        (Some(dir), _) => load_app_dir(dir)?,
+        (Some(dir), Some(name)) => load_named_app_dir(dir, &name.to_string_lossy())?,
+        (Some(dir), None) => load_app_dir(dir)?,
         (None, Some(name)) => find_app(&name.to_string_lossy())?,
         (None, None) => find_app("")?,
     };
