@@ -503,8 +503,7 @@ impl Machine<'_> {
                 // that follow it.
                 if self.ptx
                     && self.races.is_none()
-                    && !mem.order.acquires
-                    && !mem.order.releases
+                    && !self.orders_others(mem.order)
                     && self.may_defer(t, mem.space, at)
                 {
                     return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
@@ -688,7 +687,7 @@ impl Machine<'_> {
                 .check(at, size)
                 .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
             // An acquire load that later accesses overtake must not synchronise.
-            let restricted = match order.acquires {
+            let restricted = match self.orders_others(order) {
                 true => match self.restriction(t, at, size, order, None) {
                     Some(r) => Some(r),
                     None => return self.exec_ld_now(t, base, line, d, mem, at, size),
@@ -1136,6 +1135,13 @@ impl Machine<'_> {
         }
     }
 
+    /// Whether an access with `order` orders other threads' view of its thread (PTX model):
+    /// it acquires or releases at a scope that holds another thread (see
+    /// [`PtxMemory::synchronises_with_nobody`](super::ptx_model::PtxMemory::synchronises_with_nobody)).
+    fn orders_others(&self, order: Order) -> bool {
+        (order.acquires || order.releases) && !self.model.synchronises_with_nobody(order.reach)
+    }
+
     /// Whether a load may be deferred: a global load, with room left, on the dice. A deferred
     /// load is performed later (see [`Machine::hazard`]), so later independent accesses of the
     /// thread overtake it (load-load and load-store reordering).
@@ -1243,11 +1249,14 @@ impl Machine<'_> {
         match self.needs_deferred(t, base, inst) {
             true => Hazard::Wait,
             false => match inst.op {
-                Op::Fence { .. } => Hazard::Boundary,
-                Op::Ld { mem, .. } if mem.order.acquires => Hazard::Boundary,
-                Op::St { mem, .. } if mem.order.releases => Hazard::Boundary,
-                Op::Ld { .. } | Op::St { .. } => Hazard::None,
-                Op::Atom { mem, .. } if !mem.order.acquires && !mem.order.releases => Hazard::None,
+                Op::Fence { reach, .. } if !self.model.synchronises_with_nobody(reach) => {
+                    Hazard::Boundary
+                }
+                Op::Ld { mem, .. } | Op::St { mem, .. } if self.orders_others(mem.order) => {
+                    Hazard::Boundary
+                }
+                Op::Fence { .. } | Op::Ld { .. } | Op::St { .. } => Hazard::None,
+                Op::Atom { mem, .. } if !self.orders_others(mem.order) => Hazard::None,
                 Op::Mov { .. }
                 | Op::Unary { .. }
                 | Op::Cvt { .. }

@@ -414,6 +414,21 @@ impl PtxMemory {
         }
     }
 
+    /// Whether a fence, release or acquire at `reach` can synchronise with no other thread:
+    /// its scope holds only the thread itself (cta scope in a block of one thread, any scope
+    /// in a grid of one). PTX synchronisation (release and acquire patterns, the Fence-SC
+    /// order) needs morally strong partners, whose scopes include each other, so such an
+    /// ordering puts nothing of its thread in another thread's causality order: no other
+    /// thread can tell it from none, and later accesses may overtake earlier ones across it.
+    pub fn synchronises_with_nobody(&self, reach: Reach) -> bool {
+        let threads = self.past.len();
+        match reach {
+            Reach::Weak => false,
+            Reach::Cta => threads == self.blocks,
+            Reach::Gpu => threads == 1,
+        }
+    }
+
     /// The launch clock: the timestamp of the newest message appended.
     pub fn clock(&self) -> u32 {
         self.clock
@@ -1470,6 +1485,21 @@ mod tests {
             restricted_values(&m, access(0, 0, Reach::Cta), None),
             vec![0, 1, 2]
         );
+    }
+
+    /// Regression (issue 26: load buffering where an RMW comes before a cta-scope fence or
+    /// release of a thread alone in its CTA was never shown): such a fence or release orders
+    /// nothing another thread can see, so accesses may overtake each other across it.
+    #[test]
+    fn an_ordering_whose_scope_holds_no_other_thread_synchronises_with_nobody() {
+        let alone_in_each_block = PtxMemory::new(3, 3);
+        assert!(alone_in_each_block.synchronises_with_nobody(Reach::Cta));
+        assert!(!alone_in_each_block.synchronises_with_nobody(Reach::Gpu));
+        let two_per_block = PtxMemory::new(4, 2);
+        assert!(!two_per_block.synchronises_with_nobody(Reach::Cta));
+        let one_thread = PtxMemory::new(1, 1);
+        assert!(one_thread.synchronises_with_nobody(Reach::Gpu));
+        assert!(!one_thread.synchronises_with_nobody(Reach::Weak));
     }
 
     #[test]
