@@ -133,7 +133,7 @@ impl Machine<'_> {
                     Hazard::None => {}
                     Hazard::Boundary if self.overtake_deferred(t) => {}
                     // The thread waits for its loads, half the time letting others run first.
-                    _ if self.rng.random_bool(0.5) => break Ok(QuantumEnd::Quantum),
+                    _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
                 }
             }
@@ -1148,7 +1148,7 @@ impl Machine<'_> {
     fn may_defer(&mut self, t: usize, space: Space, at: u64) -> bool {
         self.threads[t].deferred < super::sched::MAX_DEFERRED
             && resolve(space, at).0 == Region::Global
-            && self.rng.random_bool(self.cfg.defer_probability)
+            && self.rng.sample(self.defer_coin)
     }
 
     /// What a deferred load of thread `t` may read once something it must not synchronise
@@ -1173,7 +1173,7 @@ impl Machine<'_> {
     /// restricts them (each keeps the first release that overtook it) and returns true; false
     /// when they must be performed first (the dice, or a load with nothing it may still read).
     fn overtake_deferred(&mut self, t: usize) -> bool {
-        if !self.rng.random_bool(0.5) {
+        if !self.rng.sample(self.half_coin) {
             return false;
         }
         let n = self.threads[t].deferred as usize;

@@ -1042,30 +1042,61 @@ mod tests {
         m.load(a, addr, 4, newest, u32::MAX, 0)
     }
 
+    /// Thread `t` of `block` reads the flag `Y` with an acquire load at gpu scope: `value`.
+    fn acquire_flag(m: &mut PtxMemory, t: u32, block: u32, value: u64) {
+        let read = newest_load(m, acquiring(access(t, block, Reach::Gpu)), Y, value);
+        assert_eq!(read, value);
+    }
+
+    /// Thread `t` of `block` reads the flag `Y` with a relaxed load at gpu scope: 1.
+    fn read_flag(m: &mut PtxMemory, t: u32, block: u32) {
+        assert_eq!(newest_load(m, access(t, block, Reach::Gpu), Y, 1), 1);
+    }
+
+    /// Asserts that thread `t` of `block` may still read the payload `X` as 0 or 1.
+    fn payload_may_be_stale(m: &PtxMemory, t: u32, block: u32) {
+        assert_eq!(readable(m, access(t, block, Reach::Weak), X, 1), vec![0, 1]);
+    }
+
+    /// Asserts that thread `t` of `block` reads the payload `X` as 1 only.
+    fn payload_is_seen(m: &PtxMemory, t: u32, block: u32) {
+        assert_eq!(readable(m, access(t, block, Reach::Weak), X, 1), vec![1]);
+    }
+
+    /// Message passing from thread 0 of block 0: the payload `X` (weak), `fence.acq_rel` at
+    /// `reach`, then the flag `Y` (relaxed, gpu scope), both 1.
+    fn publish_with_release_fence(m: &mut PtxMemory, reach: Reach) {
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.fence_acq_rel(0, reach);
+        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
+    }
+
+    /// Thread `t` of `block` reads the flag `Y` (relaxed at `reach`), then `fence.acq_rel` at
+    /// `reach`.
+    fn read_flag_then_fence(m: &mut PtxMemory, t: u32, block: u32, reach: Reach) {
+        newest_load(m, access(t, block, reach), Y, 1);
+        m.fence_acq_rel(t, reach);
+    }
+
     #[test]
     fn a_fence_after_the_flag_store_does_not_publish_the_payload() {
         let mut m = PtxMemory::new(2, 2);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         m.fence_sc(0, 0, Reach::Gpu);
-        assert_eq!(
-            newest_load(&mut m, acquiring(access(1, 1, Reach::Gpu)), Y, 1),
-            1
-        );
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        acquire_flag(&mut m, 1, 1, 1);
+        payload_may_be_stale(&m, 1, 1);
     }
 
     #[test]
     fn release_pattern_and_acquire_pattern_publish_the_payload() {
         let mut m = PtxMemory::new(2, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
-        m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
-        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        publish_with_release_fence(&mut m, Reach::Gpu);
+        read_flag(&mut m, 1, 1);
         // Before the acquire fence the payload may still be old; after it, never.
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 1, 1);
         m.fence_acq_rel(1, Reach::Gpu);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+        payload_is_seen(&m, 1, 1);
     }
 
     #[test]
@@ -1074,23 +1105,18 @@ mod tests {
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.fence_sc(0, 0, Reach::Gpu);
         m.store(access(0, 0, Reach::Weak), Y, 4, 0, 1, as_newest);
-        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
-        m.fence_acq_rel(1, Reach::Gpu);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        read_flag_then_fence(&mut m, 1, 1, Reach::Gpu);
+        payload_may_be_stale(&m, 1, 1);
     }
 
     #[test]
     fn a_cta_scope_release_does_not_reach_another_block() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
-        m.fence_acq_rel(0, Reach::Cta);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
-        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
-        m.fence_acq_rel(1, Reach::Gpu);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
-        newest_load(&mut m, access(2, 0, Reach::Cta), Y, 1);
-        m.fence_acq_rel(2, Reach::Cta);
-        assert_eq!(readable(&m, access(2, 0, Reach::Weak), X, 1), vec![1]);
+        publish_with_release_fence(&mut m, Reach::Cta);
+        read_flag_then_fence(&mut m, 1, 1, Reach::Gpu);
+        payload_may_be_stale(&m, 1, 1);
+        read_flag_then_fence(&mut m, 2, 0, Reach::Cta);
+        payload_is_seen(&m, 2, 0);
     }
 
     #[test]
@@ -1122,7 +1148,7 @@ mod tests {
         m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1, as_newest);
         m.fence_sc(1, 1, Reach::Gpu);
         // The later fence sees the earlier one's store.
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+        payload_is_seen(&m, 1, 1);
     }
 
     /// Store buffering between threads 0 and 1 of one block, with `fence` at `reach`
@@ -1158,13 +1184,13 @@ mod tests {
     fn a_barrier_passes_on_the_writes_of_the_threads_that_arrive() {
         let mut m = PtxMemory::new(2, 1);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
-        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 1, 0);
         m.barrier_arrive(0, 3);
         m.barrier_arrive(1, 3);
         m.barrier_complete(3, &[1]);
-        assert_eq!(readable(&m, access(1, 0, Reach::Weak), X, 1), vec![1]);
+        payload_is_seen(&m, 1, 0);
         // The own write is still its writer's to read, by coherence.
-        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![1]);
+        payload_is_seen(&m, 0, 0);
     }
 
     #[test]
@@ -1174,15 +1200,17 @@ mod tests {
         m.fence_acq_rel(0, Reach::Gpu);
         m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1, as_newest);
         m.fence_acq_rel(1, Reach::Gpu);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 1, 1);
     }
 
     /// Thread 0 (block 0) stores the payload `X` (weak) and then the flag `Y` (relaxed, gpu)
     /// with nothing between; thread 1 (block 1) reads the flag with a relaxed gpu load.
-    fn relaxed_message_passing_read_by_thread_1(m: &mut PtxMemory) {
+    fn relaxed_message_passing_read_by_thread_1(threads: usize, blocks: usize) -> PtxMemory {
+        let mut m = PtxMemory::new(threads, blocks);
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
-        assert_eq!(newest_load(m, access(1, 1, Reach::Gpu), Y, 1), 1);
+        read_flag(&mut m, 1, 1);
+        m
     }
 
     /// Regression (observed writes passed on as their block's history): a relaxed flag read
@@ -1190,12 +1218,11 @@ mod tests {
     /// frontier as "every write of the writer's block up to the flag", data included.
     #[test]
     fn two_fence_sc_after_a_relaxed_flag_read_do_not_acquire_the_unreleased_payload() {
-        let mut m = PtxMemory::new(2, 2);
-        relaxed_message_passing_read_by_thread_1(&mut m);
+        let mut m = relaxed_message_passing_read_by_thread_1(2, 2);
         m.fence_sc(1, 1, Reach::Gpu);
         m.fence_sc(1, 1, Reach::Cta);
         m.fence_sc(1, 1, Reach::Gpu);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 1, 1);
         assert_eq!(readable(&m, access(1, 1, Reach::Gpu), Y, 1), vec![1]);
     }
 
@@ -1203,11 +1230,10 @@ mod tests {
     /// the block's causal pasts as its writer's block history.
     #[test]
     fn a_barrier_after_a_relaxed_flag_read_does_not_acquire_the_unreleased_payload() {
-        let mut m = PtxMemory::new(3, 2);
-        relaxed_message_passing_read_by_thread_1(&mut m);
+        let mut m = relaxed_message_passing_read_by_thread_1(3, 2);
         m.barrier(&[1, 2]);
-        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
-        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 1, 1);
+        payload_may_be_stale(&m, 2, 1);
         // The flag itself is passed on: the other thread reads it or newer.
         assert_eq!(readable(&m, access(2, 1, Reach::Weak), Y, 1), vec![1]);
     }
@@ -1216,13 +1242,12 @@ mod tests {
     /// observer gets the observed write, and not the writes before it.
     #[test]
     fn a_release_passes_on_an_observed_write_without_its_writers_earlier_writes() {
-        let mut m = PtxMemory::new(3, 3);
-        relaxed_message_passing_read_by_thread_1(&mut m);
+        let mut m = relaxed_message_passing_read_by_thread_1(3, 3);
         m.fence_acq_rel(1, Reach::Gpu);
         m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1, as_newest);
         assert_eq!(newest_load(&mut m, access(2, 2, Reach::Gpu), Y + 4, 1), 1);
         m.fence_acq_rel(2, Reach::Gpu);
-        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![0, 1]);
+        payload_may_be_stale(&m, 2, 2);
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), Y, 1), vec![1]);
     }
 
@@ -1232,11 +1257,8 @@ mod tests {
         m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
         m.store(releasing(access(0, 0, Reach::Gpu)), Y, 4, 0, 1, as_newest);
         m.atomic(access(1, 1, Reach::Gpu), Y, 4, 0, 1, Some(2), as_newest);
-        assert_eq!(
-            newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 2),
-            2
-        );
-        assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 1), vec![1]);
+        acquire_flag(&mut m, 2, 2, 2);
+        payload_is_seen(&m, 2, 2);
     }
 
     #[test]
@@ -1254,14 +1276,11 @@ mod tests {
     #[test]
     fn bar_sync_passes_a_causal_past_to_the_block() {
         let mut m = PtxMemory::new(3, 2);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
-        m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
-        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
-        m.fence_acq_rel(1, Reach::Gpu);
-        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![0, 1]);
+        publish_with_release_fence(&mut m, Reach::Gpu);
+        read_flag_then_fence(&mut m, 1, 1, Reach::Gpu);
+        payload_may_be_stale(&m, 2, 1);
         m.barrier(&[1, 2]);
-        assert_eq!(readable(&m, access(2, 1, Reach::Weak), X, 1), vec![1]);
+        payload_is_seen(&m, 2, 1);
     }
 
     #[test]
@@ -1283,11 +1302,8 @@ mod tests {
     #[test]
     fn writes_ordered_by_causality_hide_the_older_one() {
         let mut m = PtxMemory::new(3, 3);
-        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
-        m.fence_acq_rel(0, Reach::Gpu);
-        m.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
-        newest_load(&mut m, access(1, 1, Reach::Gpu), Y, 1);
-        m.fence_acq_rel(1, Reach::Gpu);
+        publish_with_release_fence(&mut m, Reach::Gpu);
+        read_flag_then_fence(&mut m, 1, 1, Reach::Gpu);
         m.store(access(1, 1, Reach::Weak), X, 4, 1, 2, as_newest);
         m.fence_acq_rel(1, Reach::Gpu);
         m.store(access(1, 1, Reach::Gpu), Y + 4, 4, 0, 1, as_newest);
