@@ -503,7 +503,7 @@ impl Machine<'_> {
                 // that follow it.
                 if self.ptx
                     && self.races.is_none()
-                    && !self.orders_others(mem.order)
+                    && !self.orders_others(t, mem.order)
                     && self.may_defer(t, mem.space, at)
                 {
                     return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
@@ -687,7 +687,7 @@ impl Machine<'_> {
                 .check(at, size)
                 .map_err(|why| self.mem_fault(line, Access::Load, "global", at, size, why))?;
             // An acquire load that later accesses overtake must not synchronise.
-            let restricted = match self.orders_others(order) {
+            let restricted = match self.orders_others(t, order) {
                 true => match self.restriction(t, at, size, order, None) {
                     Some(r) => Some(r),
                     None => return self.exec_ld_now(t, base, line, d, mem, at, size),
@@ -1135,11 +1135,19 @@ impl Machine<'_> {
         }
     }
 
-    /// Whether an access with `order` orders other threads' view of its thread (PTX model):
-    /// it acquires or releases at a scope that holds another thread (see
+    /// Whether an access of thread `t` with `order` orders other threads' view of it (PTX
+    /// model): it acquires or releases at a scope where another thread may synchronise.
+    fn orders_others(&self, t: usize, order: Order) -> bool {
+        (order.acquires || order.releases) && !self.alone_in_scope(t, order.reach)
+    }
+
+    /// Whether an ordering of thread `t` at `reach` can synchronise with no other thread (see
     /// [`PtxMemory::synchronises_with_nobody`](super::ptx_model::PtxMemory::synchronises_with_nobody)).
-    fn orders_others(&self, order: Order) -> bool {
-        (order.acquires || order.releases) && !self.model.synchronises_with_nobody(order.reach)
+    fn alone_in_scope(&self, t: usize, reach: Reach) -> bool {
+        let block = self.threads[t].block;
+        let live = self.blocks[block as usize].live;
+        self.model
+            .synchronises_with_nobody(t as u32, block, live, reach)
     }
 
     /// Whether a load may be deferred: a global load, with room left, on the dice. A deferred
@@ -1249,14 +1257,12 @@ impl Machine<'_> {
         match self.needs_deferred(t, base, inst) {
             true => Hazard::Wait,
             false => match inst.op {
-                Op::Fence { reach, .. } if !self.model.synchronises_with_nobody(reach) => {
-                    Hazard::Boundary
-                }
-                Op::Ld { mem, .. } | Op::St { mem, .. } if self.orders_others(mem.order) => {
+                Op::Fence { reach, .. } if !self.alone_in_scope(t, reach) => Hazard::Boundary,
+                Op::Ld { mem, .. } | Op::St { mem, .. } if self.orders_others(t, mem.order) => {
                     Hazard::Boundary
                 }
                 Op::Fence { .. } | Op::Ld { .. } | Op::St { .. } => Hazard::None,
-                Op::Atom { mem, .. } if !self.orders_others(mem.order) => Hazard::None,
+                Op::Atom { mem, .. } if !self.orders_others(t, mem.order) => Hazard::None,
                 Op::Mov { .. }
                 | Op::Unary { .. }
                 | Op::Cvt { .. }

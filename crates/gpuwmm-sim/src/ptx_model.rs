@@ -381,6 +381,8 @@ pub struct PtxMemory {
     /// clock keeps it from seeing, through its block's clock, the earlier writes of the other
     /// threads of its block (store buffering between threads of one CTA).
     own: Vec<(u32, u32)>,
+    /// Which threads of each block have written global memory.
+    writers: Vec<Writers>,
     /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
     sc_gpu: View,
     sc_cta: HashMap<u32, View>,
@@ -389,6 +391,28 @@ pub struct PtxMemory {
     /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
     /// value of a location the model does not track), for the race recorder.
     pub last_read: Option<u32>,
+}
+
+/// The threads of a block that have written global memory: none, one (which), or several.
+#[derive(Debug, Clone, Copy, Default)]
+struct Writers {
+    count: u8,
+    first: u32,
+}
+
+impl Writers {
+    fn add(&mut self, t: u32) {
+        match self.count {
+            0 => *self = Writers { count: 1, first: t },
+            1 if self.first != t => self.count = 2,
+            _ => {}
+        }
+    }
+
+    /// Whether no thread but `t` has written.
+    fn only(&self, t: u32) -> bool {
+        self.count == 0 || (self.count == 1 && self.first == t)
+    }
 }
 
 /// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
@@ -407,6 +431,7 @@ impl PtxMemory {
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
             own: vec![(0, 0); threads],
+            writers: vec![Writers::default(); blocks],
             sc_gpu: View::new(blocks),
             sc_cta: HashMap::new(),
             barriers: HashMap::new(),
@@ -414,18 +439,20 @@ impl PtxMemory {
         }
     }
 
-    /// Whether a fence, release or acquire at `reach` can synchronise with no other thread:
-    /// its scope holds only the thread itself (cta scope in a block of one thread, any scope
-    /// in a grid of one). PTX synchronisation (release and acquire patterns, the Fence-SC
-    /// order) needs morally strong partners, whose scopes include each other, so such an
-    /// ordering puts nothing of its thread in another thread's causality order: no other
-    /// thread can tell it from none, and later accesses may overtake earlier ones across it.
-    pub fn synchronises_with_nobody(&self, reach: Reach) -> bool {
-        let threads = self.past.len();
+    /// Whether a fence, release or acquire at `reach` by thread `t` of `block` can synchronise
+    /// with no other thread, when `live` threads of its block (itself included) have not
+    /// exited: at cta scope, when it is the block's only live thread and no other thread of
+    /// the block wrote global memory (so none can still acquire what it releases, and none
+    /// released anything it could acquire); at gpu scope, when the grid has one thread. PTX
+    /// synchronisation (release and acquire patterns, the Fence-SC order) needs morally strong
+    /// partners, whose scopes include each other, so such an ordering puts nothing of its
+    /// thread in another thread's causality order: no other thread can tell it from none, and
+    /// later accesses may overtake earlier ones across it. Once true it stays true.
+    pub fn synchronises_with_nobody(&self, t: u32, block: u32, live: u32, reach: Reach) -> bool {
         match reach {
             Reach::Weak => false,
-            Reach::Cta => threads == self.blocks,
-            Reach::Gpu => threads == 1,
+            Reach::Cta => live == 1 && self.writers[block as usize].only(t),
+            Reach::Gpu => self.past.len() == 1,
         }
     }
 
@@ -895,6 +922,7 @@ impl PtxMemory {
     /// newest). A message it goes below was not ordered before it, so it races with it unless
     /// the two are morally strong.
     fn append(&mut self, a: Access, addr: u64, size: u64, w: Write, below: usize) {
+        self.writers[a.block as usize].add(a.thread);
         self.forget_overlapping(addr, size);
         if !tracked(size) {
             return;
@@ -1014,6 +1042,7 @@ mod tests {
             observed: m.observed.clone(),
             sync: m.sync.clone(),
             own: m.own.clone(),
+            writers: m.writers.clone(),
             sc_gpu: m.sc_gpu.clone(),
             sc_cta: m.sc_cta.clone(),
             barriers: m.barriers.clone(),
@@ -1509,13 +1538,20 @@ mod tests {
     #[test]
     fn an_ordering_whose_scope_holds_no_other_thread_synchronises_with_nobody() {
         let alone_in_each_block = PtxMemory::new(3, 3);
-        assert!(alone_in_each_block.synchronises_with_nobody(Reach::Cta));
-        assert!(!alone_in_each_block.synchronises_with_nobody(Reach::Gpu));
-        let two_per_block = PtxMemory::new(4, 2);
-        assert!(!two_per_block.synchronises_with_nobody(Reach::Cta));
+        assert!(alone_in_each_block.synchronises_with_nobody(0, 0, 1, Reach::Cta));
+        assert!(!alone_in_each_block.synchronises_with_nobody(0, 0, 1, Reach::Gpu));
+        assert!(!alone_in_each_block.synchronises_with_nobody(0, 0, 1, Reach::Weak));
         let one_thread = PtxMemory::new(1, 1);
-        assert!(one_thread.synchronises_with_nobody(Reach::Gpu));
-        assert!(!one_thread.synchronises_with_nobody(Reach::Weak));
+        assert!(one_thread.synchronises_with_nobody(0, 0, 1, Reach::Gpu));
+        // Two threads in block 0: not while the other lives, nor once it has exited after a
+        // write (a release of it may still be acquired); yes once it exited without one.
+        let mut m = PtxMemory::new(2, 1);
+        assert!(!m.synchronises_with_nobody(0, 0, 2, Reach::Cta));
+        assert!(m.synchronises_with_nobody(0, 0, 1, Reach::Cta));
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        assert!(m.synchronises_with_nobody(0, 0, 1, Reach::Cta));
+        m.store(releasing(access(1, 0, Reach::Cta)), Y, 4, 0, 1, as_newest);
+        assert!(!m.synchronises_with_nobody(0, 0, 1, Reach::Cta));
     }
 
     #[test]
