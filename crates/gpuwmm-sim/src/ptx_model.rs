@@ -69,6 +69,11 @@
 //!   that way when it was overtaken. Acquire loads are deferred only restricted. So the load
 //!   never synchronises with what it reads, and never reads a write its own later release
 //!   caused (which PTX's Causality axiom forbids).
+//! - A fence, release or acquire that can synchronise with no other thread
+//!   ([`PtxMemory::synchronises_with_nobody`]: at cta scope, its thread is the block's only
+//!   live thread and no other thread of the block wrote) orders nothing another thread can
+//!   see: it overtakes deferred loads and RMWs without restricting them, and acq_rel RMWs
+//!   and acquire loads at that scope are deferred like relaxed ones.
 //! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
 //!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
 //!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
@@ -93,12 +98,14 @@
 //! is sequentially consistent.
 //!
 //! Weak behaviours PTX allows that it never shows, by reason:
-//! - *No RMW is overtaken by a fence or release* (its write must stay before the release), and
-//!   acq_rel RMWs are never deferred: load buffering where a read-modify-write comes before a
-//!   fence (LB, 3.LB, LB+INC with RMWs and fences) is not shown.
+//! - *No RMW is overtaken by a fence or release that may synchronise* (its write must stay
+//!   before the release), and acq_rel RMWs at such a scope are never deferred: load buffering
+//!   where a read-modify-write comes before a fence that another live thread of its scope
+//!   could synchronise with is not shown (a thread alone in its CTA with cta-scope fences and
+//!   RMWs is: see above).
 //! - *A restricted deferred load never reads a morally strong write*: load buffering where the
-//!   load observes the other thread's write without synchronising (volatile accesses across
-//!   CTAs with a cta-scope fence) is not shown.
+//!   load observes another thread's write without synchronising, past a fence that other
+//!   threads of its scope could synchronise with, is not shown.
 //! - *No speculation*: a load whose value decides a branch is performed before the branch, so
 //!   shapes that need a later access to overtake it past the branch are not shown.
 //! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
