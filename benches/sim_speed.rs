@@ -66,10 +66,30 @@ fn launch(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
 }
 
 fn main() {
+    // `cargo bench --bench sim_speed -- dot ptx` measures only what the words name (a
+    // workload, a model), for profiling; the ratio to sc is then left out when sc is not named.
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .map(|a| a.to_lowercase())
+        .collect();
+    let named = |what: &str, all: &[&str]| {
+        !all.iter().any(|w| words.iter().any(|x| x == w)) || words.iter().any(|x| x == what)
+    };
     for workload in ["busy", "dot"] {
+        if !named(workload, &["busy", "dot"]) {
+            continue;
+        }
         let launches = if workload == "busy" { 3 } else { 20 };
-        let sc = rate(MemoryModel::Sc, workload, launches);
+        let models = ["ptx", "sc", "weak"];
+        let sc = match named("sc", &models) {
+            true => rate(MemoryModel::Sc, workload, launches),
+            false => f64::NAN,
+        };
         for model in [MemoryModel::Ptx, MemoryModel::Sc, MemoryModel::Weak] {
+            if !named(&format!("{model:?}").to_lowercase(), &models) {
+                continue;
+            }
             let r = if model == MemoryModel::Sc {
                 sc
             } else {

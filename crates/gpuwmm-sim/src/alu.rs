@@ -233,12 +233,14 @@ float_extras!(f64);
 pub fn fma(ty: Ty, mode: FloatMode, sat: bool, a: u64, b: u64, c: u64) -> u64 {
     let ftz = mode.ftz;
     if ty.bits == 32 {
-        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f32v(v), ftz));
+        let flush = |v| rounding::flush(f32v(v), ftz);
+        let (x, y, z) = (flush(a), flush(b), flush(c));
         let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
         let r = if sat { sat01(f64::from(r)) as f32 } else { r };
         u64::from(r.to_bits())
     } else {
-        let [x, y, z] = [a, b, c].map(|v| rounding::flush(f64v(v), ftz));
+        let flush = |v| rounding::flush(f64v(v), ftz);
+        let (x, y, z) = (flush(a), flush(b), flush(c));
         let r = rounding::flush(rounding::fma(x, y, z, mode.round), ftz);
         if sat { sat01(r) } else { r }.to_bits()
     }

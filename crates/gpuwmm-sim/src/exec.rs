@@ -133,7 +133,7 @@ impl Machine<'_> {
                     Hazard::None => {}
                     Hazard::Boundary if self.overtake_deferred(t) => {}
                     // The thread waits for its loads, half the time letting others run first.
-                    _ if self.rng.random_bool(0.5) => break Ok(QuantumEnd::Quantum),
+                    _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
                 }
             }
@@ -493,8 +493,7 @@ impl Machine<'_> {
                 // that follow it.
                 if self.ptx
                     && self.races.is_none()
-                    && !mem.order.acquires
-                    && !mem.order.releases
+                    && !self.orders_others(t, mem.order)
                     && self.may_defer(t, mem.space, at)
                 {
                     return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
@@ -676,7 +675,7 @@ impl Machine<'_> {
         if mem.n == 1 && self.ptx && self.may_defer(t, space, at) {
             self.check_global(line, Access::Load, at, size)?;
             // An acquire load that later accesses overtake must not synchronise.
-            let restricted = match order.acquires {
+            let restricted = match self.orders_others(t, order) {
                 true => match self.restriction(t, at, size, order, None) {
                     Some(r) => Some(r),
                     None => return self.exec_ld_now(t, base, line, d, mem, at, size),
@@ -1142,13 +1141,28 @@ impl Machine<'_> {
         }
     }
 
+    /// Whether an access of thread `t` with `order` orders other threads' view of it (PTX
+    /// model): it acquires or releases at a scope where another thread may synchronise.
+    fn orders_others(&self, t: usize, order: Order) -> bool {
+        (order.acquires || order.releases) && !self.alone_in_scope(t, order.reach)
+    }
+
+    /// Whether an ordering of thread `t` at `reach` can synchronise with no other thread (see
+    /// [`PtxMemory::synchronises_with_nobody`](super::ptx_model::PtxMemory::synchronises_with_nobody)).
+    fn alone_in_scope(&self, t: usize, reach: Reach) -> bool {
+        let block = self.threads[t].block;
+        let live = self.blocks[block as usize].live;
+        self.model
+            .synchronises_with_nobody(t as u32, block, live, reach)
+    }
+
     /// Whether a load may be deferred: a global load, with room left, on the dice. A deferred
     /// load is performed later (see [`Machine::hazard`]), so later independent accesses of the
     /// thread overtake it (load-load and load-store reordering).
     fn may_defer(&mut self, t: usize, space: Space, at: u64) -> bool {
         self.threads[t].deferred < super::sched::MAX_DEFERRED
             && resolve(space, at).0 == Region::Global
-            && self.rng.random_bool(self.cfg.defer_probability)
+            && self.rng.sample(self.defer_coin)
     }
 
     /// What a deferred load of thread `t` may read once something it must not synchronise
@@ -1173,7 +1187,7 @@ impl Machine<'_> {
     /// restricts them (each keeps the first release that overtook it) and returns true; false
     /// when they must be performed first (the dice, or a load with nothing it may still read).
     fn overtake_deferred(&mut self, t: usize) -> bool {
-        if !self.rng.random_bool(0.5) {
+        if !self.rng.sample(self.half_coin) {
             return false;
         }
         let n = self.threads[t].deferred as usize;
@@ -1249,11 +1263,12 @@ impl Machine<'_> {
         match self.needs_deferred(t, base, inst) {
             true => Hazard::Wait,
             false => match inst.op {
-                Op::Fence { .. } => Hazard::Boundary,
-                Op::Ld { mem, .. } if mem.order.acquires => Hazard::Boundary,
-                Op::St { mem, .. } if mem.order.releases => Hazard::Boundary,
-                Op::Ld { .. } | Op::St { .. } => Hazard::None,
-                Op::Atom { mem, .. } if !mem.order.acquires && !mem.order.releases => Hazard::None,
+                Op::Fence { reach, .. } if !self.alone_in_scope(t, reach) => Hazard::Boundary,
+                Op::Ld { mem, .. } | Op::St { mem, .. } if self.orders_others(t, mem.order) => {
+                    Hazard::Boundary
+                }
+                Op::Fence { .. } | Op::Ld { .. } | Op::St { .. } => Hazard::None,
+                Op::Atom { mem, .. } if !self.orders_others(t, mem.order) => Hazard::None,
                 Op::Mov { .. }
                 | Op::Unary { .. }
                 | Op::Cvt { .. }

@@ -23,6 +23,7 @@ use super::races::{LaunchRaces, RaceTracker};
 use super::weak::{StaleCache, StoreBuffer};
 use super::{MemoryModel, SimConfig};
 use crate::device::{BackendError, LaunchConfig};
+use rand::distr::Bernoulli;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::{Duration, Instant};
@@ -177,6 +178,17 @@ pub struct Machine<'a> {
     /// The issue-time access number of the deferred load being performed now (see
     /// [`Deferred::race_pos`]), taken by the recorder's next load.
     pub deferred_race_pos: Option<u32>,
+    /// PTX model: the scheduler's coins, made once (each draw is what `random_bool` with the
+    /// same chance draws): a deferred load is issued deferred, a waiting thread yields, a
+    /// deferred load is performed before its thread runs.
+    pub defer_coin: Bernoulli,
+    pub half_coin: Bernoulli,
+    pub quarter_coin: Bernoulli,
+}
+
+/// A coin that comes up with chance `p` (clamped to 0..=1).
+fn coin(p: f64) -> Bernoulli {
+    Bernoulli::new(p.clamp(0.0, 1.0)).expect("a chance clamped to 0..=1")
 }
 
 fn dims(d: (u32, u32, u32)) -> [u32; 3] {
@@ -267,6 +279,9 @@ impl<'a> Machine<'a> {
             app_unfinished: nthreads,
             races: None,
             deferred_race_pos: None,
+            defer_coin: coin(cfg.defer_probability),
+            half_coin: coin(0.5),
+            quarter_coin: coin(0.25),
         }
     }
 
@@ -337,7 +352,7 @@ impl<'a> Machine<'a> {
             if self.weak {
                 self.maybe_drain(t);
             }
-            if self.threads[t].deferred != 0 && self.rng.random_bool(0.25) {
+            if self.threads[t].deferred != 0 && self.rng.sample(self.quarter_coin) {
                 self.resolve_deferred(t)?;
             }
             let quantum = self.rng.random_range(1..=max_quantum);
