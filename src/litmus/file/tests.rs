@@ -431,7 +431,7 @@ fn translation_places_threads_and_locations() {
          st.weak x, 1 | ld.weak r0, y | ld.weak r1, x ;\nexists (P2:r1 == 0 /\\ P1:r0 == 7 /\\ x == 1)\n",
     );
     let k = translate(&f, 16).unwrap();
-    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 2));
+    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 64));
     assert_eq!(k.layout.locations, ["y", "x"]);
     assert_eq!(k.layout.initial, [7, 0]);
     assert_eq!(
@@ -448,9 +448,9 @@ fn translation_places_threads_and_locations() {
             m
         }[..]
     );
-    // CTA 2 is block 0 of an instance, CTA 5 block 1: P0 is thread 0 of block 1 (role 2), P2
-    // thread 1 (role 3), P1 thread 0 of block 0 (role 0).
-    for (role, thread) in [(2, 0), (0, 1), (3, 2)] {
+    // CTA 2 is block 0 of an instance, CTA 5 block 1: P0 is lane 0 of warp 0 of block 1 (role
+    // 64), P2 lane 0 of warp 1 (role 96), P1 lane 0 of warp 0 of block 0 (role 0).
+    for (role, thread) in [(64, 0), (0, 1), (96, 2)] {
         assert!(
             k.ptx.contains(&format!(
                 "setp.eq.u32 \t%pr, %h_role, {role};\n\t@%pr bra \t$P{thread};"
@@ -489,7 +489,7 @@ fn translation_spells_instructions_for_ptxas_and_the_simulator() {
         "atom.relaxed.cta.global.cas.b32 \t%P0_r2, [%h_mem+0], %s0, %P0_r0;",
         "neg.s32 \t%s0, %P1_r5;\n\tred.relaxed.gpu.global.add.u32 \t[%h_mem+256], %s0;",
         "membar.gl;",
-        "barrier.sync \t0;",
+        "barrier.sync \t3;",
         "st.volatile.global.u32 \t[%h_mem+0], %P1_r5;",
         "setp.gt.s32 \t%pb, %P0_r0, 1;\n\t@%pb bra \t$P0_L;",
         "$P0_L:",
@@ -509,11 +509,16 @@ fn unsupported_constructs_are_refused_with_line() {
         let r = translate(&f, 64).unwrap_err();
         (r.line, r.construct, r.reason)
     };
-    let (line, construct, reason) = refusal(" bar.cta.arrive 1, 64 | bar.cta.sync 1, 64");
+    // Dat3M's operands: instance, id, count; the id is the second.
+    let (line, construct, reason) = refusal(" bar.cta.arrive 1, 64 | bar.cta.sync 1, 1");
     assert_eq!((line, construct.as_str()), (5, "bar.cta.arrive 1, 64"));
-    assert!(reason.contains("bar.cta.arrive"));
-    assert!(refusal(" | bar.cta.sync 1, 64").2.contains("thread count"));
-    assert!(refusal(" bar.cta.sync r1 |").2.contains("register"));
+    assert!(reason.contains("0 to 15"), "{reason}");
+    assert!(refusal(" | bar.cta.sync 1, 2, 0")
+        .2
+        .contains("thread count"));
+    assert!(refusal(" | bar.cta.sync 1, 2, 3, 4")
+        .2
+        .contains("three operands"));
     assert!(refusal(" bar.cta.sync 16 |").2.contains("0 to 15"));
     assert_eq!(refusal(" fence.proxy.alias |").2, "proxy operations");
     assert_eq!(refusal(" | ld.sc.gpu r0, x").1, "ld.sc.gpu r0, x");
@@ -531,20 +536,33 @@ fn unsupported_constructs_are_refused_with_line() {
     );
 }
 
+/// The PTX barrier of each of Dat3M's operand forms: `id`; `instance, id` (the instance
+/// label dropped); `instance, id, count` with the count in warps, one per litmus thread; ids
+/// and counts in registers; `arrive` without a count counts the litmus threads of its CTA.
 #[test]
-fn barrier_ids_are_renumbered_per_cta() {
+fn barriers_keep_their_ids_and_count_a_warp_per_litmus_thread() {
     let f = parse_ok(
-        "PTX b\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
-         bar.cta.sync 4 | bar.cta.sync 2 | bar.cta.sync 2 ;\n | bar.cta.sync 9 | bar.cta.sync 9 ;\nexists (x == 1)\n",
+        "PTX b\n{ x=0; P1:r2=3; P2:r3=2; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
+         bar.cta.sync 4 | bar.cta.sync 7, 9 | bar.cta.arrive 2 ;\n \
+         bar.cta.arrive 5, 1, 3 | bar.cta.sync 1, r2 | bar.cta.sync 1, 1, r3 ;\nexists (x == 1)\n",
     );
     let ptx = translate(&f, 64).unwrap().ptx;
-    let p0 = &ptx[ptx.find("$P0:").unwrap()..ptx.find("$P1:").unwrap()];
-    let p1 = &ptx[ptx.find("$P1:").unwrap()..ptx.find("$P2:").unwrap()];
-    assert!(p0.contains("barrier.sync \t0;"), "{p0}");
+    let code = |t: usize| {
+        let from = ptx.find(&format!("$P{t}:")).unwrap();
+        let to = ptx[from..].find("\tret;").unwrap() + from;
+        ptx[from..to].to_string()
+    };
+    let (p0, p1, p2) = (code(0), code(1), code(2));
+    assert!(p0.contains("barrier.sync \t4;"), "{p0}");
+    assert!(p0.contains("barrier.arrive \t1, 96;"), "{p0}");
+    assert!(p1.contains("barrier.sync \t9;"), "{p1}");
+    assert!(p1.contains("barrier.sync \t%P1_r2;"), "{p1}");
+    assert!(p2.contains("barrier.arrive \t2, 64;"), "{p2}");
     assert!(
-        p1.contains("barrier.sync \t0;") && p1.contains("barrier.sync \t1;"),
-        "{p1}"
+        p2.contains("mul.lo.u32 \t%s1, %P2_r3, 32;\n\tbarrier.sync \t1, %s1;"),
+        "{p2}"
     );
+    crate::ptx::parse(&ptx).unwrap();
 }
 
 #[test]
