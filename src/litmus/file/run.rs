@@ -9,6 +9,8 @@
 //! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so.
 
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
+use super::deadlock::{finishing, Finishing};
+use super::expect::Finding;
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
 use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
@@ -115,6 +117,30 @@ impl FileOutcome {
     /// No execution finished although some were run.
     pub fn cannot_finish(&self) -> bool {
         self.finished() == 0 && self.not_finished > 0
+    }
+
+    /// What this run of `test` gives the conformance table: a test none of whose executions
+    /// ended is [`Finding::Deadlocked`] only when [`finishing`] proves none can; one that the
+    /// proof says cannot end but did is a bug, named as such.
+    pub fn finding(&self, test: &LitmusFile) -> Finding {
+        let proof = finishing(test);
+        if self.cannot_finish() && proof == Finishing::Never {
+            return Finding::Deadlocked {
+                not_finished: self.not_finished,
+            };
+        }
+        if self.finished() > 0 && proof == Finishing::Never {
+            return Finding::NotRun(format!(
+                "{} executions ended although the barrier analysis proves none can: a bug in \
+                 the simulator or the analysis",
+                self.finished()
+            ));
+        }
+        Finding::Ran {
+            executions: self.finished(),
+            not_finished: self.not_finished,
+            reached: self.reached(),
+        }
     }
 
     /// herd's verdict word on the observation: `Never`, `Sometimes` or `Always` (of executions
