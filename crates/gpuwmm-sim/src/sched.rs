@@ -479,7 +479,9 @@ impl<'a> Machine<'a> {
             self.try_warp_arrival(u);
         }
         for id in 0..BARRIERS {
-            self.check_barrier(b, id);
+            if self.blocks[b].barriers[id].arrived > 0 {
+                self.check_barrier(b, id);
+            }
         }
         let warp_base = (self.threads[t].lin / 32) * 32;
         let first = t - (self.threads[t].lin - warp_base) as usize;

@@ -405,13 +405,17 @@ impl Writer<'_> {
         }
     }
 
-    /// Finds the instance and the role of this thread, and jumps to the role's code.
+    /// Finds the instance and the role of this thread, and jumps to the role's code; lanes
+    /// other than 0 exit first thing.
     fn prologue(&mut self, placement: &Placement) {
         let l = self.layout;
         let instance_bytes = l.instance_words() * 4;
         let out_bytes = l.out_words() * 4;
         self.line(format_args!(
             "\tmov.u32 \t%h_tid, %tid.x;\n\
+             \tand.b32 \t%h_role, %h_tid, {lane_mask};\n\
+             \tsetp.ne.u32 \t%pr, %h_role, 0;\n\
+             \t@%pr bra \t$DONE;\n\
              \tmov.u32 \t%h_cta, %ctaid.x;\n\
              \tdiv.u32 \t%h_inst, %h_cta, {ctas};\n\
              \trem.u32 \t%h_local, %h_cta, {ctas};\n\
@@ -430,6 +434,7 @@ impl Writer<'_> {
              \tadd.u32 \t%h_role, %h_role, %h_tid;",
             ctas = l.ctas,
             threads = l.block_threads,
+            lane_mask = WARP - 1,
         ));
         for (i, (cta, warp)) in placement.slots.iter().enumerate() {
             let role = cta * l.block_threads + warp * WARP;

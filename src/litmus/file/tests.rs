@@ -1,6 +1,7 @@
 //! Unit tests of the litmus-file parser, condition evaluation, translation and verdicts.
 
 use super::ast::*;
+use super::deadlock::{finishing, Finishing};
 use super::expect::{Expectation, Expected, Finding, ScReachable, Table, Verdict};
 use super::kernel::{reg_name, translate};
 use super::parse::parse;
@@ -612,6 +613,90 @@ fn verdicts() {
         Verdict::of(Some(&weak), &refused).reason(),
         Some("refused (line 3): `x`: y")
     );
+}
+
+/// Regression (issue 26: deadlock-expected tests were "not comparable: cannot finish"): a
+/// proved deadlock compares as ok against a `no-final-state` row, and only there.
+#[test]
+fn a_proved_deadlock_is_ok_only_against_a_no_final_state_row() {
+    let deadlocked = Finding::Deadlocked { not_finished: 8 };
+    let nfs = ScReachable::NoFinalState("no-final-state(deadlock under rendezvous barrier)".into());
+    let hang = expectation(Expected::Forbidden, nfs.clone());
+    let dat3m_allowed = expectation(Expected::Allowed, nfs);
+    let forbidden = expectation(Expected::Forbidden, ScReachable::No);
+    assert_eq!(
+        Verdict::of(Some(&hang), &deadlocked),
+        Verdict::OkNoFinalState
+    );
+    assert_eq!(
+        Verdict::of(Some(&dat3m_allowed), &deadlocked),
+        Verdict::OkNoFinalState
+    );
+    assert!(matches!(
+        Verdict::of(Some(&forbidden), &deadlocked),
+        Verdict::NotComparable(why) if why.contains("proved")
+    ));
+    assert_eq!(Verdict::of(None, &deadlocked), Verdict::NoExpectation);
+    // Executions that ended where the row expects none: the allowed state is Dat3M's.
+    let ended = Finding::Ran {
+        executions: 5,
+        not_finished: 3,
+        reached: 0,
+    };
+    assert!(matches!(
+        Verdict::of(Some(&dat3m_allowed), &ended),
+        Verdict::NotComparable(why) if why.contains("5 ended")
+    ));
+    assert_eq!(Verdict::of(Some(&hang), &ended), Verdict::Ok);
+}
+
+fn finishing_of(text: &str) -> Finishing {
+    finishing(&parse_ok(text))
+}
+
+/// Three same-CTA threads with the given cells, one row each.
+fn three(rows: &[&str]) -> String {
+    format!(
+        "PTX d\n{{ x=0; P0:r2=1; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 | P2@cta 0,gpu 0 ;\n{}\nexists (x == 1)\n",
+        rows.join("\n")
+    )
+}
+
+#[test]
+fn the_barrier_analysis_decides_whether_a_test_can_end() {
+    let quorum = |n| {
+        three(&[&format!(" st.weak x, 1 | bar.cta.sync 1, 1, {n} | bar.cta.sync 1, 1, {n} ;\n bar.cta.sync 1, 1, {n} | ld.weak r0, x | ;")])
+    };
+    assert_eq!(finishing_of(&quorum(3)), Finishing::Possible);
+    // Two of three complete a phase each time; the third waits for ever. Four never come.
+    assert_eq!(finishing_of(&quorum(2)), Finishing::Never);
+    assert_eq!(finishing_of(&quorum(4)), Finishing::Never);
+    // Whole-CTA barriers: different ids deadlock; a thread that never arrives but exits does not.
+    let ids = |a, b| {
+        three(&[&format!(
+            " bar.cta.sync {a} | bar.cta.sync {b} | st.weak x, 1 ;"
+        )])
+    };
+    assert_eq!(finishing_of(&ids(0, 0)), Finishing::Possible);
+    assert_eq!(finishing_of(&ids(0, 1)), Finishing::Never);
+    // Opposite orders of two barriers deadlock; an arrive does not wait.
+    let orders = |second| {
+        three(&[
+            &format!(" bar.cta.sync 0 | {second} 1, 1, 2 | ;"),
+            &format!(" bar.cta.sync 1, 1, 2 | bar.cta.sync 0 | ;"),
+        ])
+    };
+    assert_eq!(finishing_of(&orders("bar.cta.sync")), Finishing::Never);
+    assert_eq!(finishing_of(&orders("bar.cta.arrive")), Finishing::Possible);
+    // Ids from registers: fixed values are followed, values read from memory are not.
+    let reg = three(&[" bar.cta.sync 0, r2 | bar.cta.sync 0, 2 | ;"]);
+    assert_eq!(finishing_of(&reg), Finishing::Never);
+    let moved = three(&[" ld r2, 2 | | ;\n bar.cta.sync 0, r2 | bar.cta.sync 0, 2 | ;"]);
+    assert_eq!(finishing_of(&moved), Finishing::Possible);
+    let loaded = three(&[" ld.weak r2, x | bar.cta.sync 0, 1 | ;\n bar.cta.sync 0, r2 | | ;"]);
+    assert!(matches!(finishing_of(&loaded), Finishing::Unproved(why) if why.contains("memory")));
+    let branch = three(&[" bar.cta.sync 0 | bne r2, 0, LC00 | ;\n | LC00: | ;"]);
+    assert!(matches!(finishing_of(&branch), Finishing::Unproved(why) if why.contains("branch")));
 }
 
 #[test]
