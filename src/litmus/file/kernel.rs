@@ -3,8 +3,9 @@
 //!
 //! Layout of a launch of `n` instances: instance `k` uses blocks `k * ctas .. (k + 1) * ctas`,
 //! one per CTA of the test (CTA numbers are taken in increasing order); each block has a warp
-//! (32 threads) for each thread of the test's busiest CTA, and thread `Pi` is lane 0 of the warp
-//! whose index is its rank among the test's threads of its CTA; the other threads exit at once.
+//! for each thread of the test's busiest CTA (32 threads each, but the last, which needs only
+//! its lane 0), and thread `Pi` is lane 0 of the warp whose index is its rank among the test's
+//! threads of its CTA; the other threads exit at once.
 //! One litmus thread per warp keeps a warp from ever diverging at a barrier (threads of one warp
 //! waiting at different barriers is not something PTX defines), and makes a barrier's thread
 //! count mean litmus threads: a warp arrives for 32 threads, so `k` litmus threads are `32 * k`. Location `j` of instance
@@ -48,7 +49,8 @@ pub struct Refusal {
 pub struct Layout {
     /// Blocks per instance: the test's CTAs.
     pub ctas: u32,
-    /// Threads per block: a warp for each thread of the test's busiest CTA.
+    /// Threads per block: a warp for each thread of the test's busiest CTA (the last one
+    /// partial, lane 0 alone).
     pub block_threads: u32,
     /// Words between two locations.
     pub distance: u32,
@@ -199,7 +201,7 @@ impl Placement {
             .collect();
         Ok(Placement {
             ctas: ctas.len() as u32,
-            block_threads: WARP * ctas.values().copied().max().unwrap_or(1),
+            block_threads: WARP * (ctas.values().copied().max().unwrap_or(1) - 1) + 1,
             slots,
             per_cta: ctas,
         })

@@ -432,7 +432,7 @@ fn translation_places_threads_and_locations() {
          st.weak x, 1 | ld.weak r0, y | ld.weak r1, x ;\nexists (P2:r1 == 0 /\\ P1:r0 == 7 /\\ x == 1)\n",
     );
     let k = translate(&f, 16).unwrap();
-    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 64));
+    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 33));
     assert_eq!(k.layout.locations, ["y", "x"]);
     assert_eq!(k.layout.initial, [7, 0]);
     assert_eq!(
@@ -450,8 +450,8 @@ fn translation_places_threads_and_locations() {
         }[..]
     );
     // CTA 2 is block 0 of an instance, CTA 5 block 1: P0 is lane 0 of warp 0 of block 1 (role
-    // 64), P2 lane 0 of warp 1 (role 96), P1 lane 0 of warp 0 of block 0 (role 0).
-    for (role, thread) in [(64, 0), (0, 1), (96, 2)] {
+    // 33), P2 lane 0 of warp 1 (role 65), P1 lane 0 of warp 0 of block 0 (role 0).
+    for (role, thread) in [(33, 0), (0, 1), (65, 2)] {
         assert!(
             k.ptx.contains(&format!(
                 "setp.eq.u32 \t%pr, %h_role, {role};\n\t@%pr bra \t$P{thread};"
