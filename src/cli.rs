@@ -824,10 +824,12 @@ pub enum LitmusCommand {
     ///
     /// Supported: ld/st (weak, volatile, relaxed, acquire/release, at cta/gpu/sys scope), fence.sc,
     /// fence.acq_rel, membar.{cta,gl,sys}, atom/red (add, sub, exch, cas, inc, dec, and, or, xor,
-    /// min, max), bar.cta.sync with one constant id, branches, goto, labels, add/sub/mul/div, and
-    /// `ld r, 5`. A test using anything else (proxy operations or aliases, threads on more than
-    /// one GPU, bar.cta.arrive, barriers with a thread count or a register id, unknown
-    /// instructions) is refused with its file, line and construct, and the other tests still run.
+    /// min, max), bar.cta.sync and bar.cta.arrive in Dat3M's operands (id, or instance, id and
+    /// an optional count of litmus threads; ids 0-15 or in a register; each litmus thread runs
+    /// as lane 0 of its own warp), branches, goto, labels, add/sub/mul/div, and `ld r, 5`. A
+    /// test using anything else (proxy operations or aliases, threads on more than one GPU,
+    /// unknown instructions) is refused with its file, line and construct, and the other tests
+    /// still run.
     ///
     /// With --expect (an expected.csv: test, tier, expected, sc_reachable columns) each test gets
     /// a verdict, for the state its condition is about (satisfying it for exists/~exists,
@@ -836,8 +838,9 @@ pub enum LitmusCommand {
     ///   ok (sc, ...)    allowed and reachable under sequential consistency (says if reached);
     ///   UNSOUND         forbidden by the PTX model, yet reached;
     ///   not seen        allowed only through a weak behaviour, and never reached;
-    ///   not comparable  no final state to compare: cannot finish (e.g. a barrier test that
-    ///                   deadlocks under rendezvous semantics), refused or malformed.
+    ///   ok (no final state)  the row says no-final-state, and no execution can end (every
+    ///                   order of the threads' barrier steps deadlocks, proved);
+    ///   not comparable  no final state to compare without that proof, refused or malformed.
     /// Exit code 1 when a test is UNSOUND, 2 when a file or the CSV is malformed.
     #[command(verbatim_doc_comment)]
     #[command(after_help = "Examples:

@@ -81,14 +81,43 @@ fn the_ptx_suite_is_never_unsound_and_reaches_the_weak_states_the_readme_claims(
         .filter(|r| r[4] == "ok")
         .count();
     assert_eq!(reached, 12, "weak-only allowed states reached");
+    // Every barrier test runs (issue 26): the tests that cannot end are proved to deadlock,
+    // and only threads on several GPUs and one test whose Dat3M verdict needs executions that
+    // deadlock under PTX are left.
+    let proved = rows
+        .iter()
+        .filter(|r| r[4] == "ok (no final state)")
+        .count();
+    assert_eq!(proved, 18, "tests proved to have no final state");
+    let mut not_comparable: Vec<&str> = rows
+        .iter()
+        .filter(|r| r[4] == "not comparable")
+        .map(|r| r[0].as_str())
+        .collect();
+    not_comparable.sort();
+    assert_eq!(
+        not_comparable,
+        [
+            "tests/Manual/CoRR-relaxed-acquire-weak.litmus",
+            "tests/Manual/CoRR-weak-weak.litmus",
+            "tests/Manual/SB+named-bar-dyn-reg-const.litmus",
+            "tests/Manual/SB+sc-sys.litmus",
+        ]
+    );
 }
 
 #[test]
 fn the_projects_own_litmus_files_conform() {
     let own = Path::new(REPO).join("tests/litmus");
     let rows = conformance(&own, &own.join("expected.csv"));
-    assert_eq!(rows.len(), 32);
+    assert_eq!(rows.len(), 36);
     for r in &rows {
-        assert!(r[4] == "ok", "{r:?}");
+        let no_final_state = r[3].starts_with("no-final-state");
+        let want = if no_final_state {
+            "ok (no final state)"
+        } else {
+            "ok"
+        };
+        assert!(r[4] == want, "{r:?}");
     }
 }

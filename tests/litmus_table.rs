@@ -23,7 +23,7 @@ const TABLE: [(&str, &[&str], u64); 13] = [
     ("mp", &[], 549),
     ("mp", SC_GPU_WRITER, 548),
     ("mp", SC_GPU_BOTH, 0),
-    ("mp", MEMBAR_CTA_BOTH, 454),
+    ("mp", MEMBAR_CTA_BOTH, 543),
     ("mp", SC_MODEL, 0),
     ("sb", &[], 1_449),
     ("sb", SC_GPU_BOTH, 0),

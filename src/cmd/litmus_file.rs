@@ -72,11 +72,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
                         if outcome.backend_lost {
                             opened = open(args, settings.instances, false)?;
                         }
-                        Finding::Ran {
-                            executions: outcome.finished(),
-                            not_finished: outcome.not_finished,
-                            reached: outcome.reached(),
-                        }
+                        outcome.finding(&test)
                     }
                     Err(FileRunError::Refused(r)) => {
                         bar.suspend(|| outln!("Test {} refused: {r}\n", test.name))?;

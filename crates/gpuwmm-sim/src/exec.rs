@@ -13,7 +13,7 @@ use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
 use super::ptx_model::Mark;
-use super::sched::{Deferred, Machine, QuantumEnd, Restriction};
+use super::sched::{Deferred, Machine, QuantumEnd, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::device::BackendError;
@@ -508,23 +508,22 @@ impl Machine<'_> {
 
     /// Warp and block collectives: the thread stops until its warp or barrier completes,
     /// except `activemask`, which reads the warp's state at once, and `bar.arrive`, which
-    /// counts the thread at its barrier and goes on.
+    /// stops only until its warp has arrived at the barrier.
     #[inline(always)]
     fn step_warp(&mut self, t: usize, base: usize, inst: &Inst) -> Result<Flow, BackendError> {
         match inst.op {
             Op::BarRed { p, negate, bar, .. } => {
                 let p = (self.val(base, t, p) != 0) ^ negate;
                 self.threads[t].warp_args[0] = u64::from(p);
+                self.threads[t].warp_args[3] = 0;
                 self.barrier_operands(t, base, inst.line, bar)?;
                 return Ok(Flow::Stop(QuantumEnd::Barrier));
             }
             Op::Bar { bar, wait } => {
                 self.threads[t].warp_args[0] = 0;
+                self.threads[t].warp_args[3] = if wait { 0 } else { BAR_ARRIVE_ONLY };
                 self.barrier_operands(t, base, inst.line, bar)?;
-                if wait {
-                    return Ok(Flow::Stop(QuantumEnd::Barrier));
-                }
-                self.arrive_without_waiting(t);
+                return Ok(Flow::Stop(QuantumEnd::Barrier));
             }
             Op::WarpSync { mask } => {
                 self.threads[t].warp_args = [0, 0, 0, self.val(base, t, mask)];
@@ -556,7 +555,8 @@ impl Machine<'_> {
     }
 
     /// Records which barrier thread `t` arrives at (`warp_args[1]`) and how many threads
-    /// complete it (`warp_args[2]`, 0 for the whole CTA); an id outside 0..16 faults.
+    /// complete it (`warp_args[2]`, 0 for the whole CTA); an id outside 0..16 or a count that
+    /// is not a multiple of the warp size faults.
     fn barrier_operands(
         &mut self,
         t: usize,
@@ -571,6 +571,12 @@ impl Machine<'_> {
         let count = bar.count.map_or(0, |c| self.val(base, t, c));
         if bar.count.is_some() && count == 0 {
             return Err(self.fault(line, "a barrier thread count of 0"));
+        }
+        if count % u64::from(WARP_SIZE) != 0 {
+            return Err(self.fault(
+                line,
+                format_args!("a barrier thread count of {count}, not a multiple of the warp size"),
+            ));
         }
         self.threads[t].warp_args[1] = id;
         self.threads[t].warp_args[2] = count;

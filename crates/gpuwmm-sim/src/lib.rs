@@ -6,6 +6,8 @@
 extern crate gpuwmm_ptx;
 
 mod alu;
+#[cfg(test)]
+mod barrier_tests;
 mod decode;
 pub mod device;
 mod dispatch;

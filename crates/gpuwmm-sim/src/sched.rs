@@ -8,8 +8,13 @@
 //! of one warp interleave freely, which exposes more interleavings than a GPU would (a superset
 //! of warp-lockstep behaviour for race-free-per-warp code). Warp-synchronous instructions
 //! (`shfl.sync`, `vote.sync`) are a rendezvous: a thread waits until every live thread of its
-//! member mask has arrived. `bar.sync` waits until every live (not exited) thread of the block
-//! has arrived.
+//! member mask has arrived. Barriers (`bar.sync`, `bar.red`, `bar.arrive`, ids 0 to 15) count
+//! warps, as the PTX ISA says: a thread at a barrier waits until every live (not exited) thread
+//! of its warp is at the same barrier, and then the warp's arrival counts for the warp size (32
+//! threads). A barrier with a thread count completes once that many threads' worth of warps
+//! have arrived; one without, once every warp with a live thread has. `bar.sync`/`bar.red` then
+//! wait for the completion, `bar.arrive` goes on as soon as its warp has arrived; a completed
+//! barrier starts a new phase.
 //!
 //! Under the weak model, each step also may drain one pending store of the picked thread, and a
 //! thread that has exited stays schedulable until its store buffer is empty.
@@ -32,7 +37,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     Running,
-    /// Waiting at `bar.sync`.
+    /// At a barrier (`bar.sync`, `bar.red`, `bar.arrive`): waiting for the rest of its warp, or
+    /// (`bar.sync`, `bar.red`) for the barrier to complete.
     Barrier,
     /// Waiting at a warp rendezvous (`shfl.sync`, `vote.sync`).
     Warp,
@@ -101,7 +107,9 @@ pub struct Thread {
     /// PTX model: deferred loads, oldest first (`deferred` of them are in use).
     pub pending: [Deferred; MAX_DEFERRED as usize],
     pub deferred: u8,
-    /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask.
+    /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask; at
+    /// a barrier: predicate, barrier id, thread count (0: the whole CTA), [`BAR_ARRIVE_ONLY`] and
+    /// [`BAR_COUNTED`] bits.
     pub warp_args: [u64; 4],
     /// Device-function calls in progress: (return pc, call site).
     pub stack: Vec<(u32, u32)>,
@@ -113,13 +121,22 @@ pub struct Thread {
 /// Barriers per CTA (`bar.sync` ids 0 to 15).
 pub const BARRIERS: usize = 16;
 
+/// Threads a warp's arrival at a barrier counts for.
+pub const WARP_SIZE: u32 = 32;
+
+/// `warp_args[3]` of a thread at `bar.arrive`: it goes on once its warp has arrived.
+pub const BAR_ARRIVE_ONLY: u64 = 1;
+/// `warp_args[3]` of a thread at a barrier whose warp's arrival is counted: it waits for the
+/// barrier to complete.
+pub const BAR_COUNTED: u64 = 2;
+
 /// One of a CTA's barriers in its current phase.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Barrier {
-    /// Threads that arrived in this phase (waiting or not).
+    /// Warps that arrived in this phase (waiting or not).
     pub arrived: u32,
-    /// Threads that complete it, as the last arrival gave; 0 for the whole CTA (its live
-    /// threads).
+    /// Threads that complete it, as the last arrival gave (a warp counts for [`WARP_SIZE`]);
+    /// 0 for the whole CTA (its warps with a live thread).
     pub expected: u32,
 }
 
@@ -129,6 +146,8 @@ pub struct Block {
     pub ctaid: [u32; 3],
     /// Threads not yet exited.
     pub live: u32,
+    /// Warps with a thread not yet exited.
+    pub live_warps: u32,
     pub barriers: [Barrier; BARRIERS],
     pub cache: StaleCache,
 }
@@ -221,6 +240,7 @@ impl<'a> Machine<'a> {
             blocks.push(Block {
                 ctaid,
                 live: per_block,
+                live_warps: per_block.div_ceil(WARP_SIZE),
                 barriers: [Barrier::default(); BARRIERS],
                 cache: StaleCache::default(),
             });
@@ -461,8 +481,22 @@ impl<'a> Machine<'a> {
         self.threads[t].state = State::Exited;
         let b = self.threads[t].block as usize;
         self.blocks[b].live -= 1;
+        let warp = self.warp_of(t);
+        if warp.clone().all(|u| self.threads[u].state == State::Exited) {
+            self.blocks[b].live_warps -= 1;
+        }
+        // The rest of the warp may have been waiting for this thread at a barrier.
+        let at_barrier = warp.clone().find(|&u| {
+            self.threads[u].state == State::Barrier
+                && self.threads[u].warp_args[3] & BAR_COUNTED == 0
+        });
+        if let Some(u) = at_barrier {
+            self.try_warp_arrival(u);
+        }
         for id in 0..BARRIERS {
-            self.check_barrier(b, id);
+            if self.blocks[b].barriers[id].arrived > 0 {
+                self.check_barrier(b, id);
+            }
         }
         let warp_base = (self.threads[t].lin / 32) * 32;
         let first = t - (self.threads[t].lin - warp_base) as usize;
@@ -476,30 +510,61 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Thread `t` arrives at the barrier its `warp_args` name and waits there.
+    /// The threads of `t`'s warp: 32 consecutive threads of its block (fewer in a block's last
+    /// partial warp).
+    fn warp_of(&self, t: usize) -> std::ops::Range<usize> {
+        let per_block = self.block_dim.iter().product::<u32>() as usize;
+        let first = t - (self.threads[t].lin % WARP_SIZE) as usize;
+        let block_end = (self.threads[t].block as usize + 1) * per_block;
+        first..block_end.min(first + WARP_SIZE as usize)
+    }
+
+    /// Thread `t` is at the barrier its `warp_args` name: it waits there until its warp arrives
+    /// (and, unless it only arrives, until the barrier completes).
     fn arrive_barrier(&mut self, t: usize) {
         self.threads[t].state = State::Barrier;
-        self.arrive(t);
+        self.try_warp_arrival(t);
     }
 
-    /// `bar.arrive`: thread `t` counts at the barrier its `warp_args` name and goes on.
-    pub fn arrive_without_waiting(&mut self, t: usize) {
-        self.arrive(t);
-    }
-
-    fn arrive(&mut self, t: usize) {
+    /// Counts the arrival of `t`'s warp at `t`'s barrier once every live thread of the warp is
+    /// there and not yet counted; threads that only arrive (`bar.arrive`) go on.
+    fn try_warp_arrival(&mut self, t: usize) {
+        let id = self.threads[t].warp_args[1];
+        let warp = self.warp_of(t);
+        let ready = warp.clone().all(|u| match self.threads[u].state {
+            State::Exited => true,
+            State::Barrier => {
+                let args = self.threads[u].warp_args;
+                args[1] == id && args[3] & BAR_COUNTED == 0
+            }
+            _ => false,
+        });
+        if !ready {
+            return;
+        }
         let b = self.threads[t].block as usize;
-        let id = self.threads[t].warp_args[1] as usize;
-        let barrier = &mut self.blocks[b].barriers[id];
+        let key = barrier_key(b, id as usize);
+        let barrier = &mut self.blocks[b].barriers[id as usize];
         barrier.arrived += 1;
         barrier.expected = self.threads[t].warp_args[2] as u32;
-        if self.ptx {
-            self.model.barrier_arrive(t as u32, barrier_key(b, id));
+        for u in warp {
+            if self.threads[u].state != State::Barrier {
+                continue;
+            }
+            if self.ptx {
+                self.model.barrier_arrive(u as u32, key);
+            }
+            if let Some(races) = &mut self.races {
+                races.barrier_arrive(u, key);
+            }
+            if self.threads[u].warp_args[3] & BAR_ARRIVE_ONLY != 0 {
+                self.threads[u].state = State::Running;
+                self.runnable.push(u as u32);
+            } else {
+                self.threads[u].warp_args[3] |= BAR_COUNTED;
+            }
         }
-        if let Some(races) = &mut self.races {
-            races.barrier_arrive(t, barrier_key(b, id));
-        }
-        self.check_barrier(b, id);
+        self.check_barrier(b, id as usize);
     }
 
     /// Completes barrier `id` of block `b` if enough threads have arrived: the threads waiting
@@ -507,19 +572,21 @@ impl<'a> Machine<'a> {
     fn check_barrier(&mut self, b: usize, id: usize) {
         let block = &mut self.blocks[b];
         let barrier = &mut block.barriers[id];
-        let expected = match barrier.expected {
-            0 => block.live,
-            n => n,
+        let expected_warps = match barrier.expected {
+            0 => block.live_warps,
+            n => n.div_ceil(WARP_SIZE),
         };
-        if barrier.arrived == 0 || barrier.arrived < expected {
+        if barrier.arrived == 0 || barrier.arrived < expected_warps {
             return;
         }
         *barrier = Barrier::default();
         let per_block = self.block_dim.iter().product::<u32>() as usize;
         let waiters: Vec<usize> = (b * per_block..(b + 1) * per_block)
             .filter(|&t| {
+                let args = self.threads[t].warp_args;
                 self.threads[t].state == State::Barrier
-                    && self.threads[t].warp_args[1] as usize == id
+                    && args[1] as usize == id
+                    && args[3] & BAR_COUNTED != 0
             })
             .collect();
         let count: u64 = waiters
@@ -547,6 +614,7 @@ impl<'a> Machine<'a> {
             if self.weak && self.cfg.cta_drains {
                 self.drain_all(t);
             }
+            self.threads[t].warp_args[3] = 0;
             self.threads[t].state = State::Running;
             self.runnable.push(t as u32);
         }

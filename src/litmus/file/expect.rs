@@ -5,7 +5,8 @@
 //! `sc_reachable` whether sequential consistency alone reaches it. A run that reaches a forbidden
 //! state is unsound; one that never reaches an allowed state that only a weak behaviour gives is
 //! incomplete on that test ("not seen"); a test that did not run to a final state cannot be
-//! compared at all, and says why.
+//! compared at all, and says why, unless no execution of it can end ([`Finding::Deadlocked`],
+//! proved by [`super::deadlock`]) and its row says so too (`sc_reachable` `no-final-state`).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -215,6 +216,9 @@ pub enum Finding {
         not_finished: u64,
         reached: u64,
     },
+    /// No execution ended, and none can: every order of the threads' barrier steps deadlocks
+    /// ([`super::deadlock`]); the executions that ran.
+    Deadlocked { not_finished: u64 },
     /// It did not run to any final state; why.
     NotRun(String),
 }
@@ -226,6 +230,8 @@ pub enum Verdict {
     Ok,
     /// Allowed, and sequential consistency reaches it too; whether this run reached it.
     OkSc { reached: bool },
+    /// No final state, as the row says (`no-final-state`): every execution deadlocks (proved).
+    OkNoFinalState,
     /// Forbidden, and reached.
     Unsound,
     /// Allowed only through a weak behaviour, and never reached.
@@ -239,8 +245,21 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict of `finding` against `expectation`.
     pub fn of(expectation: Option<&Expectation>, finding: &Finding) -> Verdict {
+        let no_final_state =
+            |e: &Expectation| matches!(e.sc_reachable, ScReachable::NoFinalState(_));
         let reached = match finding {
             Finding::NotRun(why) => return Verdict::NotComparable(why.clone()),
+            Finding::Deadlocked { .. } => {
+                return match expectation {
+                    None => Verdict::NoExpectation,
+                    Some(e) if no_final_state(e) => Verdict::OkNoFinalState,
+                    Some(_) => Verdict::NotComparable(
+                        "no final state: every execution deadlocks at a barrier (proved), but \
+                         the verdict is about executions that end"
+                            .into(),
+                    ),
+                }
+            }
             Finding::Ran {
                 executions: 0,
                 not_finished,
@@ -256,6 +275,16 @@ impl Verdict {
         let Some(e) = expectation else {
             return Verdict::NoExpectation;
         };
+        if let (Finding::Ran { executions, .. }, true, Expected::Allowed, false) =
+            (finding, no_final_state(e), e.expected, reached)
+        {
+            // Dat3M's barriers (no phases) let executions end that rendezvous barriers cannot:
+            // the allowed state may come only from those.
+            return Verdict::NotComparable(format!(
+                "the verdict follows Dat3M's barriers and says no execution ends under \
+                 rendezvous barriers, but {executions} ended here (none in its state)"
+            ));
+        }
         match (e.expected, &e.sc_reachable, reached) {
             (Expected::Forbidden, _, true) => Verdict::Unsound,
             (Expected::Forbidden, _, false) => Verdict::Ok,
@@ -271,6 +300,7 @@ impl Verdict {
             Verdict::Ok => "ok",
             Verdict::OkSc { reached: true } => "ok (sc, reached)",
             Verdict::OkSc { reached: false } => "ok (sc, not reached)",
+            Verdict::OkNoFinalState => "ok (no final state)",
             Verdict::Unsound => "UNSOUND",
             Verdict::NotSeen => "not seen",
             Verdict::NotComparable(_) => "not comparable",
@@ -326,10 +356,11 @@ impl Row {
                 not_finished,
                 reached,
             } => (*executions, *not_finished, Some(*reached)),
+            Finding::Deadlocked { not_finished } => (0, *not_finished, None),
             Finding::NotRun(_) => (0, 0, None),
         };
         let kind = match verdict {
-            Verdict::Ok | Verdict::OkSc { .. } => VerdictKind::Ok,
+            Verdict::Ok | Verdict::OkSc { .. } | Verdict::OkNoFinalState => VerdictKind::Ok,
             Verdict::Unsound => VerdictKind::Unsound,
             Verdict::NotSeen => VerdictKind::NotSeen,
             Verdict::NotComparable(_) => VerdictKind::NotComparable,
@@ -410,6 +441,11 @@ impl Table {
             unsound: count(VerdictKind::Unsound),
             not_seen: count(VerdictKind::NotSeen),
             not_comparable: count(VerdictKind::NotComparable),
+            no_final_state: self
+                .rows
+                .iter()
+                .filter(|r| r.verdict == Verdict::OkNoFinalState.word())
+                .count(),
             no_expectation: count(VerdictKind::NoExpectation),
             weak_reached: weak.iter().filter(|r| r.reached.unwrap_or(0) > 0).count(),
             weak_tests: weak.len(),
@@ -471,6 +507,8 @@ pub struct Summary {
     pub not_seen: usize,
     pub not_comparable: usize,
     pub no_expectation: usize,
+    /// Of the ok ones: no execution can end, as the row says.
+    pub no_final_state: usize,
     /// Comparable tests of tiers A–C whose allowed state only a weak behaviour reaches...
     pub weak_tests: usize,
     /// ...and how many of them this run reached.
@@ -479,10 +517,14 @@ pub struct Summary {
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} tests: ok {}", self.tests, self.ok)?;
+        if self.no_final_state > 0 {
+            write!(f, " ({} with no final state)", self.no_final_state)?;
+        }
         write!(
             f,
-            "{} tests: ok {}, UNSOUND {}, not seen {}, not comparable {}",
-            self.tests, self.ok, self.unsound, self.not_seen, self.not_comparable
+            ", UNSOUND {}, not seen {}, not comparable {}",
+            self.unsound, self.not_seen, self.not_comparable
         )?;
         if self.no_expectation > 0 {
             write!(f, ", no expectation {}", self.no_expectation)?;

@@ -2,9 +2,13 @@
 //! [`Refusal`] naming the line and construct this translation cannot express.
 //!
 //! Layout of a launch of `n` instances: instance `k` uses blocks `k * ctas .. (k + 1) * ctas`,
-//! one per CTA of the test (CTA numbers are taken in increasing order); each block has as many
-//! threads as the test's busiest CTA, and thread `Pi` is the thread whose index is its rank
-//! among the test's threads of its CTA; the other threads exit at once. Location `j` of instance
+//! one per CTA of the test (CTA numbers are taken in increasing order); each block has a warp
+//! for each thread of the test's busiest CTA (32 threads each, but the last, which needs only
+//! its lane 0), and thread `Pi` is lane 0 of the warp whose index is its rank among the test's
+//! threads of its CTA; the other threads exit at once.
+//! One litmus thread per warp keeps a warp from ever diverging at a barrier (threads of one warp
+//! waiting at different barriers is not something PTX defines), and makes a barrier's thread
+//! count mean litmus threads: a warp arrives for 32 threads, so `k` litmus threads are `32 * k`. Location `j` of instance
 //! `k` is the 32-bit word `k * locations * distance + j * distance` of the memory buffer. At the
 //! end each thread stores the registers the condition names into the instance's output words
 //! ([`Layout::out_regs`] order). Litmus registers become `.u32` PTX registers `%P<i>_<name>`,
@@ -12,10 +16,14 @@
 //!
 //! Spellings are the ones `ptxas` and the simulator's decoder both accept: qualifiers in PTX
 //! order (`ld.relaxed.gpu.global.u32`), immediates moved into registers before stores and
-//! atomics, `barrier.sync` (not `.aligned`, since the litmus threads of a block run different
-//! code) with ids renumbered densely per CTA (a renaming, so the test means the same), `red`
-//! with acquire semantics (which PTX lacks) as an `atom` whose result is dropped, `atom.sub` as
-//! an add of the negated value.
+//! atomics, `red` with acquire semantics (which PTX lacks) as an `atom` whose result is dropped,
+//! `atom.sub` as an add of the negated value. Barriers are `barrier.sync`/`barrier.arrive` (not
+//! `.aligned`, since the litmus threads of a block run different code); the dialect's operands
+//! are Dat3M's: `bar.cta.sync a` is barrier `a`; with more operands the first is an instance
+//! label PTX has no counterpart for (dropped), the second the barrier id (an immediate 0–15 or a
+//! register) and a third the number of litmus threads that complete it (`32 *` that many PTX
+//! threads). Without a count `sync` waits for the whole CTA, as PTX's `barrier.sync a` does, and
+//! `arrive` (which PTX requires a count of) counts the litmus threads of its CTA.
 
 use super::ast::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,7 +49,8 @@ pub struct Refusal {
 pub struct Layout {
     /// Blocks per instance: the test's CTAs.
     pub ctas: u32,
-    /// Threads per block: the most threads any CTA of the test has.
+    /// Threads per block: a warp for each thread of the test's busiest CTA (the last one
+    /// partial, lane 0 alone).
     pub block_threads: u32,
     /// Words between two locations.
     pub distance: u32,
@@ -136,12 +145,17 @@ pub(crate) fn refuse(
     }
 }
 
-/// Which block-local CTA index and thread index each litmus thread gets.
+/// Threads of a warp: each litmus thread is lane 0 of a warp of its own.
+pub const WARP: u32 = 32;
+
+/// Which block-local CTA index and warp each litmus thread gets.
 struct Placement {
     ctas: u32,
     block_threads: u32,
-    /// Per thread: (CTA index within the instance, thread index within the block).
+    /// Per thread: (CTA index within the instance, warp index within the block).
     slots: Vec<(u32, u32)>,
+    /// Litmus threads of each CTA, by CTA number.
+    per_cta: BTreeMap<u32, u32>,
 }
 
 impl Placement {
@@ -187,8 +201,9 @@ impl Placement {
             .collect();
         Ok(Placement {
             ctas: ctas.len() as u32,
-            block_threads: ctas.values().copied().max().unwrap_or(1),
+            block_threads: WARP * (ctas.values().copied().max().unwrap_or(1) - 1) + 1,
             slots,
+            per_cta: ctas,
         })
     }
 }
@@ -271,42 +286,50 @@ pub(crate) fn initial_registers(
         .collect()
 }
 
-/// Barrier ids used by the threads of each CTA, renumbered 0, 1, ... in increasing order.
-fn barrier_ids(test: &LitmusFile) -> Result<BTreeMap<(u32, i64), u32>, Refusal> {
-    let mut used: BTreeMap<u32, BTreeSet<i64>> = BTreeMap::new();
+/// A barrier step in PTX terms: the barrier id and how many litmus threads complete it
+/// (`None`: the whole CTA).
+struct BarrierStep<'v> {
+    id: &'v Value,
+    count: Option<&'v Value>,
+}
+
+/// The PTX barrier of a `bar.cta.sync`/`bar.cta.arrive` step (Dat3M's operands: `id`, or
+/// `instance, id[, count]`), or why it has none.
+fn barrier_step<'v>(
+    test: &LitmusFile,
+    step: &Step,
+    operands: &'v [Value],
+) -> Result<BarrierStep<'v>, Refusal> {
+    let refused = |why: &str| Err(refuse(test, step.line, step.text.clone(), why));
+    let (id, count) = match operands {
+        [id] => (id, None),
+        [_instance, id] => (id, None),
+        [_instance, id, count] => (id, Some(count)),
+        _ => return refused("a barrier with more than three operands (instance, id, count)"),
+    };
+    if let Value::Imm(id) = id {
+        if !(0..16).contains(id) {
+            return refused("barrier ids go from 0 to 15");
+        }
+    }
+    if let Some(Value::Imm(n)) = count {
+        if *n < 1 || *n > i64::from(u32::MAX / WARP) {
+            return refused("a barrier's thread count must be from 1 to 2^27 litmus threads");
+        }
+    }
+    Ok(BarrierStep { id, count })
+}
+
+/// Refuses the first barrier step of `test` that has no PTX barrier.
+fn check_barriers(test: &LitmusFile) -> Result<(), Refusal> {
     for t in &test.threads {
         for step in &t.code {
-            let Instr::Barrier { arrive, operands } = &step.instr else {
-                continue;
-            };
-            let refused = |why| Err(refuse(test, step.line, step.text.clone(), why));
-            if *arrive {
-                return refused("`bar.cta.arrive` (arriving without waiting)");
-            }
-            match operands.as_slice() {
-                [Value::Imm(id)] if (0..16).contains(id) => {
-                    used.entry(t.cta.unwrap_or_default())
-                        .or_default()
-                        .insert(*id);
-                }
-                [Value::Imm(_)] => return refused("barrier ids go from 0 to 15"),
-                [Value::Reg(_)] => return refused("a barrier id in a register"),
-                _ => {
-                    return refused(
-                        "named barriers with a thread count (or Dat3M's extra barrier operands)",
-                    )
-                }
+            if let Instr::Barrier { operands, .. } = &step.instr {
+                barrier_step(test, step, operands)?;
             }
         }
     }
-    Ok(used
-        .into_iter()
-        .flat_map(|(cta, ids)| {
-            ids.into_iter()
-                .enumerate()
-                .map(move |(i, id)| ((cta, id), i as u32))
-        })
-        .collect())
+    Ok(())
 }
 
 struct Writer<'a> {
@@ -325,7 +348,7 @@ impl Writer<'_> {
     }
 
     fn module(&mut self, placement: &Placement) -> Result<(), Refusal> {
-        let barriers = barrier_ids(self.test)?;
+        check_barriers(self.test)?;
         let mut regs = Vec::new();
         for t in &self.test.threads {
             for step in &t.code {
@@ -343,8 +366,8 @@ impl Writer<'_> {
         self.preamble(&regs);
         self.prologue(placement);
         for (t, values) in self.test.threads.iter().zip(&regs) {
-            let cta = t.cta.unwrap_or_default();
-            self.thread(t, values, |id| barriers[&(cta, id)]);
+            let cta_threads = placement.per_cta[&t.cta.unwrap_or_default()];
+            self.thread(t, values, cta_threads);
         }
         self.text.push_str("$DONE:\n\tret;\n}\n");
         Ok(())
@@ -384,13 +407,17 @@ impl Writer<'_> {
         }
     }
 
-    /// Finds the instance and the role of this thread, and jumps to the role's code.
+    /// Finds the instance and the role of this thread, and jumps to the role's code; lanes
+    /// other than 0 exit first thing.
     fn prologue(&mut self, placement: &Placement) {
         let l = self.layout;
         let instance_bytes = l.instance_words() * 4;
         let out_bytes = l.out_words() * 4;
         self.line(format_args!(
             "\tmov.u32 \t%h_tid, %tid.x;\n\
+             \tand.b32 \t%h_role, %h_tid, {lane_mask};\n\
+             \tsetp.ne.u32 \t%pr, %h_role, 0;\n\
+             \t@%pr bra \t$DONE;\n\
              \tmov.u32 \t%h_cta, %ctaid.x;\n\
              \tdiv.u32 \t%h_inst, %h_cta, {ctas};\n\
              \trem.u32 \t%h_local, %h_cta, {ctas};\n\
@@ -409,9 +436,10 @@ impl Writer<'_> {
              \tadd.u32 \t%h_role, %h_role, %h_tid;",
             ctas = l.ctas,
             threads = l.block_threads,
+            lane_mask = WARP - 1,
         ));
-        for (i, (cta, rank)) in placement.slots.iter().enumerate() {
-            let role = cta * l.block_threads + rank;
+        for (i, (cta, warp)) in placement.slots.iter().enumerate() {
+            let role = cta * l.block_threads + warp * WARP;
             self.line(format_args!(
                 "\tsetp.eq.u32 \t%pr, %h_role, {role};\n\t@%pr bra \t$P{i};"
             ));
@@ -419,14 +447,15 @@ impl Writer<'_> {
         self.line(format_args!("\tbra.uni \t$DONE;"));
     }
 
-    fn thread(&mut self, t: &Thread, values: &BTreeMap<String, u32>, barrier: impl Fn(i64) -> u32) {
+    /// The code of litmus thread `t`, one of the `cta_threads` of its CTA.
+    fn thread(&mut self, t: &Thread, values: &BTreeMap<String, u32>, cta_threads: u32) {
         self.line(format_args!("$P{}:", t.id));
         for (r, v) in values {
             self.line(format_args!("\tmov.u32 \t{}, {v};", reg_name(t.id, r)));
         }
         for step in &t.code {
             self.line(format_args!("\t// line {}", step.line));
-            self.instr(t.id, &step.instr, &barrier);
+            self.instr(t.id, step, cta_threads);
         }
         for (k, (thread, r)) in self.layout.out_regs.iter().enumerate() {
             if *thread == t.id {
@@ -468,8 +497,8 @@ impl Writer<'_> {
         }
     }
 
-    fn instr(&mut self, t: usize, instr: &Instr, barrier: &impl Fn(i64) -> u32) {
-        match instr {
+    fn instr(&mut self, t: usize, step: &Step, cta_threads: u32) {
+        match &step.instr {
             Instr::Load { sem, dst, loc } => {
                 let q = sem.qualifiers("acquire");
                 let addr = self.address(loc);
@@ -533,12 +562,10 @@ impl Writer<'_> {
                     ),
                 }
             }
-            Instr::Barrier { operands, .. } => {
-                let id = match operands.first() {
-                    Some(Value::Imm(id)) => barrier(*id),
-                    _ => 0,
-                };
-                self.line(format_args!("\tbarrier.sync \t{id};"));
+            Instr::Barrier { arrive, operands } => {
+                if let Ok(bar) = barrier_step(self.test, step, operands) {
+                    self.barrier(t, &bar, *arrive, cta_threads);
+                }
             }
             Instr::Branch { cmp, a, b, target } => {
                 let a = self.in_register(t, a, SCRATCH[0]);
@@ -562,6 +589,31 @@ impl Writer<'_> {
                 self.line(format_args!("\t{opcode} \t{}, {a}, {b};", reg_name(t, dst)));
             }
             Instr::Unknown(_) => {}
+        }
+    }
+
+    /// `barrier.sync id{, count}` or `barrier.arrive id, count`, the count in PTX threads (a
+    /// warp, 32 of them, per litmus thread); an arrive without a count counts the CTA's
+    /// `cta_threads`.
+    fn barrier(&mut self, t: usize, bar: &BarrierStep, arrive: bool, cta_threads: u32) {
+        let id = self.operand(t, bar.id);
+        let count = match (bar.count, arrive) {
+            (Some(Value::Imm(n)), _) => Some((*n as u32 * WARP).to_string()),
+            (Some(Value::Reg(r)), _) => {
+                self.line(format_args!(
+                    "\tmul.lo.u32 \t{}, {}, {WARP};",
+                    SCRATCH[1],
+                    reg_name(t, r)
+                ));
+                Some(SCRATCH[1].to_string())
+            }
+            (None, true) => Some((cta_threads * WARP).to_string()),
+            (None, false) => None,
+        };
+        let op = if arrive { "arrive" } else { "sync" };
+        match count {
+            Some(n) => self.line(format_args!("\tbarrier.{op} \t{id}, {n};")),
+            None => self.line(format_args!("\tbarrier.{op} \t{id};")),
         }
     }
 

@@ -11,9 +11,12 @@
 //! - [`kernel`]: a file into one PTX kernel running many instances, or a [`kernel::Refusal`]
 //!   naming the construct it cannot express (per test, so a directory still runs);
 //! - [`run`]: launches on a [`crate::backend::Backend`] and the histogram of final states;
+//! - [`deadlock`]: whether a test can end at all under PTX's barriers (a proof, not a guess
+//!   from runs that hung);
 //! - [`expect`]: `expected.csv`, the verdict of each test and the conformance table.
 
 pub mod ast;
+pub mod deadlock;
 pub mod expect;
 pub mod kernel;
 pub mod parse;

@@ -4,11 +4,14 @@
 //! A launch that does not finish (the simulator's [`BackendError::Hang`], a GPU's
 //! [`BackendError::Timeout`]) counts its instances as not finished and the run goes on; only
 //! executions in which every thread finished have a final state. A test whose first launches all
-//! hang gives up early: it cannot finish (a barrier test that deadlocks under rendezvous
-//! semantics, say), and running it further would only burn the instruction budget. After a GPU
+//! hang gives up early: after 8 when the barrier analysis proves it cannot end (a barrier test
+//! that deadlocks under rendezvous semantics, say), after 100 otherwise; running it further
+//! would only burn the instruction budget. After a GPU
 //! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so.
 
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
+use super::deadlock::{finishing, Finishing};
+use super::expect::Finding;
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
 use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
@@ -18,8 +21,12 @@ use std::fmt::Write;
 use std::time::Duration;
 use thiserror::Error;
 
-/// Launches that all hang, from the first, before a test is declared unable to finish.
+/// Launches that all hang, from the first, before a test the barrier analysis proves cannot
+/// end ([`Finishing::Never`]) stops.
 pub const HANG_PROBE: u64 = 8;
+/// The same for a test it does not prove so: one that ends only when its threads read some
+/// values (a barrier id read from memory, say) may hang many times in a row.
+pub const HANG_PROBE_UNPROVED: u64 = 100;
 
 /// Instances per launch on a GPU unless the user says otherwise.
 const GPU_INSTANCES: u32 = 256;
@@ -115,6 +122,30 @@ impl FileOutcome {
     /// No execution finished although some were run.
     pub fn cannot_finish(&self) -> bool {
         self.finished() == 0 && self.not_finished > 0
+    }
+
+    /// What this run of `test` gives the conformance table: a test none of whose executions
+    /// ended is [`Finding::Deadlocked`] only when [`finishing`] proves none can; one that the
+    /// proof says cannot end but did is a bug, named as such.
+    pub fn finding(&self, test: &LitmusFile) -> Finding {
+        let proof = finishing(test);
+        if self.cannot_finish() && proof == Finishing::Never {
+            return Finding::Deadlocked {
+                not_finished: self.not_finished,
+            };
+        }
+        if self.finished() > 0 && proof == Finishing::Never {
+            return Finding::NotRun(format!(
+                "{} executions ended although the barrier analysis proves none can: a bug in \
+                 the simulator or the analysis",
+                self.finished()
+            ));
+        }
+        Finding::Ran {
+            executions: self.finished(),
+            not_finished: self.not_finished,
+            reached: self.reached(),
+        }
     }
 
     /// herd's verdict word on the observation: `Never`, `Sometimes` or `Always` (of executions
@@ -247,6 +278,10 @@ fn launches(
         stopped: None,
         backend_lost: false,
     };
+    let probe = match finishing(test) {
+        Finishing::Never => HANG_PROBE,
+        _ => HANG_PROBE_UNPROVED,
+    };
     let mut done = 0;
     while done < settings.executions {
         let n = per_launch.min(settings.executions - done);
@@ -278,9 +313,8 @@ fn launches(
                     progress(n);
                     break;
                 }
-                if outcome.finished() == 0 && outcome.hung_launches >= HANG_PROBE {
-                    outcome.stopped =
-                        Some(format!("the first {HANG_PROBE} launches all hung ({e})"));
+                if outcome.finished() == 0 && outcome.hung_launches >= probe {
+                    outcome.stopped = Some(format!("the first {probe} launches all hung ({e})"));
                     progress(n);
                     break;
                 }

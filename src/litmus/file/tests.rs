@@ -1,6 +1,7 @@
 //! Unit tests of the litmus-file parser, condition evaluation, translation and verdicts.
 
 use super::ast::*;
+use super::deadlock::{finishing, Finishing};
 use super::expect::{Expectation, Expected, Finding, ScReachable, Table, Verdict};
 use super::kernel::{reg_name, translate};
 use super::parse::parse;
@@ -431,7 +432,7 @@ fn translation_places_threads_and_locations() {
          st.weak x, 1 | ld.weak r0, y | ld.weak r1, x ;\nexists (P2:r1 == 0 /\\ P1:r0 == 7 /\\ x == 1)\n",
     );
     let k = translate(&f, 16).unwrap();
-    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 2));
+    assert_eq!((k.layout.ctas, k.layout.block_threads), (2, 33));
     assert_eq!(k.layout.locations, ["y", "x"]);
     assert_eq!(k.layout.initial, [7, 0]);
     assert_eq!(
@@ -448,9 +449,9 @@ fn translation_places_threads_and_locations() {
             m
         }[..]
     );
-    // CTA 2 is block 0 of an instance, CTA 5 block 1: P0 is thread 0 of block 1 (role 2), P2
-    // thread 1 (role 3), P1 thread 0 of block 0 (role 0).
-    for (role, thread) in [(2, 0), (0, 1), (3, 2)] {
+    // CTA 2 is block 0 of an instance, CTA 5 block 1: P0 is lane 0 of warp 0 of block 1 (role
+    // 33), P2 lane 0 of warp 1 (role 65), P1 lane 0 of warp 0 of block 0 (role 0).
+    for (role, thread) in [(33, 0), (0, 1), (65, 2)] {
         assert!(
             k.ptx.contains(&format!(
                 "setp.eq.u32 \t%pr, %h_role, {role};\n\t@%pr bra \t$P{thread};"
@@ -489,7 +490,7 @@ fn translation_spells_instructions_for_ptxas_and_the_simulator() {
         "atom.relaxed.cta.global.cas.b32 \t%P0_r2, [%h_mem+0], %s0, %P0_r0;",
         "neg.s32 \t%s0, %P1_r5;\n\tred.relaxed.gpu.global.add.u32 \t[%h_mem+256], %s0;",
         "membar.gl;",
-        "barrier.sync \t0;",
+        "barrier.sync \t3;",
         "st.volatile.global.u32 \t[%h_mem+0], %P1_r5;",
         "setp.gt.s32 \t%pb, %P0_r0, 1;\n\t@%pb bra \t$P0_L;",
         "$P0_L:",
@@ -509,11 +510,16 @@ fn unsupported_constructs_are_refused_with_line() {
         let r = translate(&f, 64).unwrap_err();
         (r.line, r.construct, r.reason)
     };
-    let (line, construct, reason) = refusal(" bar.cta.arrive 1, 64 | bar.cta.sync 1, 64");
+    // Dat3M's operands: instance, id, count; the id is the second.
+    let (line, construct, reason) = refusal(" bar.cta.arrive 1, 64 | bar.cta.sync 1, 1");
     assert_eq!((line, construct.as_str()), (5, "bar.cta.arrive 1, 64"));
-    assert!(reason.contains("bar.cta.arrive"));
-    assert!(refusal(" | bar.cta.sync 1, 64").2.contains("thread count"));
-    assert!(refusal(" bar.cta.sync r1 |").2.contains("register"));
+    assert!(reason.contains("0 to 15"), "{reason}");
+    assert!(refusal(" | bar.cta.sync 1, 2, 0")
+        .2
+        .contains("thread count"));
+    assert!(refusal(" | bar.cta.sync 1, 2, 3, 4")
+        .2
+        .contains("three operands"));
     assert!(refusal(" bar.cta.sync 16 |").2.contains("0 to 15"));
     assert_eq!(refusal(" fence.proxy.alias |").2, "proxy operations");
     assert_eq!(refusal(" | ld.sc.gpu r0, x").1, "ld.sc.gpu r0, x");
@@ -531,20 +537,33 @@ fn unsupported_constructs_are_refused_with_line() {
     );
 }
 
+/// The PTX barrier of each of Dat3M's operand forms: `id`; `instance, id` (the instance
+/// label dropped); `instance, id, count` with the count in warps, one per litmus thread; ids
+/// and counts in registers; `arrive` without a count counts the litmus threads of its CTA.
 #[test]
-fn barrier_ids_are_renumbered_per_cta() {
+fn barriers_keep_their_ids_and_count_a_warp_per_litmus_thread() {
     let f = parse_ok(
-        "PTX b\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
-         bar.cta.sync 4 | bar.cta.sync 2 | bar.cta.sync 2 ;\n | bar.cta.sync 9 | bar.cta.sync 9 ;\nexists (x == 1)\n",
+        "PTX b\n{ x=0; P1:r2=3; P2:r3=2; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 | P2@cta 1,gpu 0 ;\n \
+         bar.cta.sync 4 | bar.cta.sync 7, 9 | bar.cta.arrive 2 ;\n \
+         bar.cta.arrive 5, 1, 3 | bar.cta.sync 1, r2 | bar.cta.sync 1, 1, r3 ;\nexists (x == 1)\n",
     );
     let ptx = translate(&f, 64).unwrap().ptx;
-    let p0 = &ptx[ptx.find("$P0:").unwrap()..ptx.find("$P1:").unwrap()];
-    let p1 = &ptx[ptx.find("$P1:").unwrap()..ptx.find("$P2:").unwrap()];
-    assert!(p0.contains("barrier.sync \t0;"), "{p0}");
+    let code = |t: usize| {
+        let from = ptx.find(&format!("$P{t}:")).unwrap();
+        let to = ptx[from..].find("\tret;").unwrap() + from;
+        ptx[from..to].to_string()
+    };
+    let (p0, p1, p2) = (code(0), code(1), code(2));
+    assert!(p0.contains("barrier.sync \t4;"), "{p0}");
+    assert!(p0.contains("barrier.arrive \t1, 96;"), "{p0}");
+    assert!(p1.contains("barrier.sync \t9;"), "{p1}");
+    assert!(p1.contains("barrier.sync \t%P1_r2;"), "{p1}");
+    assert!(p2.contains("barrier.arrive \t2, 64;"), "{p2}");
     assert!(
-        p1.contains("barrier.sync \t0;") && p1.contains("barrier.sync \t1;"),
-        "{p1}"
+        p2.contains("mul.lo.u32 \t%s1, %P2_r3, 32;\n\tbarrier.sync \t1, %s1;"),
+        "{p2}"
     );
+    crate::ptx::parse(&ptx).unwrap();
 }
 
 #[test]
@@ -594,6 +613,90 @@ fn verdicts() {
         Verdict::of(Some(&weak), &refused).reason(),
         Some("refused (line 3): `x`: y")
     );
+}
+
+/// Regression (issue 26: deadlock-expected tests were "not comparable: cannot finish"): a
+/// proved deadlock compares as ok against a `no-final-state` row, and only there.
+#[test]
+fn a_proved_deadlock_is_ok_only_against_a_no_final_state_row() {
+    let deadlocked = Finding::Deadlocked { not_finished: 8 };
+    let nfs = ScReachable::NoFinalState("no-final-state(deadlock under rendezvous barrier)".into());
+    let hang = expectation(Expected::Forbidden, nfs.clone());
+    let dat3m_allowed = expectation(Expected::Allowed, nfs);
+    let forbidden = expectation(Expected::Forbidden, ScReachable::No);
+    assert_eq!(
+        Verdict::of(Some(&hang), &deadlocked),
+        Verdict::OkNoFinalState
+    );
+    assert_eq!(
+        Verdict::of(Some(&dat3m_allowed), &deadlocked),
+        Verdict::OkNoFinalState
+    );
+    assert!(matches!(
+        Verdict::of(Some(&forbidden), &deadlocked),
+        Verdict::NotComparable(why) if why.contains("proved")
+    ));
+    assert_eq!(Verdict::of(None, &deadlocked), Verdict::NoExpectation);
+    // Executions that ended where the row expects none: the allowed state is Dat3M's.
+    let ended = Finding::Ran {
+        executions: 5,
+        not_finished: 3,
+        reached: 0,
+    };
+    assert!(matches!(
+        Verdict::of(Some(&dat3m_allowed), &ended),
+        Verdict::NotComparable(why) if why.contains("5 ended")
+    ));
+    assert_eq!(Verdict::of(Some(&hang), &ended), Verdict::Ok);
+}
+
+fn finishing_of(text: &str) -> Finishing {
+    finishing(&parse_ok(text))
+}
+
+/// Three same-CTA threads with the given cells, one row each.
+fn three(rows: &[&str]) -> String {
+    format!(
+        "PTX d\n{{ x=0; P0:r2=1; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 | P2@cta 0,gpu 0 ;\n{}\nexists (x == 1)\n",
+        rows.join("\n")
+    )
+}
+
+#[test]
+fn the_barrier_analysis_decides_whether_a_test_can_end() {
+    let quorum = |n| {
+        three(&[&format!(" st.weak x, 1 | bar.cta.sync 1, 1, {n} | bar.cta.sync 1, 1, {n} ;\n bar.cta.sync 1, 1, {n} | ld.weak r0, x | ;")])
+    };
+    assert_eq!(finishing_of(&quorum(3)), Finishing::Possible);
+    // Two of three complete a phase each time; the third waits for ever. Four never come.
+    assert_eq!(finishing_of(&quorum(2)), Finishing::Never);
+    assert_eq!(finishing_of(&quorum(4)), Finishing::Never);
+    // Whole-CTA barriers: different ids deadlock; a thread that never arrives but exits does not.
+    let ids = |a, b| {
+        three(&[&format!(
+            " bar.cta.sync {a} | bar.cta.sync {b} | st.weak x, 1 ;"
+        )])
+    };
+    assert_eq!(finishing_of(&ids(0, 0)), Finishing::Possible);
+    assert_eq!(finishing_of(&ids(0, 1)), Finishing::Never);
+    // Opposite orders of two barriers deadlock; an arrive does not wait.
+    let orders = |second| {
+        three(&[
+            &format!(" bar.cta.sync 0 | {second} 1, 1, 2 | ;"),
+            &format!(" bar.cta.sync 1, 1, 2 | bar.cta.sync 0 | ;"),
+        ])
+    };
+    assert_eq!(finishing_of(&orders("bar.cta.sync")), Finishing::Never);
+    assert_eq!(finishing_of(&orders("bar.cta.arrive")), Finishing::Possible);
+    // Ids from registers: fixed values are followed, values read from memory are not.
+    let reg = three(&[" bar.cta.sync 0, r2 | bar.cta.sync 0, 2 | ;"]);
+    assert_eq!(finishing_of(&reg), Finishing::Never);
+    let moved = three(&[" ld r2, 2 | | ;\n bar.cta.sync 0, r2 | bar.cta.sync 0, 2 | ;"]);
+    assert_eq!(finishing_of(&moved), Finishing::Possible);
+    let loaded = three(&[" ld.weak r2, x | bar.cta.sync 0, 1 | ;\n bar.cta.sync 0, r2 | | ;"]);
+    assert!(matches!(finishing_of(&loaded), Finishing::Unproved(why) if why.contains("memory")));
+    let branch = three(&[" bar.cta.sync 0 | bne r2, 0, LC00 | ;\n | LC00: | ;"]);
+    assert!(matches!(finishing_of(&branch), Finishing::Unproved(why) if why.contains("branch")));
 }
 
 #[test]
