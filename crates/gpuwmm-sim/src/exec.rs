@@ -12,7 +12,7 @@ use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
-use super::ptx_model::Mark;
+use super::ptx_model::{self, Mark};
 use super::sched::{Deferred, Machine, QuantumEnd, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
@@ -973,7 +973,7 @@ impl Machine<'_> {
                 let _ = self.mem.write(addr, size, value);
             }
             if let Some(races) = &mut self.races {
-                let ts = matches!(size, 4 | 8).then(|| self.model.clock());
+                let ts = ptx_model::tracked(size).then(|| self.model.clock());
                 races.store(t, line, addr, order, ts);
             }
             return Ok(());
@@ -1108,7 +1108,7 @@ impl Machine<'_> {
             let _ = self.mem.write(addr, size, new);
         }
         if let Some(races) = &mut self.races {
-            let ts = (writes && matches!(size, 4 | 8)).then(|| self.model.clock());
+            let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
             races.atomic(t, line, addr, mem.order, writes, ts);
         }
         old

@@ -11,8 +11,9 @@
 //! # State
 //!
 //! - Every global write is a [`Message`]: its value, a timestamp of the launch-wide clock, a
-//!   coherence key, and the writer's block with a per-block sequence number. A [`Location`] (a
-//!   4- or 8-byte word written in this launch) keeps its newest messages in coherence order.
+//!   coherence key, and the writer's block with a per-block sequence number. A [`Location`] (an
+//!   address written in this launch, with the width of its writes: 1, 2, 4 or 8 bytes) keeps
+//!   its newest messages in coherence order.
 //!   Global memory always holds the coherence-last value, so the first write of a launch also
 //!   records the value it replaced, as a message everybody may read.
 //! - Every thread has a *causal past*, a [`View`](view::View): a vector clock with one
@@ -93,9 +94,10 @@
 //! reader steps back over a racing write only to the write just before it; a write goes below
 //! newer ones only within the kept messages; a release that overtakes a deferred load marks
 //! its block's clock (a write number without a message), so views holding it hold the block's
-//! earlier writes; only the newest [`KEPT`] messages of a location can be read; 1- and 2-byte accesses, and
-//! accesses that overlap a word written with another size, see the newest value; shared memory
-//! is sequentially consistent.
+//! earlier writes; only the newest [`KEPT`] messages of a location can be read; an access
+//! that overlaps a location written with another width reads the newest value of each
+//! location it overlaps (observing those it is morally strong with), and a write of another
+//! width forgets their histories; shared memory is sequentially consistent.
 //!
 //! Weak behaviours PTX allows that it never shows, by reason:
 //! - *No RMW is overtaken by a fence or release that may synchronise* (its write must stay
@@ -165,7 +167,6 @@ pub struct Message {
 /// A word written during the launch: its newest messages and who has seen how far.
 #[derive(Debug, Clone)]
 pub struct Location {
-    addr: u64,
     size: u8,
     /// Oldest first.
     msgs: Vec<Message>,
@@ -177,7 +178,7 @@ pub struct Location {
 
 impl Location {
     /// A location first written when the launch clock reads `clock`, which held `value`.
-    fn new(addr: u64, size: u8, value: u64, clock: u32) -> Location {
+    fn new(size: u8, value: u64, clock: u32) -> Location {
         let mut msgs = Vec::with_capacity(KEPT);
         msgs.push(Message {
             value,
@@ -185,7 +186,6 @@ impl Location {
             ..Message::default()
         });
         Location {
-            addr,
             size,
             msgs,
             readers: [(0, 0); READERS],
@@ -345,7 +345,7 @@ pub struct Access {
     pub reduction: bool,
 }
 
-/// A multiplicative hash for word addresses (SipHash costs more than the lookup).
+/// A multiplicative hash for addresses (SipHash costs more than the lookup).
 #[derive(Default)]
 pub struct WordHasher(u64);
 
@@ -361,7 +361,10 @@ impl Hasher for WordHasher {
     }
 
     fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        // The table indexes by the low bits: fold the high half of the product into them, so
+        // that addresses that are multiples of 4 or 8 spread over every bucket.
+        let h = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
     }
 }
 
@@ -372,7 +375,11 @@ pub struct PtxMemory {
     clock: u32,
     /// Writes so far per block.
     seq: Vec<u32>,
+    /// Histories by address.
     locations: HashMap<u64, Location, BuildHasherDefault<WordHasher>>,
+    /// Whether a 1- or 2-byte location has been written (else every location starts at a
+    /// multiple of 4).
+    narrow: bool,
     /// Causal past per thread, made when the thread first needs one.
     past: Vec<Option<View>>,
     /// Writes each thread has observed with morally strong reads: in the causal past of what
@@ -422,9 +429,9 @@ impl Writers {
     }
 }
 
-/// Whether an access of this size is tracked (1- and 2-byte accesses see the newest value).
-fn tracked(size: u64) -> bool {
-    size == 4 || size == 8
+/// Whether an access of this size has a history (every scalar size PTX has: 1, 2, 4, 8 bytes).
+pub(crate) fn tracked(size: u64) -> bool {
+    matches!(size, 1 | 2 | 4 | 8)
 }
 
 impl PtxMemory {
@@ -434,6 +441,7 @@ impl PtxMemory {
             clock: 0,
             seq: vec![0; blocks],
             locations: HashMap::default(),
+            narrow: false,
             past: vec![None; threads],
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
@@ -509,12 +517,14 @@ impl PtxMemory {
         if !tracked(size) {
             return newest;
         }
-        let Some(loc) = self.locations.get_mut(&(addr >> 2)) else {
+        let Some(loc) = self
+            .locations
+            .get_mut(&addr)
+            .filter(|l| u64::from(l.size) == size)
+        else {
+            self.read_overlapping(a, addr, size);
             return newest;
         };
-        if loc.addr != addr || u64::from(loc.size) != size {
-            return newest;
-        }
         let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
         let last = loc.msgs.len() - 1;
         let i = if lower < last && pick < older {
@@ -651,7 +661,7 @@ impl PtxMemory {
             .add_point(Point {
                 block: m.block,
                 seq: m.seq,
-                location: addr >> 2,
+                location: addr,
                 co: m.co,
             });
         if collect {
@@ -892,18 +902,22 @@ impl PtxMemory {
         let read = self
             .tracked_location(addr, size)
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
-        if let Some(m) = &read {
-            if morally_strong(m, a.thread, a.block, a.reach) {
-                self.observe(a, addr, m, !a.reduction, a.acquires);
+        let read = match read {
+            Some(m) => {
+                if morally_strong(&m, a.thread, a.block, a.reach) {
+                    self.observe(a, addr, &m, !a.reduction, a.acquires);
+                }
+                m
             }
-        }
+            None => self.read_overlapping(a, addr, size),
+        };
         let Some(new) = new else {
             return false;
         };
         if a.releases {
             self.release(a.thread, a.reach);
         }
-        let carried = read.unwrap_or_default();
+        let carried = read;
         let s = &self.sync[a.thread as usize];
         let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
         let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
@@ -921,8 +935,8 @@ impl PtxMemory {
 
     /// The history of the word at `addr` if it is tracked with this size.
     fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
-        let loc = self.locations.get(&(addr >> 2))?;
-        (tracked(size) && loc.addr == addr && u64::from(loc.size) == size).then_some(loc)
+        let loc = self.locations.get(&addr)?;
+        (tracked(size) && u64::from(loc.size) == size).then_some(loc)
     }
 
     /// Appends `w` to the history of `addr`, `below` messages below the newest (0: as the
@@ -940,10 +954,11 @@ impl PtxMemory {
         let b = a.block as usize;
         self.seq[b] += 1;
         let seq = self.seq[b];
-        let key = addr >> 2;
+        let key = addr;
+        self.narrow |= size < 4;
         self.locations
             .entry(key)
-            .or_insert_with(|| Location::new(addr, size as u8, w.old, clock));
+            .or_insert_with(|| Location::new(size as u8, w.old, clock));
         let loc = &self.locations[&key];
         let at = loc.msgs.len() - below;
         let prev = &loc.msgs[at - 1];
@@ -985,20 +1000,65 @@ impl PtxMemory {
         loc.advance(a.thread, co);
     }
 
-    /// Drops the histories of words that `[addr, addr + size)` overlaps with another extent:
-    /// afterwards everybody reads the newest value there.
+    /// Drops the histories of locations that `[addr, addr + size)` overlaps with another
+    /// extent: afterwards everybody reads the newest value there. Accesses are naturally
+    /// aligned and at most 8 bytes wide, so an overlapping location starts in the aligned 8
+    /// bytes around `addr` or inside the access; until a 1- or 2-byte location exists, every
+    /// location starts at a multiple of 4.
     fn forget_overlapping(&mut self, addr: u64, size: u64) {
-        let key = addr >> 2;
-        let same = |l: &Location| l.addr == addr && u64::from(l.size) == size;
-        if self.locations.get(&key).is_some_and(|l| !same(l)) {
-            self.locations.remove(&key);
+        let (keys, n) = self.overlapping(addr, size);
+        for at in &keys[..n] {
+            self.locations.remove(at);
         }
-        if size == 8 {
-            self.locations.remove(&(key + 1));
+    }
+
+    /// The locations that `[addr, addr + size)` overlaps with another extent (up to 8, and how
+    /// many). Accesses are naturally aligned and at most 8 bytes wide, so such a location
+    /// starts in the aligned 8 bytes around `addr` or inside the access; until a 1- or 2-byte
+    /// location exists, every location starts at a multiple of 4.
+    fn overlapping(&self, addr: u64, size: u64) -> ([u64; 8], usize) {
+        let (mut keys, mut n) = ([0; 8], 0);
+        if self.locations.is_empty() {
+            return (keys, n);
         }
-        if key > 0 && self.locations.get(&(key - 1)).is_some_and(|l| l.size == 8) {
-            self.locations.remove(&(key - 1));
+        let step = if self.narrow { 1 } else { 4 };
+        let mut at = addr & !7;
+        while at < addr + size && n < keys.len() {
+            let overlaps = self.locations.get(&at).is_some_and(|l| {
+                let end = at + u64::from(l.size);
+                end > addr && (at != addr || u64::from(l.size) != size)
+            });
+            if overlaps {
+                keys[n] = at;
+                n += 1;
+            }
+            at += step;
         }
+        (keys, n)
+    }
+
+    /// A load of `[addr, addr + size)` that no history of its own extent covers reads memory:
+    /// the newest write of every location it overlaps. It observes each of those it is
+    /// morally strong with (so an acquire through a flag written with another width
+    /// synchronises, as PTX's byte-wise model has it) and may not read older ones there
+    /// afterwards. Returns the views those writes released, joined (what an RMW carries on).
+    fn read_overlapping(&mut self, a: Access, addr: u64, size: u64) -> Message {
+        let (keys, n) = self.overlapping(addr, size);
+        let mut carried = Message::default();
+        for &at in &keys[..n] {
+            let loc = self.locations.get_mut(&at).expect("listed above");
+            let m = loc.msgs[loc.msgs.len() - 1].clone();
+            let strong = a.reach != Reach::Weak && morally_strong(&m, a.thread, a.block, a.reach);
+            if strong || m.writer == a.thread {
+                loc.advance(a.thread, m.co);
+            }
+            if strong {
+                self.observe(a, at, &m, !a.reduction, a.acquires);
+            }
+            carried.view_cta = join_released(&carried.view_cta, &m.view_cta);
+            carried.view_gpu = join_released(&carried.view_gpu, &m.view_gpu);
+        }
+        carried
     }
 }
 
@@ -1045,6 +1105,7 @@ mod tests {
             clock: m.clock,
             seq: m.seq.clone(),
             locations: m.locations.clone(),
+            narrow: m.narrow,
             past: m.past.clone(),
             observed: m.observed.clone(),
             sync: m.sync.clone(),
@@ -1309,6 +1370,63 @@ mod tests {
         assert_eq!(readable(&m, access(2, 2, Reach::Weak), X, 5), vec![0, 5]);
     }
 
+    /// A release store of a 1-byte flag and an acquire load of it: the payload's history, the
+    /// flag's width.
+    fn byte_flag_handoff(m: &mut PtxMemory, reader_width: u64) {
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(releasing(access(0, 0, Reach::Gpu)), Y, 1, 0, 1, as_newest);
+        let read = m.load(
+            acquiring(access(1, 1, Reach::Gpu)),
+            Y,
+            reader_width,
+            1,
+            0,
+            0,
+        );
+        assert_eq!(read, 1);
+    }
+
+    #[test]
+    fn release_and_acquire_through_a_one_byte_flag_synchronise() {
+        // Regression: 1- and 2-byte accesses had no history, so an acquire of a `bool` or
+        // `char` flag took nothing and the reader could still read the payload as 0 (233 of
+        // 300 runs of a correct release/acquire handoff failed on the simulator).
+        let mut m = PtxMemory::new(2, 2);
+        byte_flag_handoff(&mut m, 1);
+        payload_is_seen(&m, 1, 1);
+    }
+
+    #[test]
+    fn a_relaxed_one_byte_flag_does_not_synchronise() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(access(0, 0, Reach::Gpu), Y, 1, 0, 1, as_newest);
+        assert_eq!(m.load(access(1, 1, Reach::Gpu), Y, 1, 1, 0, 0), 1);
+        payload_may_be_stale(&m, 1, 1);
+    }
+
+    #[test]
+    fn a_wider_acquire_over_a_one_byte_release_synchronises() {
+        // The 4-byte read has no history of its own width there: it reads the byte's newest
+        // write and observes it.
+        let mut m = PtxMemory::new(2, 2);
+        byte_flag_handoff(&mut m, 4);
+        payload_is_seen(&m, 1, 1);
+    }
+
+    #[test]
+    fn bytes_of_one_word_keep_histories_of_their_own() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Gpu), X, 1, 0, 1, as_newest);
+        m.store(access(0, 0, Reach::Gpu), X + 1, 1, 0, 2, as_newest);
+        assert_eq!(m.locations[&X].msgs.len(), 2);
+        assert_eq!(m.locations[&(X + 1)].msgs.len(), 2);
+        // A 4-byte write over both forgets them: one history of its own width.
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0x0201, 7, as_newest);
+        assert!(!m.locations.contains_key(&(X + 1)));
+        assert_eq!(m.locations[&X].size, 4);
+    }
+
     #[test]
     fn bar_sync_passes_a_causal_past_to_the_block() {
         let mut m = PtxMemory::new(3, 2);
@@ -1375,7 +1493,7 @@ mod tests {
             Some(lost + 1),
             as_newest,
         );
-        assert_eq!(m.locations[&(X >> 2)].newest().value, 1);
+        assert_eq!(m.locations[&X].newest().value, 1);
     }
 
     #[test]
@@ -1405,7 +1523,7 @@ mod tests {
         let mut m = PtxMemory::new(2, 2);
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
         m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, None, as_newest);
-        assert_eq!(m.locations[&(X >> 2)].msgs.len(), 2);
+        assert_eq!(m.locations[&X].msgs.len(), 2);
     }
 
     /// How many of the newest messages of `X` a write of `a` may go below.

@@ -14,7 +14,7 @@
 pub const POINTS: usize = 16;
 
 /// A write known by itself: its block and number among the block's writes (what names it),
-/// its location (word address / 4) and its coherence key (its place in the location's
+/// its location (its address) and its coherence key (its place in the location's
 /// coherence order, see [`Message::co`](super::Message::co)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Point {
