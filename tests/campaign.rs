@@ -384,3 +384,18 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     let absent = gpuwmm(dir.path(), &["replay", "h.csv", "0", "--query", "999"]);
     assert_bad_input(&absent, "query 999");
 }
+
+/// The simulator fallback note was printed twice by a campaign: once when the campaign read
+/// its settings and again by its first cell.
+#[test]
+fn a_campaign_that_falls_back_to_the_simulator_says_so_once() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let args = words("campaign --apps cbe-dot --envs no-str- --runs 2 --backend auto --out o");
+    let output = gpuwmm(dir.path(), &args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    let notes = stderr.matches("note: running on the simulator").count();
+    // With a driver (a GPU, or the stand-in CI's library) there is no fallback and no note.
+    let fell_back = text(&output.stdout).contains("backend: simulator");
+    assert_eq!(notes, usize::from(fell_back), "{stderr}");
+}

@@ -92,7 +92,7 @@ pub fn plan_campaign<'a>(
     let (apps, dir_app) = app_list(options.apps, options.target)?;
     let envs = parse_envs(options.envs)?;
     let out = campaign_out(options, say)?;
-    let mut settings = campaign_settings(options, &apps, say)?;
+    let mut settings = campaign_settings(options, &apps)?;
     match options.out.resume {
         false => refuse_existing(&out)?,
         true => {
@@ -122,12 +122,13 @@ pub fn plan_campaign<'a>(
 fn campaign_settings(
     options: &CampaignOptions,
     apps: &[String],
-    say: Say,
 ) -> Result<BTreeMap<String, String>, JobError> {
     let Some(first) = apps.first() else {
         return Ok(BTreeMap::new());
     };
-    let mut settings = target_settings(&resolve(first, options.target, say)?.target);
+    // Quiet: the first cell resolves the same target and says what there is to say (the
+    // simulator fallback note was printed twice).
+    let mut settings = target_settings(&resolve(first, options.target, &|_| {})?.target);
     let app_dir = match &options.target.app_dir {
         Some(dir) => std::path::absolute(dir)?.display().to_string(),
         None => "none (built-in app)".into(),
