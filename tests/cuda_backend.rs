@@ -15,6 +15,10 @@ use gpuwmm::backend::nvml::Nvml;
 use gpuwmm::backend::words::from_bytes;
 use gpuwmm::backend::Device;
 use gpuwmm::backend::{BackendError, KernelArg, LaunchConfig};
+use gpuwmm::litmus::file::expect::{Expectations, Finding, Verdict};
+use gpuwmm::litmus::file::parse::parse_file;
+use gpuwmm::litmus::file::run::{run_litmus_file, FileSettings};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to
@@ -368,4 +372,36 @@ fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
     let module = common::compile_corpus(&tools, "apps/cbe-dot/kernel.cu");
     let ptx = gpuwmm::ptx::print(&module);
     assert!(b.load_module(&ptx).is_ok());
+}
+
+/// On a GPU, a proved deadlock was launched anyway: each launch hung for the deadline and cost
+/// the context (a new one had to be opened for the next test), and could show nothing the
+/// proof does not. It is now not launched there, and still compares as no final state. Runs
+/// on a GPU or the stand-in driver; skipped without a driver.
+#[test]
+fn a_proved_deadlock_is_not_launched_on_a_gpu() {
+    let mut gpu = common::or_skip!(gpu());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/litmus/bar.sync-count-two-reached-three-times.litmus");
+    let test = parse_file(&path).unwrap();
+    let started = Instant::now();
+    let outcome = run_litmus_file(&mut gpu, &test, &FileSettings::default(), 1, |_| {}).unwrap();
+    assert_eq!((outcome.launches, outcome.not_finished), (0, 0));
+    assert!(!outcome.backend_lost);
+    assert!(
+        outcome.report().contains("not launched on the GPU"),
+        "{}",
+        outcome.report()
+    );
+    assert!(started.elapsed() < FileSettings::default().deadline);
+    assert_eq!(
+        outcome.finding(&test),
+        Finding::Deadlocked { not_finished: 0 }
+    );
+    let expected = Expectations::load(&path.with_file_name("expected.csv")).unwrap();
+    let row = expected.find(&path);
+    assert_eq!(
+        Verdict::of(row, &outcome.finding(&test)),
+        Verdict::OkNoFinalState
+    );
 }

@@ -7,14 +7,18 @@
 //! hang gives up early: after 8 when the barrier analysis proves it cannot end (a barrier test
 //! that deadlocks under rendezvous semantics, say), after 100 otherwise; running it further
 //! would only burn the instruction budget. After a GPU
-//! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so.
+//! timeout the backend is unusable (see [`crate::backend::cuda`]), so the run stops and says so;
+//! and a test the analysis proves cannot end is not launched on a GPU at all, since each hang
+//! costs the deadline and a new context and could show nothing the proof does not (the
+//! simulator still runs it, which checks the proof: an execution that ends is reported as a
+//! bug).
 
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::deadlock::{finishing, Finishing};
 use super::expect::Finding;
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
 use crate::backend::words::read_buffer;
-use crate::backend::{Backend, BackendError, Buffer, KernelArg, LaunchConfig};
+use crate::backend::{Backend, BackendError, BackendKind, Buffer, KernelArg, LaunchConfig};
 use crate::check::spec::run_seed;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -27,6 +31,10 @@ pub const HANG_PROBE: u64 = 8;
 /// The same for a test it does not prove so: one that ends only when its threads read some
 /// values (a barrier id read from memory, say) may hang many times in a row.
 pub const HANG_PROBE_UNPROVED: u64 = 100;
+
+/// Why a test the barrier analysis proves cannot end is not launched on a GPU.
+pub const NOT_LAUNCHED: &str = "not launched on the GPU: the barrier analysis proves no \
+    execution can end, and each hung launch would cost the deadline and the GPU context";
 
 /// Instances per launch on a GPU unless the user says otherwise.
 const GPU_INSTANCES: u32 = 256;
@@ -105,6 +113,32 @@ pub struct FileOutcome {
 }
 
 impl FileOutcome {
+    /// The outcome of `test` before its first launch.
+    fn empty(test: &LitmusFile, seed: u64) -> FileOutcome {
+        FileOutcome {
+            name: test.name.clone(),
+            condition: test.condition.clone(),
+            observed: test.observed(),
+            states: BTreeMap::new(),
+            positive: 0,
+            negative: 0,
+            not_finished: 0,
+            launches: 0,
+            hung_launches: 0,
+            seed,
+            stopped: None,
+            backend_lost: false,
+        }
+    }
+
+    /// A test that was not launched, and why.
+    fn not_launched(test: &LitmusFile, seed: u64, why: &str) -> FileOutcome {
+        FileOutcome {
+            stopped: Some(why.to_string()),
+            ..FileOutcome::empty(test, seed)
+        }
+    }
+
     /// Executions with a final state.
     pub fn finished(&self) -> u64 {
         self.positive + self.negative
@@ -129,7 +163,8 @@ impl FileOutcome {
     /// proof says cannot end but did is a bug, named as such.
     pub fn finding(&self, test: &LitmusFile) -> Finding {
         let proof = finishing(test);
-        if self.cannot_finish() && proof == Finishing::Never {
+        let none_ended = self.cannot_finish() || self.launches == 0;
+        if none_ended && proof == Finishing::Never {
             return Finding::Deadlocked {
                 not_finished: self.not_finished,
             };
@@ -226,6 +261,9 @@ pub fn run_litmus_file(
     mut progress: impl FnMut(u64),
 ) -> Result<FileOutcome, FileRunError> {
     let kernel = translate(test, settings.distance)?;
+    if backend.info().backend == BackendKind::Cuda && finishing(test) == Finishing::Never {
+        return Ok(FileOutcome::not_launched(test, seed, NOT_LAUNCHED));
+    }
     let instances = settings.instances.max(1) as usize;
     let mut buffers = Buffers::alloc(backend, &kernel, instances)?;
     let result = launches(
@@ -264,20 +302,7 @@ fn launches(
     let module = backend.load_module(&kernel.ptx)?;
     let layout = &kernel.layout;
     let per_launch = settings.instances.max(1) as u64;
-    let mut outcome = FileOutcome {
-        name: test.name.clone(),
-        condition: test.condition.clone(),
-        observed: test.observed(),
-        states: BTreeMap::new(),
-        positive: 0,
-        negative: 0,
-        not_finished: 0,
-        launches: 0,
-        hung_launches: 0,
-        seed,
-        stopped: None,
-        backend_lost: false,
-    };
+    let mut outcome = FileOutcome::empty(test, seed);
     let probe = match finishing(test) {
         Finishing::Never => HANG_PROBE,
         _ => HANG_PROBE_UNPROVED,
