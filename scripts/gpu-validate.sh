@@ -13,7 +13,8 @@
 #
 # Where cargo is missing (the lent machines have a CUDA toolkit and a driver, no Rust), it runs
 # the binaries that scripts/gpu-bundle.sh built into .gpu-bundle/; GPUWMM_USE_BUNDLE=1 forces that.
-# Settings: PART (tests litmus conformance check harden; default all five), CHECK_APPS (default: every
+# Settings: PART (tests litmus conformance check harden; default all five), CHECK_FIXTURES (apps of
+# tests/fixtures/apps checked 2,000 runs under sys-str+; default the narrow-flag pair), CHECK_APPS (default: every
 # built-in app), CHECK_ENVS (default "no-str- sys-str+"), CHECK_DURATION (default 1m per app and
 # environment), CHECK_STEP_LIMIT (default 5m: a check step is stopped after it), LITMUS_ITERATIONS
 # (default 100000), STABLE_DURATION (harden's stability check, default 3m), BACKEND (default
@@ -33,6 +34,7 @@ repo="$PWD"
 parts="${PART:-tests litmus conformance check harden}"
 check_apps="${CHECK_APPS:-cbe-dot cbe-ht ct-octree tpo-tm ls-bh ls-bh-nf sdk-red sdk-red-nf cub-scan cub-scan-nf cccl-scan cccl-scan-nf cccl-scan-rlx}"
 check_envs="${CHECK_ENVS:-no-str- sys-str+}"
+check_fixtures="${CHECK_FIXTURES:-narrow-flag-relacq narrow-flag-relaxed}"
 duration="${CHECK_DURATION:-1m}"
 # A check step that overruns this (a hang the run deadline did not catch, a slow calibration:
 # tpo-tm under sys-str+ ran 77 s of a 4 s check on an H100, printing nothing) is stopped, and the
@@ -174,6 +176,16 @@ if wants check; then
             step "check-$app-$env.txt" timeout -k 10 "$check_limit" \
                 "$gpuwmm" check "$app" --env "$env" --backend "$backend" --duration "$duration" $(journal_args "$out/check/$app-$env.csv")
         done
+    done
+fi
+if wants check; then
+    # Fixtures whose verdict PTX fixes: release/acquire through 1- and 2-byte flags never fails
+    # (a failure is a bug of the GPU, the compiler or gpuwmm); the relaxed variant may.
+    for app in $check_fixtures; do
+        # shellcheck disable=SC2046
+        step "check-$app.txt" timeout -k 10 "$check_limit" \
+            "$gpuwmm" check "$app" --app-dir "tests/fixtures/apps/$app" --env sys-str+ \
+            --backend "$backend" --runs 2000 $(journal_args "$out/check/$app.csv")
     done
 fi
 if wants harden; then
