@@ -380,6 +380,9 @@ pub struct PtxMemory {
     /// Whether a 1- or 2-byte location has been written (else every location starts at a
     /// multiple of 4).
     narrow: bool,
+    /// Whether an 8-byte location has been written (else, with no narrow one either, every
+    /// location is one aligned word).
+    wide: bool,
     /// Causal past per thread, made when the thread first needs one.
     past: Vec<Option<View>>,
     /// Writes each thread has observed with morally strong reads: in the causal past of what
@@ -442,6 +445,7 @@ impl PtxMemory {
             seq: vec![0; blocks],
             locations: HashMap::default(),
             narrow: false,
+            wide: false,
             past: vec![None; threads],
             observed: vec![None; threads],
             sync: vec![Sync::default(); threads],
@@ -956,6 +960,7 @@ impl PtxMemory {
         let seq = self.seq[b];
         let key = addr;
         self.narrow |= size < 4;
+        self.wide |= size == 8;
         self.locations
             .entry(key)
             .or_insert_with(|| Location::new(size as u8, w.old, clock));
@@ -1015,10 +1020,12 @@ impl PtxMemory {
     /// The locations that `[addr, addr + size)` overlaps with another extent (up to 8, and how
     /// many). Accesses are naturally aligned and at most 8 bytes wide, so such a location
     /// starts in the aligned 8 bytes around `addr` or inside the access; until a 1- or 2-byte
-    /// location exists, every location starts at a multiple of 4.
+    /// location exists, every location starts at a multiple of 4, and while every location is
+    /// a word, a word access overlaps none but its own.
     fn overlapping(&self, addr: u64, size: u64) -> ([u64; 8], usize) {
         let (mut keys, mut n) = ([0; 8], 0);
-        if self.locations.is_empty() {
+        let words_only = !self.narrow && !self.wide;
+        if self.locations.is_empty() || (words_only && size == 4) {
             return (keys, n);
         }
         let step = if self.narrow { 1 } else { 4 };
@@ -1106,6 +1113,7 @@ mod tests {
             seq: m.seq.clone(),
             locations: m.locations.clone(),
             narrow: m.narrow,
+            wide: m.wide,
             past: m.past.clone(),
             observed: m.observed.clone(),
             sync: m.sync.clone(),
@@ -1411,6 +1419,23 @@ mod tests {
         // write and observes it.
         let mut m = PtxMemory::new(2, 2);
         byte_flag_handoff(&mut m, 4);
+        payload_is_seen(&m, 1, 1);
+    }
+
+    #[test]
+    fn a_word_acquire_inside_an_eight_byte_release_synchronises() {
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(
+            releasing(access(0, 0, Reach::Gpu)),
+            Y,
+            8,
+            0,
+            1 << 32,
+            as_newest,
+        );
+        let upper = acquiring(access(1, 1, Reach::Gpu));
+        assert_eq!(m.load(upper, Y + 4, 4, 1, 0, 0), 1);
         payload_is_seen(&m, 1, 1);
     }
 
