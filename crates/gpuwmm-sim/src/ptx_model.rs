@@ -526,7 +526,9 @@ impl PtxMemory {
             .get_mut(&addr)
             .filter(|l| u64::from(l.size) == size)
         else {
-            self.read_overlapping(a, addr, size);
+            if self.may_overlap(size) {
+                self.read_overlapping(a, addr, size);
+            }
             return newest;
         };
         let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
@@ -1024,8 +1026,7 @@ impl PtxMemory {
     /// a word, a word access overlaps none but its own.
     fn overlapping(&self, addr: u64, size: u64) -> ([u64; 8], usize) {
         let (mut keys, mut n) = ([0; 8], 0);
-        let words_only = !self.narrow && !self.wide;
-        if self.locations.is_empty() || (words_only && size == 4) {
+        if !self.may_overlap(size) || self.locations.is_empty() {
             return (keys, n);
         }
         let step = if self.narrow { 1 } else { 4 };
@@ -1044,6 +1045,13 @@ impl PtxMemory {
         (keys, n)
     }
 
+    /// Whether an access of `size` bytes may overlap a location of another extent: not while
+    /// every location is a word and so is the access (the common case, kept cheap).
+    #[inline]
+    fn may_overlap(&self, size: u64) -> bool {
+        self.narrow || self.wide || size != 4
+    }
+
     /// A load of `[addr, addr + size)` that no history of its own extent covers reads memory:
     /// the newest write of every location it overlaps. It observes each of those it is
     /// morally strong with (so an acquire through a flag written with another width
@@ -1056,7 +1064,7 @@ impl PtxMemory {
             let loc = self.locations.get_mut(&at).expect("listed above");
             let m = loc.msgs[loc.msgs.len() - 1].clone();
             let strong = a.reach != Reach::Weak && morally_strong(&m, a.thread, a.block, a.reach);
-            if strong || m.writer == a.thread {
+            if strong || (m.writer == a.thread && m.ts != 0) {
                 loc.advance(a.thread, m.co);
             }
             if strong {
