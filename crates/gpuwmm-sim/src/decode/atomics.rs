@@ -66,9 +66,9 @@ fn atom_type_ok(op: AtomOp, ty: Ty) -> bool {
     let wide = ty.bits == 32 || ty.bits == 64;
     match op {
         AtomOp::Add => wide && ty.kind != Kind::B,
-        AtomOp::Exch | AtomOp::Cas | AtomOp::And | AtomOp::Or | AtomOp::Xor => {
-            wide && ty.kind == Kind::B
-        }
+        // `atom.cas.b16` (sm_70 and later): what `atomicCAS` on an `unsigned short` compiles to.
+        AtomOp::Cas => (wide || ty.bits == 16) && ty.kind == Kind::B,
+        AtomOp::Exch | AtomOp::And | AtomOp::Or | AtomOp::Xor => wide && ty.kind == Kind::B,
         AtomOp::Min | AtomOp::Max => wide && matches!(ty.kind, Kind::U | Kind::S),
         AtomOp::Inc | AtomOp::Dec => ty.bits == 32 && ty.kind == Kind::U,
     }
@@ -107,5 +107,19 @@ mod tests {
         assert_eq!(run(add), 12 | (5 << 32));
         let cas = "atom.global.cas.b32 %r1, [%out], 0, 9;\natom.global.cas.b32 %r2, [%out], 0, 3;";
         assert_eq!(run(cas), 9);
+    }
+
+    /// `atomicCAS` on an `unsigned short` compiles to `atom.cas.b16`, which the simulator
+    /// refused, so an app using it could not be loaded.
+    #[test]
+    fn a_sixteen_bit_cas_swaps_only_its_half_word() {
+        let cas = "mov.u64 %rd9, -1;\nst.global.u64 [%out], %rd9;\n\
+                   atom.global.cas.b16 %rs1, [%out], 65535, 9;\n\
+                   atom.global.cas.b16 %rs2, [%out], 0, 3;\n\
+                   cvt.u32.u16 %r1, %rs1;\ncvt.u32.u16 %r2, %rs2;\n\
+                   st.global.u32 [%out+4], %r2;";
+        // The first swaps 0xffff for 9 in the low half word, the second fails (it reads 9),
+        // and the old value 9 goes to the upper word.
+        assert_eq!(run(cas), 9 | (0xffff << 16) | (9 << 32));
     }
 }
