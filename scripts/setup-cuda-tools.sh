@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the CUDA tools gpuwmm needs (NVRTC, ptxas, cuobjdump, nvdisasm, and the CCCL headers:
-# CUB, libcu++) on a machine without a CUDA toolkit, from pinned NVIDIA Python wheels. They run
+# Install the CUDA tools gpuwmm needs (NVRTC, ptxas, cuobjdump, nvdisasm, the CCCL headers:
+# CUB, libcu++, and the CUDA runtime's device headers: cooperative_groups, cuda_fp16, ...) on a
+# machine without a CUDA toolkit, from pinned NVIDIA Python wheels. They run
 # on the CPU, so every kernel can be compiled, assembled and disassembled in CI without a GPU
 # (see DESIGN.md, "Tests without a GPU").
 #
@@ -12,7 +13,7 @@
 #             which it carries inside the binary, with the folder it chose).
 #
 # Result: <repo>/.cuda-tools/{bin/{ptxas,cuobjdump,nvdisasm},lib/{libnvrtc.so.12,
-# libnvrtc-builtins.so.12.9},include/cccl} as relative symlinks into <repo>/.cuda-tools/py
+# libnvrtc-builtins.so.12.9},include/{cccl,cudart}} as relative symlinks into <repo>/.cuda-tools/py
 # (git-ignored).
 # gpuwmm finds this folder by itself (src/toolchain/mod.rs).
 #
@@ -29,6 +30,7 @@ readonly PINNED_WHEELS=(
     "nvidia-cuda-cuobjdump==13.4.92"
     "nvidia-cuda-nvdisasm==13.5.37"
     "nvidia-cuda-cccl-cu12==12.9.27"
+    "nvidia-cuda-runtime-cu12==12.9.79"
 )
 
 # link name -> target inside py/ (relative to .cuda-tools)
@@ -39,6 +41,7 @@ readonly LINKS=(
     "lib/libnvrtc.so.12:py/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
     "lib/libnvrtc-builtins.so.12.9:py/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9"
     "include/cccl:py/nvidia/cuda_cccl/include"
+    "include/cudart:py/nvidia/cuda_runtime/include"
 )
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -95,6 +98,7 @@ check_toolkit() {
         log "cuobjdump: $root/bin/cuobjdump"
         log "nvdisasm:  $( [[ -x "$root/bin/nvdisasm" ]] && echo "$root/bin/nvdisasm" || echo 'not found')"
         log "nvrtc:     $nvrtc"
+        log "cudart:    $( [[ -f "$root/include/cooperative_groups.h" ]] && echo "$root/include" || echo 'not found')"
         log "cccl:      $( [[ -d "$root/include/cccl/cub" ]] && echo "$root/include/cccl" \
             || { [[ -d "$root/include/cub" ]] && echo "$root/include" || echo 'not found'; })"
         exit 0

@@ -79,6 +79,15 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
         None if includes_cccl(program.source) => return Err(tools.require_cccl().unwrap_err()),
         None => {}
     }
+    // The runtime's device headers (cooperative_groups.h, cuda_fp16.h), after the app's own
+    // folders; a CUDA 12 toolkit's CCCL folder is the same one, given once.
+    if let Some(cudart) = tools
+        .cudart_include
+        .as_ref()
+        .filter(|dir| tools.cccl_include.as_ref() != Some(*dir))
+    {
+        options.extra.push(format!("-I{}", cudart.display()));
+    }
     // NVRTC makes a relative name absolute against the working directory; naming the file
     // absolutely keeps the cache key and the `.file` directive in step.
     let name = absolute(program.path);

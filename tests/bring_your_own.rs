@@ -465,3 +465,60 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
         );
     }
 }
+
+/// `#include <cooperative_groups.h>` was refused as host code: NVRTC ships none of the CUDA
+/// runtime's device headers and gpuwmm gave it no folder holding them. The runtime's include
+/// folder is now passed, so a kernel using cooperative groups compiles as it is and runs.
+#[test]
+fn a_kernel_including_cooperative_groups_compiles_as_it_is_and_runs() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let app = load_app_dir(&fixture("coop-reduce")).unwrap();
+    let module = app.module(DEFAULT_ARCH, Size::Sim);
+    assert!(module.is_ok(), "{}", module.err().unwrap());
+    let mut sim =
+        gpuwmm::backend::sim::SimBackend::new(gpuwmm::backend::sim::SimModel::Ptx.config(1));
+    let verdicts = common::run_fixture_app(&mut sim, "coop-reduce", Size::Sim, 5);
+    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+}
+
+/// Where no tools root has the runtime's headers, the error names the `#include` line and the
+/// header, and says how to get it, instead of calling the include host code.
+#[test]
+fn a_missing_cuda_runtime_header_is_named_not_called_host_code() {
+    let tools = common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let root = tempfile::tempdir().unwrap();
+    // A tools root with the real NVRTC and binaries but no include folder.
+    let real = tools.root.unwrap();
+    for dir in ["bin", "lib"] {
+        std::os::unix::fs::symlink(real.join(dir), root.path().join(dir)).unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let app_dir = fixture("coop-reduce");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(words(
+            "check coop-reduce --backend sim --runs 1 --journal j.csv --app-dir",
+        ))
+        .arg(&app_dir)
+        .env("GPUWMM_CUDA_TOOLS", root.path())
+        .env("GPUWMM_CACHE_DIR", work.path().join("cache"))
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let line = std::fs::read_to_string(app_dir.join("kernel.cu"))
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("#include <cooperative_groups.h>"))
+        .unwrap()
+        + 1;
+    assert!(
+        stderr.contains(&format!(
+            "kernel.cu:{line}: NVRTC cannot open <cooperative_groups.h>, a device header of the \
+             CUDA runtime"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("gpuwmm setup"), "{stderr}");
+    assert!(!stderr.contains("host code"), "{stderr}");
+}

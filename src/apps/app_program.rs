@@ -16,11 +16,11 @@
 //! manifest's own "no kernel" error for the launch that uses it.
 
 use super::expr::is_identifier;
-use super::host_code::{first_host_line, unopened_includes};
+use super::host_code::{first_host_line, first_include_of, included_name, unopened_includes};
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
-use crate::toolchain::{CompiledPtx, NvrtcError, ToolchainError};
+use crate::toolchain::{is_cudart_device_header, CompiledPtx, NvrtcError, ToolchainError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -225,9 +225,12 @@ impl AppProgram {
         compile_error(error.to_string())
     }
 
-    /// The host-code error for the first listed file of `unit` with a host line.
+    /// The error for the first listed file of `unit` that includes a CUDA runtime header NVRTC
+    /// could not open, else the host-code error for the first with a host line.
     fn host_code(&self, source: &KernelSource, unit: Unit, log: &str) -> Option<AppError> {
-        let unopened = unopened_includes(log);
+        let (headers, unopened): (Vec<String>, Vec<String>) = unopened_includes(log)
+            .into_iter()
+            .partition(|name| is_cudart_device_header(name));
         let files: Vec<PathBuf> = match &self.listed {
             None => vec![source.path.clone()],
             Some(listed) => match unit {
@@ -245,6 +248,14 @@ impl AppProgram {
                 Some((_, text)) => text.to_string(),
                 None => std::fs::read_to_string(file).ok()?,
             };
+            if let Some(include) = first_include_of(&text, &headers) {
+                return Some(AppError::MissingCudaHeader {
+                    path: file.clone(),
+                    line: include.line,
+                    header: included_header(&include.text),
+                    hint: crate::toolchain::SETUP_HINT.to_string(),
+                });
+            }
             let host = first_host_line(&text, &unopened)?;
             Some(AppError::HostCode {
                 path: file.clone(),
@@ -253,6 +264,11 @@ impl AppProgram {
             })
         })
     }
+}
+
+/// The name an `#include` line names (the line itself if it names none).
+fn included_header(line: &str) -> String {
+    included_name(line).unwrap_or(line).to_string()
 }
 
 /// The generated unit: an `#include` of each file, by absolute path.

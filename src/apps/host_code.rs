@@ -18,13 +18,26 @@ pub struct HostLine {
 /// The first host line of `text` that NVRTC would see; `unopened` lists the include names
 /// NVRTC said it cannot open (an `#include` of one of them is a host line).
 pub fn first_host_line(text: &str, unopened: &[String]) -> Option<HostLine> {
+    first_kept_line(text, |line| is_host(line, unopened))
+}
+
+/// The first `#include` of `text` that NVRTC would see naming one of `names`.
+pub fn first_include_of(text: &str, names: &[String]) -> Option<HostLine> {
+    first_kept_line(text, |line| {
+        included_name(line).is_some_and(|n| names.iter().any(|u| u == n))
+    })
+}
+
+/// The first line the preprocessor keeps (outside excluded conditional parts) for which `wanted`
+/// holds, given the trimmed line.
+fn first_kept_line(text: &str, wanted: impl Fn(&str) -> bool) -> Option<HostLine> {
     let mut conditions = Conditions::default();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if let Some(directive) = trimmed.strip_prefix('#') {
             conditions.see(directive.trim_start());
         }
-        if conditions.excluded() || !is_host(trimmed, unopened) {
+        if conditions.excluded() || !wanted(trimmed) {
             continue;
         }
         return Some(HostLine {
@@ -58,7 +71,7 @@ fn is_host(line: &str, unopened: &[String]) -> bool {
         || calls_runtime_api(code)
 }
 
-fn included_name(line: &str) -> Option<&str> {
+pub fn included_name(line: &str) -> Option<&str> {
     let rest = line
         .strip_prefix('#')?
         .trim_start()

@@ -161,6 +161,21 @@ pub enum AppError {
         line: usize,
         text: String,
     },
+    /// A source file includes a device header of the CUDA runtime that NVRTC cannot open: no
+    /// toolkit and no `.cuda-tools` with the runtime's headers was found.
+    #[error(
+        "{}:{line}: NVRTC cannot open <{header}>, a device header of the CUDA runtime: gpuwmm \
+         gives NVRTC the `include/` folder of a CUDA toolkit, or `include/cudart` of the tools \
+         `gpuwmm setup` installs, and found neither; {hint}",
+        .path.display()
+    )]
+    MissingCudaHeader {
+        path: PathBuf,
+        /// The `#include` line (1-based).
+        line: usize,
+        header: String,
+        hint: String,
+    },
     /// The backend error is part of the message and deliberately not a `#[source]`: error
     /// reports that print the cause chain would otherwise print it twice.
     #[error("{app}: {step}: {error}")]

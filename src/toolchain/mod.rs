@@ -6,7 +6,8 @@
 //! installed, otherwise pinned NVIDIA wheels that `scripts/setup-cuda-tools.sh` installs into the
 //! repository's git-ignored `.cuda-tools/` folder. This module finds them and, when one is missing,
 //! says where it looked and how to get it. The same root may hold the CCCL headers (CUB,
-//! libcu++), which apps that use NVIDIA's own inter-block code include (`cccl.rs`).
+//! libcu++), which apps that use NVIDIA's own inter-block code include (`cccl.rs`), and the CUDA
+//! runtime's device headers (`cooperative_groups.h`, `cuda_fp16.h`: `cudart.rs`).
 //!
 //! Search order, first match wins (see [`CudaTools::locate`]):
 //! 1. `$GPUWMM_CUDA_TOOLS` (a folder laid out like `.cuda-tools`: `bin/`, `lib/`),
@@ -21,6 +22,7 @@
 
 mod cache;
 mod cccl;
+mod cudart;
 mod includes;
 mod nvrtc;
 mod ptxas;
@@ -29,6 +31,7 @@ mod setup;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
+pub use cudart::{find_cudart_include, is_cudart_device_header};
 pub use includes::{include_names, local_includes};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};
@@ -45,7 +48,8 @@ pub const REQUIRE_TOOLS_ENV: &str = "GPUWMM_REQUIRE_TOOLS";
 /// Name of the repository folder that `scripts/setup-cuda-tools.sh` fills.
 pub const REPO_TOOLS_DIR: &str = ".cuda-tools";
 
-const SETUP_HINT: &str = "run `gpuwmm setup` (installs pinned NVIDIA wheels, no GPU needed), \
+/// What to do when a tool or header is missing.
+pub const SETUP_HINT: &str = "run `gpuwmm setup` (installs pinned NVIDIA wheels, no GPU needed), \
     install a CUDA toolkit, or point GPUWMM_CUDA_TOOLS or CUDA_PATH at one";
 
 /// Errors of the toolchain layer.
@@ -164,6 +168,9 @@ pub struct CudaTools {
     /// The CCCL include folder (CUB, libcu++) of the same root, if it has one; optional, only
     /// apps that include NVIDIA's headers need it (see `cccl.rs`).
     pub cccl_include: Option<PathBuf>,
+    /// The folder of the CUDA runtime's device headers (`cooperative_groups.h`, `cuda_fp16.h`)
+    /// of the same root, if it has one (see `cudart.rs`).
+    pub cudart_include: Option<PathBuf>,
     /// Which search root the tools came from.
     pub origin: ToolOrigin,
     /// The folder the tools came from, if any.
@@ -230,6 +237,7 @@ impl CudaTools {
                 cuobjdump: None,
                 nvdisasm: None,
                 cccl_include: None,
+                cudart_include: None,
                 origin: ToolOrigin::NotFound,
                 root: None,
                 searched,
@@ -304,6 +312,7 @@ impl CudaTools {
             ("cuobjdump", &self.cuobjdump),
             ("nvdisasm", &self.nvdisasm),
             ("cccl", &self.cccl_include),
+            ("cudart", &self.cudart_include),
         ] {
             let shown = path
                 .as_ref()
@@ -403,6 +412,7 @@ fn probe_root(root: &SearchRoot) -> CudaTools {
         cuobjdump: bin("cuobjdump"),
         nvdisasm: bin("nvdisasm"),
         cccl_include: find_cccl_include(&root.dir),
+        cudart_include: find_cudart_include(&root.dir),
         origin: root.origin,
         root: Some(root.dir.clone()),
         searched: vec![root.dir.clone()],
