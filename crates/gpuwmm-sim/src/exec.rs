@@ -204,6 +204,7 @@ impl Machine<'_> {
             | Op::WarpSync { .. }
             | Op::Shfl { .. }
             | Op::Vote { .. }
+            | Op::Match { .. }
             | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
             Op::Bra { .. }
             | Op::Call { .. }
@@ -543,6 +544,10 @@ impl Machine<'_> {
             } => {
                 let p = (self.val(base, t, a) != 0) ^ negate;
                 self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
+                return Ok(Flow::Stop(QuantumEnd::Warp));
+            }
+            Op::Match { a, mask, .. } => {
+                self.threads[t].warp_args = [self.val(base, t, a), 0, 0, self.val(base, t, mask)];
                 return Ok(Flow::Stop(QuantumEnd::Warp));
             }
             Op::ActiveMask { d } => {

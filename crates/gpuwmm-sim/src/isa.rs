@@ -600,6 +600,16 @@ pub enum Op {
     ActiveMask {
         d: Reg,
     },
+    /// `match.any.sync` (`all` false: the lanes holding the same value as this one) and
+    /// `match.all.sync` (the member mask if every member holds the same value, else 0; `p`
+    /// says which), on `.b32` or `.b64` values.
+    Match {
+        all: bool,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+        mask: Src,
+    },
 }
 
 /// One decoded instruction.

@@ -701,6 +701,21 @@ impl<'a> Machine<'a> {
                 };
                 self.regs[base + d as usize] = value;
             }
+            Op::Match { all, d, p, .. } => {
+                let mine = args[lane as usize][0];
+                let same = (0..32)
+                    .filter(|&l| members & (1 << l) != 0 && args[l as usize][0] == mine)
+                    .fold(0u32, |acc, l| acc | 1 << l);
+                let value = match all {
+                    false => same,
+                    true if same == members => members,
+                    true => 0,
+                };
+                self.regs[base + d as usize] = u64::from(value);
+                if let Some(p) = p {
+                    self.regs[base + p as usize] = u64::from(same == members);
+                }
+            }
             _ => {}
         }
     }

@@ -443,6 +443,7 @@ impl Decoder<'_, '_> {
             "shfl" => self.shfl(&m, ops),
             "vote" => self.vote(&m, ops),
             "activemask" => self.activemask(ops),
+            "match" => self.match_sync(&m, ops),
             _ => Err(Why::Unsupported),
         }
     }

@@ -152,6 +152,39 @@ impl Decoder<'_, '_> {
         })
     }
 
+    /// `match.any.sync.b32 d, a, mask` and `match.all.sync.b64 d|p, a, mask` (b32 or b64).
+    pub(super) fn match_sync(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (all, bits) = match m {
+            [mode @ ("any" | "all"), "sync", "b32"] => (*mode == "all", 32),
+            [mode @ ("any" | "all"), "sync", "b64"] => (*mode == "all", 64),
+            _ => return Err(Why::Unsupported),
+        };
+        expect(ops, 3)?;
+        let (d, p) = self.dst_pair(&ops[0])?;
+        if p.is_some() && !all {
+            return Err(Why::Unsupported);
+        }
+        Ok(Op::Match {
+            all,
+            d,
+            p,
+            a: self.src(
+                &ops[1],
+                Ty {
+                    kind: Kind::B,
+                    bits,
+                },
+            )?,
+            mask: self.src(
+                &ops[2],
+                Ty {
+                    kind: Kind::B,
+                    bits: 32,
+                },
+            )?,
+        })
+    }
+
     /// `activemask.b32 d`.
     pub(super) fn activemask(&mut self, ops: &[Operand]) -> R<Op> {
         expect(ops, 1)?;
@@ -173,6 +206,20 @@ mod tests {
         },
         wait: true,
     };
+
+    #[test]
+    fn match_decodes_any_and_all_with_the_all_predicate_only() {
+        assert_decodes(
+            "match.any.sync.b64 %r1, %rd1, -1;",
+            "Match { all: false, d: 0, p: None,",
+        );
+        assert_decodes(
+            "match.all.sync.b32 %r1|%p1, %r2, -1;",
+            "Match { all: true, d: 0, p: Some(1),",
+        );
+        assert!(unsupported("match.any.sync.b32 %r1|%p1, %r2, -1;"));
+        assert!(unsupported("match.any.sync.u32 %r1, %r2, -1;"));
+    }
 
     #[test]
     fn barriers_decode_their_id_count_and_whether_they_wait() {
