@@ -144,17 +144,29 @@ impl RaceEnd {
     }
 
     fn what(&self) -> String {
-        let strength = match self.strength {
-            Strength::Weak => "weak",
-            Strength::Cta => "strong .cta",
-            Strength::Gpu => "strong .gpu",
-        };
+        let strength = strength_label(self.strength, &self.ptx);
         let kind = match self.kind {
             RaceAccessKind::Read => "read",
             RaceAccessKind::Write => "write",
             RaceAccessKind::Rmw => "atomic",
         };
         format!("{strength} {kind}")
+    }
+}
+
+/// How strong an access is, in the words of its instruction: `volatile` is relaxed at system
+/// scope in PTX, and a strong access's scope is the one it names (`.sys`, `.cluster`), though
+/// the simulator folds those into `.gpu`, which on one GPU holds the same threads.
+fn strength_label(strength: Strength, ptx: &str) -> &'static str {
+    let op = ptx.split_whitespace().next().unwrap_or_default();
+    let has = |q: &str| op.split('.').any(|w| w == q);
+    match strength {
+        Strength::Weak => "weak",
+        Strength::Cta => "strong .cta",
+        Strength::Gpu if has("volatile") => "volatile (relaxed .sys)",
+        Strength::Gpu if has("sys") => "strong .sys",
+        Strength::Gpu if has("cluster") => "strong .cluster",
+        Strength::Gpu => "strong .gpu",
     }
 }
 
@@ -533,6 +545,29 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report called a `volatile` access "strong .gpu"; PTX makes it relaxed at sys scope.
+    #[test]
+    fn a_volatile_access_is_labelled_relaxed_sys_not_strong_gpu() {
+        let label = |ptx| strength_label(Strength::Gpu, ptx);
+        assert_eq!(
+            label("ld.volatile.global.u32 \t%r5, [%rd1]"),
+            "volatile (relaxed .sys)"
+        );
+        assert_eq!(
+            label("st.relaxed.sys.global.u32 [%rd1], %r1"),
+            "strong .sys"
+        );
+        assert_eq!(label("atom.global.add.u32 %r1, [%rd1], 1"), "strong .gpu");
+        assert_eq!(
+            label("ld.acquire.gpu.global.u32 %r1, [%rd1]"),
+            "strong .gpu"
+        );
+        assert_eq!(
+            strength_label(Strength::Cta, "ld.relaxed.cta.u32 %r1, [%rd1]"),
+            "strong .cta"
+        );
+    }
     use crate::backend::sim::{PairFacts, RaceAccess};
 
     fn access(line: u32, kind: RaceAccessKind, strength: Strength) -> RaceAccess {
