@@ -11,12 +11,7 @@ use std::path::{Path, PathBuf};
 mod common;
 
 use common::cli::{assert_bad_input, gpuwmm, gpuwmm_in_repo, ok, words};
-
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(REPO).join("tests/fixtures/apps").join(name)
-}
+use common::fixture_app;
 
 /// The stepred fixture's files are as `before` (from [`stepred_files`]): gpuwmm never edits an
 /// app's own files.
@@ -30,7 +25,7 @@ fn assert_stepred_untouched(before: &[(PathBuf, Vec<u8>)]) {
 
 /// Every file of the stepred fixture with its bytes.
 fn stepred_files() -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = fixture("stepred");
+    let dir = fixture_app("stepred");
     let mut files: Vec<(PathBuf, Vec<u8>)> = ["stepred.cu", "stepred.cuh", "check.cu", "main.cu"]
         .iter()
         .map(|f| dir.join(f))
@@ -46,7 +41,7 @@ fn stepred_files() -> Vec<(PathBuf, Vec<u8>)> {
 
 /// The 1-based line of stepred.cu that contains `needle`.
 fn stepred_line(needle: &str) -> usize {
-    let text = std::fs::read_to_string(fixture("stepred").join("stepred.cu")).unwrap();
+    let text = std::fs::read_to_string(fixture_app("stepred").join("stepred.cu")).unwrap();
     let lines: Vec<usize> = (text.lines().enumerate())
         .filter(|(_, l)| l.contains(needle))
         .map(|(i, _)| i + 1)
@@ -67,7 +62,7 @@ fn stepred_sources_need_no_extern_c_and_no_explicit_instantiation() {
 #[test]
 fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let app = load_app_dir(&fixture("stepred")).unwrap();
+    let app = load_app_dir(&fixture_app("stepred")).unwrap();
     for size in Size::ALL {
         let kernels = app.kernels(size);
         assert_eq!(kernels.len(), 1);
@@ -101,7 +96,7 @@ fn stepred_compiles_its_template_kernel_with_the_sizes_defines() {
 fn stepred_runs_under_check_fails_as_is_and_passes_with_every_fence() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let before = stepred_files();
-    let app_dir = fixture("stepred");
+    let app_dir = fixture_app("stepred");
     let app_dir = app_dir.to_str().unwrap();
     let check = |fences: &str, journal: &str| {
         let out = gpuwmm(
@@ -205,7 +200,7 @@ fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
 
 /// The stepred manifest with `from` replaced by `to`, parsed as if in the fixture's folder.
 fn stepred_manifest(from: &str, to: &str) -> Result<Manifest, ManifestError> {
-    let path = fixture("stepred").join("app.toml");
+    let path = fixture_app("stepred").join("app.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(from), "{from}");
     Manifest::parse(&path, &text.replacen(from, to, 1))
@@ -324,7 +319,7 @@ fn each_new_manifest_key_misused_is_an_error_naming_file_line_and_field() {
             "'in' is i32, this buffer u32",
         ),
     ];
-    let path = fixture("stepred").join("app.toml");
+    let path = fixture_app("stepred").join("app.toml");
     for (from, to, field, problem) in cases {
         let err = stepred_manifest(from, to).unwrap_err();
         let message = err.to_string();
@@ -356,7 +351,7 @@ fn misused_keys_are_exit_code_2_on_the_command_line() {
 
 /// Copies the stepred fixture into `to`; returns the path and text of its `app.toml`.
 fn copy_stepred(to: &Path) -> (PathBuf, String) {
-    let from = fixture("stepred");
+    let from = fixture_app("stepred");
     std::fs::create_dir_all(to.join("common")).unwrap();
     for file in [
         "app.toml",

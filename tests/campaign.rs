@@ -7,19 +7,11 @@ use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{Outcome, RunRecord};
 use gpuwmm::harden::run::HardenRow;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::cli::{assert_bad_input, words};
-
-fn gpuwmm(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+use common::cli::{assert_bad_input, gpuwmm, ok, words};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -57,8 +49,7 @@ fn count(rows: &[RunRecord], outcome: Outcome) -> String {
 fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = campaign_args("50", "out");
-    let output = gpuwmm(dir.path(), &args);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let printed = ok(&gpuwmm(&args, dir.path()));
     let out = dir.path().join("out");
 
     let rows = summary_rows(&out);
@@ -100,14 +91,11 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
         .lines()
         .find(|l| l.starts_with("| apps with errors / effective |"));
     assert!(last.is_some_and(|l| l.ends_with(" / 1 |")), "{md}");
-    assert_eq!(
-        text(&output.stdout).trim_end().lines().next(),
-        md.lines().next()
-    );
+    assert_eq!(printed.trim_end().lines().next(), md.lines().next());
 
     // Without --resume the same folder is refused, and nothing in it changes.
     let before = std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap();
-    let again = gpuwmm(dir.path(), &args);
+    let again = gpuwmm(&args, dir.path());
     assert_bad_input(&again, "--resume");
     assert_eq!(
         std::fs::read(journal(&out, "cbe-dot", "sys-str+")).unwrap(),
@@ -116,7 +104,7 @@ fn a_two_by_two_campaign_writes_summaries_that_match_its_journals() {
 
     // A campaign journal is a check journal: its runs replay.
     let cell = journal(&out, "cbe-dot", "sys-str+");
-    let replay = gpuwmm(dir.path(), &["replay", cell.to_str().unwrap(), "0"]);
+    let replay = gpuwmm(&["replay", cell.to_str().unwrap(), "0"], dir.path());
     assert!(
         text(&replay.stdout).contains("reproduced"),
         "{}",
@@ -129,8 +117,7 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("campaign --apps cbe-dot --envs no-str- --runs 5 --backend sim");
     for _ in 0..2 {
-        let output = gpuwmm(dir.path(), &args);
-        assert!(output.status.success(), "{}", text(&output.stderr));
+        ok(&gpuwmm(&args, dir.path()));
     }
     let first = dir.path().join("results/campaign/sim-seed1");
     let second = dir.path().join("results/campaign/sim-seed1-2");
@@ -149,8 +136,8 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
         .collect();
     std::fs::write(&cell, lines.join("\n") + "\n").unwrap();
     std::fs::remove_file(first.join("summary.csv")).unwrap();
-    let resumed = gpuwmm(dir.path(), &[&args[..], &["--resume"]].concat());
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let resumed = gpuwmm(&[&args[..], &["--resume"]].concat(), dir.path());
+    ok(&resumed);
     assert!(
         text(&resumed.stderr).contains("continuing results/campaign/sim-seed1 "),
         "{}",
@@ -167,27 +154,26 @@ fn a_repeated_campaign_writes_a_new_folder_and_resume_finds_the_newest_unfinishe
 fn campaign_resume_with_other_apps_or_envs_is_refused_rather_than_dropping_cells() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let plan = words("campaign --apps cbe-dot,cub-scan --envs no-str- --runs 2 --backend sim");
-    let output = gpuwmm(dir.path(), &[&plan[..], &["--out", "out"]].concat());
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    ok(&gpuwmm(
+        &[&plan[..], &["--out", "out"]].concat(),
+        dir.path(),
+    ));
     let before = std::fs::read_to_string(dir.path().join("out/plan.json")).unwrap();
     let fewer = words("campaign --apps cbe-dot --envs no-str- --backend sim --out out --resume");
     assert_bad_input(
-        &gpuwmm(dir.path(), &fewer),
+        &gpuwmm(&fewer, dir.path()),
         "its plan has --apps cbe-dot,cub-scan, not cbe-dot",
     );
     let other =
         words("campaign --apps cbe-dot,cub-scan --envs sys-str+ --backend sim --out out --resume");
     assert_bad_input(
-        &gpuwmm(dir.path(), &other),
+        &gpuwmm(&other, dir.path()),
         "its plan has --envs no-str-, not sys-str+",
     );
     let after = std::fs::read_to_string(dir.path().join("out/plan.json")).unwrap();
     assert_eq!(before, after, "a refused resume rewrote the plan");
-    let same = gpuwmm(
-        dir.path(),
-        &[&plan[..], &["--out", "out", "--resume"]].concat(),
-    );
-    assert!(same.status.success(), "{}", text(&same.stderr));
+    let same = [&plan[..], &["--out", "out", "--resume"]].concat();
+    ok(&gpuwmm(&same, dir.path()));
 }
 
 /// Complete lines of a file (a row a kill cut short is not one).
@@ -228,8 +214,7 @@ fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
 
     let mut args = campaign_args("200", "out");
     args.push("--resume");
-    let resumed = gpuwmm(dir.path(), &args);
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    ok(&gpuwmm(&args, dir.path()));
 
     for ((app, env), earlier) in CELLS.iter().zip(&before) {
         let path = journal(&out, app, env);
@@ -251,11 +236,8 @@ fn resume_of_a_killed_campaign_finishes_every_cell_and_keeps_earlier_rows() {
 #[test]
 fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let check = gpuwmm(
-        dir.path(),
-        &words("check cbe-dot --env sys-str+ --runs 200 --backend sim"),
-    );
-    assert!(check.status.success(), "{}", text(&check.stderr));
+    let check = words("check cbe-dot --env sys-str+ --runs 200 --backend sim");
+    ok(&gpuwmm(&check, dir.path()));
     let path = dir
         .path()
         .join("results/check/cbe-dot-sys-str+-sim-seed1.csv");
@@ -265,9 +247,10 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
     assert!(fails.len() >= 2, "cbe-dot should fail under sys-str+");
     for record in [pass, fails[0], fails[fails.len() - 1]] {
         let run = record.run.to_string();
-        let out = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), &run]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let stdout = text(&out.stdout);
+        let stdout = ok(&gpuwmm(
+            &["replay", path.to_str().unwrap(), &run],
+            dir.path(),
+        ));
         assert!(stdout.contains(&format!("run {run}\n")), "{stdout}");
         assert!(stdout.contains(&format!("seed          {}", record.seed)));
         assert!(
@@ -285,9 +268,9 @@ fn replay_reproduces_a_pass_and_a_fail_and_rejects_what_is_not_there() {
         assert!(stdout.contains("the simulator replays a run exactly"));
     }
 
-    let missing = gpuwmm(dir.path(), &["replay", path.to_str().unwrap(), "200"]);
+    let missing = gpuwmm(&["replay", path.to_str().unwrap(), "200"], dir.path());
     assert_bad_input(&missing, "run 200 is not in");
-    let nowhere = gpuwmm(dir.path(), &["replay", "no/such.csv", "0"]);
+    let nowhere = gpuwmm(&["replay", "no/such.csv", "0"], dir.path());
     assert_eq!(nowhere.status.code(), Some(2));
 }
 
@@ -300,13 +283,8 @@ fn replay_says_which_journals_it_supports() {
         r#"{"kind": "tune", "app": "cbe-dot"}"#,
     )
     .unwrap();
-    let out = gpuwmm(dir.path(), &["replay", "other.csv", "0"]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("not a check, campaign or harden journal"),
-        "{stderr}"
-    );
+    let out = gpuwmm(&["replay", "other.csv", "0"], dir.path());
+    assert_bad_input(&out, "not a check, campaign or harden journal");
 }
 
 #[test]
@@ -315,12 +293,11 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     // On the store-buffer model, which records no races: on the PTX model the races keep
     // cbe-dot's fences without a query, so no run of its hardening fails.
     let harden = gpuwmm(
-        dir.path(),
         &words("harden cbe-dot --backend sim --sim-model weak --stable-runs 100 --journal h.csv"),
+        dir.path(),
     );
-    assert!(harden.status.success(), "{}", text(&harden.stderr));
     // The summary names the first failing run and how to replay it.
-    let summary = text(&harden.stdout);
+    let summary = ok(&harden);
     let hint = summary
         .lines()
         .find_map(|l| l.split_once("replay it with: gpuwmm "))
@@ -338,9 +315,7 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     ];
     assert_eq!(args, expected);
 
-    let replay = gpuwmm(dir.path(), &args);
-    let out = text(&replay.stdout);
-    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let out = ok(&gpuwmm(&args, dir.path()));
     assert!(
         out.contains(&format!("fences        {}", first.fences)),
         "{out}"
@@ -350,18 +325,15 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     // A passing run of the last query that passed replays as a pass.
     let last = rows.iter().rev().find(|r| !r.outcome.is_error()).unwrap();
     let (run, query) = (last.run.to_string(), last.query.to_string());
-    let replay = gpuwmm(dir.path(), &["replay", "h.csv", &run, "--query", &query]);
+    let replay = gpuwmm(&["replay", "h.csv", &run, "--query", &query], dir.path());
     assert!(text(&replay.stdout).contains("reproduced: pass"));
 
     // A failing run of a fence-kind query runs with each site's kind and replays as a fail.
     // Under the PTX model harden no longer tries a CTA-scoped kind at a site that talks across
     // CTAs (scope from communication), so the failing kind query comes from the store-buffer
     // model, where a cta fence drains nothing.
-    let weak = gpuwmm(
-        dir.path(),
-        &words("harden cbe-dot --backend sim --sim-model weak --minimise-kind on --stable-runs 100 --journal k.csv"),
-    );
-    assert!(weak.status.success(), "{}", text(&weak.stderr));
+    let kinds = "harden cbe-dot --backend sim --sim-model weak --minimise-kind on --stable-runs 100 --journal k.csv";
+    ok(&gpuwmm(&words(kinds), dir.path()));
     let kind_rows: Vec<HardenRow> = read_rows(&dir.path().join("k.csv")).unwrap();
     let kinded = kind_rows
         .iter()
@@ -370,7 +342,7 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
             "a failing kind query (fence.acq_rel.cta cannot hand cbe-dot's lock across blocks)",
         );
     let (run, query) = (kinded.run.to_string(), kinded.query.to_string());
-    let replay = gpuwmm(dir.path(), &["replay", "k.csv", &run, "--query", &query]);
+    let replay = gpuwmm(&["replay", "k.csv", &run, "--query", &query], dir.path());
     let out = text(&replay.stdout);
     assert!(
         out.contains(&format!("fences        {}", kinded.fences)),
@@ -379,9 +351,9 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
     assert!(out.contains("reproduced: fail"), "{out}");
 
     // Without --query, or with a query that has no such run, it says what is wrong.
-    let no_query = gpuwmm(dir.path(), &["replay", "h.csv", "0"]);
+    let no_query = gpuwmm(&["replay", "h.csv", "0"], dir.path());
     assert_bad_input(&no_query, "--query");
-    let absent = gpuwmm(dir.path(), &["replay", "h.csv", "0", "--query", "999"]);
+    let absent = gpuwmm(&["replay", "h.csv", "0", "--query", "999"], dir.path());
     assert_bad_input(&absent, "query 999");
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::gpu;
+use common::{fixture_app, fixture_kernel_line, gpu};
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{Outcome, RunRecord};
 use gpuwmm::toolchain::tools_for_tests;
@@ -61,7 +61,7 @@ fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/broken");
+    let app = fixture_app("broken");
     let rows = check(
         dir.path(),
         &[
@@ -84,16 +84,6 @@ fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
     assert!(count(Outcome::Pass) > 0, "{rows:?}");
 }
 
-/// The 1-based line of the fixture `app`'s kernel.cu that contains `needle`.
-fn fixture_line(app: &str, needle: &str) -> usize {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/apps")
-        .join(app)
-        .join("kernel.cu");
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines().position(|l| l.contains(needle)).unwrap() + 1
-}
-
 /// A GPU records no races, so `harden --backend cuda` once rested on its runs alone: on the
 /// volatile slot recycler it kept one fence, after block 0's read, weakened to
 /// `fence.acq_rel.cta` (no order between two CTAs under PTX, and no acquire after block 1's
@@ -107,9 +97,7 @@ fn a_gpu_hardening_keeps_both_gpu_scoped_fences_from_races_recorded_on_the_simul
     }
     let dir = tempfile::tempdir().unwrap();
     let app = "slot-recycler-volatile";
-    let app_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/apps")
-        .join(app);
+    let app_dir = fixture_app(app);
     let size: &[&str] = if gpu().is_some_and(|b| common::is_standin(&b)) {
         &["--size", "sim"]
     } else {
@@ -138,8 +126,8 @@ fn a_gpu_hardening_keeps_both_gpu_scoped_fences_from_races_recorded_on_the_simul
         "{stdout}"
     );
     assert!(stdout.contains("final fences: 2"), "{stdout}");
-    let spin = fixture_line(app, "while (freed[i] == 0)");
-    let read = fixture_line(app, "int value = slot[i];");
+    let spin = fixture_kernel_line(app, "while (freed[i] == 0)");
+    let read = fixture_kernel_line(app, "int value = slot[i];");
     for line in [spin, read] {
         let placed = format!("kernel.cu:{line}  [recycle]  fence.acq_rel.gpu");
         assert!(stdout.contains(&placed), "{placed}\n{stdout}");

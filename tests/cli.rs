@@ -169,13 +169,17 @@ fn a_missing_app_dir_reports_the_io_error_once() {
 
 /// `gpuwmm <args>` in `dir`; its stdout parsed as one JSON document (all of it).
 fn json_of(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+    let stdout = ok(&common::cli::gpuwmm(args, dir));
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// Asserts that a document's `confidence` counts `runs` runs, none of them an error.
+fn assert_confidence_of_clean_runs(confidence: &serde_json::Value, runs: u64) {
+    assert_eq!(
+        (&confidence["runs"], &confidence["errors"]),
+        (&runs.into(), &0.into()),
+        "{confidence}"
+    );
 }
 
 #[test]
@@ -224,10 +228,7 @@ fn check_json_is_one_document_with_counts_rate_confidence_and_journal() {
         (&100.into(), &0.into())
     );
     let confidence = &fenced["confidence"];
-    assert_eq!(
-        (&confidence["runs"], &confidence["errors"]),
-        (&100.into(), &0.into())
-    );
+    assert_confidence_of_clean_runs(confidence, 100);
     let upper = confidence["upper_95"].as_f64().unwrap();
     assert!((upper - 0.0295).abs() < 1e-4, "{confidence}");
     assert_eq!(confidence["rule_of_three"], 0.03);
@@ -248,10 +249,7 @@ fn harden_json_is_one_document_with_the_fences_stability_confidence_and_files() 
     assert_eq!(document["stability_check"]["runs"], 200);
     assert_eq!(document["stability_runs"], 200);
     let confidence = &document["confidence"];
-    assert_eq!(
-        (&confidence["runs"], &confidence["errors"]),
-        (&200.into(), &0.into())
-    );
+    assert_confidence_of_clean_runs(confidence, 200);
     assert!(
         confidence["upper_95"].as_f64().unwrap() < confidence["rule_of_three"].as_f64().unwrap()
     );

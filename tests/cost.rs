@@ -144,8 +144,7 @@ fn a_bad_harden_result_is_bad_input_naming_the_file() {
         &words("cost cbe-dot --backend sim --emp missing.json --runs 5"),
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+    assert_bad_input(&out, "missing.json");
 
     let journal = harden_cbe_dot(dir.path());
     let out = gpuwmm(
@@ -161,12 +160,7 @@ fn a_bad_harden_result_is_bad_input_naming_the_file() {
         ],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("a hardening of cbe-dot, not of cbe-ht"),
-        "{stderr}"
-    );
+    assert_bad_input(&out, "a hardening of cbe-dot, not of cbe-ht");
 }
 
 /// Bug: `cost --emp` put the result's fences at the sites with the same ids now, without

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::cli::{assert_bad_input, ok, SMALL_HARDEN_CBE_DOT};
+use common::{fixture_app, fixture_kernel_line};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -285,7 +286,7 @@ fn hardened_kinds(placement: &str) -> Option<Vec<(String, String)>> {
 fn hardened_fixture(app: &str) -> Option<(Vec<(String, String)>, String)> {
     let dir = common::temp_dir_with_tools()?;
     let app = app.to_string();
-    let app_dir = Path::new(REPO).join("tests/fixtures/apps").join(&app);
+    let app_dir = fixture_app(&app);
     let extra = [
         "--app-dir",
         app_dir.to_str().unwrap(),
@@ -326,7 +327,7 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
         "{stdout}"
     );
     assert!(stdout.contains("final fences: 2"), "{stdout}");
-    let spin = kernel_line_in("slot-recycler", "while (freed[i] == 0)");
+    let spin = fixture_kernel_line("slot-recycler", "while (freed[i] == 0)");
     let placed = format!("kernel.cu:{spin}  [recycle]  fence.acq_rel.gpu");
     assert!(stdout.contains(&placed), "{stdout}");
 }
@@ -339,8 +340,8 @@ fn a_load_buffering_slot_recycler_gets_both_fences_of_gpu_scope() {
 fn a_fence_no_run_needs_but_ptx_does_ends_in_the_set() {
     let app = "slot-recycler-volatile";
     let (kinds, stdout) = common::or_skip!(hardened_fixture(app));
-    let spin = kernel_line_in(app, "while (freed[i] == 0)");
-    let read = kernel_line_in(app, "int value = slot[i];");
+    let spin = fixture_kernel_line(app, "while (freed[i] == 0)");
+    let read = fixture_kernel_line(app, "int value = slot[i];");
     assert!(stdout.contains("final fences: 2"), "{stdout}");
     for line in [spin, read] {
         let placed = format!("kernel.cu:{line}  [recycle]  fence.acq_rel.gpu");
@@ -361,9 +362,9 @@ fn a_deferred_slot_read_ordered_by_both_fences_lets_the_race_rule_keep_the_acqui
     let Some((_, stdout)) = hardened_fixture(app) else {
         return;
     };
-    let spin = kernel_line_in(app, "while (freed[i] == 0)");
-    let read = kernel_line_in(app, "int value = slot[i];");
-    let overwrite = kernel_line_in(app, "slot[i] = 2;");
+    let spin = fixture_kernel_line(app, "while (freed[i] == 0)");
+    let read = fixture_kernel_line(app, "int value = slot[i];");
+    let overwrite = fixture_kernel_line(app, "slot[i] = 2;");
     let acquire = stdout
         .lines()
         .find(|l| l.contains(&format!("kernel.cu:{spin}  [recycle]")))
@@ -393,8 +394,8 @@ fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
     let (kinds, stdout) = common::or_skip!(hardened_fixture("races-read-after-unlock"));
     assert!(kinds.is_empty(), "{stdout}");
     assert!(stdout.contains("final fences: 0"), "{stdout}");
-    let locked = kernel_line_in("races-read-after-unlock", "// RACE locked");
-    let after = kernel_line_in("races-read-after-unlock", "// RACE after");
+    let locked = fixture_kernel_line("races-read-after-unlock", "// RACE locked");
+    let after = fixture_kernel_line("races-read-after-unlock", "// RACE after");
     let advice = stdout
         .lines()
         .find(|l| l.contains("no fence can order"))
@@ -405,16 +406,6 @@ fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
             && advice.contains("move it inside the critical section"),
         "{advice}"
     );
-}
-
-/// The 1-based line of a fixture's kernel.cu that contains `needle`.
-fn kernel_line_in(fixture: &str, needle: &str) -> usize {
-    let path = Path::new(REPO)
-        .join("tests/fixtures/apps")
-        .join(fixture)
-        .join("kernel.cu");
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
 /// A cross-CTA handoff: its fences met another CTA, so CTA-scoped kinds are refused without
@@ -520,7 +511,7 @@ fn rows_without_timing(journal: &Path) -> Vec<String> {
 #[test]
 fn the_fences_and_the_journal_do_not_depend_on_jobs() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app_dir = Path::new(REPO).join("tests/fixtures/apps/handoff-grid");
+    let app_dir = fixture_app("handoff-grid");
     let mut outputs = Vec::new();
     for jobs in ["1", "2"] {
         let journal = dir.path().join(format!("jobs{jobs}.csv"));

@@ -73,8 +73,8 @@ fn printed_command(output: &Output) -> String {
     after.lines().next().unwrap().to_string()
 }
 
-/// Runs a printed command (words without spaces) in `dir`.
-fn run_printed(dir: &Path, command: &str) -> Output {
+/// Runs a printed command (words without spaces) in `dir` and asserts that it finishes.
+fn finish_printed(dir: &Path, command: &str) {
     let words = words(command);
     let output = Command::new(words[0])
         .args(&words[1..])
@@ -82,7 +82,13 @@ fn run_printed(dir: &Path, command: &str) -> Output {
         .output()
         .unwrap();
     eprintln!("{}", String::from_utf8_lossy(&output.stderr));
-    output
+    assert!(output.status.success(), "{command}");
+}
+
+/// Asserts that the journal `rows` are runs 0 to `runs - 1`, in order.
+fn assert_runs_in_order(rows: &[RunRecord], runs: u64, journal: &str) {
+    let numbers: Vec<u64> = rows.iter().map(|r| r.run).collect();
+    assert_eq!(numbers, (0..runs).collect::<Vec<_>>(), "{journal}");
 }
 
 /// Bug: Ctrl-C ended a check with exit 130 and no word on how to go on.
@@ -112,12 +118,10 @@ fn sigint_during_a_check_exits_130_and_prints_the_resume_command_that_finishes_i
     );
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.ends_with('\n'), "a row was left half-written");
-    let resumed = run_printed(dir.path(), &command);
-    assert!(resumed.status.success());
+    finish_printed(dir.path(), &command);
     let after: Vec<RunRecord> = read_rows(&journal).unwrap();
     assert_eq!(&after[..before.len()], &before[..], "recorded runs changed");
-    let numbers: Vec<u64> = after.iter().map(|r| r.run).collect();
-    assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
+    assert_runs_in_order(&after, 2000, "the check journal");
 }
 
 /// SIGTERM (kill, a Slurm time limit) during a hardening with worker processes: exit 143, the
@@ -128,8 +132,7 @@ fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
     let line = "harden cbe-dot --backend sim --stable-runs 3000 --jobs 2 --journal h.csv";
     let command = resume_command_after(dir.path(), line, "h.csv", 40, "TERM");
     assert_eq!(command, format!("{BIN} {line} --resume"));
-    let resumed = run_printed(dir.path(), &command);
-    assert!(resumed.status.success());
+    finish_printed(dir.path(), &command);
     let journal = dir.path().join("h.csv");
     let rows: Vec<HardenRow> = read_rows(&journal).unwrap();
     let mut next = std::collections::BTreeMap::new();
@@ -158,12 +161,10 @@ fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {
         command,
         format!("{BIN} {line} --out results/campaign/sim-seed1 --resume")
     );
-    let resumed = run_printed(dir.path(), &command);
-    assert!(resumed.status.success());
+    finish_printed(dir.path(), &command);
     for cell in ["cbe-dot-no-str-.csv", "cbe-dot-sys-str+.csv"] {
         let rows: Vec<RunRecord> =
             read_rows(&dir.path().join("results/campaign/sim-seed1").join(cell)).unwrap();
-        let numbers: Vec<u64> = rows.iter().map(|r| r.run).collect();
-        assert_eq!(numbers, (0..1500).collect::<Vec<_>>(), "{cell}");
+        assert_runs_in_order(&rows, 1500, cell);
     }
 }

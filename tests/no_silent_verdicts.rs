@@ -9,12 +9,7 @@ use std::process::Output;
 
 mod common;
 use common::cli::{assert_bad_input, gpuwmm, words};
-
-fn fixture_app(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/apps")
-        .join(name)
-}
+use common::fixture_app;
 
 /// A copy of the fixture app `name` in `dir`, with `edit` applied to its `kernel.cu`.
 fn edited_copy(dir: &Path, name: &str, edit: impl FnOnce(&str) -> String) -> PathBuf {

@@ -3,19 +3,16 @@
 //! model. Source lines are found by their `// RACE <name>` markers in each kernel.
 
 mod common;
+use common::fixture_app;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(REPO).join("tests/fixtures/apps").join(name)
-}
-
 /// The line of the fixture's kernel marked `// RACE <marker>`.
 fn marked_line(app: &str, marker: &str) -> u64 {
-    let text = std::fs::read_to_string(fixture(app).join("kernel.cu")).unwrap();
+    let text = std::fs::read_to_string(fixture_app(app).join("kernel.cu")).unwrap();
     let tag = format!("// RACE {marker}");
     let index = text
         .lines()
@@ -34,7 +31,7 @@ fn check_races(app: &str, is_fixture: bool, runs: u32, extra: &[&str]) -> Option
 fn check_races_in(dir: &Path, app: &str, is_fixture: bool, runs: u32, extra: &[&str]) -> Value {
     std::fs::create_dir_all(dir).unwrap();
     let runs = runs.to_string();
-    let app_dir = fixture(app);
+    let app_dir = fixture_app(app);
     let journal = dir.join("j.csv");
     let mut args = vec![
         "check",

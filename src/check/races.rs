@@ -94,7 +94,9 @@ pub fn classify(c: &Conflict) -> Option<RaceClass> {
     })
 }
 
-/// Where an access is, as a report names it.
+/// Where an access is, as a report names it: a [`RaceSite`] with the access's kind and strength,
+/// flat so that the races journal and `--json` keep their keys in this order (file and line
+/// first).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RaceEnd {
     pub file: Option<String>,

@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-/// One run of one query, as the hardening journal records it (flat, for CSV).
+/// One run of one query, as the hardening journal records it (flat, for CSV: the journal's header
+/// is this struct's own field names, so the run's columns cannot be a nested [`RunRecord`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HardenRow {
     /// The query's index in the search.

@@ -10,7 +10,7 @@ use gpuwmm::ptx::{parse, print, Module};
 use gpuwmm::toolchain::{
     assemble, disassemble, parse_sass, CompileOptions, CudaTools, Nvrtc, SassFunction,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
@@ -145,6 +145,21 @@ macro_rules! or_skip {
 #[allow(unused_imports)]
 pub(crate) use or_skip;
 
+/// The folder of the fixture app `name`: `tests/fixtures/apps/<name>`.
+pub fn fixture_app(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/apps")
+        .join(name)
+}
+
+/// The 1-based line of the fixture app `app`'s kernel.cu that contains `needle`.
+pub fn fixture_kernel_line(app: &str, needle: &str) -> usize {
+    let path = fixture_app(app).join("kernel.cu");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let index = text.lines().position(|l| l.contains(needle));
+    index.unwrap_or_else(|| panic!("no line with {needle:?} in {}", path.display())) + 1
+}
+
 /// Loads the app in `tests/fixtures/apps/<name>` on `backend` as it is (no fences, no stress)
 /// and runs it `runs` times at `size`, input seeds 0, 1, ...; the verdicts in order.
 pub fn run_fixture_app(
@@ -154,9 +169,7 @@ pub fn run_fixture_app(
     runs: u64,
 ) -> Vec<gpuwmm::apps::Verdict> {
     use gpuwmm::apps::{load_app_dir, DirectLauncher, LoadedApp, RunOptions, DEFAULT_ARCH};
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/apps")
-        .join(name);
+    let dir = fixture_app(name);
     let app = load_app_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let module = app.module(DEFAULT_ARCH, size).unwrap();
     let loaded = LoadedApp::load(app.as_ref(), backend, &module, DEFAULT_ARCH, size)

@@ -352,6 +352,17 @@ pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     }
 }
 
+impl Cmp {
+    /// `setp.<cmp>.s32 a, b`: the comparison of two signed 32-bit integers.
+    pub fn holds_s32(self, a: i32, b: i32) -> bool {
+        let s32 = Ty {
+            kind: Kind::S,
+            bits: 32,
+        };
+        compare(self, s32, false, u64::from(a as u32), u64::from(b as u32))
+    }
+}
+
 /// Applies `setp`'s `.bop [!]c`.
 #[inline]
 pub fn combine(r: bool, op: BoolOp, c: bool) -> bool {
@@ -693,6 +704,25 @@ mod tests {
         assert!(!compare(Cmp::Ne, F32, false, nan, one));
         assert!(compare(Cmp::Neu, F32, false, nan, one));
         assert!(compare(Cmp::Nan, F32, false, nan, one));
+    }
+
+    #[test]
+    fn s32_comparisons_are_signed() {
+        assert!(Cmp::Lt.holds_s32(-1, 0));
+        assert!(Cmp::Ge.holds_s32(i32::MAX, i32::MIN));
+        assert!(
+            !Cmp::Lo.holds_s32(-1, 0),
+            "`lo` is unsigned whatever the type"
+        );
+        assert!(Cmp::Eq.holds_s32(-7, -7) && !Cmp::Ne.holds_s32(-7, -7));
+    }
+
+    #[test]
+    fn every_comparison_parses_from_its_name() {
+        for cmp in Cmp::ALL {
+            assert_eq!(cmp.name().parse::<Cmp>(), Ok(cmp));
+        }
+        assert_eq!("lte".parse::<Cmp>(), Err(()));
     }
 
     #[test]

@@ -209,6 +209,55 @@ pub enum Cmp {
     Nan,
 }
 
+impl Cmp {
+    pub const ALL: [Cmp; 18] = [
+        Cmp::Eq,
+        Cmp::Ne,
+        Cmp::Lt,
+        Cmp::Le,
+        Cmp::Gt,
+        Cmp::Ge,
+        Cmp::Lo,
+        Cmp::Ls,
+        Cmp::Hi,
+        Cmp::Hs,
+        Cmp::Equ,
+        Cmp::Neu,
+        Cmp::Ltu,
+        Cmp::Leu,
+        Cmp::Gtu,
+        Cmp::Geu,
+        Cmp::Num,
+        Cmp::Nan,
+    ];
+
+    /// The operator as PTX spells it (`setp.lt.s32`: `lt`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cmp::Eq => "eq",
+            Cmp::Ne => "ne",
+            Cmp::Lt => "lt",
+            Cmp::Le => "le",
+            Cmp::Gt => "gt",
+            Cmp::Ge => "ge",
+            Cmp::Lo => "lo",
+            Cmp::Ls => "ls",
+            Cmp::Hi => "hi",
+            Cmp::Hs => "hs",
+            Cmp::Equ => "equ",
+            Cmp::Neu => "neu",
+            Cmp::Ltu => "ltu",
+            Cmp::Leu => "leu",
+            Cmp::Gtu => "gtu",
+            Cmp::Geu => "geu",
+            Cmp::Num => "num",
+            Cmp::Nan => "nan",
+        }
+    }
+}
+
+parse_by_name!(Cmp, name, (), |_| ());
+
 /// Boolean combining operator of `setp`/`set`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoolOp {

@@ -22,6 +22,8 @@ mod vars;
 mod weak;
 
 use self::decode::Kernel;
+/// A comparison operator of `setp`; the litmus runner's branches use it too.
+pub use self::isa::Cmp;
 use self::memory::GlobalMemory;
 use self::races::LaunchRaces;
 pub use self::races::{

@@ -119,42 +119,9 @@ pub enum Fence {
     Membar(Scope),
 }
 
-/// A comparison of a conditional branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Cmp {
-    /// The comparison of a branch opcode (`beq`, `bne`, `blt`, ...).
-    pub fn of_branch(opcode: &str) -> Option<Cmp> {
-        Some(match opcode {
-            "beq" => Cmp::Eq,
-            "bne" => Cmp::Ne,
-            "blt" => Cmp::Lt,
-            "ble" => Cmp::Le,
-            "bgt" => Cmp::Gt,
-            "bge" => Cmp::Ge,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Cmp::Eq => "eq",
-            Cmp::Ne => "ne",
-            Cmp::Lt => "lt",
-            Cmp::Le => "le",
-            Cmp::Gt => "gt",
-            Cmp::Ge => "ge",
-        }
-    }
-}
+/// The comparison of a conditional branch: PTX's `setp` operator (a litmus file's `beq`, `bne`,
+/// `blt`, `ble`, `bgt` and `bge` use `eq` to `ge`, on signed 32-bit values).
+pub use crate::backend::sim::Cmp;
 
 /// Register arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -477,7 +444,50 @@ fn lookup(observed: &[Observed], state: &[u32], key: &Observed) -> u32 {
         .unwrap_or(0)
 }
 
+/// An `atom` or a `red` as one read-modify-write: a `red` is an `atom` whose old value no
+/// register receives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rmw<'a> {
+    pub sem: RmwSem,
+    pub scope: Scope,
+    pub op: RmwOp,
+    /// The register that receives the old value (`None` for `red`).
+    pub dst: Option<&'a str>,
+    pub loc: &'a str,
+    pub operands: &'a [Value],
+}
+
 impl Instr {
+    /// This instruction as a read-modify-write, when it is an `atom` or a `red`.
+    pub fn rmw(&self) -> Option<Rmw<'_>> {
+        let (sem, scope, op, dst, loc, operands) = match self {
+            Instr::Atom {
+                sem,
+                scope,
+                op,
+                dst,
+                loc,
+                operands,
+            } => (sem, scope, op, Some(dst.as_str()), loc, operands.as_slice()),
+            Instr::Red {
+                sem,
+                scope,
+                op,
+                loc,
+                value,
+            } => (sem, scope, op, None, loc, std::slice::from_ref(value)),
+            _ => return None,
+        };
+        Some(Rmw {
+            sem: *sem,
+            scope: *scope,
+            op: *op,
+            dst,
+            loc,
+            operands,
+        })
+    }
+
     /// The location this instruction accesses, if any.
     pub fn location(&self) -> Option<&str> {
         match self {

@@ -527,40 +527,17 @@ impl Writer<'_> {
                 };
                 self.line(format_args!("\t{text};"));
             }
-            Instr::Atom {
-                sem,
-                scope,
-                op,
-                dst,
-                loc,
-                operands,
-            } => {
-                let d = reg_name(t, dst);
-                self.rmw(t, "atom", *sem, *scope, *op, Some(&d), loc, operands);
-            }
-            Instr::Red {
-                sem,
-                scope,
-                op,
-                loc,
-                value,
-            } => {
-                let operands = std::slice::from_ref(value);
-                match sem {
-                    RmwSem::Relaxed | RmwSem::Release => {
-                        self.rmw(t, "red", *sem, *scope, *op, None, loc, operands)
-                    }
-                    RmwSem::Acquire | RmwSem::AcqRel => self.rmw(
-                        t,
-                        "atom",
-                        *sem,
-                        *scope,
-                        *op,
-                        Some(SCRATCH[2]),
-                        loc,
-                        operands,
-                    ),
-                }
+            instr @ (Instr::Atom { .. } | Instr::Red { .. }) => {
+                let Some(rmw) = instr.rmw() else {
+                    unreachable!("atom and red are read-modify-writes")
+                };
+                // `red` cannot acquire: an acquiring one is an `atom` into a scratch register.
+                let dst = match (rmw.dst, rmw.sem) {
+                    (Some(d), _) => Some(reg_name(t, d)),
+                    (None, RmwSem::Acquire | RmwSem::AcqRel) => Some(SCRATCH[2].to_string()),
+                    (None, RmwSem::Relaxed | RmwSem::Release) => None,
+                };
+                self.rmw(t, rmw, dst.as_deref());
             }
             Instr::Barrier { arrive, operands } => {
                 if let Ok(bar) = barrier_step(self.test, step, operands) {
@@ -617,20 +594,10 @@ impl Writer<'_> {
         }
     }
 
-    /// `atom` (with a destination) or `red` (without).
-    #[allow(clippy::too_many_arguments)]
-    fn rmw(
-        &mut self,
-        t: usize,
-        base: &str,
-        sem: RmwSem,
-        scope: Scope,
-        op: RmwOp,
-        dst: Option<&str>,
-        loc: &str,
-        operands: &[Value],
-    ) {
-        let (name, ty) = match op {
+    /// `rmw` as an `atom` into the PTX register `dst`, or a `red` without one.
+    fn rmw(&mut self, t: usize, rmw: Rmw<'_>, dst: Option<&str>) {
+        let base = if dst.is_some() { "atom" } else { "red" };
+        let (name, ty) = match rmw.op {
             RmwOp::Add | RmwOp::Sub => ("add", "u32"),
             RmwOp::Exch => ("exch", "b32"),
             RmwOp::Cas => ("cas", "b32"),
@@ -643,8 +610,8 @@ impl Writer<'_> {
             RmwOp::Max => ("max", "s32"),
         };
         let mut args = Vec::new();
-        for (k, v) in operands.iter().enumerate() {
-            let negated = match (op, v) {
+        for (k, v) in rmw.operands.iter().enumerate() {
+            let negated = match (rmw.op, v) {
                 (RmwOp::Sub, Value::Imm(i)) => Some(Value::Imm(i.wrapping_neg())),
                 (RmwOp::Sub, Value::Reg(r)) => {
                     self.line(format_args!(
@@ -660,12 +627,12 @@ impl Writer<'_> {
             let reg = self.in_register(t, negated.as_ref().unwrap_or(v), SCRATCH[k]);
             args.push(reg);
         }
-        let addr = self.address(loc);
+        let addr = self.address(rmw.loc);
         let dst = dst.map_or_else(String::new, |d| format!("{d}, "));
         self.line(format_args!(
             "\t{base}.{}.{}.global.{name}.{ty} \t{dst}{addr}, {};",
-            sem.name(),
-            scope.name(),
+            rmw.sem.name(),
+            rmw.scope.name(),
             args.join(", ")
         ));
     }

@@ -424,7 +424,7 @@ impl<'a> Parser<'a> {
                     b: ops.value(2)?,
                 }
             }
-            w => match Cmp::of_branch(w) {
+            w => match branch_comparison(w) {
                 Some(cmp) if words.len() == 1 => {
                     ops.count(3)?;
                     Instr::Branch {
@@ -646,6 +646,19 @@ fn rmw(is_red: bool, q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileErro
         operands: (2..ops.list.len())
             .map(|i| ops.value(i))
             .collect::<Result<_, _>>()?,
+    })
+}
+
+/// The comparison of a branch opcode (`beq`, `bne`, `blt`, `ble`, `bgt`, `bge`).
+fn branch_comparison(opcode: &str) -> Option<Cmp> {
+    Some(match opcode {
+        "beq" => Cmp::Eq,
+        "bne" => Cmp::Ne,
+        "blt" => Cmp::Lt,
+        "ble" => Cmp::Le,
+        "bgt" => Cmp::Gt,
+        "bge" => Cmp::Ge,
+        _ => return None,
     })
 }
 

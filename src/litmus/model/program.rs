@@ -355,25 +355,11 @@ impl Walker<'_> {
                     };
                     w.push(step, kind, deps);
                 }
-                Instr::Atom {
-                    sem,
-                    scope,
-                    op,
-                    dst,
-                    loc,
-                    operands,
-                } => {
-                    return self.rmw(w, step, *sem, *scope, *op, Some(dst), loc, operands);
-                }
-                Instr::Red {
-                    sem,
-                    scope,
-                    op,
-                    loc,
-                    value,
-                } => {
-                    let operands = std::slice::from_ref(value);
-                    return self.rmw(w, step, *sem, *scope, *op, None, loc, operands);
+                instr @ (Instr::Atom { .. } | Instr::Red { .. }) => {
+                    let Some(rmw) = instr.rmw() else {
+                        unreachable!("atom and red are read-modify-writes")
+                    };
+                    return self.rmw(w, step, rmw);
                 }
                 Instr::Fence(f) => {
                     let (sc, scope) = match *f {
@@ -401,7 +387,7 @@ impl Walker<'_> {
                 Instr::Branch { cmp, a, b, target } => {
                     let (x, y) = (w.value(a), w.value(b));
                     w.ctrl |= x.deps | y.deps;
-                    if compare(*cmp, x.v as i32, y.v as i32) && !self.jump(&mut w, step, target)? {
+                    if cmp.holds_s32(x.v as i32, y.v as i32) && !self.jump(&mut w, step, target)? {
                         return Ok(());
                     }
                 }
@@ -454,24 +440,14 @@ impl Walker<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn rmw(
-        &mut self,
-        w: Walk,
-        step: &Step,
-        sem: RmwSem,
-        scope: Scope,
-        op: RmwOp,
-        dst: Option<&String>,
-        loc: &str,
-        operands: &[Value],
-    ) -> Result<(), Refusal> {
-        let l = self.loc(loc);
-        let release = matches!(sem, RmwSem::Release | RmwSem::AcqRel);
-        let acquire = matches!(sem, RmwSem::Acquire | RmwSem::AcqRel);
+    fn rmw(&mut self, w: Walk, step: &Step, rmw: Rmw<'_>) -> Result<(), Refusal> {
+        let l = self.loc(rmw.loc);
+        let release = matches!(rmw.sem, RmwSem::Release | RmwSem::AcqRel);
+        let acquire = matches!(rmw.sem, RmwSem::Acquire | RmwSem::AcqRel);
         let mut deps = 0;
         let mut arg_prov = Prov::new();
-        let args: Vec<u32> = operands
+        let args: Vec<u32> = rmw
+            .operands
             .iter()
             .map(|o| {
                 let val = w.value(o);
@@ -483,7 +459,7 @@ impl Walker<'_> {
         for (old, old_prov) in self.domains[l].clone() {
             let mut next = w.clone();
             let me = 1u64 << next.events.len();
-            let new = apply(op, old, &args);
+            let new = apply(rmw.op, old, &args);
             if let Some(v) = new {
                 let prov = old_prov.union(&arg_prov).cloned().collect();
                 if !self.produce(&next, l, v, prov) {
@@ -499,16 +475,16 @@ impl Walker<'_> {
                 loc: l,
                 read: old,
                 write: new.unwrap_or(0),
-                strength: Strength::Strong(scope),
+                strength: Strength::Strong(rmw.scope),
                 release: release && new.is_some(),
                 acquire,
                 atomic: true,
-                red: dst.is_none(),
+                red: rmw.dst.is_none(),
             };
             next.push(step, kind, deps);
-            if let Some(d) = dst {
+            if let Some(d) = rmw.dst {
                 next.regs.insert(
-                    d.clone(),
+                    d.to_string(),
                     Val {
                         v: old,
                         deps: me,
@@ -664,16 +640,5 @@ fn strength(sem: AccessSem) -> (Strength, bool) {
         AccessSem::Volatile => (Strength::Strong(Scope::Sys), false),
         AccessSem::Relaxed(s) => (Strength::Strong(s), false),
         AccessSem::Ordered(s) => (Strength::Strong(s), true),
-    }
-}
-
-fn compare(cmp: Cmp, x: i32, y: i32) -> bool {
-    match cmp {
-        Cmp::Eq => x == y,
-        Cmp::Ne => x != y,
-        Cmp::Lt => x < y,
-        Cmp::Le => x <= y,
-        Cmp::Gt => x > y,
-        Cmp::Ge => x >= y,
     }
 }

@@ -116,7 +116,7 @@ impl Decoder<'_, '_> {
         let mut words = m.iter().filter(|w| !harmless(w) && **w != "ftz");
         let cmp = words
             .next()
-            .and_then(|w| cmp_of(w))
+            .and_then(|w| w.parse::<Cmp>().ok())
             .ok_or(Why::Unsupported)?;
         let mut rest: Vec<&str> = words.copied().collect();
         let bool_op = match rest.first().copied() {
@@ -174,30 +174,6 @@ impl Decoder<'_, '_> {
             combine,
         })
     }
-}
-
-pub(super) fn cmp_of(w: &str) -> Option<Cmp> {
-    Some(match w {
-        "eq" => Cmp::Eq,
-        "ne" => Cmp::Ne,
-        "lt" => Cmp::Lt,
-        "le" => Cmp::Le,
-        "gt" => Cmp::Gt,
-        "ge" => Cmp::Ge,
-        "lo" => Cmp::Lo,
-        "ls" => Cmp::Ls,
-        "hi" => Cmp::Hi,
-        "hs" => Cmp::Hs,
-        "equ" => Cmp::Equ,
-        "neu" => Cmp::Neu,
-        "ltu" => Cmp::Ltu,
-        "leu" => Cmp::Leu,
-        "gtu" => Cmp::Gtu,
-        "geu" => Cmp::Geu,
-        "num" => Cmp::Num,
-        "nan" => Cmp::Nan,
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
