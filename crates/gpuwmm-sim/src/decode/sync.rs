@@ -8,6 +8,7 @@ use crate::isa::*;
 use crate::ptx_model::fence_order;
 use gpuwmm_ptx::{Instruction, Operand};
 
+/// A 32-bit untyped operand (masks, lanes, shuffled values).
 const U32: Ty = Ty {
     kind: Kind::B,
     bits: 32,
@@ -111,19 +112,15 @@ impl Decoder<'_, '_> {
             _ => return Err(Why::Unsupported),
         };
         expect(ops, 5)?;
-        let u32t = Ty {
-            kind: Kind::B,
-            bits: 32,
-        };
         let (d, p) = self.dst_pair(&ops[0])?;
         Ok(Op::Shfl {
             mode,
             d,
             p,
-            a: self.src(&ops[1], u32t)?,
-            b: self.src(&ops[2], u32t)?,
-            c: self.src(&ops[3], u32t)?,
-            mask: self.src(&ops[4], u32t)?,
+            a: self.src(&ops[1], U32)?,
+            b: self.src(&ops[2], U32)?,
+            c: self.src(&ops[3], U32)?,
+            mask: self.src(&ops[4], U32)?,
         })
     }
 
@@ -142,13 +139,7 @@ impl Decoder<'_, '_> {
             d: self.dst(&ops[0])?,
             a,
             negate,
-            mask: self.src(
-                &ops[2],
-                Ty {
-                    kind: Kind::B,
-                    bits: 32,
-                },
-            )?,
+            mask: self.src(&ops[2], U32)?,
         })
     }
 
@@ -175,13 +166,7 @@ impl Decoder<'_, '_> {
                     bits,
                 },
             )?,
-            mask: self.src(
-                &ops[2],
-                Ty {
-                    kind: Kind::B,
-                    bits: 32,
-                },
-            )?,
+            mask: self.src(&ops[2], U32)?,
         })
     }
 
