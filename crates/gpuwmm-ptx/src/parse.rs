@@ -328,7 +328,7 @@ impl Builder {
                 }
                 RawKind::Comment => Statement::Comment(raw.text),
                 RawKind::Label => Statement::Label(raw.text),
-                RawKind::LineDirective if raw.text.starts_with(".loc") => {
+                RawKind::LineDirective if raw.text.split_whitespace().next() == Some(".loc") => {
                     Statement::Loc(parse_loc(&raw)?)
                 }
                 RawKind::LineDirective => Statement::Directive(raw.text),

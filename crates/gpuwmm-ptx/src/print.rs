@@ -79,7 +79,8 @@ pub fn print_statement(out: &mut String, statement: &Statement) {
         Statement::Loc(loc) => {
             let _ = writeln!(out, "\t{}", loc_text(loc));
         }
-        Statement::Directive(text) if text.starts_with(".loc") => {
+        // `.loc` ends at the end of its line; `.local` (a prefix of the same letters) does not.
+        Statement::Directive(text) if text.split_whitespace().next() == Some(".loc") => {
             let _ = writeln!(out, "\t{text}");
         }
         Statement::Directive(text) => {
@@ -135,5 +136,16 @@ mod tests {
             "{once}"
         );
         assert!(once.contains(".loc\t1 3 1"));
+    }
+
+    /// A `.local` declaration was printed without its `;` (taken for a `.loc`), so the next
+    /// declaration ran into it and every kernel with a local depot (`printf`, a local array)
+    /// was rejected after any pass: "unknown symbol '__local_depot0'".
+    #[test]
+    fn a_local_declaration_keeps_its_semicolon() {
+        let text = ".version 8.8\n.target sm_70\n.address_size 64\n\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.local .align 8 .b8 \t__local_depot0[8];\n\t.reg .b64 %SPL;\n\tmov.u64 %SPL, __local_depot0;\n\tret;\n}\n";
+        let once = print(&parse(text).unwrap());
+        assert!(once.contains("__local_depot0[8];\n"), "{once}");
+        assert_eq!(print(&parse(&once).unwrap()), once);
     }
 }
