@@ -7,8 +7,8 @@
 //! a machine's CUDA 13 toolkit next to its GPU.
 
 use crate::toolchain::{
-    cccl_compile_args, nvrtc_std_shims, CompileOptions, CompiledPtx, CudaTools, Nvrtc, PtxCache,
-    ToolchainError,
+    cccl_compile_args, nvrtc_builtin_shims, nvrtc_std_shims, CompileOptions, CompiledPtx,
+    CudaTools, Nvrtc, PtxCache, ToolchainError,
 };
 use std::path::{Path, PathBuf};
 
@@ -70,10 +70,11 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
             .collect(),
         ..CompileOptions::default()
     };
+    options.headers = nvrtc_builtin_shims();
     match &tools.cccl_include {
         Some(include) => {
             options.extra.extend(cccl_compile_args(include));
-            options.headers = nvrtc_std_shims();
+            options.headers.extend(nvrtc_std_shims());
         }
         // Without the headers NVRTC would only say "cannot open source file"; say what is missing.
         None if includes_cccl(program.source) => return Err(tools.require_cccl().unwrap_err()),

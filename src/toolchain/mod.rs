@@ -31,7 +31,7 @@ mod setup;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
-pub use cudart::{find_cudart_include, is_cudart_device_header};
+pub use cudart::{find_cudart_include, is_cudart_device_header, nvrtc_builtin_shims};
 pub use includes::{include_names, local_includes};
 pub use nvrtc::{CompileOptions, CompiledPtx, Nvrtc, NvrtcError};
 pub use ptxas::{assemble, disassemble};

@@ -212,7 +212,8 @@ impl Machine<'_> {
             | Op::Exit
             | Op::Fence { .. }
             | Op::Nop
-            | Op::Trap => return self.step_control(t, inst),
+            | Op::Trap
+            | Op::AssertFail => return self.step_control(t, inst),
         }
         Ok(Flow::Next)
     }
@@ -599,6 +600,9 @@ impl Machine<'_> {
             Op::Fence { reach, sc } => self.fence(t, reach, sc),
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
+            Op::AssertFail => {
+                return Err(self.fault(inst.line, "device-side assert failed (__assertfail)"))
+            }
             _ => unreachable!("step dispatches only control ops to step_control"),
         }
         Ok(Flow::Next)

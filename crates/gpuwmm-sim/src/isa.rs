@@ -629,6 +629,8 @@ pub enum Op {
     /// Does nothing in the simulator (cta-scope fences, `prefetch`, `nanosleep`, ...).
     Nop,
     Trap,
+    /// A failed device-side `assert` (`call __assertfail`): the thread faults, as on a GPU.
+    AssertFail,
     Shfl {
         mode: ShflMode,
         d: Reg,

@@ -2,8 +2,11 @@
 //! `selp`. Calls are resolved here against the callee's parameter frame.
 
 use super::layout::align_up;
+use super::memory::Access;
 use super::operands::{harmless, ty_of};
-use super::{bad, check, definition, expect, frame, one_type, CallSite, Decoder, Why, R};
+use super::{
+    bad, check, definition, expect, frame, one_type, CallSite, Decoder, Why, CALL_PARAM, R,
+};
 use crate::device::BackendError;
 use crate::isa::*;
 use crate::vars::parse_var;
@@ -70,8 +73,10 @@ impl Decoder<'_, '_> {
             [Operand::Symbol(n), Operand::List(a)] => (n, a.as_slice()),
             _ => return Err(Why::Unsupported),
         };
-        let defined = definition(self.p.module, name).is_some();
-        if !defined || rets.len() > 1 {
+        if definition(self.p.module, name).is_none() {
+            return self.runtime_call(name, rets);
+        }
+        if rets.len() > 1 {
             return Err(Why::Unsupported);
         }
         let frame = frame(self.p, name).map_err(|e| Why::Bad(e.to_string()))?;
@@ -98,6 +103,37 @@ impl Decoder<'_, '_> {
         });
         self.p.pending.push((site, name.clone()));
         Ok(Op::Call { site: site as u32 })
+    }
+
+    /// Calls of the CUDA runtime's device functions, which NVRTC leaves undefined: `vprintf`
+    /// (`printf`: nothing is printed, and it returns 0) and `__assertfail` (a failed `assert`:
+    /// the thread faults, as on a GPU). Any other undefined function is refused.
+    fn runtime_call(&mut self, name: &str, rets: &[Operand]) -> R<Op> {
+        match (name, rets) {
+            ("__assertfail", []) => Ok(Op::AssertFail),
+            ("vprintf", []) => Ok(Op::Nop),
+            ("vprintf", [ret]) => {
+                let (at, _) = self.call_param(ret)?;
+                let slot = Access {
+                    space: Space::Param,
+                    ty: Ty {
+                        kind: Kind::B,
+                        bits: 32,
+                    },
+                    n: 1,
+                    order: Order::default(),
+                };
+                let addr = Addr {
+                    base: None,
+                    offset: (CALL_PARAM | at) as i64,
+                };
+                Ok(Op::St {
+                    s: [Src::Imm(0); 4],
+                    mem: slot.at(addr),
+                })
+            }
+            _ => Err(Why::Unsupported),
+        }
     }
 
     pub(super) fn label(&self, o: &Operand) -> R<u32> {
