@@ -467,7 +467,7 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
 #[test]
 fn a_kernel_including_cooperative_groups_compiles_as_it_is_and_runs() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let app = load_app_dir(&fixture("coop-reduce")).unwrap();
+    let app = load_app_dir(&common::fixture_app("coop-reduce")).unwrap();
     let module = app.module(DEFAULT_ARCH, Size::Sim);
     assert!(module.is_ok(), "{}", module.err().unwrap());
     let mut sim =
@@ -488,7 +488,7 @@ fn a_missing_cuda_runtime_header_is_named_not_called_host_code() {
         std::os::unix::fs::symlink(real.join(dir), root.path().join(dir)).unwrap();
     }
     let work = tempfile::tempdir().unwrap();
-    let app_dir = fixture("coop-reduce");
+    let app_dir = common::fixture_app("coop-reduce");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .args(words(
             "check coop-reduce --backend sim --runs 1 --journal j.csv --app-dir",

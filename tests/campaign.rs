@@ -363,8 +363,8 @@ fn replay_of_a_harden_journal_reruns_a_query_run_with_that_query_fences() {
 fn a_campaign_that_falls_back_to_the_simulator_says_so_once() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("campaign --apps cbe-dot --envs no-str- --runs 2 --backend auto --out o");
-    let output = gpuwmm(dir.path(), &args);
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    let output = gpuwmm(&args, dir.path());
+    ok(&output);
     let stderr = text(&output.stderr);
     let notes = stderr.matches("note: running on the simulator").count();
     // With a driver (a GPU, or the stand-in CI's library) there is no fallback and no note.
