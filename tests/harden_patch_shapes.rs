@@ -1,0 +1,203 @@
+//! The harden patch on the source shapes where a fence "after a line" is not the next line
+//! (`tests/fixtures/apps/patch-shapes`): two statements on a line, one-line `if`/`while`
+//! bodies, `else if` on a line of its own, an access on a `break` line and in a `return`'s value.
+//! With a fence at every site, the patch is made by the library, applied with `git apply` to
+//! a copy of the app, compiled with the pinned NVRTC, and the patched app passes every run of a
+//! stressed check on the simulator, where the app without fences fails.
+//!
+//! Needs NVRTC and the CCCL headers (scripts/setup-cuda-tools.sh), no GPU. Simulator results.
+
+mod common;
+
+use gpuwmm::apps::{load_app_dir, App, Size, DEFAULT_ARCH};
+use gpuwmm::backend::sim::SimModel;
+use gpuwmm::check::driver::calibrate_stress;
+use gpuwmm::check::local::open_target_backend;
+use gpuwmm::check::spec::{run_seed, SiteSummary, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
+use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, Outcome, RunRequest, Target};
+use gpuwmm::env::Environment;
+use gpuwmm::harden::report::{styled_fence_report, FenceReport, FenceStyle};
+use gpuwmm::profile::StressProfile;
+use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+const APP: &str = "patch-shapes";
+const SEED: u64 = 1;
+const RUNS: u64 = 60;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The fixture copied to `dir/app`, loaded from there.
+fn copy_app(dir: &Path) -> (PathBuf, Arc<dyn App>) {
+    let from = repo().join("tests/fixtures/apps").join(APP);
+    let to = dir.join("app");
+    std::fs::create_dir_all(&to).unwrap();
+    for name in ["app.toml", "kernel.cu"] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+    let app = load_app_dir(&to).unwrap();
+    (to, app)
+}
+
+/// The report of a fence of `kind` at every site of `app`, in `style`, with paths relative
+/// to `dir`.
+fn report_of(app: &dyn App, dir: &Path, kind: FenceKind, style: FenceStyle) -> FenceReport {
+    let module = app.module(DEFAULT_ARCH, Size::Sim).unwrap();
+    let sites: Vec<SiteSummary> = fence_sites(&module, Granularity::SourceLine)
+        .iter()
+        .map(SiteSummary::from)
+        .collect();
+    let chosen: Vec<(usize, FenceKind)> = sites.iter().map(|s| (s.id, kind)).collect();
+    styled_fence_report(&chosen, &sites, app.source(), kind, dir, style).unwrap()
+}
+
+fn git_apply(dir: &Path, patch: &str) {
+    std::fs::write(dir.join("fences.patch"), patch).unwrap();
+    let out = Command::new("git")
+        .args(["apply", "fences.patch"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{patch}");
+}
+
+fn target(app_dir: &Path) -> Target {
+    Target {
+        app: APP.to_string(),
+        app_dir: Some(app_dir.to_path_buf()),
+        size: Size::Sim,
+        backend: BackendKind::Sim,
+        sim_model: SimModel::Ptx,
+        fence_kind: FenceKind::ScGpu,
+        granularity: Granularity::SourceLine,
+        profile: StressProfile::load(&repo().join("tuning/sim.toml")).unwrap(),
+        deadline_ms: DEFAULT_DEADLINE_MS,
+        stress_factor: DEFAULT_STRESS_FACTOR,
+        sim_budget: None,
+    }
+}
+
+/// The outcomes of up to `runs` stressed runs of `app` (sys-str+, seed 1), stopping at the
+/// first that does not pass.
+fn check(app_dir: &Path, app: Arc<dyn App>, runs: u64) -> Vec<Outcome> {
+    let target = target(app_dir);
+    let env: Environment = "sys-str+".parse().unwrap();
+    let backend = open_target_backend(&target).unwrap();
+    let mut executor = LocalExecutor::with_app(&target, backend, app).unwrap();
+    let stress = calibrate_stress(&mut executor, env, &Fences::AsIs, SEED).unwrap();
+    let mut outcomes = Vec::new();
+    for run in 0..runs {
+        let request = RunRequest {
+            run,
+            seed: run_seed(SEED, run),
+            env,
+            fences: Fences::AsIs,
+            stress_iterations: stress.stress_iterations,
+            races: false,
+        };
+        let record = executor.execute(&request).unwrap();
+        outcomes.push(record.outcome);
+        if record.outcome != Outcome::Pass {
+            break;
+        }
+    }
+    outcomes
+}
+
+/// The lines the patch adds or changes (without the `+`).
+fn added(patch: &str) -> Vec<&str> {
+    (patch.lines())
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .map(|l| l[1..].trim())
+        .collect()
+}
+
+/// Makes the patch of a fence at every site in `style`, checks each shape's placement with
+/// `fence` the statement written, applies it, and returns the patched app (compiled).
+fn patched(dir: &Path, kind: FenceKind, style: FenceStyle, fence: &str) -> (PathBuf, Arc<dyn App>) {
+    let (app_dir, app) = copy_app(dir);
+    let report = report_of(&*app, dir, kind, style);
+    let not_in_patch: Vec<usize> = (report.placed.iter())
+        .filter(|f| !f.in_patch)
+        .map(|f| f.site.id)
+        .collect();
+    assert!(
+        not_in_patch.is_empty(),
+        "{not_in_patch:?}\n{:#?}",
+        report.placed
+    );
+    assert!(report.unplaced.is_empty());
+    let expression = fence.trim_end_matches(';');
+    let lines = added(&report.patch);
+    for shape in [
+        // Two statements on one line: a fence between them, one after.
+        format!("data[0] = v; {fence} flag[0] = 1;"),
+        // A one-line `while` body: first in it, at its end (before the next condition).
+        format!("while (flag[0] == 0) {{ {fence} spins++; {fence} }}"),
+        // An access in the condition on a `break` line: in braces before the jump (the `for`
+        // header on the line is fenced too: a site is a line, not a statement).
+        format!("for (;;) {{ {fence} if (flag[0] != 0) {{ {fence} break; }} {fence} }}"),
+        // An access in a `return`'s value: computed, fenced, returned.
+        format!("{{ auto gpuwmm_value = p[0]; {fence} return gpuwmm_value; }}"),
+        // A one-line `if … else …`: each branch in braces, fenced first (the condition is on
+        // the line too), and the stores fenced after the whole statement (the next line).
+        format!("if (seen == 42) {{ {fence} out[0] = 1; }} else {{ {fence} out[0] = 0; }}"),
+        // `else if` on a line of its own: the fence starts its condition.
+        format!("else if ({expression}, data[0] != 42)"),
+    ] {
+        assert!(lines.contains(&shape.as_str()), "{shape}\n{}", report.patch);
+    }
+    let placements: Vec<&str> = (report.placed.iter())
+        .filter_map(|f| f.placement.as_deref())
+        .collect();
+    assert!(
+        placements.iter().any(|p| p.contains("put in braces"))
+            && placements
+                .iter()
+                .any(|p| p.contains("more than one statement"))
+            && placements.iter().any(|p| p.contains("value of a `return`")),
+        "{placements:#?}"
+    );
+    git_apply(dir, &report.patch);
+    let patched = load_app_dir(&app_dir).unwrap();
+    patched
+        .module(DEFAULT_ARCH, Size::Sim)
+        .unwrap_or_else(|e| panic!("the patched source does not compile ({style:?}): {e}"));
+    (app_dir, patched)
+}
+
+#[test]
+fn a_patch_of_every_shape_compiles_and_the_patched_app_passes_where_the_app_fails() {
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
+    let original = tempfile::tempdir().unwrap();
+    let (dir, app) = copy_app(original.path());
+    let without = check(&dir, app, RUNS);
+    assert_ne!(
+        without.last(),
+        Some(&Outcome::Pass),
+        "the app fails: {without:?}"
+    );
+    let fence = "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);";
+    let exact = tempfile::tempdir().unwrap();
+    let (dir, app) = patched(exact.path(), FenceKind::AcqRelGpu, FenceStyle::Exact, fence);
+    let with = check(&dir, app, RUNS);
+    assert!(
+        with.iter().all(|o| *o == Outcome::Pass) && with.len() as u64 == RUNS,
+        "{with:?}"
+    );
+    let threadfence = tempfile::tempdir().unwrap();
+    let style = FenceStyle::Threadfence;
+    let (dir, app) = patched(
+        threadfence.path(),
+        FenceKind::ScGpu,
+        style,
+        "__threadfence();",
+    );
+    let with = check(&dir, app, RUNS / 2);
+    assert!(with.iter().all(|o| *o == Outcome::Pass), "{with:?}");
+}
