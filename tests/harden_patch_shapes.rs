@@ -201,3 +201,65 @@ fn a_patch_of_every_shape_compiles_and_the_patched_app_passes_where_the_app_fail
     let with = check(&dir, app, RUNS / 2);
     assert!(with.iter().all(|o| *o == Outcome::Pass), "{with:?}");
 }
+
+/// The kernels of the built-in apps and of the app fixtures that compile as they are.
+fn kernels() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for folder in ["apps", "tests/fixtures/apps"] {
+        for entry in std::fs::read_dir(repo().join(folder)).unwrap() {
+            let kernel = entry.unwrap().path().join("kernel.cu");
+            if kernel.exists() {
+                paths.push(kernel);
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
+/// However many fences a patch holds and wherever their lines are, it compiles: every line of
+/// every app and fixture kernel fenced after and before (where a line has a place for one).
+#[test]
+fn a_fence_after_and_before_every_line_of_every_app_kernel_compiles() {
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
+    use gpuwmm::apps::{compile_source, KernelSource};
+    use gpuwmm::harden::patch::{place_statements, Anchor};
+    let mut compiled = 0;
+    for path in kernels() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let source = KernelSource::single(path.clone(), text.clone());
+        if compile_source(&source, DEFAULT_ARCH).is_err() {
+            continue; // a fixture that is meant not to compile
+        }
+        let lines = text.lines().count();
+        let anchors: Vec<(Anchor, &str)> = (1..=lines)
+            .flat_map(|l| {
+                [
+                    (Anchor::After(l), "__threadfence();"),
+                    (Anchor::Before(l), "__threadfence_block();"),
+                ]
+            })
+            .collect();
+        let placed = place_statements("k.cu", &text, &anchors).unwrap();
+        assert!(
+            placed.in_patch.iter().filter(|&&p| p).count() > lines / 4,
+            "{}",
+            path.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k.cu");
+        std::fs::write(&file, &text).unwrap();
+        git_apply(dir.path(), &placed.diff);
+        let patched = std::fs::read_to_string(&file).unwrap();
+        let source = KernelSource::single(path.clone(), patched.clone());
+        if let Err(e) = compile_source(&source, DEFAULT_ARCH) {
+            panic!(
+                "{}: the patched source does not compile: {e}\n{}",
+                path.display(),
+                placed.diff
+            );
+        }
+        compiled += 1;
+    }
+    assert!(compiled >= 20, "{compiled} kernels");
+}

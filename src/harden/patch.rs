@@ -1054,12 +1054,12 @@ mod tests {
 
     #[test]
     fn a_statement_over_several_lines_is_fenced_after_its_last() {
-        let text = "  int v = f(a[0],\n            b[1]);\n  x = v;\n";
+        let text = "{\n  int v = f(a[0],\n            b[1]);\n  x = v;\n}\n";
         assert_eq!(
-            fenced_after(text, &[1]),
-            "  int v = f(a[0],\n            b[1]);\n  F;\n  x = v;\n"
+            fenced_after(text, &[2]),
+            "{\n  int v = f(a[0],\n            b[1]);\n  F;\n  x = v;\n}\n"
         );
-        assert_eq!(fenced_after(text, &[2]), fenced_after(text, &[1]));
+        assert_eq!(fenced_after(text, &[3]), fenced_after(text, &[2]));
     }
 
     /// Bug: a fence "after" a `return` line came after the return, never reached. The value is
@@ -1176,10 +1176,21 @@ mod tests {
         );
     }
 
-    /// A line with no statement of its own (a brace, a lambda's body) gets no fence: the patch
-    /// does not guess, and the note says so.
+    /// A line with no statement of its own (a brace, a lambda's body, a declaration outside a
+    /// function) gets no fence: the patch does not guess, and the note says so.
     #[test]
     fn a_line_without_a_statement_of_its_own_is_left_out_with_a_note() {
+        let global = "__device__ int counter;\nstruct S { int a; };\n";
+        let placed = place_statements(
+            "k.cu",
+            global,
+            &[(Anchor::After(1), "F;"), (Anchor::After(2), "F;")],
+        )
+        .unwrap();
+        assert_eq!(
+            (placed.diff.as_str(), placed.in_patch.as_slice()),
+            ("", &[false, false][..])
+        );
         let text = "void k() {\n  auto f = [&](int i) {\n    return a[i];\n  };\n}\n";
         let placed = place_statements("k.cu", text, &[(Anchor::After(3), "F;")]).unwrap();
         assert_eq!(
@@ -1219,11 +1230,11 @@ mod tests {
 
     #[test]
     fn line_0_inserts_before_the_first_line_unindented() {
-        let text = "  a;\r\nb;\r\n";
+        let text = "{ a;\r\nb; }\r\n";
         let insertions = [(Anchor::After(0), "#include <x>"), (Anchor::After(1), "f;")];
         assert_eq!(
             insert_statements(text, &insertions).unwrap(),
-            "#include <x>\r\n  a;\r\n  f;\r\nb;\r\n"
+            "#include <x>\r\n{ a;\r\nf;\r\nb; }\r\n"
         );
         let diff = statements_diff(
             "k.cu",

@@ -104,7 +104,7 @@ impl<'a> Statements<'a> {
             nodes: Vec::new(),
             pos: 0,
         };
-        parser.declarations(tokens.len(), None);
+        parser.declarations(tokens.len());
         let mut nodes = parser.nodes;
         link_parents(&mut nodes);
         Statements {
@@ -168,10 +168,17 @@ impl<'a> Statements<'a> {
     }
 
     /// The first statement that starts on `line`, if any (the outermost of those that start at
-    /// the same token).
+    /// the same token; not the block of a function or of a control statement, before which
+    /// a statement would leave it).
     pub fn first_starting_on(&self, line: usize) -> Option<usize> {
+        let in_block = |n: &Node| {
+            n.parent
+                .is_some_and(|p| matches!(self.nodes[p].kind, NodeKind::Block { .. }))
+        };
+        let body_block = |n: &Node| matches!(n.kind, NodeKind::Block { .. }) && !in_block(n);
         (0..self.nodes.len())
             .filter(|&id| self.tokens[self.nodes[id].first].line == line)
+            .filter(|&id| !body_block(&self.nodes[id]))
             .min_by_key(|&id| (self.nodes[id].first, self.nodes[id].depth))
     }
 
@@ -364,13 +371,14 @@ impl Parser<'_, '_> {
     }
 
     /// Declarations up to token `end`: function bodies are parsed, the bodies of namespaces,
-    /// `extern "C"` and classes are declarations again, other braces are skipped; a statement
-    /// at this level (a snippet) is parsed as one.
-    fn declarations(&mut self, end: usize, returns: Option<Returns>) {
+    /// `extern "C"` and classes are declarations again, other braces are skipped, and
+    /// declarations ending in `;` are no statements; a block or a statement that starts with
+    /// a keyword at this level (a snippet) is parsed as one.
+    fn declarations(&mut self, end: usize) {
         while self.pos < end {
             let word = self.text(self.pos);
             if word == "{" || STATEMENT_KEYWORDS.contains(&word) {
-                self.statement(returns);
+                self.statement(None);
                 continue;
             }
             let head = self.pos;
@@ -378,10 +386,8 @@ impl Parser<'_, '_> {
                 self.pos = self.skip_group(self.pos) + 1;
             }
             match self.text(self.pos) {
-                ";" => {
-                    self.push(NodeKind::Simple, head, self.pos, returns);
-                    self.pos += 1;
-                }
+                // A declaration outside a function (a global, a member): no place for a fence.
+                ";" => self.pos += 1,
                 "{" => self.declaration_block(head, end),
                 _ => self.pos += 1,
             }
@@ -400,7 +406,7 @@ impl Parser<'_, '_> {
             self.statement(returns);
         } else if !depth0_eq && words.iter().any(|w| container.contains(w)) {
             self.pos = open + 1;
-            self.declarations(close, None);
+            self.declarations(close);
             self.pos = close + 1;
         } else {
             self.pos = close + 1;
