@@ -144,11 +144,10 @@ pub fn place_statements(
     old: &str,
     insertions: &[(Anchor, &str)],
 ) -> Result<Placed, PatchError> {
-    let (plan, in_patch, notes) = Plan::placed(old, insertions)?;
+    let (plan, placed) = Plan::placed(old, insertions)?;
     Ok(Placed {
         diff: plan.diff(path),
-        in_patch,
-        notes,
+        ..placed
     })
 }
 
@@ -672,7 +671,7 @@ fn line_above(lines: &[Line<'_>], line: usize) -> Option<usize> {
 fn line_end_offsets(st: &Statements<'_>) -> BTreeMap<usize, usize> {
     let mut ends = BTreeMap::new();
     for (i, token) in st.tokens.iter().enumerate() {
-        let last_on_line = st.tokens.get(i + 1).map_or(true, |n| n.line != token.line);
+        let last_on_line = st.tokens.get(i + 1).is_none_or(|n| n.line != token.line);
         let line_end = token.line + token.text.matches('\n').count();
         if last_on_line && !st.open_comment_lines.contains(&line_end) {
             ends.insert(token.end, line_end);
@@ -798,11 +797,11 @@ impl<'a> Plan<'a> {
     }
 
     /// `insertions` placed by the statements of `text` (module doc), with per insertion
-    /// whether it is in the patch and notes on how it was placed.
+    /// whether it is in the patch and notes on how it was placed (the diff left empty).
     fn placed(
         text: &'a str,
         insertions: &[(Anchor, &str)],
-    ) -> Result<(Plan<'a>, Vec<bool>, Vec<Vec<String>>), PatchError> {
+    ) -> Result<(Plan<'a>, Placed), PatchError> {
         let lines = split_lines(text);
         validate(&lines, insertions)?;
         let st = Statements::parse(text);
@@ -827,8 +826,12 @@ impl<'a> Plan<'a> {
         if let Some(top) = top {
             changes.entry(0).or_default().inserted = Some(top);
         }
-        let (in_patch, notes) = (placing.in_patch, placing.notes);
-        Ok((Plan::with_changes(lines, changes), in_patch, notes))
+        let placed = Placed {
+            diff: String::new(),
+            in_patch: placing.in_patch,
+            notes: placing.notes,
+        };
+        Ok((Plan::with_changes(lines, changes), placed))
     }
 
     fn inserted_after(&self, number: usize) -> Option<&str> {

@@ -13,8 +13,6 @@
 //! (a lambda's body, a macro that hides braces) stays inside the one statement around it, so a
 //! line there has no statement of its own and the patch says so instead of guessing.
 
-use std::ops::Range;
-
 /// A token: where it is in the text and on which 1-based line it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token<'a> {
@@ -186,9 +184,9 @@ impl<'a> Statements<'a> {
     /// statement added before or after it needs braces to stay in the body).
     pub fn is_unbraced_body(&self, id: usize) -> bool {
         let node = &self.nodes[id];
-        let in_block = node.parent.map_or(true, |p| {
-            matches!(self.nodes[p].kind, NodeKind::Block { .. })
-        });
+        let in_block = node
+            .parent
+            .is_none_or(|p| matches!(self.nodes[p].kind, NodeKind::Block { .. }));
         !in_block && !matches!(node.kind, NodeKind::Block { .. })
     }
 
@@ -640,11 +638,6 @@ pub fn children(kind: &NodeKind) -> Vec<usize> {
         }
         NodeKind::Return { .. } | NodeKind::Jump | NodeKind::Simple => Vec::new(),
     }
-}
-
-/// The byte range of a token.
-pub fn span(token: &Token<'_>) -> Range<usize> {
-    token.start..token.end
 }
 
 #[cfg(test)]
