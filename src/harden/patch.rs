@@ -245,7 +245,10 @@ fn points_after(st: &Statements<'_>, line: usize) -> (Vec<Point>, Vec<String>) {
             ) => {
                 points.push(Point::FirstIn(*then));
                 points.push(match otherwise {
-                    Some(e) if matches!(st.nodes[*e].kind, NodeKind::If { .. }) => {
+                    Some(e)
+                        if matches!(st.nodes[*e].kind, NodeKind::If { .. })
+                            && !st.condition_declares(*e) =>
+                    {
                         Point::IntoCondition(*e)
                     }
                     Some(e) => Point::FirstIn(*e),
@@ -1043,6 +1046,17 @@ mod tests {
         assert_eq!(
             fenced_after(chain, &[1]),
             "if (a[0]) {\n  F;\n  x = 1;\n} else if (F, b[0]) {\n  y = 1;\n} else {\n}\nz = 1;\n"
+        );
+    }
+
+    /// A declaration in the `else if` condition cannot follow a comma: the `else` part is put
+    /// in braces with the fence first instead.
+    #[test]
+    fn an_else_if_that_declares_is_braced_instead() {
+        let chain = "void k() {\n  if (a[0]) x = 1;\n  else if (int v = b[0]) y = v;\n}\n";
+        assert_eq!(
+            fenced_after(chain, &[2]),
+            "void k() {\n  if (a[0]) { F; x = 1; }\n  else { F; if (int v = b[0]) y = v; }\n  F;\n}\n"
         );
     }
 

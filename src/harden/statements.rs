@@ -218,6 +218,28 @@ impl<'a> Statements<'a> {
         id
     }
 
+    /// Whether the condition of the `if` `id` declares a variable (`if (int v = f())`,
+    /// `if (init; c)`): two words in a row or a `;` outside brackets, where an expression has
+    /// neither.
+    pub fn condition_declares(&self, id: usize) -> bool {
+        let NodeKind::If { close, .. } = self.nodes[id].kind else {
+            return false;
+        };
+        let (mut depth, mut previous_word) = (0i64, false);
+        for token in &self.tokens[self.nodes[id].first + 1..close] {
+            let word = is_word(token.text) && !matches!(token.text, "constexpr" | "sizeof");
+            match token.text {
+                "(" | "[" | "{" => depth += 1,
+                ")" | "]" | "}" => depth -= 1,
+                ";" if depth == 1 => return true,
+                _ if word && previous_word && depth == 1 => return true,
+                _ => {}
+            }
+            previous_word = word;
+        }
+        false
+    }
+
     /// Whether another token follows the last of `id` on its line.
     pub fn shares_line_after(&self, id: usize) -> bool {
         let last = self.nodes[id].last;
