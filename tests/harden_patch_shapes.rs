@@ -10,17 +10,12 @@
 mod common;
 
 use gpuwmm::apps::{load_app_dir, App, Size, DEFAULT_ARCH};
-use gpuwmm::backend::sim::SimModel;
-use gpuwmm::check::driver::calibrate_stress;
-use gpuwmm::check::local::open_target_backend;
-use gpuwmm::check::spec::{run_seed, SiteSummary, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
-use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, Outcome, RunRequest, Target};
+use gpuwmm::check::spec::SiteSummary;
+use gpuwmm::check::Outcome;
 use gpuwmm::env::Environment;
 use gpuwmm::harden::report::{styled_fence_report, FenceReport, FenceStyle};
-use gpuwmm::profile::StressProfile;
 use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 const APP: &str = "patch-shapes";
@@ -55,58 +50,12 @@ fn report_of(app: &dyn App, dir: &Path, kind: FenceKind, style: FenceStyle) -> F
     styled_fence_report(&chosen, &sites, app.source(), kind, dir, style).unwrap()
 }
 
-fn git_apply(dir: &Path, patch: &str) {
-    std::fs::write(dir.join("fences.patch"), patch).unwrap();
-    let out = Command::new("git")
-        .args(["apply", "fences.patch"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{patch}");
-}
-
-fn target(app_dir: &Path) -> Target {
-    Target {
-        app: APP.to_string(),
-        app_dir: Some(app_dir.to_path_buf()),
-        size: Size::Sim,
-        backend: BackendKind::Sim,
-        sim_model: SimModel::Ptx,
-        fence_kind: FenceKind::ScGpu,
-        granularity: Granularity::SourceLine,
-        profile: StressProfile::load(&repo().join("tuning/sim.toml")).unwrap(),
-        deadline_ms: DEFAULT_DEADLINE_MS,
-        stress_factor: DEFAULT_STRESS_FACTOR,
-        sim_budget: None,
-    }
-}
-
 /// The outcomes of up to `runs` stressed runs of `app` (sys-str+, seed 1), stopping at the
 /// first that does not pass.
 fn check(app_dir: &Path, app: Arc<dyn App>, runs: u64) -> Vec<Outcome> {
-    let target = target(app_dir);
+    let target = common::sim_target(APP, Some(app_dir.to_path_buf()), FenceKind::ScGpu);
     let env: Environment = "sys-str+".parse().unwrap();
-    let backend = open_target_backend(&target).unwrap();
-    let mut executor = LocalExecutor::with_app(&target, backend, app).unwrap();
-    let stress = calibrate_stress(&mut executor, env, &Fences::AsIs, SEED).unwrap();
-    let mut outcomes = Vec::new();
-    for run in 0..runs {
-        let request = RunRequest {
-            run,
-            seed: run_seed(SEED, run),
-            env,
-            fences: Fences::AsIs,
-            stress_iterations: stress.stress_iterations,
-            races: false,
-        };
-        let record = executor.execute(&request).unwrap();
-        outcomes.push(record.outcome);
-        if record.outcome != Outcome::Pass {
-            break;
-        }
-    }
-    outcomes
+    common::stressed_outcomes(&target, app, env, SEED, runs)
 }
 
 /// The lines the patch adds or changes (without the `+`).
@@ -163,7 +112,7 @@ fn patched(dir: &Path, kind: FenceKind, style: FenceStyle, fence: &str) -> (Path
             && placements.iter().any(|p| p.contains("value of a `return`")),
         "{placements:#?}"
     );
-    git_apply(dir, &report.patch);
+    common::git_apply(dir, &report.patch);
     let patched = load_app_dir(&app_dir).unwrap();
     patched
         .module(DEFAULT_ARCH, Size::Sim)
@@ -249,7 +198,7 @@ fn a_fence_after_and_before_every_line_of_every_app_kernel_compiles() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("k.cu");
         std::fs::write(&file, &text).unwrap();
-        git_apply(dir.path(), &placed.diff);
+        common::git_apply(dir.path(), &placed.diff);
         let patched = std::fs::read_to_string(&file).unwrap();
         let source = KernelSource::single(path.clone(), patched.clone());
         if let Err(e) = compile_source(&source, DEFAULT_ARCH) {
