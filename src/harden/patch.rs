@@ -316,11 +316,18 @@ fn shape_notes(st: &Statements<'_>, points: &[Point]) -> Vec<String> {
                     st.line_of(id)
                 )
             }
-            Point::After(id) if st.shares_line_after(id) => format!(
-                "line {} holds more than one statement: the fence goes just after the `;` of \
-                 each that can hold an access",
-                st.line_of(id)
-            ),
+            Point::After(id) => match st.next_on_line(id) {
+                None => continue,
+                Some("}") => format!(
+                    "the fence goes on line {} itself, between the statement and the `}}` after it",
+                    st.line_of(id)
+                ),
+                Some(_) => format!(
+                    "line {} holds more than one statement: the fence goes just after each that \
+                     can hold an access, on the line",
+                    st.line_of(id)
+                ),
+            },
             _ => continue,
         };
         if !notes.contains(&note) {

@@ -374,7 +374,9 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
     let mut parts = Vec::new();
     if !after.is_empty() {
         parts.push(format!(
-            "its accesses are in code inlined at {}:{}, so the fence goes after each of their              lines there: {} (inside the functions called, so it also runs where they are              called from elsewhere)",
+            "its accesses are in code inlined at {}:{}, so the fence goes after each of their \
+             lines there: {} (inside the functions called, so it also runs where they are \
+             called from elsewhere)",
             own.0,
             own.1,
             after.join(", ")
@@ -385,7 +387,9 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
         headers.sort();
         headers.dedup();
         parts.push(format!(
-            "accesses inside {} cannot be fenced there (not the app's files): the fence goes              before and after the call at {}, which orders them against the code around the              call but not against each other",
+            "accesses inside {} cannot be fenced there (not the app's files): the fence goes \
+             before and after the call at {}, which orders them against the code around the \
+             call but not against each other",
             headers.join(", "),
             around.join(", ")
         ));

@@ -240,10 +240,12 @@ impl<'a> Statements<'a> {
         false
     }
 
-    /// Whether another token follows the last of `id` on its line.
-    pub fn shares_line_after(&self, id: usize) -> bool {
+    /// The token that follows the last of `id` on its line, if any.
+    pub fn next_on_line(&self, id: usize) -> Option<&'a str> {
         let last = self.nodes[id].last;
-        (self.tokens.get(last + 1)).is_some_and(|t| t.line == self.tokens[last].line)
+        (self.tokens.get(last + 1))
+            .filter(|t| t.line == self.tokens[last].line)
+            .map(|t| t.text)
     }
 
     /// The keyword (or `{`) that starts `id`.
