@@ -395,89 +395,89 @@ struct NodeFences<'s> {
     condition: Option<(usize, &'s str)>,
 }
 
-/// The events that place `fences` on the statements of `st`.
+/// The events that place `fences` on the statements of `st`, in order.
 fn events(st: &Statements<'_>, fences: &[NodeFences<'_>]) -> Vec<Event> {
-    let mut out = Vec::new();
-    for (id, f) in fences.iter().enumerate() {
-        let node = &st.nodes[id];
-        let (first, last) = (&st.tokens[node.first], &st.tokens[node.last]);
-        let depth = node.depth as i64;
-        let braces = f.value.is_some()
-            || (st.is_unbraced_body(id) && !(f.before.is_empty() && f.after.is_empty()));
-        let mut push = |offset, phase, rank, seq, order, what| {
-            out.push(Event {
-                offset,
-                phase,
-                rank,
-                seq,
-                order,
-                what,
-            })
-        };
-        let fence = |statement: &str, side| What::Fence {
-            statement: statement.to_string(),
-            side,
-            node: id,
-        };
-        if braces {
-            push(first.start, 1, depth, 0, 0, What::Text("{ ".into()));
-            push(last.end, 0, -depth, 2, 0, What::Text(" }".into()));
-        }
-        for &(order, s) in &f.before {
-            push(first.start, 1, depth, 1, order, fence(s, Side::Open));
-        }
-        for &(order, s) in &f.after {
-            push(last.end, 0, -depth, 1, order, fence(s, Side::Close));
-        }
-        for &(order, s) in &f.inner {
-            push(first.end, 1, depth, 1, order, fence(s, Side::Inner));
-        }
-        if let (Some((order, s)), NodeKind::Return { value }) = (f.value, &node.kind) {
-            let value = &st.tokens[*value];
-            let end = if value.line == first.line {
-                value.start
-            } else {
-                first.end
-            };
-            let (keep, give) = match node.returns {
-                Some(Returns::Void) => (String::new(), "return;".to_string()),
-                _ => (
-                    format!("auto {RETURN_VALUE} = "),
-                    format!("return {RETURN_VALUE};"),
-                ),
-            };
-            push(
-                first.start,
-                1,
-                depth,
-                2,
-                order,
-                What::Replace { end, text: keep },
-            );
-            push(
-                last.end,
-                0,
-                -depth,
-                0,
-                order,
-                What::Text(format!(" {s} {give}")),
-            );
-        }
-        if let (Some((order, s)), NodeKind::If { close, .. }) = (f.condition, &node.kind) {
-            let open = &st.tokens[st_open_paren(st, *close)];
-            let expression = s.trim_end().trim_end_matches(';');
-            push(
-                open.end,
-                1,
-                depth,
-                0,
-                order,
-                What::Text(format!("{expression}, ")),
-            );
-        }
-    }
+    let mut out: Vec<Event> = (fences.iter().enumerate())
+        .flat_map(|(id, f)| node_events(st, id, f))
+        .collect();
     out.sort_by_key(Event::key);
     out
+}
+
+/// The events of the fences of statement `id`: braces around it when it is a body without
+/// them that gets a fence before or after it (or a `return` rewritten), the fences, the
+/// `return` rewrite and the `else if` condition's fence.
+fn node_events(st: &Statements<'_>, id: usize, f: &NodeFences<'_>) -> Vec<Event> {
+    let node = &st.nodes[id];
+    let (first, last) = (&st.tokens[node.first], &st.tokens[node.last]);
+    let depth = node.depth as i64;
+    let at = |offset, phase, rank, seq, order, what| Event {
+        offset,
+        phase,
+        rank,
+        seq,
+        order,
+        what,
+    };
+    let open = |seq, order, what| at(first.start, 1, depth, seq, order, what);
+    let close = |seq, order, what| at(last.end, 0, -depth, seq, order, what);
+    let fence = |statement: &str, side| What::Fence {
+        statement: statement.to_string(),
+        side,
+        node: id,
+    };
+    let mut out = Vec::new();
+    let braces = f.value.is_some()
+        || (st.is_unbraced_body(id) && !(f.before.is_empty() && f.after.is_empty()));
+    if braces {
+        out.push(open(0, 0, What::Text("{ ".into())));
+        out.push(close(2, 0, What::Text(" }".into())));
+    }
+    out.extend(
+        f.before
+            .iter()
+            .map(|&(o, s)| open(1, o, fence(s, Side::Open))),
+    );
+    out.extend(
+        f.after
+            .iter()
+            .map(|&(o, s)| close(1, o, fence(s, Side::Close))),
+    );
+    let inner = |&(o, s): &(usize, &str)| at(first.end, 1, depth, 1, o, fence(s, Side::Inner));
+    out.extend(f.inner.iter().map(inner));
+    if let (Some((order, s)), NodeKind::Return { value }) = (f.value, &node.kind) {
+        let (keep, give) = return_rewrite(st, id, *value, s);
+        out.push(open(2, order, keep));
+        out.push(close(0, order, give));
+    }
+    if let (Some((order, s)), NodeKind::If { close, .. }) = (f.condition, &node.kind) {
+        let paren = &st.tokens[st_open_paren(st, *close)];
+        let expression = s.trim_end().trim_end_matches(';');
+        let text = What::Text(format!("{expression}, "));
+        out.push(at(paren.end, 1, depth, 0, order, text));
+    }
+    out
+}
+
+/// How `return E;` (statement `id`, `E` from token `value`) becomes `{ auto v = E; fence;
+/// return v; }` (`{ E; fence; return; }` in a `void` function): what replaces `return` (and
+/// the space after it on its line), and what follows the `;` (the braces come from the caller).
+fn return_rewrite(st: &Statements<'_>, id: usize, value: usize, fence: &str) -> (What, What) {
+    let node = &st.nodes[id];
+    let (keyword, value) = (&st.tokens[node.first], &st.tokens[value]);
+    let end = match value.line == keyword.line {
+        true => value.start,
+        false => keyword.end,
+    };
+    let (keep, give) = match node.returns {
+        Some(Returns::Void) => (String::new(), "return;".to_string()),
+        _ => (
+            format!("auto {RETURN_VALUE} = "),
+            format!("return {RETURN_VALUE};"),
+        ),
+    };
+    let replace = What::Replace { end, text: keep };
+    (replace, What::Text(format!(" {fence} {give}")))
 }
 
 /// The `(` that pairs with the `)` at token `close` (the nearest unbalanced one before it).
