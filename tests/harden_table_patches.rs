@@ -10,21 +10,16 @@ mod common;
 
 use gpuwmm::apps::{compile_source, find_app, App, AppError, KernelSource, RunContext, Size};
 use gpuwmm::apps::{Verdict, DEFAULT_ARCH};
-use gpuwmm::backend::sim::SimModel;
-use gpuwmm::check::driver::calibrate_stress;
-use gpuwmm::check::local::open_target_backend;
-use gpuwmm::check::spec::{run_seed, SiteSummary, DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
-use gpuwmm::check::{BackendKind, Executor, Fences, LocalExecutor, Outcome, RunRequest, Target};
+use gpuwmm::check::spec::SiteSummary;
+use gpuwmm::check::Outcome;
 use gpuwmm::env::Environment;
 use gpuwmm::harden::report::{styled_fence_report, FenceStyle};
-use gpuwmm::profile::StressProfile;
 use gpuwmm::ptx::lines::statement_frames;
 use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
 use gpuwmm::ptx::{FunctionKind, Item, Module, Statement};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 /// Runs of the check of each patched app (each app's hardening passed 1,000 with these fences).
@@ -140,17 +135,7 @@ fn apply(dir: &Path, app: &dyn App, patch: &str) -> KernelSource {
     let path = dir.join(relative);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, &app.source().text).unwrap();
-    std::fs::write(dir.join("fences.patch"), patch).unwrap();
-    let out = Command::new("git")
-        .args(["apply", "fences.patch"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::git_apply(dir, patch);
     let text = std::fs::read_to_string(&path).unwrap();
     KernelSource::single(path, text)
 }
@@ -241,47 +226,11 @@ impl App for PatchedApp {
     }
 }
 
-fn target(report: &Report) -> Target {
-    Target {
-        app: report.app.clone(),
-        app_dir: None,
-        size: Size::Sim,
-        backend: BackendKind::Sim,
-        sim_model: SimModel::Ptx,
-        fence_kind: report.fence_kind,
-        granularity: Granularity::SourceLine,
-        profile: StressProfile::load(&repo().join("tuning/sim.toml")).unwrap(),
-        deadline_ms: DEFAULT_DEADLINE_MS,
-        stress_factor: DEFAULT_STRESS_FACTOR,
-        sim_budget: None,
-    }
-}
-
 /// The outcomes of `runs` stressed runs of `app` as the report's check ran them (its
 /// environment and seed), stopping at the first that does not pass.
 fn check(report: &Report, app: Arc<dyn App>, runs: u64) -> Vec<Outcome> {
-    let target = target(report);
-    let backend = open_target_backend(&target).unwrap();
-    let mut executor = LocalExecutor::with_app(&target, backend, app).unwrap();
-    let stress = calibrate_stress(&mut executor, report.env, &Fences::AsIs, report.seed).unwrap();
-    let mut outcomes = Vec::new();
-    for run in 0..runs {
-        let request = RunRequest {
-            run,
-            seed: run_seed(report.seed, run),
-            env: report.env,
-            fences: Fences::AsIs,
-            stress_iterations: stress.stress_iterations,
-            races: false,
-        };
-        let record = executor.execute(&request).unwrap();
-        outcomes.push(record.outcome);
-        if record.outcome != Outcome::Pass {
-            eprintln!("{}: run {run}: {}", report.app, record.reason);
-            break;
-        }
-    }
-    outcomes
+    let target = common::sim_target(&report.app, None, report.fence_kind);
+    common::stressed_outcomes(&target, app, report.env, report.seed, runs)
 }
 
 fn patched(report: &Report, dir: &Path, style: FenceStyle) -> (Arc<dyn App>, String) {

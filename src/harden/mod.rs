@@ -11,6 +11,7 @@
 //!   every run journaled so that a killed hardening resumes where it stopped;
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
 //!   diff that `git apply` and `patch -p1` accept;
+//! - [`statements`]: the statement structure of a CUDA source, where the patch places fences;
 //! - [`report`]: the chosen fences as source lines, CUDA statements and a patch.
 
 pub mod algorithm;
@@ -19,3 +20,4 @@ pub mod patch;
 pub mod recording;
 pub mod report;
 pub mod run;
+pub mod statements;

@@ -1,45 +1,62 @@
-//! Suggested fences as source changes: statements inserted after given lines, and the unified
-//! diff that makes the same change.
+//! Suggested fences as source changes: statements placed after given lines of a CUDA source,
+//! and the unified diff that makes the same change.
 //!
 //! Hardening ends with fences placed after particular source lines. A developer wants to see
 //! them in context and apply them with ordinary tools, so this module renders them both as the
-//! new file text ([`insert_after_lines`]) and as a unified diff ([`insertion_diff`]) that
-//! `git apply` and `patch -p1` accept.
-//!
-//! The diff is computed from the insertion positions rather than by comparing two texts: the
-//! only change ever made is adding lines, so the hunks follow directly from where they go, with
-//! no longest-common-subsequence search and no risk of an ambiguous alignment. Both functions
-//! share one plan of the change, so the diff applies to exactly the text the other returns.
+//! new file text ([`insert_statements`]) and as a unified diff ([`statements_diff`]) that
+//! `git apply` and `patch -p1` accept. Both share one plan of the change, so the diff applies
+//! to exactly the text the other returns. The diff is computed from the changed lines rather
+//! than by comparing two texts: lines are only added or edited in place, so the hunks follow
+//! directly from where the changes are, with no longest-common-subsequence search.
 //!
 //! A fence "after a line" must end up, on every path the program can take from that line's
 //! accesses, between them and the accesses that follow, as the PTX fence after each access is.
-//! For a plain statement that is the next line. For a line that opens a block with a condition
-//! (`if (...) {`, `} else if (...) {`, `while (...) {`, `for (...) {`) the condition's accesses
-//! are followed either by the block or by what comes after it, so the statement goes in both
-//! places: first in the block, and after the block (for a loop: after its closing brace, where
-//! the last evaluation of the condition leads; for an `if`: first in each `else` part, or after
-//! the closing brace when there is none). A `} while (...);` line goes after the line and first
-//! in the `do` body. A statement that continues on later lines (unclosed parentheses) counts as
-//! its last line. See [`fence_slots`].
+//! Lines do not say where that is, so the placement works from the statements the line holds
+//! ([`super::statements`]); each that can hold an access gets the fence on every way out of it:
+//! - a simple statement (an expression, a declaration): after it, on its own line when the
+//!   statement ends its line, else on the line just after its `;`, so that of two statements on
+//!   one line (`data[0] = 1; flag[0] = 1;`) the first is fenced before the second runs;
+//! - the condition of an `if`: first in the `then` part, and first in the `else` part, or after
+//!   the `if` when it has none; an `else if` gets it at the start of its condition
+//!   (`else if (__threadfence(), c)`), before that condition's own accesses;
+//! - the condition of a `while` or `for`, of a `do … while`: first in the body and after the
+//!   loop;
+//! - `return E;`: the value is computed first and the fence goes between it and the return
+//!   (`{ auto gpuwmm_value = E; fence; return gpuwmm_value; }`, or `{ E; fence; return; }` in a
+//!   `void` function); a function that returns a reference cannot be rewritten so, and the fence
+//!   is left out with a note saying why.
+//!
+//! A body without braces (`if (c) x = y;`, `else x = y;`, `while (c) x = y;`) that gets a fence
+//! is put in braces with the fence inside, so that the fence neither leaves the body nor takes
+//! its place. A fence after a statement that ends a branch of an `if` is left out when the
+//! fence after that `if` follows it anyway. A line with no such statement (a line of braces
+//! alone, code inside a lambda, a `switch` condition) gets no fence, and the note says so: the
+//! patch never guesses. "Before a line" ([`Anchor::Before`]) puts the fence before the first
+//! statement that starts on it.
 //!
 //! Line endings are kept: an inserted line ends like the line it follows, so CRLF files stay
 //! CRLF. A file without a final newline keeps lacking one: inserting after its last line gives
 //! that line a line ending and leaves the new last line (the statement) without one.
 
+use super::statements::{NodeKind, Part, Returns, Statements};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
-/// Lines of unchanged context around each insertion in a diff.
+/// Lines of unchanged context around each change in a diff.
 pub const CONTEXT: usize = 3;
 
 const NO_NEWLINE: &str = "\\ No newline at end of file\n";
 
+/// The variable a `return` statement's value is kept in while the fence runs.
+const RETURN_VALUE: &str = "gpuwmm_value";
+
 /// Where a statement goes, relative to a 1-based line of the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor {
-    /// After the line's accesses, on every path from them (see [`fence_slots`]); line 0 means
-    /// before the first line, unindented (an `#include`).
+    /// After the line's accesses, on every path from them (module doc); line 0 means before
+    /// the first line, unindented (an `#include`).
     After(usize),
-    /// Just before the line, indented like it.
+    /// Just before the first statement that starts on the line.
     Before(usize),
 }
 
@@ -68,8 +85,20 @@ pub enum PatchError {
     StatementNotOneLine,
 }
 
+/// A placed change: the diff, and per insertion asked for, whether the patch holds it and
+/// notes on where it went when that is not simply on a line of its own after the line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Placed {
+    pub diff: String,
+    /// Per insertion, in the order given: false when no statement of it is in the patch.
+    pub in_patch: Vec<bool>,
+    /// Per insertion: how its statement was placed, or why (part of) it was left out.
+    pub notes: Vec<Vec<String>>,
+}
+
 /// `text` with, after each of `lines` (1-based), a line holding `statement` indented like the
-/// line it follows.
+/// line it follows: just after the line, whatever the line holds (see [`insert_statements`] for
+/// fences placed by the statements).
 ///
 /// Lines are sorted and duplicates inserted once; a line that is 0 or past the end is an error.
 pub fn insert_after_lines(
@@ -77,50 +106,27 @@ pub fn insert_after_lines(
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let insertions: Vec<(Anchor, &str)> = (lines.iter())
-        .map(|&l| (Anchor::After(l), statement))
-        .collect();
-    insert_statements(text, &insertions)
-}
-
-/// `text` with each `(anchor, statement)` inserted where its anchor says. Where two statements
-/// go after the same line, the first given is kept.
-pub fn insert_statements(text: &str, insertions: &[(Anchor, &str)]) -> Result<String, PatchError> {
-    let plan = Plan::new(text, insertions)?;
-    let mut out = String::with_capacity(text.len() + plan.after.len() * 96);
-    if let Some(top) = plan.inserted_after(0) {
-        out.push_str(top);
-        out.push_str(plan.default_ending);
-    }
-    for (index, line) in plan.lines.iter().enumerate() {
-        out.push_str(line.content);
-        match plan.inserted_after(index + 1) {
-            Some(inserted) => {
-                out.push_str(plan.ending_before_insertion(line));
-                out.push_str(inserted);
-                out.push_str(line.ending);
-            }
-            None => out.push_str(line.ending),
-        }
-    }
-    Ok(out)
+    Ok(Plan::after_lines(text, lines, statement)?.text())
 }
 
 /// A unified diff, for `path` (as `a/<path>` and `b/<path>`), from `old` to
 /// [`insert_after_lines`]`(old, lines, statement)`.
 ///
-/// Each insertion gets [`CONTEXT`] lines of context on each side; insertions whose context
-/// overlaps or touches share a hunk. Returns an empty string when `lines` is empty.
+/// Each change gets [`CONTEXT`] lines of context on each side; changes whose context overlaps
+/// or touches share a hunk. Returns an empty string when `lines` is empty.
 pub fn insertion_diff(
     path: &str,
     old: &str,
     lines: &[usize],
     statement: &str,
 ) -> Result<String, PatchError> {
-    let insertions: Vec<(Anchor, &str)> = (lines.iter())
-        .map(|&l| (Anchor::After(l), statement))
-        .collect();
-    statements_diff(path, old, &insertions)
+    Ok(Plan::after_lines(old, lines, statement)?.diff(path))
+}
+
+/// `text` with each `(anchor, statement)` placed where its anchor says (module doc). Where two
+/// statements go to the same place, the first given is kept.
+pub fn insert_statements(text: &str, insertions: &[(Anchor, &str)]) -> Result<String, PatchError> {
+    Ok(Plan::placed(text, insertions)?.0.text())
 }
 
 /// A unified diff, for `path`, from `old` to [`insert_statements`]`(old, insertions)`.
@@ -129,15 +135,20 @@ pub fn statements_diff(
     old: &str,
     insertions: &[(Anchor, &str)],
 ) -> Result<String, PatchError> {
-    let plan = Plan::new(old, insertions)?;
-    if plan.after.is_empty() {
-        return Ok(String::new());
-    }
-    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    for hunk in plan.hunks() {
-        plan.write_hunk(&mut out, hunk);
-    }
-    Ok(out)
+    Ok(place_statements(path, old, insertions)?.diff)
+}
+
+/// [`statements_diff`] with, per insertion, whether it is in the patch and how it was placed.
+pub fn place_statements(
+    path: &str,
+    old: &str,
+    insertions: &[(Anchor, &str)],
+) -> Result<Placed, PatchError> {
+    let (plan, placed) = Plan::placed(old, insertions)?;
+    Ok(Placed {
+        diff: plan.diff(path),
+        ..placed
+    })
 }
 
 /// One line of a text: its content and its line ending (`""` only for a last line without one).
@@ -170,183 +181,577 @@ fn indentation(content: &str) -> &str {
     &content[..content.len() - rest.len()]
 }
 
-/// A place for an inserted line: after old line `after` (0: before the first), with `indent`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Slot {
-    after: usize,
-    indent: String,
-}
-
-/// The places a statement anchored at `anchor` goes (module doc): one for a plain line, one
-/// per path out of a block header's condition.
-fn fence_slots(lines: &[Line<'_>], anchor: Anchor) -> Vec<Slot> {
-    let number = match anchor {
-        Anchor::After(0) => return vec![slot(lines, 0, 0)],
-        Anchor::Before(number) => return vec![slot(lines, number - 1, number)],
-        Anchor::After(number) => number,
+/// Checks the statements and the anchors' lines.
+fn validate(lines: &[Line<'_>], insertions: &[(Anchor, &str)]) -> Result<(), PatchError> {
+    if insertions.iter().any(|(_, s)| s.contains(['\n', '\r'])) {
+        return Err(PatchError::StatementNotOneLine);
+    }
+    let out_of_range = |anchor: Anchor| match anchor {
+        Anchor::After(l) => l > lines.len() || (l == 0 && lines.is_empty()),
+        Anchor::Before(l) => l > lines.len() || l == 0,
     };
-    let first = number;
-    let number = statement_end(lines, first);
-    let text = lines[number - 1].content.trim();
-    if let Some(header) = condition_header(text) {
-        if let Some(close) = closing_line(lines, number) {
-            return header_slots(lines, (first, number), close, header);
-        }
+    match insertions.iter().find(|&&(a, _)| out_of_range(a)) {
+        Some(&(anchor, _)) => Err(PatchError::LineOutOfRange {
+            line: anchor.line(),
+            lines: lines.len(),
+        }),
+        None => Ok(()),
     }
-    if text.starts_with('}') && text.ends_with(';') && keyword_after_brace(text, "while") {
-        if let Some(open) = opening_line(lines, number) {
-            return vec![body_slot(lines, open, number), slot(lines, number, number)];
-        }
-    }
-    vec![slot(lines, number, first)]
 }
 
-/// A slot after line `after`, indented like line `like` (none for 0).
-fn slot(lines: &[Line<'_>], after: usize, like: usize) -> Slot {
-    let indent = match like {
-        0 => String::new(),
-        _ => indentation(lines[like - 1].content).to_string(),
-    };
-    Slot { after, indent }
-}
-
-/// The line a statement starting on line `number` ends on: the first from it where the
-/// parentheses opened since balance (at most 20 lines on; else `number`).
-fn statement_end(lines: &[Line<'_>], number: usize) -> usize {
-    let mut depth = 0i64;
-    for (index, line) in lines.iter().enumerate().skip(number - 1).take(20) {
-        depth += line.content.matches('(').count() as i64;
-        depth -= line.content.matches(')').count() as i64;
-        if depth <= 0 {
-            return index + 1;
-        }
-    }
-    number
-}
-
-/// The kinds of block header whose condition a site can be on.
+/// A place a fence goes, in terms of statements (node ids of [`Statements`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Header {
-    If,
-    Loop,
+enum Point {
+    /// Before the statement (in braces with it when it is a body without them).
+    Before(usize),
+    /// After the statement (likewise).
+    After(usize),
+    /// First in the statement, a body: after its `{`, or in braces before it.
+    FirstIn(usize),
+    /// Between computing a `return`'s value and returning it.
+    ReturnValue(usize),
+    /// At the start of an `if`'s condition (an `else if`).
+    IntoCondition(usize),
 }
 
-/// What block `text` (a trimmed line) opens with a condition, if it is such a header: it ends
-/// with `{` and starts with `if`, `else if`, `} else if`, `while` or `for`.
-fn condition_header(text: &str) -> Option<Header> {
-    if !text.ends_with('{') {
-        return None;
+/// Where the fence after the accesses of `line` goes, and notes on what cannot be placed.
+fn points_after(st: &Statements<'_>, line: usize) -> (Vec<Point>, Vec<String>) {
+    let mut points = Vec::new();
+    let mut notes = Vec::new();
+    let parts = st.parts_on_line(line);
+    if parts.is_empty() {
+        notes.push(format!(
+            "line {line} holds no statement of its own that the patch can place a fence after \
+             (braces alone, code inside a lambda or a macro): left out of the patch"
+        ));
     }
-    let rest = text.trim_start_matches('}').trim_start();
-    let rest = match rest.strip_prefix("else") {
-        Some(after) if starts_keyword(after.trim_start(), "if") => after.trim_start(),
-        Some(_) => return None,
-        None => rest,
-    };
-    if starts_keyword(rest, "if") {
-        Some(Header::If)
-    } else if starts_keyword(rest, "while") || starts_keyword(rest, "for") {
-        Some(Header::Loop)
-    } else {
-        None
-    }
-}
-
-/// Whether `text` starts with the keyword `word` (followed by a space or a parenthesis).
-fn starts_keyword(text: &str, word: &str) -> bool {
-    text.strip_prefix(word)
-        .is_some_and(|rest| rest.starts_with([' ', '(', '\t']))
-}
-
-/// Whether `text` (starting with `}`) continues with the keyword `word`.
-fn keyword_after_brace(text: &str, word: &str) -> bool {
-    starts_keyword(text.trim_start_matches('}').trim_start(), word)
-}
-
-/// The slots after the condition of the block header on lines `first..=number` (the block
-/// opens on `number`), whose block closes on line `close`: first in the block, then every way
-/// past it.
-fn header_slots(
-    lines: &[Line<'_>],
-    (first, number): (usize, usize),
-    close: usize,
-    header: Header,
-) -> Vec<Slot> {
-    if close == number {
-        // A one-line block: the statement can only go after it.
-        return vec![slot(lines, number, first)];
-    }
-    let mut slots = vec![body_slot(lines, number, close)];
-    let mut close = close;
-    // An `if` continued by `} else ... {` on its closing line: the else part is the other way.
-    let mut chain = header == Header::If;
-    while chain {
-        let text = lines[close - 1].content.trim();
-        let else_part = keyword_after_brace(text, "else") && text.ends_with('{');
-        let Some(next) = else_part.then(|| closing_line(lines, close)).flatten() else {
-            break;
-        };
-        slots.push(body_slot(lines, close, next));
-        // A final `else` leaves no way past the chain without a fence.
-        chain = condition_header(text).is_some();
-        if !chain {
-            return slots;
+    for &(id, part) in &parts {
+        let node = &st.nodes[id];
+        match (&node.kind, part) {
+            (NodeKind::Return { .. }, _) => match node.returns {
+                Some(Returns::Value | Returns::Void) => points.push(Point::ReturnValue(id)),
+                _ => notes.push(format!(
+                    "the access on line {line} is in the value of a `return` from a function \
+                     that returns a reference, which cannot be kept in a variable without \
+                     changing what is returned: no fence after it in the patch (fence the \
+                     caller's use of the reference instead)"
+                )),
+            },
+            (
+                NodeKind::If {
+                    then, otherwise, ..
+                },
+                Part::Condition,
+            ) => {
+                points.push(Point::FirstIn(*then));
+                points.push(match otherwise {
+                    Some(e)
+                        if matches!(st.nodes[*e].kind, NodeKind::If { .. })
+                            && !st.condition_declares(*e) =>
+                    {
+                        Point::IntoCondition(*e)
+                    }
+                    Some(e) => Point::FirstIn(*e),
+                    None => Point::After(id),
+                });
+            }
+            (NodeKind::Loop { body, .. } | NodeKind::Do { body, .. }, Part::Condition) => {
+                points.push(Point::FirstIn(*body));
+                points.push(Point::After(id));
+            }
+            (NodeKind::Switch { .. }, _) => notes.push(format!(
+                "the access on line {line} is in a `switch` condition, which leads to its cases: \
+                 no fence after it in the patch (compute the value into a variable first)"
+            )),
+            _ => points.push(Point::After(id)),
         }
-        close = next;
     }
-    slots.push(slot(lines, close, first));
-    slots
+    // After a one-statement branch of an `if` comes what comes after the `if`: the fence goes
+    // there (which also fences the other branch) rather than into braces around the branch.
+    for point in &mut points {
+        if let Point::After(id) = point {
+            *id = st.lifted_out_of_branches(*id);
+        }
+    }
+    points.dedup();
+    // After a statement that ends a branch of an `if` comes what comes after the `if`.
+    let covered = |id: usize| {
+        let mut up = st.branch_end_of(id);
+        while let Some(i) = up {
+            if points.contains(&Point::After(i)) {
+                return true;
+            }
+            up = st.branch_end_of(i);
+        }
+        false
+    };
+    let kept: Vec<Point> = (points.iter().copied())
+        .filter(|p| !matches!(p, Point::After(id) if covered(*id)))
+        .collect();
+    (kept, notes)
 }
 
-/// The slot first in the block that line `open` opens and line `close` closes: after `open`,
-/// indented like the block's first line, or one level deeper than `open` for an empty block.
-fn body_slot(lines: &[Line<'_>], open: usize, close: usize) -> Slot {
-    let first = ((open + 1)..close).find(|&n| !lines[n - 1].content.trim().is_empty());
-    let indent = match first {
+/// Notes on the shapes `points` are placed in that differ from a line after the line.
+fn shape_notes(st: &Statements<'_>, points: &[Point]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for &point in points {
+        let note = match point {
+            Point::ReturnValue(id) => format!(
+                "the access on line {} is in the value of a `return`: the value is computed \
+                 first, then the fence runs, then the function returns it",
+                st.line_of(id)
+            ),
+            Point::IntoCondition(id) => format!(
+                "the `else if` on line {} gets the fence at the start of its condition, before \
+                 that condition's accesses",
+                st.line_of(id)
+            ),
+            Point::After(id) | Point::Before(id) | Point::FirstIn(id)
+                if st.is_unbraced_body(id) =>
+            {
+                format!(
+                    "the one-statement body `{}…` on line {} is put in braces with the fence \
+                     inside",
+                    st.keyword(id),
+                    st.line_of(id)
+                )
+            }
+            Point::After(id) => match st.next_on_line(id) {
+                None => continue,
+                Some("}") => format!(
+                    "the fence goes on line {} itself, between the statement and the `}}` after it",
+                    st.line_of(id)
+                ),
+                Some(_) => format!(
+                    "line {} holds more than one statement: the fence goes just after each that \
+                     can hold an access, on the line",
+                    st.line_of(id)
+                ),
+            },
+            _ => continue,
+        };
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    notes
+}
+
+/// Which side of a statement a fence is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Side {
+    /// Before its first token.
+    Open,
+    /// After its last token.
+    Close,
+    /// Just after a block's `{`.
+    Inner,
+}
+
+/// What is inserted at an offset of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum What {
+    /// A fence statement; `node` is the statement it is placed by.
+    Fence {
+        statement: String,
+        side: Side,
+        node: usize,
+    },
+    /// Other text: braces, a `return`'s rewrite.
+    Text(String),
+    /// Text that replaces the text up to `end`.
+    Replace { end: usize, text: String },
+}
+
+/// An insertion at a byte offset; at one offset, closings come before openings, inner
+/// closings before outer ones, outer openings before inner ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Event {
+    offset: usize,
+    phase: u8,
+    rank: i64,
+    seq: u8,
+    order: usize,
+    what: What,
+}
+
+impl Event {
+    fn key(&self) -> (usize, u8, i64, u8, usize) {
+        (self.offset, self.phase, self.rank, self.seq, self.order)
+    }
+
+    fn is_fence(&self, side: Side) -> bool {
+        matches!(self.what, What::Fence { side: s, .. } if s == side)
+    }
+}
+
+/// The fences each statement gets, with the order of the insertion that asked for each.
+#[derive(Debug, Clone, Default)]
+struct NodeFences<'s> {
+    before: Vec<(usize, &'s str)>,
+    after: Vec<(usize, &'s str)>,
+    inner: Vec<(usize, &'s str)>,
+    value: Option<(usize, &'s str)>,
+    condition: Option<(usize, &'s str)>,
+}
+
+/// The events that place `fences` on the statements of `st`, in order.
+fn events(st: &Statements<'_>, fences: &[NodeFences<'_>]) -> Vec<Event> {
+    let mut out: Vec<Event> = (fences.iter().enumerate())
+        .flat_map(|(id, f)| node_events(st, id, f))
+        .collect();
+    out.sort_by_key(Event::key);
+    out
+}
+
+/// The events of the fences of statement `id`: braces around it when it is a body without
+/// them that gets a fence before or after it (or a `return` rewritten), the fences, the
+/// `return` rewrite and the `else if` condition's fence.
+fn node_events(st: &Statements<'_>, id: usize, f: &NodeFences<'_>) -> Vec<Event> {
+    let node = &st.nodes[id];
+    let (first, last) = (&st.tokens[node.first], &st.tokens[node.last]);
+    let depth = node.depth as i64;
+    let at = |offset, phase, rank, seq, order, what| Event {
+        offset,
+        phase,
+        rank,
+        seq,
+        order,
+        what,
+    };
+    let open = |seq, order, what| at(first.start, 1, depth, seq, order, what);
+    let close = |seq, order, what| at(last.end, 0, -depth, seq, order, what);
+    let fence = |statement: &str, side| What::Fence {
+        statement: statement.to_string(),
+        side,
+        node: id,
+    };
+    let mut out = Vec::new();
+    let braces = f.value.is_some()
+        || (st.is_unbraced_body(id) && !(f.before.is_empty() && f.after.is_empty()));
+    if braces {
+        out.push(open(0, 0, What::Text("{ ".into())));
+        out.push(close(2, 0, What::Text(" }".into())));
+    }
+    out.extend(
+        f.before
+            .iter()
+            .map(|&(o, s)| open(1, o, fence(s, Side::Open))),
+    );
+    out.extend(
+        f.after
+            .iter()
+            .map(|&(o, s)| close(1, o, fence(s, Side::Close))),
+    );
+    let inner = |&(o, s): &(usize, &str)| at(first.end, 1, depth, 1, o, fence(s, Side::Inner));
+    out.extend(f.inner.iter().map(inner));
+    if let (Some((order, s)), NodeKind::Return { value }) = (f.value, &node.kind) {
+        let (keep, give) = return_rewrite(st, id, *value, s);
+        out.push(open(2, order, keep));
+        out.push(close(0, order, give));
+    }
+    if let (Some((order, s)), NodeKind::If { close, .. }) = (f.condition, &node.kind) {
+        let paren = &st.tokens[st_open_paren(st, *close)];
+        let expression = s.trim_end().trim_end_matches(';');
+        let text = What::Text(format!("{expression}, "));
+        out.push(at(paren.end, 1, depth, 0, order, text));
+    }
+    out
+}
+
+/// How `return E;` (statement `id`, `E` from token `value`) becomes `{ auto v = E; fence;
+/// return v; }` (`{ E; fence; return; }` in a `void` function): what replaces `return` (and
+/// the space after it on its line), and what follows the `;` (the braces come from the caller).
+fn return_rewrite(st: &Statements<'_>, id: usize, value: usize, fence: &str) -> (What, What) {
+    let node = &st.nodes[id];
+    let (keyword, value) = (&st.tokens[node.first], &st.tokens[value]);
+    let end = match value.line == keyword.line {
+        true => value.start,
+        false => keyword.end,
+    };
+    let (keep, give) = match node.returns {
+        Some(Returns::Void) => (String::new(), "return;".to_string()),
+        _ => (
+            format!("auto {RETURN_VALUE} = "),
+            format!("return {RETURN_VALUE};"),
+        ),
+    };
+    let replace = What::Replace { end, text: keep };
+    (replace, What::Text(format!(" {fence} {give}")))
+}
+
+/// The `(` that pairs with the `)` at token `close` (the nearest unbalanced one before it).
+fn st_open_paren(st: &Statements<'_>, close: usize) -> usize {
+    let mut depth = 0i64;
+    for i in (0..close).rev() {
+        match st.tokens[i].text {
+            ")" => depth += 1,
+            "(" if depth == 0 => return i,
+            "(" => depth -= 1,
+            _ => {}
+        }
+    }
+    close
+}
+
+/// A placement in progress: the fences per statement and the notes per insertion.
+struct Placing<'s, 't> {
+    st: &'s Statements<'t>,
+    fences: Vec<NodeFences<'s>>,
+    in_patch: Vec<bool>,
+    notes: Vec<Vec<String>>,
+}
+
+impl<'s, 't> Placing<'s, 't> {
+    /// Records the fence of insertion `order` at `point`.
+    fn add(&mut self, order: usize, point: Point, statement: &'s str) {
+        let entry = (order, statement);
+        let is_block = |id: usize| matches!(self.st.nodes[id].kind, NodeKind::Block { .. });
+        match point {
+            Point::Before(id) => self.fences[id].before.push(entry),
+            Point::After(id) => self.fences[id].after.push(entry),
+            Point::FirstIn(id) if is_block(id) => self.fences[id].inner.push(entry),
+            Point::FirstIn(id) => self.fences[id].before.push(entry),
+            Point::ReturnValue(id) => {
+                self.fences[id].value.get_or_insert(entry);
+            }
+            Point::IntoCondition(id) => {
+                self.fences[id].condition.get_or_insert(entry);
+            }
+        }
+        self.in_patch[order] = true;
+    }
+
+    /// Places insertion `order`, anchored at `anchor`.
+    fn place(&mut self, order: usize, anchor: Anchor, statement: &'s str) {
+        let (points, mut notes) = match anchor {
+            Anchor::After(line) => points_after(self.st, line),
+            Anchor::Before(line) => match self.st.first_starting_on(line) {
+                Some(id) => (vec![Point::Before(id)], Vec::new()),
+                None => (
+                    Vec::new(),
+                    vec![format!(
+                        "no statement starts on line {line}: no fence before it in the patch"
+                    )],
+                ),
+            },
+        };
+        notes.extend(shape_notes(self.st, &points));
+        for point in points {
+            self.add(order, point, statement);
+        }
+        self.notes[order] = notes;
+    }
+}
+
+/// The new content of changed lines and the line inserted after lines, from `events`:
+/// fences at the end of a line (or just after a `{` that ends it) go on a line of their own
+/// after it, fences at the start of a line on a line of their own before it (above any
+/// `#pragma` lines just before it), the rest into the line; fences that meet at one place are
+/// written once (the first insertion's).
+fn line_changes(
+    text: &str,
+    lines: &[Line<'_>],
+    st: &Statements<'_>,
+    events: Vec<Event>,
+) -> BTreeMap<usize, Change> {
+    let mut changes: BTreeMap<usize, Change> = BTreeMap::new();
+    let mut own_line: BTreeMap<usize, (usize, String)> = BTreeMap::new();
+    let mut inline: Vec<Event> = Vec::new();
+    let ends: BTreeMap<usize, usize> = line_end_offsets(st);
+    let starts: BTreeMap<usize, usize> = line_start_offsets(st);
+    let mut i = 0;
+    while i < events.len() {
+        let offset = events[i].offset;
+        let group_end = i + events[i..]
+            .iter()
+            .take_while(|e| e.offset == offset)
+            .count();
+        let group = &events[i..group_end];
+        i = group_end;
+        let mut rest: Vec<Event> = group.to_vec();
+        if let Some(&line) = ends.get(&offset) {
+            let tail = rest
+                .iter()
+                .rev()
+                .take_while(|e| e.is_fence(Side::Close) || e.is_fence(Side::Inner))
+                .count();
+            for e in rest.split_off(rest.len() - tail) {
+                let indent = new_line_indent(lines, st, &e, line);
+                offer(&mut own_line, line, e.order, indent, &e.what);
+            }
+        }
+        if let Some(&line) = starts.get(&offset) {
+            let target = line_above(lines, line);
+            let head = match target {
+                Some(_) => rest.iter().take_while(|e| e.is_fence(Side::Open)).count(),
+                None => 0,
+            };
+            let indent = indentation(lines[line - 1].content).to_string();
+            for e in rest.drain(..head) {
+                offer(
+                    &mut own_line,
+                    target.unwrap(),
+                    e.order,
+                    indent.clone(),
+                    &e.what,
+                );
+            }
+        }
+        inline.extend(dedup_fences(rest));
+    }
+    apply_inline(text, lines, &inline, &mut changes);
+    for (line, (_, inserted)) in own_line {
+        changes.entry(line).or_default().inserted = Some(inserted);
+    }
+    changes
+}
+
+/// Keeps, of fences next to each other at one offset, the one of the first insertion.
+fn dedup_fences(events: Vec<Event>) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    for e in events {
+        let fence = matches!(e.what, What::Fence { .. });
+        match out.last_mut() {
+            Some(prev) if fence && matches!(prev.what, What::Fence { .. }) => {
+                if e.order < prev.order {
+                    *prev = e;
+                }
+            }
+            _ => out.push(e),
+        }
+    }
+    out
+}
+
+/// Offers a line holding `what`'s statement after `line`; of several, the first insertion's.
+fn offer(
+    own_line: &mut BTreeMap<usize, (usize, String)>,
+    line: usize,
+    order: usize,
+    indent: String,
+    what: &What,
+) {
+    let What::Fence { statement, .. } = what else {
+        return;
+    };
+    let candidate = (order, format!("{indent}{statement}"));
+    match own_line.get(&line) {
+        Some((existing, _)) if *existing <= order => {}
+        _ => {
+            own_line.insert(line, candidate);
+        }
+    }
+}
+
+/// The indentation of a fence on a line of its own after `line`: like the line its statement
+/// starts on, or, first in a block, like the block's first line (one level deeper than the
+/// `{` line for an empty block).
+fn new_line_indent(lines: &[Line<'_>], st: &Statements<'_>, e: &Event, line: usize) -> String {
+    let What::Fence { side, node, .. } = &e.what else {
+        return String::new();
+    };
+    if *side != Side::Inner {
+        return indentation(lines[st.line_of(*node) - 1].content).to_string();
+    }
+    let close = st.tokens[st.nodes[*node].last].line;
+    let first = ((line + 1)..close).find(|&n| !lines[n - 1].content.trim().is_empty());
+    match first {
         Some(n) => indentation(lines[n - 1].content).to_string(),
         None => {
-            let outer = indentation(lines[open - 1].content);
+            let outer = indentation(lines[line - 1].content);
             let step = if outer.contains('\t') { "\t" } else { "    " };
             format!("{outer}{step}")
         }
-    };
-    Slot {
-        after: open,
-        indent,
     }
 }
 
-/// The line that closes the block opened by the last `{` of line `number` (braces counted
-/// as characters, so braces in strings and comments count too), if any.
-fn closing_line(lines: &[Line<'_>], number: usize) -> Option<usize> {
-    let mut depth = 1i64;
-    let own = lines[number - 1].content;
-    let after_open = &own[own.rfind('{')? + 1..];
-    let rest = std::iter::once((number, after_open));
-    let later = (lines.iter().enumerate().skip(number)).map(|(i, l)| (i + 1, l.content));
-    for (line, text) in rest.chain(later) {
-        for c in text.chars() {
-            depth += i64::from(c == '{') - i64::from(c == '}');
-            if depth == 0 {
-                return Some(line);
-            }
-        }
+/// The line after which a line goes that is to come before `line`: the one above it, or above
+/// the `#pragma` lines just before it; none for the first line.
+fn line_above(lines: &[Line<'_>], line: usize) -> Option<usize> {
+    let mut above = line - 1;
+    while above >= 1 && lines[above - 1].content.trim_start().starts_with("#pragma") {
+        above -= 1;
     }
-    None
+    (above >= 1).then_some(above)
 }
 
-/// The line that opens the block closed by the first `}` of line `number`, if any.
-fn opening_line(lines: &[Line<'_>], number: usize) -> Option<usize> {
-    let mut depth = 1i64;
-    for index in (0..number - 1).rev() {
-        for c in lines[index].content.chars().rev() {
-            depth += i64::from(c == '}') - i64::from(c == '{');
-            if depth == 0 {
-                return Some(index + 1);
-            }
+/// For each line whose last token ends it (no block comment open after it), that token's end
+/// offset and the line.
+fn line_end_offsets(st: &Statements<'_>) -> BTreeMap<usize, usize> {
+    let mut ends = BTreeMap::new();
+    for (i, token) in st.tokens.iter().enumerate() {
+        let last_on_line = st.tokens.get(i + 1).is_none_or(|n| n.line != token.line);
+        let line_end = token.line + token.text.matches('\n').count();
+        if last_on_line && !st.open_comment_lines.contains(&line_end) {
+            ends.insert(token.end, line_end);
         }
     }
-    None
+    ends
+}
+
+/// For each line whose first token starts it (no block comment open before it), that token's
+/// start offset and the line.
+fn line_start_offsets(st: &Statements<'_>) -> BTreeMap<usize, usize> {
+    let mut starts = BTreeMap::new();
+    for (i, token) in st.tokens.iter().enumerate() {
+        let first_on_line = i == 0 || st.tokens[i - 1].line != token.line;
+        if first_on_line && !st.open_comment_lines.contains(&(token.line - 1)) {
+            starts.insert(token.start, token.line);
+        }
+    }
+    starts
+}
+
+/// Writes the inline `events` into the lines they fall in.
+fn apply_inline(
+    text: &str,
+    lines: &[Line<'_>],
+    events: &[Event],
+    changes: &mut BTreeMap<usize, Change>,
+) {
+    let mut line_start = 0;
+    let mut next = 0;
+    for (index, line) in lines.iter().enumerate() {
+        let line_end = line_start + line.content.len();
+        let here = next
+            + events[next..]
+                .iter()
+                .take_while(|e| e.offset <= line_end)
+                .count();
+        if here > next {
+            let mut content = String::new();
+            let mut cursor = line_start;
+            for e in &events[next..here] {
+                content.push_str(&text[cursor..e.offset.max(cursor)]);
+                cursor = cursor.max(e.offset);
+                match &e.what {
+                    What::Fence {
+                        statement, side, ..
+                    } => match side {
+                        Side::Open => content.push_str(&format!("{statement} ")),
+                        _ => content.push_str(&format!(" {statement}")),
+                    },
+                    What::Text(t) => content.push_str(t),
+                    What::Replace { end, text } => {
+                        content.push_str(text);
+                        cursor = (*end).min(line_end);
+                    }
+                }
+            }
+            content.push_str(&text[cursor..line_end]);
+            changes.entry(index + 1).or_default().content = Some(content);
+        }
+        next = here;
+        line_start = line_end + line.ending.len();
+    }
+}
+
+/// What changes at one old line: its new content, and the line inserted after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Change {
+    content: Option<String>,
+    inserted: Option<String>,
 }
 
 /// Old lines `first..=last` (1-based) shown in one hunk.
@@ -356,59 +761,129 @@ struct Hunk {
     last: usize,
 }
 
-/// A validated insertion: the old lines, where statements go, and the statement.
+/// A validated change: the old lines and what changes at each (line 0: before the first).
 struct Plan<'a> {
     lines: Vec<Line<'a>>,
-    /// 1-based old lines followed by an insertion, sorted, without duplicates.
-    after: Vec<usize>,
-    /// The line (indented statement) inserted after each of `after`.
-    inserted: Vec<String>,
+    changes: BTreeMap<usize, Change>,
     /// The ending given to a last line that had none: the file's first line ending, else `\n`.
     default_ending: &'a str,
 }
 
 impl<'a> Plan<'a> {
-    fn new(text: &'a str, insertions: &[(Anchor, &'a str)]) -> Result<Plan<'a>, PatchError> {
-        if insertions.iter().any(|(_, s)| s.contains(['\n', '\r'])) {
-            return Err(PatchError::StatementNotOneLine);
-        }
-        let lines = split_lines(text);
-        let out_of_range = |anchor: Anchor| match anchor {
-            Anchor::After(l) => l > lines.len() || (l == 0 && lines.is_empty()),
-            Anchor::Before(l) => l > lines.len() || l == 0,
-        };
-        if let Some(&(anchor, _)) = insertions.iter().find(|&&(a, _)| out_of_range(a)) {
-            let (line, lines) = (anchor.line(), lines.len());
-            return Err(PatchError::LineOutOfRange { line, lines });
-        }
-        let mut placed: Vec<(usize, usize, String, &'a str)> = Vec::new();
-        for (order, &(anchor, statement)) in insertions.iter().enumerate() {
-            for slot in fence_slots(&lines, anchor) {
-                placed.push((slot.after, order, slot.indent, statement));
-            }
-        }
-        placed.sort_unstable();
-        placed.dedup_by_key(|p| p.0);
-        let after = placed.iter().map(|p| p.0).collect();
-        let inserted = placed.into_iter().map(|p| format!("{}{}", p.2, p.3));
+    fn with_changes(lines: Vec<Line<'a>>, changes: BTreeMap<usize, Change>) -> Plan<'a> {
         let default_ending = lines
             .iter()
             .map(|line| line.ending)
             .find(|ending| !ending.is_empty())
             .unwrap_or("\n");
-        Ok(Plan {
+        Plan {
             lines,
-            after,
-            inserted: inserted.collect(),
+            changes,
             default_ending,
-        })
+        }
     }
 
-    /// The line inserted after old line `number` (0: before the first), without its ending, if
-    /// there is one.
+    /// `statement` on a line of its own after each of `numbers`, indented like it.
+    fn after_lines(
+        text: &'a str,
+        numbers: &[usize],
+        statement: &str,
+    ) -> Result<Plan<'a>, PatchError> {
+        let lines = split_lines(text);
+        let anchors: Vec<(Anchor, &str)> = numbers
+            .iter()
+            .map(|&l| (Anchor::After(l), statement))
+            .collect();
+        validate(&lines, &anchors)?;
+        let mut changes: BTreeMap<usize, Change> = BTreeMap::new();
+        for &number in numbers {
+            let indent = match number {
+                0 => "",
+                _ => indentation(lines[number - 1].content),
+            };
+            changes.entry(number).or_default().inserted = Some(format!("{indent}{statement}"));
+        }
+        Ok(Plan::with_changes(lines, changes))
+    }
+
+    /// `insertions` placed by the statements of `text` (module doc), with per insertion
+    /// whether it is in the patch and notes on how it was placed (the diff left empty).
+    fn placed(
+        text: &'a str,
+        insertions: &[(Anchor, &str)],
+    ) -> Result<(Plan<'a>, Placed), PatchError> {
+        let lines = split_lines(text);
+        validate(&lines, insertions)?;
+        let st = Statements::parse(text);
+        let mut placing = Placing {
+            st: &st,
+            fences: vec![NodeFences::default(); st.nodes.len()],
+            in_patch: vec![false; insertions.len()],
+            notes: vec![Vec::new(); insertions.len()],
+        };
+        let mut top: Option<String> = None;
+        for (order, &(anchor, statement)) in insertions.iter().enumerate() {
+            match anchor {
+                Anchor::After(0) => {
+                    top.get_or_insert_with(|| statement.to_string());
+                    placing.in_patch[order] = true;
+                }
+                _ => placing.place(order, anchor, statement),
+            }
+        }
+        let events = events(&st, &placing.fences);
+        let mut changes = line_changes(text, &lines, &st, events);
+        if let Some(top) = top {
+            changes.entry(0).or_default().inserted = Some(top);
+        }
+        let placed = Placed {
+            diff: String::new(),
+            in_patch: placing.in_patch,
+            notes: placing.notes,
+        };
+        Ok((Plan::with_changes(lines, changes), placed))
+    }
+
     fn inserted_after(&self, number: usize) -> Option<&str> {
-        let i = self.after.binary_search(&number).ok()?;
-        Some(&self.inserted[i])
+        self.changes.get(&number)?.inserted.as_deref()
+    }
+
+    fn content(&self, number: usize) -> &str {
+        let changed = self.changes.get(&number).and_then(|c| c.content.as_deref());
+        changed.unwrap_or(self.lines[number - 1].content)
+    }
+
+    /// The new text.
+    fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some(top) = self.inserted_after(0) {
+            out.push_str(top);
+            out.push_str(self.default_ending);
+        }
+        for (index, line) in self.lines.iter().enumerate() {
+            out.push_str(self.content(index + 1));
+            match self.inserted_after(index + 1) {
+                Some(inserted) => {
+                    out.push_str(self.ending_before_insertion(line));
+                    out.push_str(inserted);
+                    out.push_str(line.ending);
+                }
+                None => out.push_str(line.ending),
+            }
+        }
+        out
+    }
+
+    /// The unified diff for `path`; empty when nothing changes.
+    fn diff(&self, path: &str) -> String {
+        if self.changes.is_empty() {
+            return String::new();
+        }
+        let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+        for hunk in self.hunks() {
+            self.write_hunk(&mut out, hunk);
+        }
+        out
     }
 
     /// The ending `line` gets when a line is inserted after it.
@@ -420,13 +895,17 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// The old lines around each insertion, merged where they overlap or touch.
+    /// The old lines around each change, merged where they overlap or touch.
     fn hunks(&self) -> Vec<Hunk> {
         let mut hunks: Vec<Hunk> = Vec::new();
-        for &after in &self.after {
+        for (&at, change) in &self.changes {
+            let first = match change.content {
+                Some(_) => at.saturating_sub(CONTEXT),
+                None => (at + 1).saturating_sub(CONTEXT),
+            };
             let hunk = Hunk {
-                first: (after + 1).saturating_sub(CONTEXT).max(1),
-                last: (after + CONTEXT).min(self.lines.len()),
+                first: first.max(1),
+                last: (at + CONTEXT).min(self.lines.len()),
             };
             match hunks.last_mut() {
                 Some(previous) if hunk.first <= previous.last + 1 => previous.last = hunk.last,
@@ -440,8 +919,13 @@ impl<'a> Plan<'a> {
         let old_count = hunk.last - hunk.first + 1;
         // An insertion before the first line (after line 0) belongs to the hunk that shows it.
         let lowest = if hunk.first == 1 { 0 } else { hunk.first };
-        let before = self.after.partition_point(|&a| a < lowest);
-        let within = self.after.partition_point(|&a| a <= hunk.last) - before;
+        let inserted = |range: std::ops::Range<usize>| {
+            (self.changes.range(range))
+                .filter(|(_, c)| c.inserted.is_some())
+                .count()
+        };
+        let before = inserted(0..lowest);
+        let within = inserted(lowest..hunk.last + 1);
         let new_first = hunk.first + before;
         let new_count = old_count + within;
         let header = format!(
@@ -462,17 +946,22 @@ impl<'a> Plan<'a> {
     /// Old line `number` as diff lines, followed by its insertion if it has one.
     fn write_line(&self, out: &mut String, number: usize) {
         let line = self.lines[number - 1];
-        let Some(inserted) = self.inserted_after(number) else {
-            return push_diff_line(out, ' ', line.content, line.ending);
+        let inserted = self.inserted_after(number);
+        let ending = match inserted {
+            Some(_) => self.ending_before_insertion(&line),
+            None => line.ending,
         };
-        if line.ending.is_empty() {
-            // The last line gains a line ending, so in diff terms it changes.
-            push_diff_line(out, '-', line.content, "");
-            push_diff_line(out, '+', line.content, self.default_ending);
+        let content = self.content(number);
+        if content != line.content || ending != line.ending {
+            // Changed in place, or the last line gains a line ending.
+            push_diff_line(out, '-', line.content, line.ending);
+            push_diff_line(out, '+', content, ending);
         } else {
             push_diff_line(out, ' ', line.content, line.ending);
         }
-        push_diff_line(out, '+', inserted, line.ending);
+        if let Some(inserted) = inserted {
+            push_diff_line(out, '+', inserted, line.ending);
+        }
     }
 }
 
@@ -516,18 +1005,27 @@ mod tests {
         assert_eq!(new, expected);
     }
 
+    /// [`insert_statements`] with each of `lines` anchored after.
+    fn fenced_after(text: &str, lines: &[usize]) -> String {
+        let anchors: Vec<(Anchor, &str)> =
+            lines.iter().map(|&l| (Anchor::After(l), "F;")).collect();
+        insert_statements(text, &anchors).unwrap()
+    }
+
+    /// Also a regression: a loop whose block is on the header's line (`while (…) { }`) was
+    /// fenced only after the loop, so consecutive evaluations of the condition had no fence
+    /// between them; now the fence goes into the block too.
     #[test]
     fn a_site_on_a_loop_header_goes_first_in_the_body_and_after_the_loop() {
         let text = "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        // spin\n    }\n    x = 1;\n}\n";
-        let out = insert_after_lines(text, &[2], "F;").unwrap();
         assert_eq!(
-            out,
+            fenced_after(text, &[2]),
             "if (t == 0) {\n    while (atomicCAS(l, 0, 1) != 0) {\n        F;\n        // spin\n    }\n    F;\n    x = 1;\n}\n"
         );
         let one_line = "while (atomicCAS(l, 0, 1) != 0) { }\nx = 1;\n";
         assert_eq!(
-            insert_after_lines(one_line, &[1], "F;").unwrap(),
-            "while (atomicCAS(l, 0, 1) != 0) { }\nF;\nx = 1;\n"
+            fenced_after(one_line, &[1]),
+            "while (atomicCAS(l, 0, 1) != 0) { F; }\nF;\nx = 1;\n"
         );
     }
 
@@ -538,17 +1036,34 @@ mod tests {
     fn fence_on_an_if_condition_line_goes_on_every_path_out_of_the_condition() {
         let text = "    if (h < tail[q]) {\n        task = items[h];\n        head[q] = h + 1;\n    }\n    atomicExch(&lock[q], 0u);\n";
         let expected = "    if (h < tail[q]) {\n        F;\n        task = items[h];\n        head[q] = h + 1;\n    }\n    F;\n    atomicExch(&lock[q], 0u);\n";
-        assert_eq!(insert_after_lines(text, &[1], "F;").unwrap(), expected);
-        // With else parts, the fence goes first in each of them instead of after the `if`.
-        let chain = "if (a[0]) {\n  x = 1;\n} else if (b) {\n  y = 1;\n} else {\n}\nz = 1;\n";
-        assert_eq!(
-            insert_after_lines(chain, &[1], "F;").unwrap(),
-            "if (a[0]) {\n  F;\n  x = 1;\n} else if (b) {\n  F;\n  y = 1;\n} else {\n    F;\n}\nz = 1;\n"
-        );
+        assert_eq!(fenced_after(text, &[1]), expected);
         let no_else = "if (a[0]) {\n  x = 1;\n} else if (b) {\n  y = 1;\n}\nz = 1;\n";
         assert_eq!(
-            insert_after_lines(no_else, &[3], "F;").unwrap(),
+            fenced_after(no_else, &[3]),
             "if (a[0]) {\n  x = 1;\n} else if (b) {\n  F;\n  y = 1;\n}\nF;\nz = 1;\n"
+        );
+    }
+
+    /// Regression: with `} else if (b) {` after it, the fence of an `if` condition went first
+    /// into the `else if` body, so `b`'s own accesses ran before it on the false path. It now
+    /// starts `b`'s condition.
+    #[test]
+    fn an_else_if_condition_is_fenced_before_its_own_accesses() {
+        let chain = "if (a[0]) {\n  x = 1;\n} else if (b[0]) {\n  y = 1;\n} else {\n}\nz = 1;\n";
+        assert_eq!(
+            fenced_after(chain, &[1]),
+            "if (a[0]) {\n  F;\n  x = 1;\n} else if (F, b[0]) {\n  y = 1;\n} else {\n}\nz = 1;\n"
+        );
+    }
+
+    /// A declaration in the `else if` condition cannot follow a comma: the `else` part is put
+    /// in braces with the fence first instead.
+    #[test]
+    fn an_else_if_that_declares_is_braced_instead() {
+        let chain = "void k() {\n  if (a[0]) x = 1;\n  else if (int v = b[0]) y = v;\n}\n";
+        assert_eq!(
+            fenced_after(chain, &[2]),
+            "void k() {\n  if (a[0]) { F; x = 1; }\n  else { F; if (int v = b[0]) y = v; }\n  F;\n}\n"
         );
     }
 
@@ -556,17 +1071,170 @@ mod tests {
     fn a_do_while_condition_is_fenced_after_it_and_first_in_the_body() {
         let text = "do {\n  v = 1;\n} while (flag[0] == 0);\nx = 1;\n";
         assert_eq!(
-            insert_after_lines(text, &[3], "F;").unwrap(),
+            fenced_after(text, &[3]),
             "do {\n  F;\n  v = 1;\n} while (flag[0] == 0);\nF;\nx = 1;\n"
         );
     }
 
     #[test]
     fn a_statement_over_several_lines_is_fenced_after_its_last() {
-        let text = "  int v = f(a[0],\n            b[1]);\n  x = v;\n";
+        let text = "{\n  int v = f(a[0],\n            b[1]);\n  x = v;\n}\n";
         assert_eq!(
-            insert_after_lines(text, &[1], "F;").unwrap(),
-            "  int v = f(a[0],\n            b[1]);\n  F;\n  x = v;\n"
+            fenced_after(text, &[2]),
+            "{\n  int v = f(a[0],\n            b[1]);\n  F;\n  x = v;\n}\n"
+        );
+        assert_eq!(fenced_after(text, &[3]), fenced_after(text, &[2]));
+    }
+
+    /// Bug: a fence "after" a `return` line came after the return, never reached. The value is
+    /// computed first, then the fence, then the return; a jump without a value has no access,
+    /// so a statement before it on its line is fenced before the jump.
+    #[test]
+    fn an_access_on_a_return_break_or_continue_line_is_fenced_before_the_jump() {
+        let text = "__device__ int load(int *p) {\n    return p[0];\n}\n";
+        assert_eq!(
+            fenced_after(text, &[2]),
+            "__device__ int load(int *p) {\n    { auto gpuwmm_value = p[0]; F; return gpuwmm_value; }\n}\n"
+        );
+        let void = "__device__ void put(int *p) {\n    return store(p);\n}\n";
+        assert_eq!(
+            fenced_after(void, &[2]),
+            "__device__ void put(int *p) {\n    { store(p); F; return; }\n}\n"
+        );
+        let jumps =
+            "void k() {\n  for (;;) {\n    x[0] = 1; break;\n    if (flag[0]) continue;\n  }\n}\n";
+        assert_eq!(
+            fenced_after(jumps, &[3, 4]),
+            "void k() {\n  for (;;) {\n    x[0] = 1; F; break;\n    if (flag[0]) { F; continue; }\n    F;\n  }\n}\n"
+        );
+        let guarded = "int f(int *p) {\n  if (p[1]) return p[0];\n  return 0;\n}\n";
+        assert_eq!(
+            fenced_after(guarded, &[2]),
+            "int f(int *p) {\n  if (p[1]) { F; auto gpuwmm_value = p[0]; F; return gpuwmm_value; }\n  F;\n  return 0;\n}\n"
+        );
+    }
+
+    /// A reference cannot be kept in an `auto` variable: the fence is left out, and said so.
+    #[test]
+    fn a_return_of_a_reference_is_left_out_of_the_patch_with_a_note() {
+        let text = "__device__ int &at(int *p) {\n    return p[0];\n}\n";
+        let placed = place_statements("k.cu", text, &[(Anchor::After(2), "F;")]).unwrap();
+        assert_eq!(placed.diff, "");
+        assert_eq!(placed.in_patch, [false]);
+        assert!(
+            placed.notes[0][0].contains("returns a reference"),
+            "{:?}",
+            placed.notes
+        );
+    }
+
+    /// Bug: in `if (c) x = y;` a fence on the next line fell outside the condition, and one
+    /// before the statement split the `if` from its body. The body is put in braces with the
+    /// fence inside; a loop's body also gets one at its end, before the next condition.
+    #[test]
+    fn a_one_line_if_while_or_for_body_is_braced_with_the_fence_inside() {
+        let text = "void k() {\n  if (c[0]) x = y;\n  z = 1;\n}\n";
+        assert_eq!(
+            fenced_after(text, &[2]),
+            "void k() {\n  if (c[0]) { F; x = y; }\n  F;\n  z = 1;\n}\n"
+        );
+        let two_lines = "void k() {\n  if (c[0])\n    x = y;\n  z = 1;\n}\n";
+        assert_eq!(
+            fenced_after(two_lines, &[2]),
+            "void k() {\n  if (c[0])\n    { F; x = y; }\n  F;\n  z = 1;\n}\n"
+        );
+        assert_eq!(
+            fenced_after(two_lines, &[3]),
+            "void k() {\n  if (c[0])\n    x = y;\n  F;\n  z = 1;\n}\n"
+        );
+        let spin =
+            "void k() {\n  while (flag[0] == 0) n++;\n  for (i = 0; i < m[0]; i++) s += a[i];\n}\n";
+        assert_eq!(
+            fenced_after(spin, &[2, 3]),
+            "void k() {\n  while (flag[0] == 0) { F; n++; F; }\n  F;\n  for (i = 0; i < m[0]; i++) { F; s += a[i]; F; }\n  F;\n}\n"
+        );
+        let before = "void k() {\n  if (c) cub_call(p);\n}\n";
+        let insertions = [(Anchor::Before(2), "F;")];
+        assert_eq!(
+            insert_statements(before, &insertions).unwrap(),
+            "void k() {\n  F;\n  if (c) cub_call(p);\n}\n"
+        );
+    }
+
+    /// Bug: with `else` on a line of its own (or `} else x = y;`), the fence after the `if`
+    /// block landed between `}` and `else`, which does not compile, or outside the `else`.
+    #[test]
+    fn an_else_on_its_own_line_or_without_braces_keeps_its_if() {
+        let allman =
+            "void k() {\n  if (a[0])\n  {\n    x = 1;\n  }\n  else\n  {\n    y = 1;\n  }\n}\n";
+        assert_eq!(
+            fenced_after(allman, &[2]),
+            "void k() {\n  if (a[0])\n  {\n    F;\n    x = 1;\n  }\n  else\n  {\n    F;\n    y = 1;\n  }\n}\n"
+        );
+        let unbraced = "void k() {\n  if (a[0]) {\n    x = 1;\n  } else y = 1;\n  z = 1;\n}\n";
+        assert_eq!(
+            fenced_after(unbraced, &[2, 4]),
+            "void k() {\n  if (a[0]) {\n    F;\n    x = 1;\n  } else { F; y = 1; }\n  F;\n  z = 1;\n}\n"
+        );
+        let one_line = "void k() {\n  if (a[0]) x = 1; else y = b[0];\n}\n";
+        assert_eq!(
+            fenced_after(one_line, &[2]),
+            "void k() {\n  if (a[0]) { F; x = 1; } else { F; y = b[0]; }\n  F;\n}\n"
+        );
+    }
+
+    /// Bug: of `data[0] = 1; flag[0] = 1;` the fence went after the line, so nothing ordered
+    /// the first store before the second. Each statement of the line gets one after its `;`.
+    #[test]
+    fn two_statements_on_one_line_get_a_fence_between_them() {
+        let text = "void k() {\n    data[0] = 1; flag[0] = 1;  // publish\n}\n";
+        assert_eq!(
+            fenced_after(text, &[2]),
+            "void k() {\n    data[0] = 1; F; flag[0] = 1;  // publish\n    F;\n}\n"
+        );
+        let placed = place_statements("k.cu", text, &[(Anchor::After(2), "F;")]).unwrap();
+        assert!(
+            placed.notes[0][0].contains("more than one statement"),
+            "{:?}",
+            placed.notes
+        );
+    }
+
+    /// A line with no statement of its own (a brace, a lambda's body, a declaration outside a
+    /// function) gets no fence: the patch does not guess, and the note says so.
+    #[test]
+    fn a_line_without_a_statement_of_its_own_is_left_out_with_a_note() {
+        let global = "__device__ int counter;\nstruct S { int a; };\n";
+        let placed = place_statements(
+            "k.cu",
+            global,
+            &[(Anchor::After(1), "F;"), (Anchor::After(2), "F;")],
+        )
+        .unwrap();
+        assert_eq!(
+            (placed.diff.as_str(), placed.in_patch.as_slice()),
+            ("", &[false, false][..])
+        );
+        let text = "void k() {\n  auto f = [&](int i) {\n    return a[i];\n  };\n}\n";
+        let placed = place_statements("k.cu", text, &[(Anchor::After(3), "F;")]).unwrap();
+        assert_eq!(
+            (placed.diff.as_str(), placed.in_patch.as_slice()),
+            ("", &[false][..])
+        );
+        assert!(placed.notes[0][0].contains("no statement of its own"));
+        let switch = "void k() {\n  switch (a[0]) { default: x = 1; }\n}\n";
+        let placed = place_statements("k.cu", switch, &[(Anchor::After(2), "F;")]).unwrap();
+        assert!(
+            placed.notes[0][0].contains("`switch`"),
+            "{:?}",
+            placed.notes
+        );
+        assert!(
+            placed
+                .diff
+                .contains("+  switch (a[0]) { default: x = 1; F; }"),
+            "{}",
+            placed.diff
         );
     }
 
@@ -586,11 +1254,11 @@ mod tests {
 
     #[test]
     fn line_0_inserts_before_the_first_line_unindented() {
-        let text = "  a\r\nb\r\n";
+        let text = "{ a;\r\nb; }\r\n";
         let insertions = [(Anchor::After(0), "#include <x>"), (Anchor::After(1), "f;")];
         assert_eq!(
             insert_statements(text, &insertions).unwrap(),
-            "#include <x>\r\n  a\r\n  f;\r\nb\r\n"
+            "#include <x>\r\n{ a;\r\nf;\r\nb; }\r\n"
         );
         let diff = statements_diff(
             "k.cu",

@@ -5,7 +5,7 @@
 //! Everything here is pure: the caller passes the source text and the directory paths are shown
 //! relative to, so that the report can be tested without a compiler or a file system.
 
-use super::patch::{statements_diff, Anchor, PatchError};
+use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
 use crate::apps::KernelSource;
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
@@ -116,8 +116,12 @@ pub struct PlacedFence {
     /// are inlined from the app's own functions, after their lines in those functions; see
     /// [`anchors_of`].
     pub anchors: Vec<(String, Anchor)>,
-    /// Where the fence goes, in words, when that is not simply after the site's line.
+    /// Where the fence goes, in words, when that is not simply after the site's line (and
+    /// what of it the patch leaves out, and why).
     pub placement: Option<String>,
+    /// Whether the patch holds the fence (at least one of its statements): false when no
+    /// place for it could be found that compiles and orders its accesses (`placement` says why).
+    pub in_patch: bool,
 }
 
 /// The chosen fences as source changes.
@@ -190,19 +194,23 @@ pub fn styled_fence_report(
         }
     }
     let mut patch = String::new();
+    // Per placed fence: whether any of its statements is in the patch, and the notes on how.
+    let mut in_patch = vec![false; placed.len()];
+    let mut notes: Vec<Vec<String>> = vec![Vec::new(); placed.len()];
     for (path, text) in &files {
         let name = diff_name(path, &root);
-        let here: Vec<(&PlacedFence, Anchor)> = (placed.iter())
-            .flat_map(|f| f.anchors.iter().map(move |a| (f, a)))
+        let here: Vec<(usize, Anchor)> = (placed.iter().enumerate())
+            .flat_map(|(i, f)| f.anchors.iter().map(move |a| (i, a)))
             .filter(|(_, (file, _))| *file == name)
-            .map(|(f, &(_, anchor))| (f, anchor))
+            .map(|(i, &(_, anchor))| (i, anchor))
             .collect();
         if here.is_empty() {
             continue;
         }
+        let fenced = |i: usize| placed[i].statement;
         let mut needed: Vec<&'static str> = here
             .iter()
-            .filter_map(|(f, _)| fence_header(written_kind(f.kind, style).0))
+            .filter_map(|&(i, _)| fence_header(written_kind(placed[i].kind, style).0))
             .filter(|h| !includes(text, h))
             .collect();
         needed.sort_unstable();
@@ -211,9 +219,23 @@ pub fn styled_fence_report(
         let insertions: Vec<(Anchor, &str)> = include
             .iter()
             .map(|line| (Anchor::After(0), line.as_str()))
-            .chain(here.iter().map(|(f, anchor)| (*anchor, f.statement)))
+            .chain(here.iter().map(|&(i, anchor)| (anchor, fenced(i))))
             .collect();
-        patch.push_str(&statements_diff(&name, text, &insertions)?);
+        let result = place_statements(&name, text, &insertions)?;
+        for (k, &(i, _)) in here.iter().enumerate() {
+            in_patch[i] |= result.in_patch[include.len() + k];
+            for note in &result.notes[include.len() + k] {
+                let note = format!("{name}: {note}");
+                if !notes[i].contains(&note) {
+                    notes[i].push(note);
+                }
+            }
+        }
+        patch.push_str(&result.diff);
+    }
+    for ((fence, fenced), notes) in placed.iter_mut().zip(in_patch).zip(notes) {
+        fence.in_patch = fenced;
+        fence.placement = join_notes(fence.placement.take(), notes);
     }
     let mut headers: Vec<&'static str> = placed
         .iter()
@@ -260,7 +282,14 @@ fn place(
         text,
         anchors,
         placement,
+        in_patch: true,
     })
+}
+
+/// `placement` with `notes` after it, `; ` between.
+fn join_notes(placement: Option<String>, notes: Vec<String>) -> Option<String> {
+    let all: Vec<String> = placement.into_iter().chain(notes).collect();
+    (!all.is_empty()).then(|| all.join("; "))
 }
 
 /// The one of `files` that `file` names, if any.
@@ -345,7 +374,9 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
     let mut parts = Vec::new();
     if !after.is_empty() {
         parts.push(format!(
-            "its accesses are in code inlined at {}:{}, so the fence goes after each of their              lines there: {} (inside the functions called, so it also runs where they are              called from elsewhere)",
+            "its accesses are in code inlined at {}:{}, so the fence goes after each of their \
+             lines there: {} (inside the functions called, so it also runs where they are \
+             called from elsewhere)",
             own.0,
             own.1,
             after.join(", ")
@@ -356,7 +387,9 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
         headers.sort();
         headers.dedup();
         parts.push(format!(
-            "accesses inside {} cannot be fenced there (not the app's files): the fence goes              before and after the call at {}, which orders them against the code around the              call but not against each other",
+            "accesses inside {} cannot be fenced there (not the app's files): the fence goes \
+             before and after the call at {}, which orders them against the code around the \
+             call but not against each other",
             headers.join(", "),
             around.join(", ")
         ));

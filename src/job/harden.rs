@@ -677,7 +677,8 @@ struct FenceEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<String>,
     /// Where the patch puts the fence when not simply after `line` (inside inlined functions,
-    /// around a library call).
+    /// around a library call, between two statements of the line, in braces around a body,
+    /// before a `return`), and what of it the patch leaves out, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     placement: Option<String>,
 }
@@ -773,7 +774,7 @@ fn fence_entries(meta: &HardenMeta, hardened: &Hardened, report: &FenceReport) -
         source: Some(f.text.clone()),
         ptx: f.site.ptx.clone(),
         kind: f.kind,
-        in_patch: true,
+        in_patch: f.in_patch,
         why: why(hardened, f.site.id),
         placement: f.placement.clone(),
     });

@@ -183,3 +183,75 @@ pub fn run_fixture_app(
         })
         .collect()
 }
+
+/// A simulator target (PTX model, default deadline and stress factor, `tuning/sim.toml`) for
+/// `app` at its simulator size, from `app_dir` when it is a bring-your-own app.
+pub fn sim_target(
+    app: &str,
+    app_dir: Option<std::path::PathBuf>,
+    fence_kind: gpuwmm::ptx::passes::fences::FenceKind,
+) -> gpuwmm::check::Target {
+    use gpuwmm::check::spec::{DEFAULT_DEADLINE_MS, DEFAULT_STRESS_FACTOR};
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    gpuwmm::check::Target {
+        app: app.to_string(),
+        app_dir,
+        size: gpuwmm::apps::Size::Sim,
+        backend: gpuwmm::check::BackendKind::Sim,
+        sim_model: gpuwmm::backend::sim::SimModel::Ptx,
+        fence_kind,
+        granularity: gpuwmm::ptx::passes::fences::Granularity::SourceLine,
+        profile: gpuwmm::profile::StressProfile::load(&repo.join("tuning/sim.toml")).unwrap(),
+        deadline_ms: DEFAULT_DEADLINE_MS,
+        stress_factor: DEFAULT_STRESS_FACTOR,
+        sim_budget: None,
+    }
+}
+
+/// The outcomes of up to `runs` stressed runs of `app` on `target` in `env` with run seeds
+/// from `seed` (stress calibrated once, the app's fences as they are), stopping at the first
+/// that does not pass (its reason printed).
+pub fn stressed_outcomes(
+    target: &gpuwmm::check::Target,
+    app: std::sync::Arc<dyn gpuwmm::apps::App>,
+    env: gpuwmm::env::Environment,
+    seed: u64,
+    runs: u64,
+) -> Vec<gpuwmm::check::Outcome> {
+    use gpuwmm::check::{Executor, Fences, Outcome, RunRequest};
+    let backend = gpuwmm::check::local::open_target_backend(target).unwrap();
+    let mut executor = gpuwmm::check::LocalExecutor::with_app(target, backend, app).unwrap();
+    let stress =
+        gpuwmm::check::driver::calibrate_stress(&mut executor, env, &Fences::AsIs, seed).unwrap();
+    let mut outcomes = Vec::new();
+    for run in 0..runs {
+        let request = RunRequest {
+            run,
+            seed: gpuwmm::check::spec::run_seed(seed, run),
+            env,
+            fences: Fences::AsIs,
+            stress_iterations: stress.stress_iterations,
+            races: false,
+        };
+        let record = executor.execute(&request).unwrap();
+        outcomes.push(record.outcome);
+        if record.outcome != Outcome::Pass {
+            eprintln!("{}: run {run}: {}", target.app, record.reason);
+            break;
+        }
+    }
+    outcomes
+}
+
+/// Writes `patch` to `dir/fences.patch` and applies it there with `git apply`, which must
+/// succeed (its error and the patch shown otherwise).
+pub fn git_apply(dir: &Path, patch: &str) {
+    std::fs::write(dir.join("fences.patch"), patch).unwrap();
+    let out = std::process::Command::new("git")
+        .args(["apply", "fences.patch"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{patch}");
+}
