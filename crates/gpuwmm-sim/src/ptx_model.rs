@@ -114,9 +114,11 @@
 //!   synchronised thread must still miss an unsynchronised write of its own block.
 
 mod ordering;
+mod overtaken;
 mod view;
 
 pub use self::ordering::{access_order, fence_order};
+pub use self::overtaken::Syncing;
 
 use self::view::{Point, View};
 
@@ -405,6 +407,12 @@ pub struct PtxMemory {
     /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
     /// value of a location the model does not track), for the race recorder.
     pub last_read: Option<u32>,
+    /// The read-modify-write a later fence or release of its thread overtook, not yet
+    /// performed (see `overtaken.rs`).
+    overtaken: Option<overtaken::Overtaken>,
+    /// The write number the next appended write takes instead of a new one (an overtaken
+    /// RMW's reserved number).
+    reserved_seq: Option<u32>,
 }
 
 /// The threads of a block that have written global memory: none, one (which), or several.
@@ -451,6 +459,8 @@ impl PtxMemory {
             sc_cta: HashMap::new(),
             barriers: HashMap::new(),
             last_read: None,
+            overtaken: None,
+            reserved_seq: None,
         }
     }
 
@@ -678,7 +688,7 @@ impl PtxMemory {
     }
 
     /// The acquire half of a fence or acquire operation at `reach`.
-    fn acquire(&mut self, t: u32, reach: Reach) {
+    pub fn acquire(&mut self, t: u32, reach: Reach) {
         let s = &self.sync[t as usize];
         let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
         let past = self.past_mut(t);
@@ -952,8 +962,13 @@ impl PtxMemory {
         self.clock += 1;
         let ts = self.clock;
         let b = a.block as usize;
-        self.seq[b] += 1;
-        let seq = self.seq[b];
+        let seq = match self.reserved_seq.take() {
+            Some(seq) => seq,
+            None => {
+                self.seq[b] += 1;
+                self.seq[b]
+            }
+        };
         let key = addr;
         self.narrow |= size < 4;
         self.locations
@@ -970,7 +985,8 @@ impl PtxMemory {
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
             || prev.writer == a.thread
             || self.knows(a.thread, prev);
-        self.own[a.thread as usize] = (a.block, seq);
+        let own = &mut self.own[a.thread as usize];
+        *own = (a.block, seq.max(own.1));
         let m = Message {
             racing: !ordered,
             ts,
@@ -1099,7 +1115,7 @@ mod tests {
         }
     }
 
-    fn clone(m: &PtxMemory) -> PtxMemory {
+    pub(super) fn clone(m: &PtxMemory) -> PtxMemory {
         PtxMemory {
             blocks: m.blocks,
             clock: m.clock,
@@ -1115,6 +1131,8 @@ mod tests {
             sc_cta: m.sc_cta.clone(),
             barriers: m.barriers.clone(),
             last_read: None,
+            overtaken: m.overtaken,
+            reserved_seq: None,
         }
     }
 
