@@ -765,12 +765,17 @@ impl Machine<'_> {
     ) -> Result<(), BackendError> {
         let size = mem.size();
         self.check_global(line, Access::Atomic, at, size)?;
+        // Its floor comes before what it acquires: an acquire orders what follows it.
         let reserved = match self.orders_others(t, mem.order) {
             true => {
+                // [`Machine::may_defer_rmw`] found a floor just now, in the same state.
+                let Some(reserved) = self.reserve_rmw(t, mem, at) else {
+                    return Err(self.fault(line, "internal error: no floor for a deferred atomic"));
+                };
                 if mem.order.acquires {
                     self.model.acquire(t as u32, mem.order.reach);
                 }
-                self.reserve_rmw(t, mem, at)
+                Some(reserved)
             }
             false => None,
         };

@@ -209,24 +209,10 @@ impl PtxMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ptx_model::tests::{access, as_newest as newest};
 
     const X: u64 = 0x1000;
     const Y: u64 = 0x2000;
-
-    fn access(thread: u32, block: u32, reach: Reach) -> Access {
-        Access {
-            thread,
-            block,
-            reach,
-            acquires: false,
-            releases: false,
-            reduction: false,
-        }
-    }
-
-    fn newest(_: usize) -> usize {
-        0
-    }
 
     /// Thread 0 of block 0 overtakes its relaxed cta-scope RMW of `X` (add 1 to 0) with
     /// `fence.acq_rel.cta` and a flag store to `Y`; returns the RMW's access and reserved number.
