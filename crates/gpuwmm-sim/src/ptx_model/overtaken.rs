@@ -17,9 +17,9 @@
 //!   passes on from then on holds it. Before any thread joins a view that holds it into its
 //!   causal past (an acquire, a `fence.sc`; barriers the thread cannot reach with deferred
 //!   accesses), the scheduler performs the RMW ([`PtxMemory::must_perform_first`]), so the
-//!   write exists, with the number the view holds, before anybody must see it. Its own write
-//!   cannot have happened through the synchronisation it does not yet take part in, so no
-//!   write it may read was caused by its release.
+//!   write exists, with the number the view holds, before anybody must see it. As nobody
+//!   synchronises with the release while the RMW waits, no write it may read was caused by
+//!   that release.
 //!
 //! Morally strong writes of other threads to its location, and writes of another width there,
 //! also make the scheduler perform it first; writes of its own thread there wait for it. So
