@@ -12,8 +12,10 @@ use super::decode::CALL_PARAM;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
-use super::ptx_model::{self, Mark};
-use super::sched::{Deferred, Machine, QuantumEnd, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE};
+use super::ptx_model::{self, Mark, Syncing};
+use super::sched::{
+    Deferred, Machine, QuantumEnd, Reserved, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE,
+};
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::device::BackendError;
@@ -493,11 +495,7 @@ impl Machine<'_> {
                 // Not while races are recorded: the recorder takes the order accesses are
                 // performed in as program order, and a deferred unlock would be "after" reads
                 // that follow it.
-                if self.ptx
-                    && self.races.is_none()
-                    && !self.orders_others(t, mem.order)
-                    && self.may_defer(t, mem.space, at)
-                {
+                if self.ptx && self.races.is_none() && self.may_defer_rmw(t, mem, at) {
                     return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
                 }
                 let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
@@ -597,7 +595,7 @@ impl Machine<'_> {
             Op::Call { site } => return Ok(Flow::Call(site)),
             Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
-            Op::Fence { reach, sc } => self.fence(t, reach, sc),
+            Op::Fence { reach, sc } => self.fence(t, reach, sc)?,
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, "trap")),
             Op::AssertFail => {
@@ -708,6 +706,7 @@ impl Machine<'_> {
                     order,
                     restricted,
                     rmw: None,
+                    reserved: None,
                     race_pos,
                 },
             );
@@ -745,10 +744,23 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// Defers an `atom` without release or acquire semantics: later accesses that need
-    /// neither its register nor its address overtake it, and it is performed whole when its
-    /// turn comes ([`Machine::resolve_deferred`]), so it stays atomic (load buffering through
-    /// read-modify-writes).
+    /// Whether an `atom` may be deferred: a global one on the dice, and, if it releases or
+    /// acquires at a scope where it may synchronise, only as an overtaken RMW (see
+    /// `ptx_model/overtaken.rs`) with a message it may read that way.
+    fn may_defer_rmw(&mut self, t: usize, mem: MemRef, at: u64) -> bool {
+        if !self.orders_others(t, mem.order) {
+            return self.may_defer(t, mem.space, at);
+        }
+        let a = self.model_access(t, mem.order);
+        self.may_defer(t, mem.space, at) && self.model.rmw_floor(a, at, mem.size()).is_some()
+    }
+
+    /// Defers an `atom`: later accesses that need neither its register nor its address
+    /// overtake it, and it is performed whole when its turn comes
+    /// ([`Machine::resolve_deferred`]), so it stays atomic (load buffering through
+    /// read-modify-writes). One that releases or acquires at a scope where it may synchronise
+    /// is overtaken from the start: it acquires what its thread collected now, reserves its
+    /// write and reads only what makes no synchronisation (see `ptx_model/overtaken.rs`).
     #[allow(clippy::too_many_arguments)]
     fn defer_rmw(
         &mut self,
@@ -762,6 +774,20 @@ impl Machine<'_> {
     ) -> Result<(), BackendError> {
         let size = mem.size();
         self.check_global(line, Access::Atomic, at, size)?;
+        // Its floor comes before what it acquires: an acquire orders what follows it.
+        let reserved = match self.orders_others(t, mem.order) {
+            true => {
+                // [`Machine::may_defer_rmw`] found a floor just now, in the same state.
+                let Some(reserved) = self.reserve_rmw(t, mem, at) else {
+                    return Err(self.fault(line, "internal error: no floor for a deferred atomic"));
+                };
+                if mem.order.acquires {
+                    self.model.acquire(t as u32, mem.order.reach);
+                }
+                Some(reserved)
+            }
+            false => None,
+        };
         self.push_deferred(
             t,
             Deferred {
@@ -772,6 +798,7 @@ impl Machine<'_> {
                 order: mem.order,
                 restricted: None,
                 rmw: Some((op, mem, b, c)),
+                reserved,
                 race_pos: 0,
             },
         );
@@ -926,8 +953,16 @@ impl Machine<'_> {
             .read(addr, size)
             .map_err(|why| self.mem_fault(line, Access::Load, "global", addr, size, why))?;
         if self.ptx {
-            let pick = self.rng.random::<u32>();
             let a = self.model_access(t, order);
+            if order.acquires {
+                let what = Syncing::Acquire {
+                    access: a,
+                    addr,
+                    size,
+                };
+                self.settle(t, what)?;
+            }
+            let pick = self.rng.random::<u32>();
             let v = self.model.load(a, addr, size, in_memory, pick, self.older);
             if let Some(races) = &mut self.races {
                 let pos = self.deferred_race_pos.take();
@@ -977,6 +1012,14 @@ impl Machine<'_> {
         if self.ptx {
             let old = self.mem.read(addr, size).unwrap_or(0);
             let a = self.model_access(t, order);
+            self.settle(
+                t,
+                Syncing::Write {
+                    access: a,
+                    addr,
+                    size,
+                },
+            )?;
             let place = placement(self.rng, self.older);
             if self.model.store(a, addr, size, old, value, place) {
                 let _ = self.mem.write(addr, size, value);
@@ -1065,10 +1108,30 @@ impl Machine<'_> {
                 self.blocks[blk].cache.clear();
             }
         }
-        let in_memory = self.mem.read(a, size).unwrap_or(0);
         if self.ptx {
+            let access = self.model_access(t, order);
+            self.settle(
+                t,
+                Syncing::Write {
+                    access,
+                    addr: a,
+                    size,
+                },
+            )?;
+            if order.acquires {
+                self.settle(
+                    t,
+                    Syncing::Acquire {
+                        access,
+                        addr: a,
+                        size,
+                    },
+                )?;
+            }
+            let in_memory = self.mem.read(a, size).unwrap_or(0);
             return Ok(self.ptx_atomic(t, line, op, mem, a, in_memory, b, c));
         }
+        let in_memory = self.mem.read(a, size).unwrap_or(0);
         let new = alu::atom(op, ty, in_memory, b, c);
         let _ = self.mem.write(a, size, new);
         self.evict(t, a, size);
@@ -1136,9 +1199,10 @@ impl Machine<'_> {
     }
 
     /// A fence under the model in force.
-    fn fence(&mut self, t: usize, reach: Reach, sc: bool) {
+    fn fence(&mut self, t: usize, reach: Reach, sc: bool) -> Result<(), BackendError> {
         if self.ptx {
             let block = self.threads[t].block;
+            self.settle(t, Syncing::Fence { block, reach, sc })?;
             if sc {
                 self.model.fence_sc(t as u32, block, reach);
             } else {
@@ -1154,6 +1218,36 @@ impl Machine<'_> {
                 self.blocks[b].cache.clear();
             }
         }
+        Ok(())
+    }
+
+    /// Before thread `t` does `what` (an acquire, a fence, a write): performs the overtaken
+    /// read-modify-write of another thread that must come first (see
+    /// [`PtxMemory::must_perform_first`](super::ptx_model::PtxMemory::must_perform_first)),
+    /// so that nobody synchronises with a release that overtook it before its write exists.
+    #[inline(always)]
+    fn settle(&mut self, t: usize, what: Syncing) -> Result<(), BackendError> {
+        if !self.model.has_overtaken() {
+            return Ok(());
+        }
+        if let Some(o) = self.model.must_perform_first(t as u32, what) {
+            self.resolve_deferred(o as usize)?;
+            if self.model.has_overtaken() {
+                // Only the overtaken RMW's own thread performs deferred accesses while it
+                // waits, and it performs it: unreachable.
+                return Err(self.fault(0, "internal error: an overtaken atomic was not performed"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reserves the write of thread `t`'s `atom` at `at` (see `ptx_model/overtaken.rs`), if it
+    /// may be overtaken now.
+    fn reserve_rmw(&mut self, t: usize, mem: MemRef, at: u64) -> Option<Reserved> {
+        let a = self.model_access(t, mem.order);
+        let floor = self.model.rmw_floor(a, at, mem.size())?;
+        let seq = self.model.reserve(a, at, mem.size());
+        Some(Reserved { floor, seq })
     }
 
     /// Whether an access of thread `t` with `order` orders other threads' view of it (PTX
@@ -1198,20 +1292,30 @@ impl Machine<'_> {
         Some(Restriction { fallback, mark })
     }
 
-    /// A fence or release of thread `t` about to overtake its deferred loads: on the dice,
-    /// restricts them (each keeps the first release that overtook it) and returns true; false
-    /// when they must be performed first (the dice, or a load with nothing it may still read).
+    /// A fence or release of thread `t` about to overtake its deferred loads and RMWs: on the
+    /// dice, restricts the loads (each keeps the first release that overtook it), reserves the
+    /// write of an RMW (see `ptx_model/overtaken.rs`) and returns true; false when they must be
+    /// performed first (the dice, a load with nothing it may still read, an RMW that may not be
+    /// overtaken now).
     fn overtake_deferred(&mut self, t: usize) -> bool {
         if !self.rng.sample(self.half_coin) {
             return false;
         }
         let n = self.threads[t].deferred as usize;
         let mut restrictions = [None; super::sched::MAX_DEFERRED as usize];
+        let mut unreserved = None;
         for (i, slot) in restrictions.iter_mut().enumerate().take(n) {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
-            if p.rmw.is_some() {
-                return false;
+            if let Some((_, mem, _, _)) = p.rmw {
+                if p.reserved.is_none() {
+                    let a = self.model_access(t, mem.order);
+                    if unreserved.is_some() || self.model.rmw_floor(a, p.addr, size).is_none() {
+                        return false;
+                    }
+                    unreserved = Some((i, mem));
+                }
+                continue;
             }
             *slot = match p.restricted {
                 Some(r) => Some(r),
@@ -1220,6 +1324,10 @@ impl Machine<'_> {
                     None => return false,
                 },
             };
+        }
+        if let Some((i, mem)) = unreserved {
+            let at = self.threads[t].pending[i].addr;
+            self.threads[t].pending[i].reserved = self.reserve_rmw(t, mem, at);
         }
         let mark = self.model.mark(t as u32, self.threads[t].block);
         for (i, r) in restrictions.into_iter().enumerate().take(n) {
@@ -1239,7 +1347,10 @@ impl Machine<'_> {
             let p = self.threads[t].pending[i];
             let size = u64::from(p.ty.bytes());
             if let Some((op, mem, b, c)) = p.rmw {
-                let old = self.atomic(t, p.line, op, mem, p.addr, b, c)?;
+                let old = match p.reserved {
+                    Some(r) => self.perform_overtaken(t, (op, mem, p.addr, b, c), r),
+                    None => self.atomic(t, p.line, op, mem, p.addr, b, c)?,
+                };
                 self.set(base, p.d, old);
                 continue;
             }
@@ -1251,6 +1362,36 @@ impl Machine<'_> {
             self.set(base, p.d, alu::extend(p.ty, v));
         }
         Ok(())
+    }
+
+    /// An overtaken RMW of thread `t` performed now: it reads the newest message it may read
+    /// that way or, with the chance of reading an older one, an older such one, and writes with
+    /// its reserved number (see `ptx_model/overtaken.rs`). Returns the value read.
+    fn perform_overtaken(&mut self, t: usize, rmw: OvertakenAtom, r: Reserved) -> u64 {
+        let (op, mem, addr, b, c) = rmw;
+        let size = mem.size();
+        let in_memory = self.mem.read(addr, size).unwrap_or(0);
+        let access = self.model_access(t, mem.order);
+        let choices = self.model.overtaken_choices(access, addr, size, r.floor);
+        let back = match choices.len() {
+            0 => 0,
+            n if n > 1 && self.rng.random::<u32>() < self.older => {
+                choices[self.rng.random_range(0..n - 1)]
+            }
+            n => choices[n - 1],
+        };
+        let old = self.model.rmw_value(addr, size, back, in_memory);
+        let new = alu::atom(op, mem.ty, old, b, c);
+        let writes = !(op == AtomOp::Cas && old == new);
+        let place = placement(self.rng, self.older);
+        let new_value = writes.then_some(new);
+        if self
+            .model
+            .perform_overtaken(access, addr, size, back, in_memory, new_value, r.seq, place)
+        {
+            let _ = self.mem.write(addr, size, new);
+        }
+        old
     }
 
     /// A restricted deferred load performed now: what it may read with no effect and not
@@ -1271,8 +1412,9 @@ impl Machine<'_> {
     }
 
     /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
-    /// registers or touches their addresses (`Wait`), is a fence, a release store or an acquire
-    /// load (`Boundary`: it may overtake them if they become restricted), or is anything else
+    /// registers or touches their addresses (`Wait`), is a fence, a release store, an acquire
+    /// load or an RMW that releases or acquires (`Boundary`: it may overtake them if they
+    /// become restricted), or is anything else
     /// but plain arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
     fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
         match self.needs_deferred(t, base, inst) {
@@ -1284,6 +1426,7 @@ impl Machine<'_> {
                 }
                 Op::Fence { .. } | Op::Ld { .. } | Op::St { .. } => Hazard::None,
                 Op::Atom { mem, .. } if !self.orders_others(t, mem.order) => Hazard::None,
+                Op::Atom { .. } => Hazard::Boundary,
                 Op::Mov { .. }
                 | Op::Unary { .. }
                 | Op::Cvt { .. }
@@ -1356,11 +1499,15 @@ impl Machine<'_> {
     }
 }
 
+/// An `atom`'s operation, memory reference, address and operand values.
+type OvertakenAtom = (AtomOp, MemRef, u64, u64, u64);
+
 /// How an instruction meets a thread's deferred loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hazard {
     None,
-    /// A fence, release store or acquire load: it may overtake them, restricting them.
+    /// A fence, release store, acquire load or an RMW that releases or acquires: it may
+    /// overtake them, restricting them.
     Boundary,
     /// It must wait until they are performed.
     Wait,

@@ -75,6 +75,14 @@
 //!   live thread and no other thread of the block wrote) orders nothing another thread can
 //!   see: it overtakes deferred loads and RMWs without restricting them, and acq_rel RMWs
 //!   and acquire loads at that scope are deferred like relaxed ones.
+//! - One that may synchronise may overtake a deferred RMW too, and acq_rel RMWs at its scope
+//!   are deferred on these terms (`overtaken.rs`): the RMW reads only a write it is not
+//!   morally strong with, no older than what bound it when overtaken; its write's number
+//!   among its block's writes is reserved then ([`PtxMemory::reserve`]), so every view its
+//!   thread passes on holds it; and the scheduler performs it before any thread acquires
+//!   such a view, joins a `fence.sc` frontier holding it, or writes its word morally strongly
+//!   or with another width ([`PtxMemory::must_perform_first`]). So a thread that
+//!   synchronises with the release sees the RMW's write, and the RMW stays atomic.
 //! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
 //!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
 //!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
@@ -100,11 +108,12 @@
 //! width forgets their histories; shared memory is sequentially consistent.
 //!
 //! Weak behaviours PTX allows that it never shows, by reason:
-//! - *No RMW is overtaken by a fence or release that may synchronise* (its write must stay
-//!   before the release), and acq_rel RMWs at such a scope are never deferred: load buffering
-//!   where a read-modify-write comes before a fence that another live thread of its scope
-//!   could synchronise with is not shown (a thread alone in its CTA with cta-scope fences and
-//!   RMWs is: see above).
+//! - *An overtaken RMW never observes, is performed before anybody synchronises with the
+//!   release that overtook it, and is the launch's only one*: load buffering where an RMW
+//!   after a fence or release must read a write it is morally strong with, or must still be
+//!   unperformed when another thread synchronises with that release, or where two RMWs must
+//!   be overtaken at once, is not shown. (A view that holds its write only through the
+//!   per-block clock also makes it be performed: stronger, never weaker.)
 //! - *A restricted deferred load never reads a morally strong write*: load buffering where the
 //!   load observes another thread's write without synchronising, past a fence that other
 //!   threads of its scope could synchronise with, is not shown.
@@ -114,9 +123,11 @@
 //!   synchronised thread must still miss an unsynchronised write of its own block.
 
 mod ordering;
+mod overtaken;
 mod view;
 
 pub use self::ordering::{access_order, fence_order};
+pub use self::overtaken::Syncing;
 
 use self::view::{Point, View};
 
@@ -408,6 +419,12 @@ pub struct PtxMemory {
     /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
     /// value of a location the model does not track), for the race recorder.
     pub last_read: Option<u32>,
+    /// The read-modify-write a later fence or release of its thread overtook, not yet
+    /// performed (see `overtaken.rs`).
+    overtaken: Option<overtaken::Overtaken>,
+    /// The write number the next appended write takes instead of a new one (an overtaken
+    /// RMW's reserved number).
+    reserved_seq: Option<u32>,
 }
 
 /// The threads of a block that have written global memory: none, one (which), or several.
@@ -455,6 +472,8 @@ impl PtxMemory {
             sc_cta: HashMap::new(),
             barriers: HashMap::new(),
             last_read: None,
+            overtaken: None,
+            reserved_seq: None,
         }
     }
 
@@ -684,7 +703,7 @@ impl PtxMemory {
     }
 
     /// The acquire half of a fence or acquire operation at `reach`.
-    fn acquire(&mut self, t: u32, reach: Reach) {
+    pub fn acquire(&mut self, t: u32, reach: Reach) {
         let s = &self.sync[t as usize];
         let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
         let past = self.past_mut(t);
@@ -958,8 +977,13 @@ impl PtxMemory {
         self.clock += 1;
         let ts = self.clock;
         let b = a.block as usize;
-        self.seq[b] += 1;
-        let seq = self.seq[b];
+        let seq = match self.reserved_seq.take() {
+            Some(seq) => seq,
+            None => {
+                self.seq[b] += 1;
+                self.seq[b]
+            }
+        };
         let key = addr;
         self.narrow |= size < 4;
         self.wide |= size == 8;
@@ -977,7 +1001,8 @@ impl PtxMemory {
             || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
             || prev.writer == a.thread
             || self.knows(a.thread, prev);
-        self.own[a.thread as usize] = (a.block, seq);
+        let own = &mut self.own[a.thread as usize];
+        *own = (a.block, seq.max(own.1));
         let m = Message {
             racing: !ordered,
             ts,
@@ -1084,12 +1109,12 @@ mod tests {
     const X: u64 = 0x1000;
 
     /// A placement choice that keeps every write the newest of its location.
-    fn as_newest(_: usize) -> usize {
+    pub(super) fn as_newest(_: usize) -> usize {
         0
     }
     const Y: u64 = 0x2000;
 
-    fn access(thread: u32, block: u32, reach: Reach) -> Access {
+    pub(super) fn access(thread: u32, block: u32, reach: Reach) -> Access {
         Access {
             thread,
             block,
@@ -1114,7 +1139,7 @@ mod tests {
         }
     }
 
-    fn clone(m: &PtxMemory) -> PtxMemory {
+    pub(super) fn clone(m: &PtxMemory) -> PtxMemory {
         PtxMemory {
             blocks: m.blocks,
             clock: m.clock,
@@ -1131,6 +1156,8 @@ mod tests {
             sc_cta: m.sc_cta.clone(),
             barriers: m.barriers.clone(),
             last_read: None,
+            overtaken: m.overtaken,
+            reserved_seq: None,
         }
     }
 

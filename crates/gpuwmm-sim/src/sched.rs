@@ -65,6 +65,9 @@ pub struct Deferred {
     /// A deferred read-modify-write (performed whole, atomically, when its turn comes): its
     /// operation, memory reference and operand values. `None` for a load.
     pub rmw: Option<(AtomOp, MemRef, u64, u64)>,
+    /// A deferred read-modify-write that a fence or release overtook (or an acq_rel one, from
+    /// the start): what it may read and its reserved write (see `ptx_model/overtaken.rs`).
+    pub reserved: Option<Reserved>,
     /// While races are recorded: the access number the recorder gave the load when it was
     /// issued, so that it is recorded in program order though performed later (0: none).
     pub race_pos: u32,
@@ -79,6 +82,14 @@ pub struct Restriction {
     pub mark: Option<super::ptx_model::Mark>,
 }
 
+/// An overtaken read-modify-write's floor (the coherence key of the oldest message it may
+/// read) and its write's reserved number among its block's writes.
+#[derive(Debug, Clone, Copy)]
+pub struct Reserved {
+    pub floor: u64,
+    pub seq: u32,
+}
+
 impl Default for Deferred {
     fn default() -> Self {
         Deferred {
@@ -89,6 +100,7 @@ impl Default for Deferred {
             order: Order::default(),
             restricted: None,
             rmw: None,
+            reserved: None,
             race_pos: 0,
         }
     }
