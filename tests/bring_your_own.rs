@@ -470,9 +470,7 @@ fn a_kernel_including_cooperative_groups_compiles_as_it_is_and_runs() {
     let app = load_app_dir(&common::fixture_app("coop-reduce")).unwrap();
     let module = app.module(DEFAULT_ARCH, Size::Sim);
     assert!(module.is_ok(), "{}", module.err().unwrap());
-    let mut sim =
-        gpuwmm::backend::sim::SimBackend::new(gpuwmm::backend::sim::SimModel::Ptx.config(1));
-    let verdicts = common::run_fixture_app(&mut sim, "coop-reduce", Size::Sim, 5);
+    let verdicts = common::fixture_verdicts_on_sim("coop-reduce", 5);
     assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
 }
 

@@ -7,18 +7,13 @@
 mod common;
 
 use common::cli::{gpuwmm, words};
-use common::run_fixture_app;
-use gpuwmm::apps::{Size, Verdict};
-use gpuwmm::backend::sim::{SimBackend, SimModel};
-
-fn sim() -> SimBackend {
-    SimBackend::new(SimModel::Ptx.config(1))
-}
+use common::fixture_verdicts_on_sim;
+use gpuwmm::apps::Verdict;
 
 #[test]
 fn a_kernel_with_printf_a_local_array_and_assert_runs_and_passes() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = run_fixture_app(&mut sim(), "printf-assert", Size::Sim, 5);
+    let verdicts = fixture_verdicts_on_sim("printf-assert", 5);
     assert!(verdicts.iter().all(Verdict::is_pass), "{verdicts:?}");
 }
 

@@ -7,14 +7,9 @@
 mod common;
 
 use common::cli::{gpuwmm, ok, words};
-use common::run_fixture_app;
-use gpuwmm::apps::{Size, Verdict};
-use gpuwmm::backend::sim::{SimBackend, SimModel};
+use common::fixture_verdicts_on_sim;
+use gpuwmm::apps::Verdict;
 use std::path::Path;
-
-fn sim() -> SimBackend {
-    SimBackend::new(SimModel::Ptx.config(1))
-}
 
 fn fixture(name: &str) -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps");
@@ -27,7 +22,7 @@ fn fixture(name: &str) -> String {
 #[test]
 fn the_check_kernel_reads_the_count_the_app_left_in_its_device_variable_in_every_run() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = run_fixture_app(&mut sim(), "devcount", Size::Sim, 5);
+    let verdicts = fixture_verdicts_on_sim("devcount", 5);
     assert!(verdicts.iter().all(Verdict::is_pass), "{verdicts:?}");
 }
 
@@ -36,7 +31,7 @@ fn a_wrong_count_in_the_apps_device_variable_fails_the_check_with_both_values() 
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     // 4 blocks of 32 over 0..127, threshold 64: 63 elements above it, 31 of them in the three
     // blocks that devcount-short launches.
-    for verdict in run_fixture_app(&mut sim(), "devcount-short", Size::Sim, 3) {
+    for verdict in fixture_verdicts_on_sim("devcount-short", 3) {
         let Verdict::Fail { reason } = &verdict else {
             panic!("devcount-short passed: its count misses a block");
         };

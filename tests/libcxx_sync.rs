@@ -6,15 +6,13 @@
 
 mod common;
 
-use common::run_fixture_app;
-use gpuwmm::apps::{Size, Verdict};
-use gpuwmm::backend::sim::{SimBackend, SimModel};
+use common::fixture_verdicts_on_sim;
+use gpuwmm::apps::Verdict;
 
 #[test]
 fn a_semaphore_a_barrier_and_warp_match_run_as_libcxx_and_ptx_define_them() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    let mut sim = SimBackend::new(SimModel::Ptx.config(1));
-    let verdicts = run_fixture_app(&mut sim, "libcxx-sync", Size::Sim, 20);
+    let verdicts = fixture_verdicts_on_sim("libcxx-sync", 20);
     let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.is_pass()).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }

@@ -6,18 +6,13 @@
 
 mod common;
 
-use common::run_fixture_app;
-use gpuwmm::apps::{Size, Verdict};
-use gpuwmm::backend::sim::{SimBackend, SimModel};
-
-fn sim() -> SimBackend {
-    SimBackend::new(SimModel::Ptx.config(1))
-}
+use common::fixture_verdicts_on_sim;
+use gpuwmm::apps::Verdict;
 
 #[test]
 fn a_release_acquire_handoff_through_narrow_flags_never_fails() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = run_fixture_app(&mut sim(), "narrow-flag-relacq", Size::Sim, 200);
+    let verdicts = fixture_verdicts_on_sim("narrow-flag-relacq", 200);
     let failed: Vec<_> = verdicts.iter().filter(|v| !v.is_pass()).collect();
     assert!(
         failed.is_empty(),
@@ -32,7 +27,7 @@ fn a_release_acquire_handoff_through_narrow_flags_never_fails() {
 #[test]
 fn a_relaxed_handoff_through_narrow_flags_can_fail() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = run_fixture_app(&mut sim(), "narrow-flag-relaxed", Size::Sim, 200);
+    let verdicts = fixture_verdicts_on_sim("narrow-flag-relaxed", 200);
     let failed = verdicts
         .iter()
         .filter(|v| matches!(v, Verdict::Fail { .. }))

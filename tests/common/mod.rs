@@ -184,6 +184,15 @@ pub fn run_fixture_app(
         .collect()
 }
 
+/// The verdicts of `runs` runs of fixture app `name` at its simulator size on the simulator's
+/// PTX model (seed 1), as [`run_fixture_app`] gives them.
+#[allow(dead_code)]
+pub fn fixture_verdicts_on_sim(name: &str, runs: u64) -> Vec<gpuwmm::apps::Verdict> {
+    use gpuwmm::backend::sim::{SimBackend, SimModel};
+    let mut sim = SimBackend::new(SimModel::Ptx.config(1));
+    run_fixture_app(&mut sim, name, gpuwmm::apps::Size::Sim, runs)
+}
+
 /// A simulator target (PTX model, default deadline and stress factor, `tuning/sim.toml`) for
 /// `app` at its simulator size, from `app_dir` when it is a bring-your-own app.
 pub fn sim_target(
