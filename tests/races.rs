@@ -148,6 +148,17 @@ fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_mov
     assert!(missing.contains(&format!(":{after}")), "{missing}");
 }
 
+/// Regression: the recorder kept accesses by their start address, so a byte written inside a
+/// word and a read of the whole word were never compared: a race PTX has (the two overlap)
+/// went unreported.
+#[test]
+fn a_byte_written_inside_a_word_another_cta_reads_whole_is_a_data_race() {
+    let app = "races-byte-in-word";
+    let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
+    let (byte, word) = (marked_line(app, "byte"), marked_line(app, "word"));
+    assert_only_class_between(&document, "data-race", byte, word);
+}
+
 #[test]
 fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
     let app = "races-cta-atomics";

@@ -13,6 +13,7 @@ use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
 use super::ptx_model::{self, Mark, Syncing};
+use super::races::Bytes;
 use super::sched::{
     Deferred, Machine, QuantumEnd, Reserved, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE,
 };
@@ -576,7 +577,7 @@ impl Machine<'_> {
         if bar.count.is_some() && count == 0 {
             return Err(self.fault(line, "a barrier thread count of 0"));
         }
-        if count % u64::from(WARP_SIZE) != 0 {
+        if !count.is_multiple_of(u64::from(WARP_SIZE)) {
             return Err(self.fault(
                 line,
                 format_args!("a barrier thread count of {count}, not a multiple of the warp size"),
@@ -966,7 +967,14 @@ impl Machine<'_> {
             let v = self.model.load(a, addr, size, in_memory, pick, self.older);
             if let Some(races) = &mut self.races {
                 let pos = self.deferred_race_pos.take();
-                races.load(t, pos, line, addr, order, self.model.last_read);
+                races.load(
+                    t,
+                    pos,
+                    line,
+                    Bytes { addr, size },
+                    order,
+                    self.model.last_read,
+                );
             }
             return Ok(v);
         }
@@ -1026,7 +1034,7 @@ impl Machine<'_> {
             }
             if let Some(races) = &mut self.races {
                 let ts = ptx_model::tracked(size).then(|| self.model.clock());
-                races.store(t, line, addr, order, ts);
+                races.store(t, line, Bytes { addr, size }, order, ts);
             }
             return Ok(());
         }
@@ -1181,7 +1189,7 @@ impl Machine<'_> {
         }
         if let Some(races) = &mut self.races {
             let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
-            races.atomic(t, line, addr, mem.order, writes, ts);
+            races.atomic(t, line, Bytes { addr, size }, mem.order, writes, ts);
         }
         old
     }
@@ -1406,7 +1414,8 @@ impl Machine<'_> {
             .restricted_load(a, p.addr, size, newest, pick, self.older, r.mark);
         if let Some(races) = &mut self.races {
             let pos = self.deferred_race_pos.take();
-            races.load(t, pos, p.line, p.addr, p.order, self.model.last_read);
+            let at = Bytes { addr: p.addr, size };
+            races.load(t, pos, p.line, at, p.order, self.model.last_read);
         }
         v.unwrap_or(r.fallback)
     }
