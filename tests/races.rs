@@ -12,7 +12,12 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The line of the fixture's kernel marked `// RACE <marker>`.
 fn marked_line(app: &str, marker: &str) -> u64 {
-    let text = std::fs::read_to_string(fixture_app(app).join("kernel.cu")).unwrap();
+    marked_line_in(app, "kernel.cu", marker)
+}
+
+/// The line of the fixture's `file` marked `// RACE <marker>`.
+fn marked_line_in(app: &str, file: &str, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture_app(app).join(file)).unwrap();
     let tag = format!("// RACE {marker}");
     let index = text
         .lines()
@@ -157,6 +162,29 @@ fn a_byte_written_inside_a_word_another_cta_reads_whole_is_a_data_race() {
     let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
     let (byte, word) = (marked_line(app, "byte"), marked_line(app, "word"));
     assert_only_class_between(&document, "data-race", byte, word);
+}
+
+/// An access in code inlined from a header is named at the kernel's call line, as fence sites
+/// are, and at its own line in the header (`inner`), with both lines' text.
+#[test]
+fn a_race_in_inlined_header_functions_names_the_call_lines_and_the_header_lines() {
+    let app = "races-inlined-header";
+    let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
+    let (fill_call, read_call) = (marked_line(app, "fill-call"), marked_line(app, "read-call"));
+    assert_only_class_between(&document, "data-race", fill_call, read_call);
+    let race = &races(&document)[0];
+    let ends = [(&race["first"], "fill"), (&race["second"], "read")];
+    for (end, marker) in ends {
+        let inner = &end["inner"];
+        assert!(
+            inner["file"].as_str().unwrap().ends_with("cells.cuh"),
+            "{end:#}"
+        );
+        let line = marked_line_in(app, "cells.cuh", marker);
+        assert_eq!(inner["line"].as_u64(), Some(line), "{end:#}");
+        let text = end["inner_source"].as_str().unwrap();
+        assert!(text.ends_with(&format!("// RACE {marker}")), "{text}");
+    }
 }
 
 #[test]

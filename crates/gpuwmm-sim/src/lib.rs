@@ -28,7 +28,7 @@ use self::memory::GlobalMemory;
 use self::races::LaunchRaces;
 pub use self::races::{
     AccessKind as RaceAccessKind, Communication, Conflict, PairFacts, RaceAccess, RaceLog,
-    RaceSite, Strength,
+    RaceSite, SourceLine, Strength,
 };
 use self::vars::VarSpace;
 pub use crate::device::Device;

@@ -76,6 +76,17 @@ pub struct RaceSite {
     /// The source file and line of the outermost frame, when the PTX has line info.
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// For code inlined at that line from another (a function of the app or of a header):
+    /// the line the access itself is on, the innermost frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<SourceLine>,
+}
+
+/// A line of a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
 }
 
 /// One access of a pair.
@@ -899,6 +910,15 @@ pub fn site_table(ptx_text: &str) -> HashMap<u32, RaceSite> {
             };
             let outer = attribution.map(|a| a.outer).filter(|pos| pos.line != 0);
             let file = outer.and_then(|pos| module.file_path(pos.file).map(str::to_string));
+            let inner = attribution
+                .filter(|a| a.inner != a.outer && a.inner.line != 0 && file.is_some())
+                .and_then(|a| {
+                    let file = module.file_path(a.inner.file)?.to_string();
+                    Some(SourceLine {
+                        file,
+                        line: a.inner.line,
+                    })
+                });
             table.insert(
                 i.ptx_line as u32,
                 RaceSite {
@@ -907,6 +927,7 @@ pub fn site_table(ptx_text: &str) -> HashMap<u32, RaceSite> {
                     ptx: gpuwmm_ptx::print::instruction_text(i),
                     line: file.as_ref().and(outer.map(|pos| pos.line)),
                     file,
+                    inner,
                 },
             );
         }
@@ -925,6 +946,7 @@ impl RaceLog {
                 ptx: String::new(),
                 file: None,
                 line: None,
+                inner: None,
             })
         };
         for LaunchPair {
