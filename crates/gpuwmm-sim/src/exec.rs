@@ -577,7 +577,7 @@ impl Machine<'_> {
         if bar.count.is_some() && count == 0 {
             return Err(self.fault(line, "a barrier thread count of 0"));
         }
-        if count % u64::from(WARP_SIZE) != 0 {
+        if !count.is_multiple_of(u64::from(WARP_SIZE)) {
             return Err(self.fault(
                 line,
                 format_args!("a barrier thread count of {count}, not a multiple of the warp size"),
