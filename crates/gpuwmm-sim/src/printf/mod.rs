@@ -222,6 +222,8 @@ impl Spec {
     fn argument_size(&self) -> u64 {
         match (self.conversion, self.length) {
             (b's' | b'p' | b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A', _) => 8,
+            // `%lc` takes a `wint_t`, 4 bytes like `int`.
+            (b'c', _) => 4,
             (_, Length::Long) => 8,
             _ => 4,
         }

@@ -113,6 +113,7 @@ fn integer_directives_print_as_c_prints_them() {
         ("%llu %zu", &[L(-1), L(123)], "18446744073709551615 123"),
         ("%lx", &[L(0x1234_5678_9abc_def0)], "123456789abcdef0"),
         ("%c%3c|%-3c|", &[I(65), I(65), I(65)], "A  A|A  |"),
+        ("%lc%d", &[I(66), I(7)], "B7"),
         ("%*d|%*d|", &[I(5), I(42), I(-5), I(42)], "   42|42   |"),
     ];
     for (fmt, args, want) in table {
