@@ -92,7 +92,7 @@ impl Machine<'_> {
         u64::from(v)
     }
 
-    fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
+    pub(crate) fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
         BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
     }
 
@@ -209,6 +209,7 @@ impl Machine<'_> {
             | Op::Vote { .. }
             | Op::Match { .. }
             | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
+            Op::Printf { format, args, ret } => self.printf(t, inst.line, [format, args], ret)?,
             Op::Bra { .. }
             | Op::Call { .. }
             | Op::Return
@@ -646,6 +647,27 @@ impl Machine<'_> {
             }
         }
         m
+    }
+
+    /// The bytes from generic address `addr` of thread `t` to the end of its allocation
+    /// (global) or of the block's shared or the thread's local memory: what `printf` reads its
+    /// arguments and strings from.
+    pub(crate) fn generic_bytes(&self, t: usize, addr: u64) -> Result<&[u8], MemFault> {
+        let (region, at) = resolve(Space::Generic, addr);
+        let (memory, size, index) = match region {
+            Region::Shared => (
+                &self.shared,
+                self.shared_size,
+                self.threads[t].block as usize,
+            ),
+            Region::Local => (&self.local, self.local_size, t),
+            _ => return self.mem.bytes_from(at),
+        };
+        let at = usize::try_from(at)
+            .ok()
+            .filter(|&at| at < size)
+            .ok_or(MemFault::Unmapped)?;
+        Ok(&memory[index * size + at..(index + 1) * size])
     }
 
     #[inline]
