@@ -106,8 +106,8 @@ fn include_anchor(text: &str) -> usize {
     while let Some(line) = lines.get(at) {
         if in_comment {
             in_comment = !line.contains("*/");
-        } else if line.starts_with("/*") {
-            in_comment = !line[2..].contains("*/");
+        } else if let Some(rest) = line.strip_prefix("/*") {
+            in_comment = !rest.contains("*/");
         } else if !(line.is_empty() || line.starts_with("//")) {
             break;
         }
