@@ -49,6 +49,16 @@ fn resolve(space: Space, addr: u64) -> (Region, u64) {
     }
 }
 
+/// Where the PTX model keeps byte `at` of the blocks' shared memory (`at` counts from block 0's
+/// first byte, so every block's shared memory has its own locations): far from global memory
+/// ([`GLOBAL_BASE`](super::memory::GLOBAL_BASE)) and from the generic windows.
+fn shared_location(at: usize) -> u64 {
+    SHARED_LOCATIONS + at as u64
+}
+
+/// The first of the PTX model's shared-memory locations (see [`shared_location`]).
+const SHARED_LOCATIONS: u64 = 0x4000_0000_0000;
+
 /// What kind of access faulted.
 #[derive(Debug, Clone, Copy)]
 enum Access {
@@ -919,6 +929,9 @@ impl Machine<'_> {
             }
             Region::Shared => {
                 let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                if self.ptx {
+                    return self.load_shared(t, line, at, size, order);
+                }
                 &self.shared[at..at + size as usize]
             }
             Region::Local => {
@@ -951,6 +964,9 @@ impl Machine<'_> {
             }
             Region::Shared => {
                 let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                if self.ptx {
+                    return self.store_shared(t, line, at, size, value, order);
+                }
                 &mut self.shared[at..at + size as usize]
             }
             Region::Local => {
@@ -960,6 +976,77 @@ impl Machine<'_> {
             Region::Param => return Err(self.fault(line, "store to the parameter space")),
         };
         super::memory::write_le(bytes, value);
+        Ok(())
+    }
+
+    /// A shared-memory load under the PTX model, at byte `at` of the blocks' shared memory
+    /// (see [`shared_location`]). Never deferred: only global loads are.
+    fn load_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: usize,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let in_memory = super::memory::read_le(&self.shared[at..at + size as usize]);
+        let addr = shared_location(at);
+        let a = self.model_access(t, order);
+        if order.acquires {
+            self.settle(
+                t,
+                Syncing::Acquire {
+                    access: a,
+                    addr,
+                    size,
+                },
+            )?;
+        }
+        let pick = self.rng.random::<u32>();
+        let v = self.model.load(a, addr, size, in_memory, pick, self.older);
+        if let Some(races) = &mut self.races {
+            races.load(
+                t,
+                None,
+                line,
+                Bytes { addr, size },
+                order,
+                self.model.last_read,
+            );
+        }
+        Ok(v)
+    }
+
+    /// A shared-memory store under the PTX model (see [`Machine::load_shared`]).
+    fn store_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: usize,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let bytes = at..at + size as usize;
+        let old = super::memory::read_le(&self.shared[bytes.clone()]);
+        let addr = shared_location(at);
+        let a = self.model_access(t, order);
+        self.settle(
+            t,
+            Syncing::Write {
+                access: a,
+                addr,
+                size,
+            },
+        )?;
+        let place = placement(self.rng, self.older);
+        if self.model.store(a, addr, size, old, value, place) {
+            super::memory::write_le(&mut self.shared[bytes], value);
+        }
+        if let Some(races) = &mut self.races {
+            let ts = ptx_model::tracked(size).then(|| self.model.clock());
+            races.store(t, line, Bytes { addr, size }, order, ts);
+        }
         Ok(())
     }
 
@@ -1105,6 +1192,10 @@ impl Machine<'_> {
         let (target, a) = resolve(space, addr);
         match target {
             Region::Global | Region::Const => {}
+            Region::Shared if self.ptx => {
+                let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
+                return self.atomic_shared(t, line, op, mem, at, [b, c]);
+            }
             Region::Shared | Region::Local => {
                 let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
                 let region = if target == Region::Shared {
@@ -1159,7 +1250,11 @@ impl Machine<'_> {
                 )?;
             }
             let in_memory = self.mem.read(a, size).unwrap_or(0);
-            return Ok(self.ptx_atomic(t, line, op, mem, a, in_memory, b, c));
+            let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, a, in_memory, b, c);
+            if let Some(new) = memory_gets {
+                let _ = self.mem.write(a, size, new);
+            }
+            return Ok(old);
         }
         let in_memory = self.mem.read(a, size).unwrap_or(0);
         let new = alu::atom(op, ty, in_memory, b, c);
@@ -1168,11 +1263,38 @@ impl Machine<'_> {
         Ok(in_memory)
     }
 
+    /// A shared-memory `atom` under the PTX model, at byte `at` of the blocks' shared memory
+    /// (see [`shared_location`]): returns the old value.
+    fn atomic_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        op: AtomOp,
+        mem: MemRef,
+        at: usize,
+        [b, c]: [u64; 2],
+    ) -> Result<u64, BackendError> {
+        let size = mem.size();
+        let bytes = at..at + size as usize;
+        let addr = shared_location(at);
+        let access = self.model_access(t, mem.order);
+        self.settle(t, Syncing::Write { access, addr, size })?;
+        if mem.order.acquires {
+            self.settle(t, Syncing::Acquire { access, addr, size })?;
+        }
+        let in_memory = super::memory::read_le(&self.shared[bytes.clone()]);
+        let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, addr, in_memory, b, c);
+        if let Some(new) = memory_gets {
+            super::memory::write_le(&mut self.shared[bytes], new);
+        }
+        Ok(old)
+    }
+
     /// An atomic under the PTX model: it reads the newest value or, with the chance of reading
     /// an older one, a message the model lets it read instead (an RMW that is not morally strong
-    /// with a newer write may read before it: a lost update); memory gets what it writes. The
-    /// dice are thrown only when there is a choice, so RMWs that must read the newest draw
-    /// nothing. Returns the value read.
+    /// with a newer write may read before it: a lost update). The dice are thrown only when
+    /// there is a choice, so RMWs that must read the newest draw nothing. Returns the value
+    /// read, and what memory must hold at `addr` afterwards when that changes.
     #[allow(clippy::too_many_arguments)]
     fn ptx_atomic(
         &mut self,
@@ -1184,7 +1306,7 @@ impl Machine<'_> {
         in_memory: u64,
         b: u64,
         c: u64,
-    ) -> u64 {
+    ) -> (u64, Option<u64>) {
         let size = mem.size();
         let access = self.model_access(t, mem.order);
         let choices = self.model.rmw_choices(access, addr, size);
@@ -1206,14 +1328,11 @@ impl Machine<'_> {
             writes.then_some(new),
             place,
         );
-        if newest {
-            let _ = self.mem.write(addr, size, new);
-        }
         if let Some(races) = &mut self.races {
             let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
             races.atomic(t, line, Bytes { addr, size }, mem.order, writes, ts);
         }
-        old
+        (old, newest.then_some(new))
     }
 
     /// How an access of thread `t` with `order` takes part in the PTX model.
