@@ -187,6 +187,23 @@ fn a_race_in_inlined_header_functions_names_the_call_lines_and_the_header_lines(
     }
 }
 
+/// Shared memory is recorded too: the plain payload of a handoff between two warps through
+/// shared memory, with no fence, is a data race between threads of one CTA.
+#[test]
+fn an_unfenced_shared_memory_handoff_between_warps_is_a_data_race_in_one_cta() {
+    let document = common::or_skip!(check_races("shared-handoff", true, 20, &["--races"]));
+    let races = races(&document);
+    assert_eq!(races.len(), 1, "{races:#?}");
+    assert_eq!(class(&races[0]), "data-race");
+    assert_eq!(races[0]["same_cta"], true);
+    for end in ["first", "second"] {
+        let ptx = races[0][end]["ptx"].as_str().unwrap();
+        assert!(ptx.contains(".shared"), "{ptx}");
+    }
+    let fenced = check_races("shared-handoff-fenced", true, 100, &["--races"]).unwrap();
+    assert_eq!(fenced["races"], serde_json::json!([]));
+}
+
 #[test]
 fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
     let app = "races-cta-atomics";
