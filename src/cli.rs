@@ -255,8 +255,10 @@ pub struct JournalArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The application (`gpuwmm apps` lists them).
-    pub app: String,
+    /// The application (`gpuwmm apps` lists them); optional with --app-dir, whose app.toml
+    /// names it.
+    #[arg(required_unless_present = "app_dir")]
+    pub app: Option<String>,
     /// The testing environment: no-str, sys-str, rand-str or cache-str, then + (thread
     /// randomisation) or -.
     #[arg(long, default_value = "sys-str+", value_parser = parse_env)]
@@ -476,7 +478,9 @@ pub struct StableArgs {
 #[derive(Debug, Args)]
 pub struct HardenArgs {
     /// The application (`gpuwmm apps` lists them); the `-nf` variants have their fences removed.
-    pub app: String,
+    /// Optional with --app-dir, whose app.toml names it.
+    #[arg(required_unless_present = "app_dir")]
+    pub app: Option<String>,
     /// The testing environment every run uses.
     #[arg(long, default_value = "sys-str+", value_parser = parse_env)]
     pub env: Environment,

@@ -244,6 +244,40 @@ fn an_app_dir_whose_manifest_names_another_app_is_refused_naming_both() {
     );
 }
 
+/// With `--app-dir` alone the app is the one its manifest names: `check` and `harden` run it
+/// under that name, as if it had been given.
+#[test]
+fn an_app_dir_without_a_name_runs_the_app_its_manifest_names() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    edited_copy(dir.path(), "handoff-block", str::to_string);
+    let check = gpuwmm(
+        &words("check --backend sim --runs 2 --app-dir handoff-block --journal j.csv"),
+        dir.path(),
+    );
+    let code = check.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{code:?}: {}",
+        text(&check.stderr)
+    );
+    assert!(
+        text(&check.stderr).contains("checking handoff-block under"),
+        "{}",
+        text(&check.stderr)
+    );
+    let harden = gpuwmm(
+        &words("harden --backend sim --app-dir handoff-block --stable-runs 20 --journal h.csv"),
+        dir.path(),
+    );
+    assert!(
+        text(&harden.stderr).contains("hardening handoff-block under"),
+        "{}",
+        text(&harden.stderr)
+    );
+    let neither = gpuwmm(&words("check --backend sim --runs 1"), dir.path());
+    assert_eq!(neither.status.code(), Some(2));
+}
+
 #[test]
 fn a_relative_app_dir_is_recorded_absolute_and_replay_takes_an_app_dir() {
     let dir = common::or_skip!(common::temp_dir_with_tools());

@@ -20,8 +20,9 @@ use std::time::Instant;
 pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
     let clock = Instant::now();
     let target = super::target_options(&args.target, given);
+    let app = gpuwmm::apps::app_name(args.app.as_deref(), args.target.app_dir.as_deref())?;
     let options = HardenOptions {
-        app: &args.app,
+        app: &app,
         env: args.env,
         stable: stop_of(args.stable.stable_runs, args.stable.stable_duration),
         iterations: args.iterations,
