@@ -32,3 +32,30 @@ fn a_handoff_through_shared_memory_with_cta_fences_never_fails() {
         failed[0]
     );
 }
+
+/// Shared-memory accesses are no fence sites, so `harden` cannot fix the unfenced handoff; it
+/// says so, and names the shared-memory race fences at the sites leave, with the fence that
+/// would order it.
+#[test]
+fn harden_names_the_shared_memory_race_that_fences_at_the_sites_cannot_order() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = common::fixture_app("shared-handoff");
+    let args = [
+        "harden",
+        "--app-dir",
+        app.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--journal",
+        "h.csv",
+    ];
+    let out = common::cli::gpuwmm(&args, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("fences cannot fix this"), "{stderr}");
+    let named = stderr
+        .lines()
+        .find(|l| l.contains("[st.shared") && l.contains("[ld.shared"))
+        .unwrap_or_else(|| panic!("no shared-memory race named: {stderr}"));
+    assert!(named.contains("__threadfence_block()"), "{named}");
+}

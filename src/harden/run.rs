@@ -18,14 +18,17 @@ use super::communication::{
     Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
 };
 use super::recording::RaceRecording;
+use crate::backend::sim::Conflict;
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
+use crate::check::races::{classify, site_place, RaceClass};
 pub use crate::check::spec::{changed_sites, SiteSummary};
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
 use crate::ptx::passes::fences::FenceKind;
+use crate::ptx::MemoryAccess;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -655,6 +658,54 @@ pub fn run_with_every_fence(
         }
     }
     Ok(tally)
+}
+
+/// The conflicting pairs `runs` runs with every site fenced record (simulator, PTX model) that
+/// have an access no fence site holds (shared memory, say): what fences at the sites cannot
+/// order. Each pair once, by its two source places, most frequent first.
+pub fn races_off_sites(
+    executor: &mut dyn Executor,
+    meta: &HardenMeta,
+    runs: u64,
+) -> Result<Vec<Conflict>, HardenError> {
+    let mut found: BTreeMap<(String, String), Conflict> = BTreeMap::new();
+    for run in 0..runs {
+        let request = RunRequest {
+            run,
+            seed: run_seed(run_seed(meta.seed, RECHECK_SEED_INDEX), run),
+            env: meta.env,
+            fences: Fences::Sites(meta.site_ids()),
+            stress_iterations: meta.stress.stress_iterations,
+            races: true,
+        };
+        let log = executor.execute(&request)?.races.unwrap_or_default();
+        for c in log.conflicts.into_iter().filter(off_sites) {
+            let key = (site_place(&c.first.site), site_place(&c.second.site));
+            let seen = found.entry(key).or_insert_with(|| Conflict {
+                occurrences: 0,
+                ..c.clone()
+            });
+            seen.occurrences += c.occurrences;
+        }
+    }
+    let mut conflicts: Vec<Conflict> = found.into_values().collect();
+    conflicts.sort_by_key(|c| std::cmp::Reverse(c.occurrences));
+    Ok(conflicts)
+}
+
+/// Whether `c` is a race a fence could order (a data race, or morally strong accesses that
+/// communicated; not the synchronisation itself) with a side that is no fence site: an access
+/// that cannot touch global memory.
+fn off_sites(c: &Conflict) -> bool {
+    let orderable = matches!(
+        classify(c),
+        Some(RaceClass::DataRace | RaceClass::FenceCanOrder)
+    );
+    orderable
+        && [&c.first, &c.second].iter().any(|end| {
+            let opcode = end.site.ptx.split_whitespace().next().unwrap_or_default();
+            MemoryAccess::of_opcode(opcode).is_some_and(|a| !a.may_be_global())
+        })
 }
 
 #[cfg(test)]

@@ -90,6 +90,11 @@ impl MemoryAccess {
     pub fn may_be_global(&self) -> bool {
         matches!(self.space, StateSpace::Global | StateSpace::Generic)
     }
+
+    /// The access an instruction spelled `opcode` (`st.shared.u32`) performs, if any.
+    pub fn of_opcode(opcode: &str) -> Option<MemoryAccess> {
+        classify_access(&Opcode::parse(opcode))
+    }
 }
 
 /// The ordering strength of a fence instruction.
