@@ -9,6 +9,7 @@
 
 use super::alu;
 use super::decode::CALL_PARAM;
+use super::half;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
@@ -201,6 +202,13 @@ impl Machine<'_> {
             | Op::Pack { .. }
             | Op::Unpack { .. } => self.step_move(t, base, inst.op),
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
+            Op::Half { .. }
+            | Op::HalfSetp { .. }
+            | Op::HalfCvt { .. }
+            | Op::Shf { .. }
+            | Op::Dot { .. }
+            | Op::Lop3 { .. }
+            | Op::Fns { .. } => self.step_intrinsic(t, base, inst.op),
             Op::BarRed { .. }
             | Op::Bar { .. }
             | Op::WarpSync { .. }
@@ -359,6 +367,101 @@ impl Machine<'_> {
                 self.set(base, d, v);
             }
             _ => unreachable!("step dispatches only float ops to step_float"),
+        }
+    }
+
+    /// 16-bit floats and the integer intrinsics (`shf`, `dp4a`, `fns`): rarer than the other
+    /// families, so kept out of line.
+    #[inline(never)]
+    fn step_intrinsic(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Half {
+                op,
+                ty,
+                mode,
+                sat,
+                relu,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let abc = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, half::arith(op, ty, mode, sat, relu, abc));
+            }
+            Op::HalfSetp {
+                cmp,
+                ty,
+                ftz,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            } => {
+                let (lo, hi) =
+                    half::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
+                let (lo, hi) = match combine {
+                    Some(c) => {
+                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                        (alu::combine(lo, c.op, cv), alu::combine(hi, c.op, cv))
+                    }
+                    None => (lo, hi),
+                };
+                // a pair sets p and q from its two elements; one value, p and its negation
+                let q_value = if ty.pair { hi } else { !lo };
+                self.set(base, p, u64::from(lo));
+                if let Some(q) = q {
+                    self.set(base, q, u64::from(q_value));
+                }
+            }
+            Op::HalfCvt {
+                conv,
+                round,
+                mode,
+                sat,
+                relu,
+                d,
+                a,
+                b,
+            } => {
+                let ab = [self.val(base, t, a), self.val(base, t, b)];
+                self.set(base, d, half::cvt(conv, round, mode, sat, relu, ab));
+            }
+            Op::Shf {
+                left,
+                clamp,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::funnel_shift(left, clamp, a, b, c));
+            }
+            Op::Dot {
+                pairs,
+                hi,
+                a_signed,
+                b_signed,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let signs = (a_signed, b_signed);
+                self.set(base, d, alu::dot(pairs, hi, signs, a, b, c));
+            }
+            Op::Lop3 { d, a, b, c, lut } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::lop3(a, b, c, lut));
+            }
+            Op::Fns { d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::fns(a, b, c));
+            }
+            _ => unreachable!("step dispatches only intrinsics to step_intrinsic"),
         }
     }
 
@@ -1438,6 +1541,13 @@ impl Machine<'_> {
                 | Op::Fma { .. }
                 | Op::Selp { .. }
                 | Op::Setp { .. }
+                | Op::Half { .. }
+                | Op::HalfSetp { .. }
+                | Op::HalfCvt { .. }
+                | Op::Shf { .. }
+                | Op::Dot { .. }
+                | Op::Lop3 { .. }
+                | Op::Fns { .. }
                 | Op::Bra { .. }
                 | Op::Nop => Hazard::None,
                 _ => Hazard::Wait,
@@ -1476,8 +1586,22 @@ impl Machine<'_> {
             }
             Op::Mad { d, a, b, c, .. }
             | Op::Fma { d, a, b, c, .. }
-            | Op::Selp { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            | Op::Selp { d, a, b, c, .. }
+            | Op::Half { d, a, b, c, .. }
+            | Op::Shf { d, a, b, c, .. }
+            | Op::Dot { d, a, b, c, .. }
+            | Op::Lop3 { d, a, b, c, .. }
+            | Op::Fns { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            Op::HalfCvt { d, a, b, .. } => reg(d) || src(a) || src(b),
             Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            }
+            | Op::HalfSetp {
                 p,
                 q,
                 a,

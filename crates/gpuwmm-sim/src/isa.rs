@@ -334,6 +334,53 @@ pub enum AtomOp {
     And,
     Or,
     Xor,
+    /// `atom.add.noftz` on `.f16`, `.f16x2`, `.bf16` or `.bf16x2` (round to nearest even).
+    HalfAdd(HalfTy),
+}
+
+/// A 16-bit float format: IEEE 754 binary16 (`.f16`) or bfloat16 (`.bf16`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfFormat {
+    F16,
+    Bf16,
+}
+
+/// A 16-bit float type: one value in the low 16 bits of a register, or a pair (`.f16x2`,
+/// `.bf16x2`) in 32 bits, the first element in the low half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalfTy {
+    pub format: HalfFormat,
+    pub pair: bool,
+}
+
+/// Arithmetic on 16-bit floats (each element of a pair on its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfOp {
+    Add,
+    Sub,
+    Mul,
+    Fma,
+    /// `min`/`max`: a NaN operand is ignored (the other is the result).
+    Min,
+    Max,
+    /// `min.NaN`/`max.NaN`: a NaN operand makes the result the canonical NaN.
+    MinNan,
+    MaxNan,
+    Neg,
+    Abs,
+}
+
+/// What a `cvt` with a 16-bit float on one side converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfConv {
+    /// A 16-bit float to an integer or a wider float.
+    From(HalfFormat, Ty),
+    /// An integer or a wider float to a 16-bit float.
+    To(Ty, HalfFormat),
+    /// Two `f32` to a pair: the first source in the upper half (`cvt.rn.f16x2.f32 d, a, b`).
+    PairOf(HalfFormat),
+    /// One 16-bit float to another (or the same format, rounded to an integer).
+    Between(HalfFormat, HalfFormat),
 }
 
 /// How far a strong operation reaches (PTX scopes; `.cluster` counts as `.gpu`, and `.sys` as
@@ -650,6 +697,79 @@ pub enum Op {
     /// `activemask.b32`
     ActiveMask {
         d: Reg,
+    },
+    /// 16-bit float arithmetic (`add.f16`, `fma.rn.bf16x2`, ...); `relu` clamps negative
+    /// results to +0 (`.relu`).
+    Half {
+        op: HalfOp,
+        ty: HalfTy,
+        mode: FloatMode,
+        sat: bool,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `setp` on 16-bit floats: for a pair, `p` gets the low elements' result, `q` the high.
+    HalfSetp {
+        cmp: Cmp,
+        ty: HalfTy,
+        ftz: bool,
+        p: Reg,
+        q: Option<Reg>,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
+    /// `cvt` with a 16-bit float on either side; `b` is the second source of
+    /// [`HalfConv::PairOf`].
+    HalfCvt {
+        conv: HalfConv,
+        round: Round,
+        mode: FloatMode,
+        sat: bool,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    /// `shf.{l,r}.{wrap,clamp}.b32`: the funnel shift of the 64-bit `b:a` by `c`.
+    Shf {
+        left: bool,
+        clamp: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `dp4a` (four byte products) and `dp2a.{lo,hi}` (two 16-bit by byte products, `hi`
+    /// taking bytes 2 and 3 of `b`), each element signed as its type says, added to `c`.
+    Dot {
+        pairs: bool,
+        hi: bool,
+        a_signed: bool,
+        b_signed: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `lop3.b32`: the bitwise function of `a`, `b` and `c` whose truth table is `lut` (bit
+    /// `4a + 2b + c` of `lut` is the result for those input bits).
+    Lop3 {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+        lut: u8,
+    },
+    /// `fns.b32`: the position of the `c`-th set bit of `a` counting from bit `b`.
+    Fns {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
     },
     /// `match.any.sync` (`all` false: the lanes holding the same value as this one) and
     /// `match.all.sync` (the member mask if every member holds the same value, else 0; `p`

@@ -16,7 +16,9 @@ mod atomics;
 mod control;
 mod convert;
 mod float;
+mod half;
 mod int;
+mod intrinsics;
 mod layout;
 mod memory;
 mod operands;
@@ -269,7 +271,7 @@ fn decode_body(
         params: vec![HashMap::new()],
         in_func,
     };
-    for s in body {
+    for (index, s) in body.iter().enumerate() {
         match s {
             Statement::BlockOpen => {
                 d.scopes.push(HashMap::new());
@@ -279,14 +281,16 @@ fn decode_body(
                 d.scopes.pop();
                 d.params.pop();
             }
-            Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".reg") => {
-                d.declare_regs(text);
+            Statement::Directive(text) if text.starts_with(".reg") => {
+                d.declare_regs(text, d.scopes.len() == 1);
             }
             Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".param") => {
                 d.declare_call_param(text)?;
             }
             Statement::Instruction(i) => {
-                let inst = d.inst(i, &f.name)?;
+                let inst = d
+                    .inst(i, &f.name)
+                    .map_err(|e| with_origin(e, d.p.module, body, index))?;
                 d.p.code.push(inst);
             }
             _ => {}
@@ -298,6 +302,39 @@ fn decode_body(
         line: 0,
     });
     Ok(())
+}
+
+/// An unsupported-instruction error with the source line of statement `index` of `body`
+/// (the line of the function compiled, and the inlined helper's line when it differs).
+fn with_origin(
+    e: BackendError,
+    module: &ptx::Module,
+    body: &[Statement],
+    index: usize,
+) -> BackendError {
+    let BackendError::Unsupported {
+        instruction, line, ..
+    } = e
+    else {
+        return e;
+    };
+    let show = |p: ptx::SourcePos| {
+        let file = module.file_path(p.file).unwrap_or("?");
+        let name = file.rsplit('/').next().unwrap_or(file);
+        format!("{name}:{}", p.line)
+    };
+    let origin = ptx::lines::attribute_statements(body)[index].map(|at| {
+        if at.inner == at.outer {
+            show(at.outer)
+        } else {
+            format!("{}, inlined from {}", show(at.outer), show(at.inner))
+        }
+    });
+    BackendError::Unsupported {
+        instruction,
+        line,
+        origin,
+    }
 }
 
 /// The definition (with body) of a function; modules may also declare it earlier.
@@ -329,6 +366,7 @@ fn check_recursion(kernel: &Function, module: &ptx::Module) -> Result<(), Backen
                 return Err(BackendError::Unsupported {
                     instruction: format!("{} (recursive call)", ptx::print::instruction_text(i)),
                     line: i.ptx_line,
+                    origin: None,
                 });
             }
             if let Some(g) = definition(module, name) {
@@ -360,7 +398,7 @@ fn replace_sink(op: &mut Op, sink: Reg) {
                 fix(p);
             }
         }
-        Op::Setp { p, q, .. } => {
+        Op::Setp { p, q, .. } | Op::HalfSetp { p, q, .. } => {
             fix(p);
             if let Some(q) = q {
                 fix(q);
@@ -387,6 +425,7 @@ impl Decoder<'_, '_> {
             Why::Unsupported => BackendError::Unsupported {
                 instruction: ptx::print::instruction_text(i),
                 line: i.ptx_line,
+                origin: None,
             },
             Why::Bad(msg) => BackendError::BadModule(format!(
                 "function '{kernel}', PTX line {}: `{}`: {msg}",
@@ -412,6 +451,8 @@ impl Decoder<'_, '_> {
         let ops = &i.operands;
         let base = i.opcode.base.as_str();
         match base {
+            "ld" | "ldu" | "st" | "atom" | "red" => self.memory(i, &m),
+            _ if half::mentions_half(&m) => self.half(base, &m, ops),
             "add" | "sub" | "mad" if m.contains(&"cc") => self.carry(base, &m, ops),
             "mov" => self.mov(&m, ops),
             "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
@@ -428,7 +469,6 @@ impl Decoder<'_, '_> {
             "cvt" => self.cvt(&m, ops),
             "cvta" => self.cvta(&m, ops),
             "bfe" | "bfi" | "prmt" => self.bits(base, &m, ops),
-            "ld" | "ldu" | "st" | "atom" | "red" => self.memory(i, &m),
             "bra" => self.bra(&m, ops),
             "ret" => self.ret(&m),
             "exit" => {
@@ -444,6 +484,10 @@ impl Decoder<'_, '_> {
             "vote" => self.vote(&m, ops),
             "activemask" => self.activemask(ops),
             "match" => self.match_sync(&m, ops),
+            "shf" => self.shf(&m, ops),
+            "dp4a" | "dp2a" => self.dot(base, &m, ops),
+            "fns" => self.fns(&m, ops),
+            "lop3" => self.lop3(&m, ops),
             _ => Err(Why::Unsupported),
         }
     }

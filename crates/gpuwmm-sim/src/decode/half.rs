@@ -1,0 +1,278 @@
+//! 16-bit float instructions (`.f16`, `.bf16`, `.f16x2`, `.bf16x2`): arithmetic, `setp`,
+//! `cvt`, and `mov`/`selp` on those types (plain bit moves). `cuda_fp16.h` and `cuda_bf16.h`
+//! compile `__half` and `__nv_bfloat16` code to these; their values are computed in
+//! [`crate::half`]. Atomic adds on them are decoded with the other atomics.
+
+use super::float::split_float_mode;
+use super::operands::{harmless, ty_of};
+use super::{expect, Decoder, Why, R};
+use crate::isa::*;
+use gpuwmm_ptx::Operand;
+
+/// The 16-bit float type a type word names.
+pub(super) fn half_ty_of(word: &str) -> Option<HalfTy> {
+    let (format, pair) = match word {
+        "f16" => (HalfFormat::F16, false),
+        "f16x2" => (HalfFormat::F16, true),
+        "bf16" => (HalfFormat::Bf16, false),
+        "bf16x2" => (HalfFormat::Bf16, true),
+        _ => return None,
+    };
+    Some(HalfTy { format, pair })
+}
+
+/// Whether a modifier list names a 16-bit float type.
+pub(super) fn mentions_half(m: &[&str]) -> bool {
+    m.iter().any(|w| half_ty_of(w).is_some())
+}
+
+/// The bit type a 16-bit float type moves as (`b16`, or `b32` for a pair).
+pub(super) fn bits_of(ty: HalfTy) -> Ty {
+    Ty {
+        kind: Kind::B,
+        bits: if ty.pair { 32 } else { 16 },
+    }
+}
+
+impl Decoder<'_, '_> {
+    /// An instruction whose modifiers name a 16-bit float type.
+    pub(super) fn half(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        match base {
+            "add" | "sub" | "mul" | "fma" | "min" | "max" | "neg" | "abs" => {
+                self.half_arith(base, m, ops)
+            }
+            "setp" => self.half_setp(m, ops),
+            "cvt" => self.half_cvt(m, ops),
+            "mov" | "selp" => {
+                let words: Vec<&str> = m
+                    .iter()
+                    .map(|w| match half_ty_of(w) {
+                        Some(t) if t.pair => "b32",
+                        Some(_) => "b16",
+                        None => w,
+                    })
+                    .collect();
+                if base == "mov" {
+                    self.mov(&words, ops)
+                } else {
+                    self.selp(&words, ops)
+                }
+            }
+            _ => Err(Why::Unsupported),
+        }
+    }
+
+    fn half_arith(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (mode, rest) = split_float_mode(m);
+        let (mut ty, mut sat, mut relu, mut nan) = (None, false, false, false);
+        for w in rest {
+            match w {
+                "sat" => sat = true,
+                "relu" => relu = true,
+                "NaN" => nan = true,
+                w if harmless(w) => {}
+                w => match half_ty_of(w) {
+                    Some(t) if ty.is_none() => ty = Some(t),
+                    _ => return Err(Why::Unsupported),
+                },
+            }
+        }
+        let ty = ty.ok_or(Why::Unsupported)?;
+        let op = match (base, nan) {
+            ("add", false) => HalfOp::Add,
+            ("sub", false) => HalfOp::Sub,
+            ("mul", false) => HalfOp::Mul,
+            ("fma", false) => HalfOp::Fma,
+            ("min", false) => HalfOp::Min,
+            ("max", false) => HalfOp::Max,
+            ("min", true) => HalfOp::MinNan,
+            ("max", true) => HalfOp::MaxNan,
+            ("neg", false) => HalfOp::Neg,
+            ("abs", false) => HalfOp::Abs,
+            _ => return Err(Why::Unsupported),
+        };
+        let rounds = matches!(op, HalfOp::Add | HalfOp::Sub | HalfOp::Mul | HalfOp::Fma);
+        let exact_ok = mode.round == FloatRound::Nearest && !sat;
+        if (!rounds && !exact_ok)
+            || (relu && !matches!(op, HalfOp::Fma | HalfOp::Min | HalfOp::Max))
+        {
+            return Err(Why::Unsupported);
+        }
+        let n = match op {
+            HalfOp::Neg | HalfOp::Abs => 2,
+            HalfOp::Fma => 4,
+            _ => 3,
+        };
+        expect(ops, n)?;
+        let bits = bits_of(ty);
+        let d = self.dst(&ops[0])?;
+        let mut s = [Src::Imm(0); 3];
+        for (k, o) in ops[1..].iter().enumerate() {
+            s[k] = self.src(o, bits)?;
+        }
+        Ok(Op::Half {
+            op,
+            ty,
+            mode,
+            sat,
+            relu,
+            d,
+            a: s[0],
+            b: s[1],
+            c: s[2],
+        })
+    }
+
+    /// `setp.cmp{.bop}{.ftz}.f16 p{|q}, a, b{, [!]c}`.
+    fn half_setp(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let ftz = m.contains(&"ftz");
+        let mut words = m.iter().filter(|w| !harmless(w) && **w != "ftz");
+        let cmp = words
+            .next()
+            .and_then(|w| w.parse::<Cmp>().ok())
+            .ok_or(Why::Unsupported)?;
+        let rest: Vec<&str> = words.copied().collect();
+        let (bool_op, ty) = match rest.as_slice() {
+            [t] => (None, *t),
+            [b, t] => (
+                Some(match *b {
+                    "and" => BoolOp::And,
+                    "or" => BoolOp::Or,
+                    "xor" => BoolOp::Xor,
+                    _ => return Err(Why::Unsupported),
+                }),
+                *t,
+            ),
+            _ => return Err(Why::Unsupported),
+        };
+        let ty = half_ty_of(ty).ok_or(Why::Unsupported)?;
+        expect(ops, if bool_op.is_some() { 4 } else { 3 })?;
+        let combine = match bool_op {
+            Some(op) => {
+                let (c, negate) = self.pred_src(&ops[3])?;
+                Some(Combine { op, c, negate })
+            }
+            None => None,
+        };
+        let bits = bits_of(ty);
+        let (a, b) = (self.src(&ops[1], bits)?, self.src(&ops[2], bits)?);
+        let (p, q) = self.dst_pair(&ops[0])?;
+        Ok(Op::HalfSetp {
+            cmp,
+            ty,
+            ftz,
+            p,
+            q,
+            a,
+            b,
+            combine,
+        })
+    }
+
+    /// `cvt` with a 16-bit float destination or source (a pair only as `cvt.f16x2.f32 d, a, b`).
+    fn half_cvt(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (mode, rest) = split_float_mode(m);
+        let (mut round, mut sat, mut relu) = (Round::Default, false, false);
+        let mut types = Vec::new();
+        for w in rest {
+            match w {
+                "rni" => round = Round::Nearest,
+                "rzi" => round = Round::Zero,
+                "rmi" => round = Round::Down,
+                "rpi" => round = Round::Up,
+                "sat" => sat = true,
+                "relu" => relu = true,
+                w if harmless(w) => {}
+                w => types.push(w),
+            }
+        }
+        let [dst, src] = types[..] else {
+            return Err(Why::Unsupported);
+        };
+        let (conv, src_ty) = match (half_ty_of(dst), half_ty_of(src)) {
+            (Some(d), Some(s)) if !d.pair && !s.pair => {
+                (HalfConv::Between(s.format, d.format), bits_of(s))
+            }
+            (Some(d), None) => {
+                let s = ty_of(src)
+                    .filter(|t| t.kind != Kind::Pred)
+                    .ok_or(Why::Unsupported)?;
+                match d.pair {
+                    true if s.is_float() && s.bits == 32 => (HalfConv::PairOf(d.format), s),
+                    true => return Err(Why::Unsupported),
+                    false => (HalfConv::To(s, d.format), s),
+                }
+            }
+            (None, Some(s)) if !s.pair => {
+                let d = ty_of(dst)
+                    .filter(|t| t.kind != Kind::Pred)
+                    .ok_or(Why::Unsupported)?;
+                (HalfConv::From(s.format, d), bits_of(s))
+            }
+            _ => return Err(Why::Unsupported),
+        };
+        let to_half = !matches!(conv, HalfConv::From(..));
+        let to_int = matches!(conv, HalfConv::From(_, d) if !d.is_float());
+        // a float rounding needs a float result; relu a 16-bit one
+        if (to_int && mode.round != FloatRound::Nearest) || (relu && !to_half) {
+            return Err(Why::Unsupported);
+        }
+        let pair = matches!(conv, HalfConv::PairOf(_));
+        expect(ops, if pair { 3 } else { 2 })?;
+        let d = self.dst(&ops[0])?;
+        let a = self.src(&ops[1], src_ty)?;
+        let b = if pair {
+            self.src(&ops[2], src_ty)?
+        } else {
+            Src::Imm(0)
+        };
+        Ok(Op::HalfCvt {
+            conv,
+            round,
+            mode,
+            sat,
+            relu,
+            d,
+            a,
+            b,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{assert_decodes, run, unsupported};
+
+    #[test]
+    fn half_instructions_decode_with_their_format_and_pairing() {
+        assert_decodes(
+            "add.f16x2 %r1, %r2, %r3;",
+            "Half { op: Add, ty: HalfTy { format: F16, pair: true },",
+        );
+        assert_decodes(
+            "cvt.rn.bf16.f32 %rs1, %f1;",
+            "HalfCvt { conv: To(Ty { kind: F, bits: 32 }, Bf16),",
+        );
+        assert_decodes(
+            "setp.lt.f16x2 %p1|%p2, %r1, %r2;",
+            "HalfSetp { cmp: Lt, ty: HalfTy { format: F16, pair: true }, ftz: false, p: 2, q: Some(3),",
+        );
+        assert!(unsupported("min.rz.f16 %rs1, %rs2, %rs3;"));
+        assert!(unsupported("cvt.rz.s32.f16 %r1, %rs1;"));
+        assert!(unsupported("ex2.approx.f16 %rs1, %rs2;"));
+    }
+
+    #[test]
+    fn half_conversions_and_arithmetic_compute_what_ptx_says() {
+        // 1.5f -> f16 0x3e00, +0.25 (0x3400) = 1.75 (0x3f00), back to f32
+        let body = "cvt.rn.f16.f32 %rs1, 0f3FC00000;\nmov.b16 %rs2, 0x3400;\n\
+                    add.f16 %rs3, %rs1, %rs2;\ncvt.f32.f16 %f1, %rs3;\nst.global.f32 [%out], %f1;";
+        assert_eq!(run(body), u64::from(1.75f32.to_bits()));
+        // {2.0, 1.0} from two f32: the first source in the upper half
+        let pair = "cvt.rn.f16x2.f32 %r1, 0f40000000, 0f3F800000;\nst.global.u32 [%out], %r1;";
+        assert_eq!(run(pair), 0x4000_3c00);
+        // -2049 to f16: halfway between -2048 and -2050, to even (-2048)
+        let int = "cvt.rn.f16.s32 %rs1, -2049;\nst.global.u16 [%out], %rs1;";
+        assert_eq!(run(int), 0xe800);
+    }
+}
