@@ -88,12 +88,27 @@ impl Machine<'_> {
             Special::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
             Special::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
             Special::LanemaskGe => !((1u32 << lane) - 1),
+            Special::EnvReg => 0,
         };
         u64::from(v)
     }
 
     fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
         BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
+    }
+
+    /// What a `trap` at PTX line `line` says: its source line, and for one in
+    /// `cooperative_groups` (a grid-wide sync finding no cooperative launch), why.
+    fn trap_reason(&self, line: u32) -> String {
+        let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
+        match origin {
+            Some((_, o)) if o.contains("cooperative_groups") || o.contains("grid.h") => format!(
+                "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
+                 (cudaLaunchCooperativeKernel), and the simulator's launches are not cooperative"
+            ),
+            Some((_, o)) => format!("trap at {o}"),
+            None => "trap".to_string(),
+        }
     }
 
     fn mem_fault(
@@ -700,7 +715,7 @@ impl Machine<'_> {
             Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
             Op::Fence { reach, sc } => self.fence(t, reach, sc)?,
             Op::Nop => {}
-            Op::Trap => return Err(self.fault(inst.line, "trap")),
+            Op::Trap => return Err(self.fault(inst.line, self.trap_reason(inst.line))),
             Op::AssertFail => {
                 return Err(self.fault(inst.line, "device-side assert failed (__assertfail)"))
             }

@@ -47,6 +47,10 @@ pub enum Special {
     LanemaskLe,
     LanemaskGt,
     LanemaskGe,
+    /// `%envreg0`..`%envreg31`: the driver's environment registers, all 0 here (so the grid
+    /// workspace of a cooperative launch, which `cooperative_groups::this_grid()` reads, is
+    /// null, as in a launch that is not cooperative).
+    EnvReg,
 }
 
 /// The class of a PTX fundamental type.

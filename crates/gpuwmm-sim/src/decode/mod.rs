@@ -57,6 +57,8 @@ pub struct Kernel {
     pub dynamic_shared_offset: u64,
     /// Bytes of `.local` memory per thread.
     pub local_bytes: u64,
+    /// The source line of each `trap` with line information, by PTX line (see [`origin_of`]).
+    pub trap_origins: Vec<(u32, String)>,
 }
 
 /// What a symbol names.
@@ -132,6 +134,7 @@ struct Program<'m> {
     entries: HashMap<String, u32>,
     /// Call sites whose callee is not decoded yet.
     pending: Vec<(usize, String)>,
+    trap_origins: Vec<(u32, String)>,
 }
 
 /// Decodes one kernel and the device functions it calls.
@@ -155,6 +158,7 @@ pub fn decode_kernel(
         frames: HashMap::new(),
         entries: HashMap::new(),
         pending: Vec::new(),
+        trap_origins: Vec::new(),
     };
     decode_body(&mut p, f, symbols.clone(), false)?;
     while let Some((site, callee)) = p.pending.pop() {
@@ -179,6 +183,7 @@ pub fn decode_kernel(
         static_shared: layout.static_shared,
         dynamic_shared_offset: layout.dynamic_offset,
         local_bytes: align_up(p.local, 8),
+        trap_origins: p.trap_origins,
     })
 }
 
@@ -291,6 +296,11 @@ fn decode_body(
                 let inst = d
                     .inst(i, &f.name)
                     .map_err(|e| with_origin(e, d.p.module, body, index))?;
+                if inst.op == Op::Trap {
+                    if let Some(origin) = origin_of(d.p.module, body, index) {
+                        d.p.trap_origins.push((inst.line, origin));
+                    }
+                }
                 d.p.code.push(inst);
             }
             _ => {}
@@ -304,37 +314,40 @@ fn decode_body(
     Ok(())
 }
 
-/// An unsupported-instruction error with the source line of statement `index` of `body`
-/// (the line of the function compiled, and the inlined helper's line when it differs).
+/// An unsupported-instruction error with the source line of statement `index` of `body`.
 fn with_origin(
     e: BackendError,
     module: &ptx::Module,
     body: &[Statement],
     index: usize,
 ) -> BackendError {
-    let BackendError::Unsupported {
-        instruction, line, ..
-    } = e
-    else {
-        return e;
-    };
+    match e {
+        BackendError::Unsupported {
+            instruction, line, ..
+        } => BackendError::Unsupported {
+            instruction,
+            line,
+            origin: origin_of(module, body, index),
+        },
+        e => e,
+    }
+}
+
+/// The source line statement `index` of `body` was compiled from, as `file:line` (the file's
+/// name only): the line of the function compiled, followed by the inlined helper's line when
+/// it differs (`kernel.cu:12, inlined from cooperative_groups.h:520`). `None` without `.loc`.
+pub fn origin_of(module: &ptx::Module, body: &[Statement], index: usize) -> Option<String> {
     let show = |p: ptx::SourcePos| {
         let file = module.file_path(p.file).unwrap_or("?");
         let name = file.rsplit('/').next().unwrap_or(file);
         format!("{name}:{}", p.line)
     };
-    let origin = ptx::lines::attribute_statements(body)[index].map(|at| {
-        if at.inner == at.outer {
-            show(at.outer)
-        } else {
-            format!("{}, inlined from {}", show(at.outer), show(at.inner))
-        }
-    });
-    BackendError::Unsupported {
-        instruction,
-        line,
-        origin,
-    }
+    let at = ptx::lines::attribute_statements(body)[index]?;
+    Some(if at.inner == at.outer {
+        show(at.outer)
+    } else {
+        format!("{}, inlined from {}", show(at.outer), show(at.inner))
+    })
 }
 
 /// The definition (with body) of a function; modules may also declare it earlier.

@@ -73,6 +73,13 @@ pub(super) fn special(name: &str) -> Option<Special> {
         "lanemask_le" => Special::LanemaskLe,
         "lanemask_gt" => Special::LanemaskGt,
         "lanemask_ge" => Special::LanemaskGe,
+        env if env
+            .strip_prefix("envreg")
+            .and_then(|n| n.parse::<u8>().ok())
+            .is_some_and(|n| n < 32) =>
+        {
+            Special::EnvReg
+        }
         _ => return None,
     })
 }
