@@ -264,3 +264,208 @@ fn integer_intrinsics_and_64_bit_division_give_the_c_results() {
         assert_eq!(*g, e, "out[{k}]: {g:#x}, expected {e:#x}");
     }
 }
+
+/// 64 threads: `__ldg` (`ld.global.nc`), `__ldcg`/`__ldcv`/`__ldca`/`__ldcs`/`__ldlu` and the
+/// store hints, `int4`/`float4`/`double2` vectors, volatile 64-bit words, dynamic shared
+/// memory, `__threadfence_system`, `clock64`, `__nanosleep` and `%globaltimer`.
+#[test]
+fn cache_hinted_vector_and_volatile_accesses_and_timers_give_the_c_results() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let mut fx = Fixture::load("memory.cu");
+    let vi: Vec<i32> = (0..64).flat_map(|t| [t, 2 * t, 3 * t, 4 * t]).collect();
+    let vf: Vec<f32> = (0..64).flat_map(|t| [t as f32, 0.5, 0.25, 0.25]).collect();
+    let vd: Vec<u64> = (0..64)
+        .flat_map(|t| [f64::from(t).to_bits(), 0.5f64.to_bits()])
+        .collect();
+    let cached: Vec<i32> = (0..320).map(|t| if t < 64 { t } else { -1 }).collect();
+    let (vi, vf, vd) = (fx.buffer(&vi), fx.buffer(&vf), fx.buffer(&vd));
+    let cached = fx.buffer(&cached);
+    let vol = fx.zeroed(64 * 8);
+    let out = fx.zeroed(1152 * 8);
+    fx.run("memory_ops", 1, 64, 64 * 8, &[vi, vf, vd, cached, vol, out]);
+    let got: Vec<u64> = fx.read(out);
+    let hinted: Vec<i32> = fx.read(cached);
+    for t in 0..64u64 {
+        let o = &got[t as usize * 8..][..8];
+        let mirror = 63 - t;
+        assert_eq!(o[0], (10 * mirror) << 32 | (mirror + 1), "thread {t}");
+        assert_eq!(o[1], (t as f64 + 0.5).to_bits(), "thread {t}");
+        assert_eq!(o[2], 0x1234_5678_9abc_def0 + (t + 1) % 64, "thread {t}");
+        assert_eq!(
+            o[3..5],
+            [1, 1],
+            "thread {t}: clock64 went back, or both clocks read 0"
+        );
+        assert!(o[5] > 0, "thread {t}: %globaltimer read 0");
+        let floats = [got[512 + 2 * t as usize], got[513 + 2 * t as usize]];
+        let f = |w: u64, k| f32::from_bits((w >> (32 * k)) as u32);
+        assert_eq!(
+            [
+                f(floats[0], 0),
+                f(floats[0], 1),
+                f(floats[1], 0),
+                f(floats[1], 1)
+            ],
+            [1.0, 2.0, 3.0, t as f32]
+        );
+        let ints = [got[1024 + 2 * t as usize], got[1025 + 2 * t as usize]];
+        let i = |w: u64, k| (w >> (32 * k)) as u32 as i32;
+        assert_eq!(
+            [i(ints[0], 0), i(ints[0], 1), i(ints[1], 0), i(ints[1], 1)],
+            [-1, -2, -3, t as i32]
+        );
+        let h = 4 * t as i32;
+        let stores: Vec<i32> = (1..5).map(|k| hinted[64 * k + t as usize]).collect();
+        assert_eq!(stores, [h, h + 1, h + 2, h + 3], "thread {t}");
+    }
+}
+
+/// `f32` rounded towards zero, down or up from an exact `f64` value (which every case here is,
+/// or, for a quotient, is within half an `f64` unit of, never across an `f32` value).
+fn directed_f32(exact: f64, toward: &str) -> f32 {
+    let nearest = exact as f32;
+    let above = f64::from(nearest) > exact;
+    let below = f64::from(nearest) < exact;
+    match toward {
+        "zero" if above && exact > 0.0 => nearest.next_down(),
+        "zero" if below && exact < 0.0 => nearest.next_up(),
+        "down" if above => nearest.next_down(),
+        "up" if below => nearest.next_up(),
+        _ => nearest,
+    }
+}
+
+/// The C library's float math and the intrinsics with a rounding in their name: correctly
+/// rounded ones exactly, approximate ones (`__expf`, `cbrtf`) to within their error.
+#[test]
+fn float_math_and_directed_rounding_intrinsics_give_the_ieee_results() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let mut fx = Fixture::load("float_math.cu");
+    let (x, y) = (10.0f32, -2.7f32);
+    let (p, q) = (2.0f64, 3.0f64);
+    let input = fx.buffer(&[x, y, 1e10]);
+    let dinput = fx.buffer(&[p.to_bits(), q.to_bits()]);
+    let out = fx.zeroed(25 * 8);
+    fx.run("float_math", 1, 1, 0, &[input, dinput, out]);
+    let got: Vec<u64> = fx.read(out);
+    let pair = |lo: f32, hi: f32| u64::from(lo.to_bits()) | u64::from(hi.to_bits()) << 32;
+    let ints = |lo: i32, hi: i32| u64::from(lo as u32) | u64::from(hi as u32) << 32;
+    let (xd, yd) = (f64::from(x), f64::from(y));
+    let ddiv_up = {
+        let r = p / q;
+        // the residual p - r q, exact by fma, says on which side the quotient is
+        if (-r).mul_add(q, p) > 0.0 {
+            r.next_up()
+        } else {
+            r
+        }
+    };
+    let remainder = (xd - (xd / yd).round_ties_even() * yd) as f32;
+    let expected: [(usize, u64); 20] = [
+        (0, u64::from(x.sqrt().to_bits())),
+        (1, u64::from(x.mul_add(y, 1.0).to_bits())),
+        (2, pair(y.floor(), y.ceil())),
+        (3, pair(y.trunc(), y.round())),
+        (4, pair(y.round_ties_even(), y.abs())),
+        (5, pair(x.min(y), x.max(y))),
+        (
+            6,
+            pair(directed_f32(xd + yd, "zero"), directed_f32(xd * yd, "up")),
+        ),
+        (7, pair(directed_f32(xd / yd, "down"), x.sqrt())),
+        (8, pair(1.0 / y, directed_f32(xd.mul_add(yd, xd), "zero"))),
+        (9, ints(-3, -3)),
+        (10, pair(0.0, -10.0)),
+        (11, p.sqrt().to_bits()),
+        (12, p.mul_add(q, 1.0).to_bits()),
+        (13, 5.0f64.to_bits()),
+        (14, ddiv_up.to_bits()),
+        (15, 30_000_000_000),
+        (16, pair(2.5, 0.5)),
+        (17, pair(1.0, 0.0)),
+        (18, u64::from(80.0f32.to_bits()) | 1 << 32),
+        (19, pair(y / 4.0, f32::from_bits(2))),
+    ];
+    for (k, e) in expected {
+        assert_eq!(got[k], e, "out[{k}]: {:#x}, expected {e:#x}", got[k]);
+    }
+    assert_eq!(got[20], pair(x % y, remainder), "fmodf, remainderf");
+    assert_eq!(got[21] as u32, x.next_down().to_bits(), "nextafterf");
+    let cbrt = f32::from_bits((got[21] >> 32) as u32);
+    assert!(
+        (cbrt - 3.0).abs() <= f32::EPSILON * 3.0,
+        "cbrtf(27) = {cbrt}"
+    );
+    let e = f32::from_bits(got[22] as u32);
+    assert!((e - std::f32::consts::E).abs() < 1e-6, "__expf(1) = {e}");
+    assert_eq!(got[22] >> 32, 0, "tanhf(0)");
+    assert_eq!(got[23], 1e10f64.to_bits());
+    // 2^32 - 1 towards zero: 2^32 - 256; -(2^40 + 1) down: -(2^40 + 2^17)
+    let low = (4_294_967_040f32, -1_099_511_758_848f32);
+    assert_eq!(got[24], pair(low.0, low.1));
+}
+
+/// `cooperative_groups` tiles of 8 in a block of 64 (shuffles, `cg::reduce`, ballot, votes,
+/// `meta_group_rank`) and a tile of 16 made at run time (`tiled_partition(block, 16)`).
+#[test]
+fn cooperative_group_tiles_shuffle_vote_and_reduce_within_the_tile() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let mut fx = Fixture::load("groups.cu");
+    let out = fx.zeroed(64 * 8 * 4);
+    fx.run("tiles", 1, 64, 0, &[out]);
+    let got: Vec<u32> = fx.read(out);
+    for t in 0..64u32 {
+        let r = t % 8;
+        let expected = [
+            6,
+            if r < 7 { r + 1 } else { r },
+            r ^ 4,
+            (1..=8).sum(),
+            (0..8).map(|k| k * 7 % 5).max().unwrap(),
+            0b1010_1010,
+            0b11 | (t / 8) << 2,
+            t % 16 | 16 << 8,
+        ];
+        assert_eq!(got[t as usize * 8..][..8], expected, "thread {t}");
+    }
+}
+
+/// libcu++: `cuda::atomic_ref::wait`/`notify_all` and a `cuda::std::atomic` counter; 63
+/// waiters see the value published before the release store they wait for.
+#[test]
+fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value() {
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
+    let mut fx = Fixture::load("libcxx.cu");
+    let flag = fx.zeroed(4);
+    let data = fx.zeroed(4);
+    let seen = fx.zeroed(64 * 4);
+    let count = fx.zeroed(4);
+    fx.run("wait_notify", 2, 32, 0, &[flag, data, seen, count]);
+    let seen: Vec<i32> = fx.read(seen);
+    assert_eq!(seen[0], 0);
+    assert!(seen[1..].iter().all(|v| *v == 42), "{seen:?}");
+    assert_eq!(fx.read::<i32>(count)[0], 63);
+}
+
+/// A grid-wide `cooperative_groups` sync needs a cooperative launch; the simulator's are not,
+/// and the header's check traps, as on a GPU. The fault says so and names the kernel's line
+/// (before, it said only "trap" at a PTX line).
+#[test]
+fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let mut fx = Fixture::load("grid_sync.cu");
+    let out = fx.zeroed(64 * 4);
+    let config = LaunchConfig {
+        grid: (2, 1, 1),
+        block: (32, 1, 1),
+        shared_bytes: 0,
+    };
+    let args = [KernelArg::ptr(out)];
+    fx.sim
+        .launch(fx.module, "grid_barrier", &config, &args)
+        .unwrap();
+    let err = fx.sim.synchronize(Duration::from_secs(60)).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains("trap at grid_sync.cu:11"), "{shown}");
+    assert!(shown.contains("cooperative launch"), "{shown}");
+}

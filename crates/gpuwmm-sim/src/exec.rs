@@ -102,7 +102,7 @@ impl Machine<'_> {
     fn trap_reason(&self, line: u32) -> String {
         let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
         match origin {
-            Some((_, o)) if o.contains("cooperative_groups") || o.contains("grid.h") => format!(
+            Some((_, o)) if o.contains("cooperative_groups") => format!(
                 "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
                  (cudaLaunchCooperativeKernel), and the simulator's launches are not cooperative"
             ),
