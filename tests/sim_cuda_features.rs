@@ -18,18 +18,22 @@ struct Fixture {
     module: gpuwmm::backend::ModuleId,
 }
 
+/// The architectures a test compiles its fixture for: the portable one the project uses, and
+/// sm_80 and sm_90, for which NVRTC emits other instructions (`redux.sync`, native bf16).
+const ARCHS: [&str; 3] = [gpuwmm::compile::PORTABLE_ARCH, "sm_80", "sm_90"];
+
 impl Fixture {
-    fn load(name: &str) -> Fixture {
+    fn load_for(name: &str, arch: &str) -> Fixture {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/kernels/sim_features")
             .join(name);
         let source = std::fs::read_to_string(&path).unwrap();
-        let ptx = gpuwmm::compile::compile_cuda(&path, &source, gpuwmm::compile::PORTABLE_ARCH)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ptx = gpuwmm::compile::compile_cuda(&path, &source, arch)
+            .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
         let mut sim = SimBackend::new(SimModel::Ptx.config(1));
         let module = sim
             .load_module(&ptx)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
         Fixture { sim, module }
     }
 
@@ -99,14 +103,16 @@ const HALF_EXPECTED: [u32; 24] = [
 #[test]
 fn half_and_bfloat16_conversions_and_arithmetic_round_to_nearest_even() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("half.cu");
-    let a = 1.0f32 + 2f32.powi(-11) + 2f32.powi(-13);
-    let input = fx.buffer(&[a, std::f32::consts::PI, 2049.0, 1e-7]);
-    let out = fx.zeroed(24 * 4);
-    fx.run("half_math", 1, 1, 0, &[input, out]);
-    let got: Vec<u32> = fx.read(out);
-    for (k, (g, e)) in got.iter().zip(HALF_EXPECTED).enumerate() {
-        assert_eq!(*g, e, "out[{k}]: {g:#x}, expected {e:#x}");
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("half.cu", arch);
+        let a = 1.0f32 + 2f32.powi(-11) + 2f32.powi(-13);
+        let input = fx.buffer(&[a, std::f32::consts::PI, 2049.0, 1e-7]);
+        let out = fx.zeroed(24 * 4);
+        fx.run("half_math", 1, 1, 0, &[input, out]);
+        let got: Vec<u32> = fx.read(out);
+        for (k, (g, e)) in got.iter().zip(HALF_EXPECTED).enumerate() {
+            assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
+        }
     }
 }
 
@@ -116,7 +122,13 @@ fn half_and_bfloat16_conversions_and_arithmetic_round_to_nearest_even() {
 #[test]
 fn atomics_on_floats_halves_and_64_bit_words_give_the_c_results() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("atomics.cu");
+    for arch in ARCHS {
+        atomics_give_the_c_results(arch);
+    }
+}
+
+fn atomics_give_the_c_results(arch: &str) {
+    let mut fx = Fixture::load_for("atomics.cu", arch);
     let threads = 128u64;
     let f = fx.zeroed(8);
     let d = fx.zeroed(8);
@@ -154,14 +166,20 @@ fn atomics_on_floats_halves_and_64_bit_words_give_the_c_results() {
 }
 
 /// Two warps: shuffles of 32- and 64-bit values (up, down, xor, idx, with a width), votes,
-/// match, `__syncwarp` with a partial mask and `__activemask`.
+/// match, `__syncwarp` with a partial mask, `__activemask`, and from sm_80 `__reduce_*_sync`
+/// (`redux.sync`, refused before).
 #[test]
 fn warp_shuffles_votes_and_masks_of_32_and_64_bit_values_give_the_c_results() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("warp.cu");
-    let out = fx.zeroed(64 * 16 * 8);
-    fx.run("warp_ops", 1, 64, 0, &[out]);
-    let got: Vec<u64> = fx.read(out);
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("warp.cu", arch);
+        let out = fx.zeroed(64 * 16 * 8);
+        fx.run("warp_ops", 1, 64, 0, &[out]);
+        check_warp_results(arch, &fx.read(out));
+    }
+}
+
+fn check_warp_results(arch: &str, got: &[u64]) {
     for t in 0..64u64 {
         let lane = t % 32;
         let o = &got[t as usize * 16..][..16];
@@ -181,10 +199,10 @@ fn warp_shuffles_votes_and_masks_of_32_and_64_bit_values_give_the_c_results() {
             if lane < 16 { 0xaaaa } else { 0 },
             32,
             (-((lane ^ 16) as i64)) as u64,
-            lane,
+            (0..32).sum::<u64>() | u64::from((-20i32) as u32) << 32,
             1,
         ];
-        assert_eq!(o, expected, "thread {t}");
+        assert_eq!(o, expected, "{arch}: thread {t}");
         // inside the branch of the first 16 lanes, after __syncwarp(0xffff): those lanes
         if lane < 16 {
             assert_eq!(o[10] & 0xffff, 0xffff, "thread {t}: {:#x}", o[10]);
@@ -197,71 +215,73 @@ fn warp_shuffles_votes_and_masks_of_32_and_64_bit_values_give_the_c_results() {
 #[test]
 fn integer_intrinsics_and_64_bit_division_give_the_c_results() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("bits.cu");
-    let (a, b) = (0xf00d_cafeu32, 0x1234_8765u32);
-    let (x, y) = (0xfedc_ba98_7654_3210u64, 0x0000_0123_4567_89abu64);
-    let (sx, sy) = (-0x7654_3210_0123_4567i64, 0x1_0000_0007i64);
-    let input = fx.buffer(&[u64::from(a), u64::from(b), x, y, sx as u64, sy as u64]);
-    let out = fx.zeroed(28 * 8);
-    fx.run("bit_ops", 1, 1, 0, &[input, out]);
-    let got: Vec<u64> = fx.read(out);
-    let bytes = |v: u32| v.to_le_bytes();
-    let perm = {
-        let pool = [bytes(a), bytes(b)].concat();
-        let sel = [0u8, 4, 1, 5];
-        u32::from_le_bytes(sel.map(|s| pool[s as usize]))
-    };
-    let funnel = |lo: u32, hi: u32| u64::from(hi) << 32 | u64::from(lo);
-    let mul24 = |v: u32| i64::from(((v << 8) as i32) >> 8);
-    let dp4a_signed: i32 = (0..4)
-        .map(|k| i32::from(bytes(a)[k] as i8) * i32::from(bytes(b)[k] as i8))
-        .sum::<i32>()
-        + 5;
-    let dp4a_unsigned: u32 = (0..4)
-        .map(|k| u32::from(bytes(a)[k]) * u32::from(bytes(b)[k]))
-        .sum::<u32>()
-        + 5;
-    let halves = [(a & 0xffff) as u16 as i16, (a >> 16) as u16 as i16];
-    let dp2a_lo: i32 = (0..2)
-        .map(|k| i32::from(halves[k]) * i32::from(bytes(b)[k] as i8))
-        .sum::<i32>()
-        + 5;
-    let third_set_bit = (0..32u32).filter(|k| a >> k & 1 == 1).nth(2).unwrap();
-    let expected: [u64; 28] = [
-        u64::from(a.count_ones() | x.count_ones() << 8),
-        u64::from(a.leading_zeros() | y.leading_zeros() << 8),
-        u64::from((b.trailing_zeros() + 1) | (x.trailing_zeros() + 1) << 8),
-        u64::from(a.reverse_bits()),
-        x.reverse_bits(),
-        u64::from(perm),
-        (funnel(a, b) << 12 >> 32) & 0xffff_ffff,
-        (funnel(a, b) >> (40 % 32)) & 0xffff_ffff,
-        u64::from(a),
-        (funnel(a, b) >> 4) & 0xffff_ffff,
-        (mul24(a) * mul24(b)) as u64 & 0xffff_ffff,
-        u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff)),
-        (u64::from(a) * u64::from(b)) >> 32,
-        ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32 as u64,
-        ((u128::from(x) * u128::from(y)) >> 64) as u64,
-        ((i128::from(sx) * i128::from(sy)) >> 64) as u64,
-        u64::from((a as i32).abs_diff(b as i32) + 7),
-        u64::from(a.abs_diff(b) + 7),
-        dp4a_signed as u32 as u64,
-        u64::from(dp4a_unsigned),
-        dp2a_lo as u32 as u64,
-        x / y,
-        x % y,
-        (sx / sy) as u64,
-        (sx % sy) as u64,
-        u64::from(
-            ((a as i32 as i64 + b as i32 as i64) >> 1) as u32
-                ^ ((a as i32 as i64 + b as i32 as i64 + 1) >> 1) as u32,
-        ),
-        ((u64::from(a) + u64::from(b)) >> 1 ^ (u64::from(a) + u64::from(b) + 1) >> 1),
-        third_set_bit as u64,
-    ];
-    for (k, (g, e)) in got.iter().zip(expected).enumerate() {
-        assert_eq!(*g, e, "out[{k}]: {g:#x}, expected {e:#x}");
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("bits.cu", arch);
+        let (a, b) = (0xf00d_cafeu32, 0x1234_8765u32);
+        let (x, y) = (0xfedc_ba98_7654_3210u64, 0x0000_0123_4567_89abu64);
+        let (sx, sy) = (-0x7654_3210_0123_4567i64, 0x1_0000_0007i64);
+        let input = fx.buffer(&[u64::from(a), u64::from(b), x, y, sx as u64, sy as u64]);
+        let out = fx.zeroed(28 * 8);
+        fx.run("bit_ops", 1, 1, 0, &[input, out]);
+        let got: Vec<u64> = fx.read(out);
+        let bytes = |v: u32| v.to_le_bytes();
+        let perm = {
+            let pool = [bytes(a), bytes(b)].concat();
+            let sel = [0u8, 4, 1, 5];
+            u32::from_le_bytes(sel.map(|s| pool[s as usize]))
+        };
+        let funnel = |lo: u32, hi: u32| u64::from(hi) << 32 | u64::from(lo);
+        let mul24 = |v: u32| i64::from(((v << 8) as i32) >> 8);
+        let dp4a_signed: i32 = (0..4)
+            .map(|k| i32::from(bytes(a)[k] as i8) * i32::from(bytes(b)[k] as i8))
+            .sum::<i32>()
+            + 5;
+        let dp4a_unsigned: u32 = (0..4)
+            .map(|k| u32::from(bytes(a)[k]) * u32::from(bytes(b)[k]))
+            .sum::<u32>()
+            + 5;
+        let halves = [(a & 0xffff) as u16 as i16, (a >> 16) as u16 as i16];
+        let dp2a_lo: i32 = (0..2)
+            .map(|k| i32::from(halves[k]) * i32::from(bytes(b)[k] as i8))
+            .sum::<i32>()
+            + 5;
+        let third_set_bit = (0..32u32).filter(|k| a >> k & 1 == 1).nth(2).unwrap();
+        let expected: [u64; 28] = [
+            u64::from(a.count_ones() | x.count_ones() << 8),
+            u64::from(a.leading_zeros() | y.leading_zeros() << 8),
+            u64::from((b.trailing_zeros() + 1) | (x.trailing_zeros() + 1) << 8),
+            u64::from(a.reverse_bits()),
+            x.reverse_bits(),
+            u64::from(perm),
+            (funnel(a, b) << 12 >> 32) & 0xffff_ffff,
+            (funnel(a, b) >> (40 % 32)) & 0xffff_ffff,
+            u64::from(a),
+            (funnel(a, b) >> 4) & 0xffff_ffff,
+            (mul24(a) * mul24(b)) as u64 & 0xffff_ffff,
+            u64::from((a & 0xff_ffff).wrapping_mul(b & 0xff_ffff)),
+            (u64::from(a) * u64::from(b)) >> 32,
+            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32 as u64,
+            ((u128::from(x) * u128::from(y)) >> 64) as u64,
+            ((i128::from(sx) * i128::from(sy)) >> 64) as u64,
+            u64::from((a as i32).abs_diff(b as i32) + 7),
+            u64::from(a.abs_diff(b) + 7),
+            dp4a_signed as u32 as u64,
+            u64::from(dp4a_unsigned),
+            dp2a_lo as u32 as u64,
+            x / y,
+            x % y,
+            (sx / sy) as u64,
+            (sx % sy) as u64,
+            u64::from(
+                ((a as i32 as i64 + b as i32 as i64) >> 1) as u32
+                    ^ ((a as i32 as i64 + b as i32 as i64 + 1) >> 1) as u32,
+            ),
+            ((u64::from(a) + u64::from(b)) >> 1 ^ (u64::from(a) + u64::from(b) + 1) >> 1),
+            third_set_bit as u64,
+        ];
+        for (k, (g, e)) in got.iter().zip(expected).enumerate() {
+            assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
+        }
     }
 }
 
@@ -271,52 +291,62 @@ fn integer_intrinsics_and_64_bit_division_give_the_c_results() {
 #[test]
 fn cache_hinted_vector_and_volatile_accesses_and_timers_give_the_c_results() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("memory.cu");
-    let vi: Vec<i32> = (0..64).flat_map(|t| [t, 2 * t, 3 * t, 4 * t]).collect();
-    let vf: Vec<f32> = (0..64).flat_map(|t| [t as f32, 0.5, 0.25, 0.25]).collect();
-    let vd: Vec<u64> = (0..64)
-        .flat_map(|t| [f64::from(t).to_bits(), 0.5f64.to_bits()])
-        .collect();
-    let cached: Vec<i32> = (0..320).map(|t| if t < 64 { t } else { -1 }).collect();
-    let (vi, vf, vd) = (fx.buffer(&vi), fx.buffer(&vf), fx.buffer(&vd));
-    let cached = fx.buffer(&cached);
-    let vol = fx.zeroed(64 * 8);
-    let out = fx.zeroed(1152 * 8);
-    fx.run("memory_ops", 1, 64, 64 * 8, &[vi, vf, vd, cached, vol, out]);
-    let got: Vec<u64> = fx.read(out);
-    let hinted: Vec<i32> = fx.read(cached);
-    for t in 0..64u64 {
-        let o = &got[t as usize * 8..][..8];
-        let mirror = 63 - t;
-        assert_eq!(o[0], (10 * mirror) << 32 | (mirror + 1), "thread {t}");
-        assert_eq!(o[1], (t as f64 + 0.5).to_bits(), "thread {t}");
-        assert_eq!(o[2], 0x1234_5678_9abc_def0 + (t + 1) % 64, "thread {t}");
-        assert_eq!(
-            o[3..5],
-            [1, 1],
-            "thread {t}: clock64 went back, or both clocks read 0"
-        );
-        assert!(o[5] > 0, "thread {t}: %globaltimer read 0");
-        let floats = [got[512 + 2 * t as usize], got[513 + 2 * t as usize]];
-        let f = |w: u64, k| f32::from_bits((w >> (32 * k)) as u32);
-        assert_eq!(
-            [
-                f(floats[0], 0),
-                f(floats[0], 1),
-                f(floats[1], 0),
-                f(floats[1], 1)
-            ],
-            [1.0, 2.0, 3.0, t as f32]
-        );
-        let ints = [got[1024 + 2 * t as usize], got[1025 + 2 * t as usize]];
-        let i = |w: u64, k| (w >> (32 * k)) as u32 as i32;
-        assert_eq!(
-            [i(ints[0], 0), i(ints[0], 1), i(ints[1], 0), i(ints[1], 1)],
-            [-1, -2, -3, t as i32]
-        );
-        let h = 4 * t as i32;
-        let stores: Vec<i32> = (1..5).map(|k| hinted[64 * k + t as usize]).collect();
-        assert_eq!(stores, [h, h + 1, h + 2, h + 3], "thread {t}");
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("memory.cu", arch);
+        let vi: Vec<i32> = (0..64).flat_map(|t| [t, 2 * t, 3 * t, 4 * t]).collect();
+        let vf: Vec<f32> = (0..64).flat_map(|t| [t as f32, 0.5, 0.25, 0.25]).collect();
+        let vd: Vec<u64> = (0..64)
+            .flat_map(|t| [f64::from(t).to_bits(), 0.5f64.to_bits()])
+            .collect();
+        let cached: Vec<i32> = (0..320).map(|t| if t < 64 { t } else { -1 }).collect();
+        let (vi, vf, vd) = (fx.buffer(&vi), fx.buffer(&vf), fx.buffer(&vd));
+        let cached = fx.buffer(&cached);
+        let vol = fx.zeroed(64 * 8);
+        let out = fx.zeroed(1152 * 8);
+        fx.run("memory_ops", 1, 64, 64 * 8, &[vi, vf, vd, cached, vol, out]);
+        let got: Vec<u64> = fx.read(out);
+        let hinted: Vec<i32> = fx.read(cached);
+        for t in 0..64u64 {
+            let o = &got[t as usize * 8..][..8];
+            let mirror = 63 - t;
+            assert_eq!(
+                o[0],
+                (10 * mirror) << 32 | (mirror + 1),
+                "{arch}: thread {t}"
+            );
+            assert_eq!(o[1], (t as f64 + 0.5).to_bits(), "{arch}: thread {t}");
+            assert_eq!(
+                o[2],
+                0x1234_5678_9abc_def0 + (t + 1) % 64,
+                "{arch}: thread {t}"
+            );
+            assert_eq!(
+                o[3..5],
+                [1, 1],
+                "thread {t}: clock64 went back, or both clocks read 0"
+            );
+            assert!(o[5] > 0, "thread {t}: %globaltimer read 0");
+            let floats = [got[512 + 2 * t as usize], got[513 + 2 * t as usize]];
+            let f = |w: u64, k| f32::from_bits((w >> (32 * k)) as u32);
+            assert_eq!(
+                [
+                    f(floats[0], 0),
+                    f(floats[0], 1),
+                    f(floats[1], 0),
+                    f(floats[1], 1)
+                ],
+                [1.0, 2.0, 3.0, t as f32]
+            );
+            let ints = [got[1024 + 2 * t as usize], got[1025 + 2 * t as usize]];
+            let i = |w: u64, k| (w >> (32 * k)) as u32 as i32;
+            assert_eq!(
+                [i(ints[0], 0), i(ints[0], 1), i(ints[1], 0), i(ints[1], 1)],
+                [-1, -2, -3, t as i32]
+            );
+            let h = 4 * t as i32;
+            let stores: Vec<i32> = (1..5).map(|k| hinted[64 * k + t as usize]).collect();
+            assert_eq!(stores, [h, h + 1, h + 2, h + 3], "{arch}: thread {t}");
+        }
     }
 }
 
@@ -340,69 +370,75 @@ fn directed_f32(exact: f64, toward: &str) -> f32 {
 #[test]
 fn float_math_and_directed_rounding_intrinsics_give_the_ieee_results() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("float_math.cu");
-    let (x, y) = (10.0f32, -2.7f32);
-    let (p, q) = (2.0f64, 3.0f64);
-    let input = fx.buffer(&[x, y, 1e10]);
-    let dinput = fx.buffer(&[p.to_bits(), q.to_bits()]);
-    let out = fx.zeroed(25 * 8);
-    fx.run("float_math", 1, 1, 0, &[input, dinput, out]);
-    let got: Vec<u64> = fx.read(out);
-    let pair = |lo: f32, hi: f32| u64::from(lo.to_bits()) | u64::from(hi.to_bits()) << 32;
-    let ints = |lo: i32, hi: i32| u64::from(lo as u32) | u64::from(hi as u32) << 32;
-    let (xd, yd) = (f64::from(x), f64::from(y));
-    let ddiv_up = {
-        let r = p / q;
-        // the residual p - r q, exact by fma, says on which side the quotient is
-        if (-r).mul_add(q, p) > 0.0 {
-            r.next_up()
-        } else {
-            r
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("float_math.cu", arch);
+        let (x, y) = (10.0f32, -2.7f32);
+        let (p, q) = (2.0f64, 3.0f64);
+        let input = fx.buffer(&[x, y, 1e10]);
+        let dinput = fx.buffer(&[p.to_bits(), q.to_bits()]);
+        let out = fx.zeroed(25 * 8);
+        fx.run("float_math", 1, 1, 0, &[input, dinput, out]);
+        let got: Vec<u64> = fx.read(out);
+        let pair = |lo: f32, hi: f32| u64::from(lo.to_bits()) | u64::from(hi.to_bits()) << 32;
+        let ints = |lo: i32, hi: i32| u64::from(lo as u32) | u64::from(hi as u32) << 32;
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        let ddiv_up = {
+            let r = p / q;
+            // the residual p - r q, exact by fma, says on which side the quotient is
+            if (-r).mul_add(q, p) > 0.0 {
+                r.next_up()
+            } else {
+                r
+            }
+        };
+        let remainder = (xd - (xd / yd).round_ties_even() * yd) as f32;
+        let expected: [(usize, u64); 20] = [
+            (0, u64::from(x.sqrt().to_bits())),
+            (1, u64::from(x.mul_add(y, 1.0).to_bits())),
+            (2, pair(y.floor(), y.ceil())),
+            (3, pair(y.trunc(), y.round())),
+            (4, pair(y.round_ties_even(), y.abs())),
+            (5, pair(x.min(y), x.max(y))),
+            (
+                6,
+                pair(directed_f32(xd + yd, "zero"), directed_f32(xd * yd, "up")),
+            ),
+            (7, pair(directed_f32(xd / yd, "down"), x.sqrt())),
+            (8, pair(1.0 / y, directed_f32(xd.mul_add(yd, xd), "zero"))),
+            (9, ints(-3, -3)),
+            (10, pair(0.0, -10.0)),
+            (11, p.sqrt().to_bits()),
+            (12, p.mul_add(q, 1.0).to_bits()),
+            (13, 5.0f64.to_bits()),
+            (14, ddiv_up.to_bits()),
+            (15, 30_000_000_000),
+            (16, pair(2.5, 0.5)),
+            (17, pair(1.0, 0.0)),
+            (18, u64::from(80.0f32.to_bits()) | 1 << 32),
+            (19, pair(y / 4.0, f32::from_bits(2))),
+        ];
+        for (k, e) in expected {
+            assert_eq!(
+                got[k], e,
+                "{arch}: out[{k}]: {:#x}, expected {e:#x}",
+                got[k]
+            );
         }
-    };
-    let remainder = (xd - (xd / yd).round_ties_even() * yd) as f32;
-    let expected: [(usize, u64); 20] = [
-        (0, u64::from(x.sqrt().to_bits())),
-        (1, u64::from(x.mul_add(y, 1.0).to_bits())),
-        (2, pair(y.floor(), y.ceil())),
-        (3, pair(y.trunc(), y.round())),
-        (4, pair(y.round_ties_even(), y.abs())),
-        (5, pair(x.min(y), x.max(y))),
-        (
-            6,
-            pair(directed_f32(xd + yd, "zero"), directed_f32(xd * yd, "up")),
-        ),
-        (7, pair(directed_f32(xd / yd, "down"), x.sqrt())),
-        (8, pair(1.0 / y, directed_f32(xd.mul_add(yd, xd), "zero"))),
-        (9, ints(-3, -3)),
-        (10, pair(0.0, -10.0)),
-        (11, p.sqrt().to_bits()),
-        (12, p.mul_add(q, 1.0).to_bits()),
-        (13, 5.0f64.to_bits()),
-        (14, ddiv_up.to_bits()),
-        (15, 30_000_000_000),
-        (16, pair(2.5, 0.5)),
-        (17, pair(1.0, 0.0)),
-        (18, u64::from(80.0f32.to_bits()) | 1 << 32),
-        (19, pair(y / 4.0, f32::from_bits(2))),
-    ];
-    for (k, e) in expected {
-        assert_eq!(got[k], e, "out[{k}]: {:#x}, expected {e:#x}", got[k]);
+        assert_eq!(got[20], pair(x % y, remainder), "fmodf, remainderf");
+        assert_eq!(got[21] as u32, x.next_down().to_bits(), "nextafterf");
+        let cbrt = f32::from_bits((got[21] >> 32) as u32);
+        assert!(
+            (cbrt - 3.0).abs() <= f32::EPSILON * 3.0,
+            "cbrtf(27) = {cbrt}"
+        );
+        let e = f32::from_bits(got[22] as u32);
+        assert!((e - std::f32::consts::E).abs() < 1e-6, "__expf(1) = {e}");
+        assert_eq!(got[22] >> 32, 0, "tanhf(0)");
+        assert_eq!(got[23], 1e10f64.to_bits());
+        // 2^32 - 1 towards zero: 2^32 - 256; -(2^40 + 1) down: -(2^40 + 2^17)
+        let low = (4_294_967_040f32, -1_099_511_758_848f32);
+        assert_eq!(got[24], pair(low.0, low.1));
     }
-    assert_eq!(got[20], pair(x % y, remainder), "fmodf, remainderf");
-    assert_eq!(got[21] as u32, x.next_down().to_bits(), "nextafterf");
-    let cbrt = f32::from_bits((got[21] >> 32) as u32);
-    assert!(
-        (cbrt - 3.0).abs() <= f32::EPSILON * 3.0,
-        "cbrtf(27) = {cbrt}"
-    );
-    let e = f32::from_bits(got[22] as u32);
-    assert!((e - std::f32::consts::E).abs() < 1e-6, "__expf(1) = {e}");
-    assert_eq!(got[22] >> 32, 0, "tanhf(0)");
-    assert_eq!(got[23], 1e10f64.to_bits());
-    // 2^32 - 1 towards zero: 2^32 - 256; -(2^40 + 1) down: -(2^40 + 2^17)
-    let low = (4_294_967_040f32, -1_099_511_758_848f32);
-    assert_eq!(got[24], pair(low.0, low.1));
 }
 
 /// `cooperative_groups` tiles of 8 in a block of 64 (shuffles, `cg::reduce`, ballot, votes,
@@ -410,23 +446,25 @@ fn float_math_and_directed_rounding_intrinsics_give_the_ieee_results() {
 #[test]
 fn cooperative_group_tiles_shuffle_vote_and_reduce_within_the_tile() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("groups.cu");
-    let out = fx.zeroed(64 * 8 * 4);
-    fx.run("tiles", 1, 64, 0, &[out]);
-    let got: Vec<u32> = fx.read(out);
-    for t in 0..64u32 {
-        let r = t % 8;
-        let expected = [
-            6,
-            if r < 7 { r + 1 } else { r },
-            r ^ 4,
-            (1..=8).sum(),
-            (0..8).map(|k| k * 7 % 5).max().unwrap(),
-            0b1010_1010,
-            0b11 | (t / 8) << 2,
-            t % 16 | 16 << 8,
-        ];
-        assert_eq!(got[t as usize * 8..][..8], expected, "thread {t}");
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("groups.cu", arch);
+        let out = fx.zeroed(64 * 8 * 4);
+        fx.run("tiles", 1, 64, 0, &[out]);
+        let got: Vec<u32> = fx.read(out);
+        for t in 0..64u32 {
+            let r = t % 8;
+            let expected = [
+                6,
+                if r < 7 { r + 1 } else { r },
+                r ^ 4,
+                (1..=8).sum(),
+                (0..8).map(|k| k * 7 % 5).max().unwrap(),
+                0b1010_1010,
+                0b11 | (t / 8) << 2,
+                t % 16 | 16 << 8,
+            ];
+            assert_eq!(got[t as usize * 8..][..8], expected, "{arch}: thread {t}");
+        }
     }
 }
 
@@ -435,16 +473,18 @@ fn cooperative_group_tiles_shuffle_vote_and_reduce_within_the_tile() {
 #[test]
 fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    let mut fx = Fixture::load("libcxx.cu");
-    let flag = fx.zeroed(4);
-    let data = fx.zeroed(4);
-    let seen = fx.zeroed(64 * 4);
-    let count = fx.zeroed(4);
-    fx.run("wait_notify", 2, 32, 0, &[flag, data, seen, count]);
-    let seen: Vec<i32> = fx.read(seen);
-    assert_eq!(seen[0], 0);
-    assert!(seen[1..].iter().all(|v| *v == 42), "{seen:?}");
-    assert_eq!(fx.read::<i32>(count)[0], 63);
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("libcxx.cu", arch);
+        let flag = fx.zeroed(4);
+        let data = fx.zeroed(4);
+        let seen = fx.zeroed(64 * 4);
+        let count = fx.zeroed(4);
+        fx.run("wait_notify", 2, 32, 0, &[flag, data, seen, count]);
+        let seen: Vec<i32> = fx.read(seen);
+        assert_eq!(seen[0], 0);
+        assert!(seen[1..].iter().all(|v| *v == 42), "{seen:?}");
+        assert_eq!(fx.read::<i32>(count)[0], 63);
+    }
 }
 
 /// A grid-wide `cooperative_groups` sync needs a cooperative launch; the simulator's are not,
@@ -453,19 +493,21 @@ fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value()
 #[test]
 fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let mut fx = Fixture::load("grid_sync.cu");
-    let out = fx.zeroed(64 * 4);
-    let config = LaunchConfig {
-        grid: (2, 1, 1),
-        block: (32, 1, 1),
-        shared_bytes: 0,
-    };
-    let args = [KernelArg::ptr(out)];
-    fx.sim
-        .launch(fx.module, "grid_barrier", &config, &args)
-        .unwrap();
-    let err = fx.sim.synchronize(Duration::from_secs(60)).unwrap_err();
-    let shown = err.to_string();
-    assert!(shown.contains("trap at grid_sync.cu:11"), "{shown}");
-    assert!(shown.contains("cooperative launch"), "{shown}");
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("grid_sync.cu", arch);
+        let out = fx.zeroed(64 * 4);
+        let config = LaunchConfig {
+            grid: (2, 1, 1),
+            block: (32, 1, 1),
+            shared_bytes: 0,
+        };
+        let args = [KernelArg::ptr(out)];
+        fx.sim
+            .launch(fx.module, "grid_barrier", &config, &args)
+            .unwrap();
+        let err = fx.sim.synchronize(Duration::from_secs(60)).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("trap at grid_sync.cu:11"), "{shown}");
+        assert!(shown.contains("cooperative launch"), "{shown}");
+    }
 }

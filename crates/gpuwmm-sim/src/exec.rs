@@ -230,6 +230,7 @@ impl Machine<'_> {
             | Op::Shfl { .. }
             | Op::Vote { .. }
             | Op::Match { .. }
+            | Op::Redux { .. }
             | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
             Op::Bra { .. }
             | Op::Call { .. }
@@ -663,7 +664,7 @@ impl Machine<'_> {
                 self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
                 return Ok(Flow::Stop(QuantumEnd::Warp));
             }
-            Op::Match { a, mask, .. } => {
+            Op::Match { a, mask, .. } | Op::Redux { a, mask, .. } => {
                 self.threads[t].warp_args = [self.val(base, t, a), 0, 0, self.val(base, t, mask)];
                 return Ok(Flow::Stop(QuantumEnd::Warp));
             }

@@ -464,6 +464,22 @@ pub enum VoteMode {
     Ballot,
 }
 
+/// `redux.sync` operations (sm_80): integer reductions over a warp's member lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    /// `min`/`max` on `.u32` (`signed` false) or `.s32`.
+    Min {
+        signed: bool,
+    },
+    Max {
+        signed: bool,
+    },
+    And,
+    Or,
+    Xor,
+}
+
 /// A decoded operation. Destinations are `Reg`s, sources `Src`s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
@@ -696,6 +712,14 @@ pub enum Op {
         d: Reg,
         a: Src,
         negate: bool,
+        mask: Src,
+    },
+    /// `redux.sync.op.type d, a, mask`: every member lane gets the reduction of the members'
+    /// `a` (32 bits, wrapping for `add`).
+    Redux {
+        op: ReduxOp,
+        d: Reg,
+        a: Src,
         mask: Src,
     },
     /// `activemask.b32`

@@ -497,6 +497,7 @@ impl Decoder<'_, '_> {
             "vote" => self.vote(&m, ops),
             "activemask" => self.activemask(ops),
             "match" => self.match_sync(&m, ops),
+            "redux" => self.redux(&m, ops),
             "shf" => self.shf(&m, ops),
             "dp4a" | "dp2a" => self.dot(base, &m, ops),
             "fns" => self.fns(&m, ops),
