@@ -373,6 +373,7 @@ pub fn combine(r: bool, op: BoolOp, c: bool) -> bool {
     }
 }
 
+#[inline]
 pub fn round_float(x: f64, round: Round) -> f64 {
     match round {
         Round::Default => x,

@@ -58,7 +58,7 @@ enum Access {
 }
 
 impl Machine<'_> {
-    #[inline]
+    #[inline(always)]
     fn val(&self, base: usize, t: usize, s: Src) -> u64 {
         match s {
             Src::Reg(r) => self.regs[base + r as usize],
@@ -99,6 +99,8 @@ impl Machine<'_> {
 
     /// What a `trap` at PTX line `line` says: its source line, and for one in
     /// `cooperative_groups` (a grid-wide sync finding no cooperative launch), why.
+    #[cold]
+    #[inline(never)]
     fn trap_reason(&self, line: u32) -> String {
         let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
         match origin {
@@ -185,7 +187,12 @@ impl Machine<'_> {
     /// The values of three sources.
     #[inline(always)]
     fn vals3(&self, base: usize, t: usize, s: [Src; 3]) -> [u64; 3] {
-        s.map(|s| self.val(base, t, s))
+        // spelled out: `s.map(..)` stops being inlined once the step loop has enough callers
+        [
+            self.val(base, t, s[0]),
+            self.val(base, t, s[1]),
+            self.val(base, t, s[2]),
+        ]
     }
 
     #[inline]
@@ -836,6 +843,7 @@ impl Machine<'_> {
 
     /// `ld` performed when it executes.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn exec_ld_now(
         &mut self,
         t: usize,
