@@ -1,8 +1,10 @@
 //! CUDA features that ordinary kernels use, compiled with the project's NVRTC (the portable
 //! architecture) and run on the simulator (`tests/fixtures/kernels/sim_features/`): half and
 //! bfloat16 arithmetic, atomics beyond integer add, warp primitives, integer intrinsics, cache
-//! hints and vectors, float math, cooperative-groups tiles and libcu++ wait/notify. Each test
-//! asserts the values the kernel computes against the C semantics. Simulator results.
+//! hints and vectors, float math, cooperative-groups tiles and libcu++ wait/notify; each for
+//! the portable architecture, sm_80 and sm_90. Each test asserts the values the kernel computes
+//! against the C semantics. What the simulator cannot run (a grid-wide sync, SIMD video
+//! instructions) must be refused naming the source line. Simulator results.
 
 mod common;
 
@@ -18,18 +20,23 @@ struct Fixture {
     module: gpuwmm::backend::ModuleId,
 }
 
+/// The PTX of fixture `name` compiled for `arch` with the project's NVRTC.
+fn compile_fixture(name: &str, arch: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kernels/sim_features")
+        .join(name);
+    let source = std::fs::read_to_string(&path).unwrap();
+    gpuwmm::compile::compile_cuda(&path, &source, arch)
+        .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"))
+}
+
 /// The architectures a test compiles its fixture for: the portable one the project uses, and
 /// sm_80 and sm_90, for which NVRTC emits other instructions (`redux.sync`, native bf16).
 const ARCHS: [&str; 3] = [gpuwmm::compile::PORTABLE_ARCH, "sm_80", "sm_90"];
 
 impl Fixture {
     fn load_for(name: &str, arch: &str) -> Fixture {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/kernels/sim_features")
-            .join(name);
-        let source = std::fs::read_to_string(&path).unwrap();
-        let ptx = gpuwmm::compile::compile_cuda(&path, &source, arch)
-            .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
+        let ptx = compile_fixture(name, arch);
         let mut sim = SimBackend::new(SimModel::Ptx.config(1));
         let module = sim
             .load_module(&ptx)
@@ -510,4 +517,25 @@ fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
         assert!(shown.contains("trap at grid_sync.cu:11"), "{shown}");
         assert!(shown.contains("cooperative launch"), "{shown}");
     }
+}
+
+/// An instruction the simulator does not implement is refused at load naming the instruction,
+/// its PTX line and the source line (before, only the PTX line).
+#[test]
+fn an_unimplemented_instruction_is_refused_naming_the_kernels_source_line() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let ptx = compile_fixture("video.cu", gpuwmm::compile::PORTABLE_ARCH);
+    let mut sim = SimBackend::new(SimModel::Ptx.config(1));
+    let err = sim.load_module(&ptx).unwrap_err();
+    let gpuwmm::backend::BackendError::Unsupported {
+        instruction,
+        origin,
+        ..
+    } = &err
+    else {
+        panic!("not refused as unsupported: {err}");
+    };
+    assert!(instruction.starts_with("vabsdiff4"), "{err}");
+    assert_eq!(origin.as_deref(), Some("video.cu:5"), "{err}");
+    assert!(err.to_string().ends_with(", from video.cu:5)"), "{err}");
 }
