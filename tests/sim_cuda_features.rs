@@ -468,7 +468,7 @@ fn cooperative_group_tiles_shuffle_vote_and_reduce_within_the_tile() {
                 (0..8).map(|k| k * 7 % 5).max().unwrap(),
                 0b1010_1010,
                 0b11 | (t / 8) << 2,
-                t % 16 | 16 << 8,
+                (t % 16) | (16 << 8),
             ];
             assert_eq!(got[t as usize * 8..][..8], expected, "{arch}: thread {t}");
         }

@@ -422,21 +422,11 @@ impl Machine<'_> {
                 b,
                 combine,
             } => {
-                let (lo, hi) =
-                    half::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
-                let (lo, hi) = match combine {
-                    Some(c) => {
-                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
-                        (alu::combine(lo, c.op, cv), alu::combine(hi, c.op, cv))
-                    }
-                    None => (lo, hi),
-                };
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let (lo, hi) = half::compare(cmp, ty, ftz, a, b);
                 // a pair sets p and q from its two elements; one value, p and its negation
-                let q_value = if ty.pair { hi } else { !lo };
-                self.set(base, p, u64::from(lo));
-                if let Some(q) = q {
-                    self.set(base, q, u64::from(q_value));
-                }
+                let hi = if ty.pair { hi } else { !lo };
+                self.set_predicates(base, t, (p, q), (lo, hi), combine);
             }
             Op::HalfCvt {
                 conv,
@@ -488,6 +478,30 @@ impl Machine<'_> {
         }
     }
 
+    /// Writes a `setp`'s predicates `p` and (when there is one) `q` from the results `rp` and
+    /// `rq`, each combined with `combine`'s predicate first.
+    #[inline(always)]
+    fn set_predicates(
+        &mut self,
+        base: usize,
+        t: usize,
+        (p, q): (Reg, Option<Reg>),
+        (rp, rq): (bool, bool),
+        combine: Option<Combine>,
+    ) {
+        let (rp, rq) = match combine {
+            Some(c) => {
+                let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                (alu::combine(rp, c.op, cv), alu::combine(rq, c.op, cv))
+            }
+            None => (rp, rq),
+        };
+        self.set(base, p, u64::from(rp));
+        if let Some(q) = q {
+            self.set(base, q, u64::from(rq));
+        }
+    }
+
     /// Comparisons (`setp`, `set`) and selection (`selp`).
     #[inline(always)]
     fn step_compare(&mut self, t: usize, base: usize, op: Op) {
@@ -503,17 +517,7 @@ impl Machine<'_> {
                 combine,
             } => {
                 let r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
-                let (rp, rq) = match combine {
-                    Some(c) => {
-                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
-                        (alu::combine(r, c.op, cv), alu::combine(!r, c.op, cv))
-                    }
-                    None => (r, !r),
-                };
-                self.set(base, p, u64::from(rp));
-                if let Some(q) = q {
-                    self.set(base, q, u64::from(rq));
-                }
+                self.set_predicates(base, t, (p, q), (r, !r), combine);
             }
             Op::Set {
                 cmp,

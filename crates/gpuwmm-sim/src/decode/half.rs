@@ -34,6 +34,17 @@ pub(super) fn bits_of(ty: HalfTy) -> Ty {
     }
 }
 
+/// The modifiers with each 16-bit float type replaced by the bit type it moves as.
+fn as_bits<'a>(m: &[&'a str]) -> Vec<&'a str> {
+    m.iter()
+        .map(|w| match half_ty_of(w) {
+            Some(t) if t.pair => "b32",
+            Some(_) => "b16",
+            None => w,
+        })
+        .collect()
+}
+
 impl Decoder<'_, '_> {
     /// An instruction whose modifiers name a 16-bit float type.
     pub(super) fn half(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
@@ -44,14 +55,7 @@ impl Decoder<'_, '_> {
             "setp" => self.half_setp(m, ops),
             "cvt" => self.half_cvt(m, ops),
             "mov" | "selp" => {
-                let words: Vec<&str> = m
-                    .iter()
-                    .map(|w| match half_ty_of(w) {
-                        Some(t) if t.pair => "b32",
-                        Some(_) => "b16",
-                        None => w,
-                    })
-                    .collect();
+                let words = as_bits(m);
                 if base == "mov" {
                     self.mov(&words, ops)
                 } else {
@@ -123,50 +127,36 @@ impl Decoder<'_, '_> {
         })
     }
 
-    /// `setp.cmp{.bop}{.ftz}.f16 p{|q}, a, b{, [!]c}`.
+    /// `setp.cmp{.bop}{.ftz}.f16 p{|q}, a, b{, [!]c}`: decoded as `setp` on the bits, then
+    /// given its 16-bit float type back.
     fn half_setp(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
-        let ftz = m.contains(&"ftz");
-        let mut words = m.iter().filter(|w| !harmless(w) && **w != "ftz");
-        let cmp = words
-            .next()
-            .and_then(|w| w.parse::<Cmp>().ok())
+        let ty = m
+            .iter()
+            .find_map(|w| half_ty_of(w))
             .ok_or(Why::Unsupported)?;
-        let rest: Vec<&str> = words.copied().collect();
-        let (bool_op, ty) = match rest.as_slice() {
-            [t] => (None, *t),
-            [b, t] => (
-                Some(match *b {
-                    "and" => BoolOp::And,
-                    "or" => BoolOp::Or,
-                    "xor" => BoolOp::Xor,
-                    _ => return Err(Why::Unsupported),
-                }),
-                *t,
-            ),
-            _ => return Err(Why::Unsupported),
-        };
-        let ty = half_ty_of(ty).ok_or(Why::Unsupported)?;
-        expect(ops, if bool_op.is_some() { 4 } else { 3 })?;
-        let combine = match bool_op {
-            Some(op) => {
-                let (c, negate) = self.pred_src(&ops[3])?;
-                Some(Combine { op, c, negate })
-            }
-            None => None,
-        };
-        let bits = bits_of(ty);
-        let (a, b) = (self.src(&ops[1], bits)?, self.src(&ops[2], bits)?);
-        let (p, q) = self.dst_pair(&ops[0])?;
-        Ok(Op::HalfSetp {
-            cmp,
-            ty,
-            ftz,
-            p,
-            q,
-            a,
-            b,
-            combine,
-        })
+        let ftz = m.contains(&"ftz");
+        let words: Vec<&str> = as_bits(m).into_iter().filter(|w| *w != "ftz").collect();
+        match self.setp(false, &words, ops)? {
+            Op::Setp {
+                cmp,
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            } => Ok(Op::HalfSetp {
+                cmp,
+                ty,
+                ftz,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            }),
+            _ => Err(Why::Unsupported),
+        }
     }
 
     /// `cvt` with a 16-bit float destination or source (a pair only as `cvt.f16x2.f32 d, a, b`).
@@ -274,5 +264,29 @@ mod tests {
         // -2049 to f16: halfway between -2048 and -2050, to even (-2048)
         let int = "cvt.rn.f16.s32 %rs1, -2049;\nst.global.u16 [%out], %rs1;";
         assert_eq!(run(int), 0xe800);
+    }
+
+    #[test]
+    fn half_setp_sets_p_and_q_per_element_of_a_pair_and_combines_both() {
+        // a pair: low elements 1 < 2 (p), high elements 3 < 2 (q)
+        let pair = "setp.lt.f16x2 %p1|%p2, 0x42003c00, 0x40004000;\n\
+                    selp.u32 %r1, 1, 0, %p1;\nselp.u32 %r2, 2, 0, %p2;\n\
+                    or.b32 %r3, %r1, %r2;\nst.global.u32 [%out], %r3;";
+        assert_eq!(run(pair), 0b01);
+        // one value with `.or !%p3` (%p3 true, so the combine adds nothing): p = 1 < 2, q = !p
+        let combined = "setp.eq.u32 %p3, 1, 1;\nsetp.lt.or.f16 %p1|%p2, 0x3c00, 0x4000, !%p3;\n\
+                        selp.u32 %r1, 1, 0, %p1;\nselp.u32 %r2, 2, 0, %p2;\n\
+                        or.b32 %r3, %r1, %r2;\nst.global.u32 [%out], %r3;";
+        assert_eq!(run(combined), 0b01);
+        // with `.and %p3`: q is (not p) and %p3; for 2 < 1, q is set
+        let and = "setp.eq.u32 %p3, 1, 1;\nsetp.lt.and.f16 %p1|%p2, 0x4000, 0x3c00, %p3;\n\
+                   selp.u32 %r1, 1, 0, %p1;\nselp.u32 %r2, 2, 0, %p2;\n\
+                   or.b32 %r3, %r1, %r2;\nst.global.u32 [%out], %r3;";
+        assert_eq!(run(and), 0b10);
+        // `.and` with %p3 false clears both: q is not the negation of the combined p
+        let cleared = and
+            .replace("setp.eq.u32 %p3, 1, 1", "setp.eq.u32 %p3, 1, 0")
+            .replace("0x4000, 0x3c00", "0x3c00, 0x4000");
+        assert_eq!(run(&cleared), 0b00);
     }
 }
