@@ -123,8 +123,8 @@ fn half_and_bfloat16_conversions_and_arithmetic_round_to_nearest_even() {
     }
 }
 
-/// 128 threads: float, double and half2 adds, inc/dec wrapping at 9, float exchange, 64-bit
-/// min/max/add and a 16-bit CAS loop. `atomicAdd(__half2 *)` (`atom.add.noftz.f16x2`) and
+/// 128 threads: float, double, half, half2 and bfloat162 adds, inc/dec wrapping at 9, float
+/// exchange, 64-bit min/max/add and a 16-bit CAS loop. `atomicAdd(__half2 *)` (`atom.add.noftz.f16x2`) and
 /// the inline PTX's bare register names (`.reg .f16 low, high;`) were refused at load before.
 #[test]
 fn atomics_on_floats_halves_and_64_bit_words_give_the_c_results() {
@@ -145,7 +145,13 @@ fn atomics_give_the_c_results(arch: &str) {
     let u64s = fx.buffer(&[u64::MAX, 0, 0]);
     let u16s = fx.zeroed(8);
     let old_f = fx.zeroed(threads as usize * 4);
-    fx.run("atomics", 2, 64, 0, &[f, d, h, u, s64, u64s, u16s, old_f]);
+    let hs = fx.zeroed(4);
+    let b2 = fx.zeroed(4);
+    let args = [f, d, h, u, s64, u64s, u16s, old_f, hs, b2];
+    fx.run("atomics", 2, 64, 0, &args);
+    // 0.25 added 128 times: 32 in binary16; {1, 2} 128 times: {128, 256} in bfloat16
+    assert_eq!(fx.read::<u32>(hs)[0], 0x5000, "{arch}");
+    assert_eq!(fx.read::<u32>(b2)[0], 0x4380_4300, "{arch}");
     let fs: Vec<f32> = fx.read(f);
     assert_eq!(fs[0], 0.5 * threads as f32);
     let ds: Vec<u64> = fx.read(d);
