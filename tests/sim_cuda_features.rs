@@ -545,3 +545,41 @@ fn an_unimplemented_instruction_is_refused_naming_the_kernels_source_line() {
     assert_eq!(origin.as_deref(), Some("video.cu:5"), "{err}");
     assert!(err.to_string().ends_with(", from video.cu:5)"), "{err}");
 }
+
+/// `cuda_fp16.h`/`cuda_bf16.h` math functions: integer roundings and classification exactly
+/// (`hrint` to even), the transcendental ones (approximations on a GPU too) to within two units
+/// of the 16-bit format's last place. `__hisnan` compiles to `set.nan.f16.f16`, refused before.
+#[test]
+fn half_math_functions_round_exactly_or_approximate_within_two_units() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    for arch in ARCHS {
+        let mut fx = Fixture::load_for("half_funcs.cu", arch);
+        let input = fx.buffer(&[2.5f32, 0.5]);
+        let out = fx.zeroed(16 * 4);
+        fx.run("half_funcs", 1, 1, 0, &[input, out]);
+        let got: Vec<f32> = fx.read(out);
+        assert_eq!(got[..6], [3.0, 2.0, 2.0, 2.0, 0.0, 2.5], "{arch}");
+        assert_eq!(got[12], 2.0, "{arch}: bf16 hfloor");
+        let x = 2.5f64;
+        // (index, exact value, the format's unit in the last place at that value)
+        let approximate = [
+            (6, x.exp(), 2f64.powi(-7)),
+            (7, x.ln(), 2f64.powi(-11)),
+            (8, x.sin(), 2f64.powi(-11)),
+            (9, 1.0 / x, 2f64.powi(-12)),
+            (10, 1.0 / x.sqrt(), 2f64.powi(-11)),
+            (11, x.tanh(), 2f64.powi(-11)),
+            (13, x.exp2(), 2f64.powi(-5)),
+            (14, x.sqrt(), 2f64.powi(-7)),
+            (15, x.exp2() + 0.5f64.exp2(), 2f64.powi(-8) + 2f64.powi(-10)),
+        ];
+        for (k, exact, ulp) in approximate {
+            let error = (f64::from(got[k]) - exact).abs();
+            assert!(
+                error <= 2.0 * ulp,
+                "{arch}: out[{k}] = {}, exact {exact}",
+                got[k]
+            );
+        }
+    }
+}

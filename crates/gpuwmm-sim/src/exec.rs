@@ -226,6 +226,7 @@ impl Machine<'_> {
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
             Op::Half { .. }
             | Op::HalfSetp { .. }
+            | Op::HalfSet { .. }
             | Op::HalfCvt { .. }
             | Op::Shf { .. }
             | Op::Dot { .. }
@@ -427,6 +428,29 @@ impl Machine<'_> {
                 // a pair sets p and q from its two elements; one value, p and its negation
                 let hi = if ty.pair { hi } else { !lo };
                 self.set_predicates(base, t, (p, q), (lo, hi), combine);
+            }
+            Op::HalfSet {
+                cmp,
+                ty,
+                ftz,
+                truth,
+                d,
+                a,
+                b,
+                combine,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let (lo, hi) = half::compare(cmp, ty, ftz, a, b);
+                let combined = |r: bool| match combine {
+                    Some(c) => alu::combine(r, c.op, (self.val(base, t, c.c) != 0) ^ c.negate),
+                    None => r,
+                };
+                let element = |r: bool| if combined(r) { u64::from(truth) } else { 0 };
+                let v = match ty.pair {
+                    true => element(lo) | element(hi) << 16,
+                    false => element(lo),
+                };
+                self.set(base, d, v);
             }
             Op::HalfCvt {
                 conv,
@@ -1571,6 +1595,7 @@ impl Machine<'_> {
                 | Op::Setp { .. }
                 | Op::Half { .. }
                 | Op::HalfSetp { .. }
+                | Op::HalfSet { .. }
                 | Op::HalfCvt { .. }
                 | Op::Shf { .. }
                 | Op::Dot { .. }
@@ -1621,6 +1646,9 @@ impl Machine<'_> {
             | Op::Lop3 { d, a, b, c, .. }
             | Op::Fns { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
             Op::HalfCvt { d, a, b, .. } => reg(d) || src(a) || src(b),
+            Op::HalfSet {
+                d, a, b, combine, ..
+            } => reg(d) || src(a) || src(b) || combine.is_some_and(|c| src(c.c)),
             Op::Setp {
                 p,
                 q,

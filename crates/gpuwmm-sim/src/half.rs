@@ -32,6 +32,14 @@ fn infinity(f: HalfFormat) -> u16 {
     }
 }
 
+/// The bits of 1.0 in format `f`.
+pub fn one(f: HalfFormat) -> u16 {
+    match f {
+        HalfFormat::F16 => 0x3c00,
+        HalfFormat::Bf16 => 0x3f80,
+    }
+}
+
 fn is_nan(f: HalfFormat, h: u16) -> bool {
     h & 0x7fff > infinity(f)
 }
@@ -182,7 +190,7 @@ fn clamp(f: HalfFormat, h: u16, sat: bool, relu: bool) -> u16 {
     if (sat && nan) || ((sat || relu) && !nan && h & 0x8000 != 0) {
         0
     } else if sat && !nan && widen(f, h) > 1.0 {
-        narrow(f, 1.0, FloatRound::Nearest)
+        one(f)
     } else {
         h
     }

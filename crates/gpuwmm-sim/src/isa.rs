@@ -750,6 +750,18 @@ pub enum Op {
         b: Src,
         combine: Option<Combine>,
     },
+    /// `set` on 16-bit floats: `d` gets `truth` where the comparison (combined) holds and 0
+    /// where not, per element for a pair (`truth` is then one element's pattern).
+    HalfSet {
+        cmp: Cmp,
+        ty: HalfTy,
+        ftz: bool,
+        truth: u32,
+        d: Reg,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
     /// `cvt` with a 16-bit float on either side; `b` is the second source of
     /// [`HalfConv::PairOf`].
     HalfCvt {

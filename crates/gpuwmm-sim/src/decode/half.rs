@@ -53,6 +53,7 @@ impl Decoder<'_, '_> {
                 self.half_arith(base, m, ops)
             }
             "setp" => self.half_setp(m, ops),
+            "set" => self.half_set(m, ops),
             "cvt" => self.half_cvt(m, ops),
             "mov" | "selp" => {
                 let words = as_bits(m);
@@ -151,6 +152,51 @@ impl Decoder<'_, '_> {
                 ftz,
                 p,
                 q,
+                a,
+                b,
+                combine,
+            }),
+            _ => Err(Why::Unsupported),
+        }
+    }
+
+    /// `set.cmp{.bop}{.ftz}.dtype.stype d, a, b{, [!]c}` with a 16-bit float `stype`: decoded
+    /// as `set` on the bits; true is 1.0 in a float `dtype`, all ones in an integer one.
+    fn half_set(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let types: Vec<&str> = m
+            .iter()
+            .copied()
+            .filter(|w| ty_of(w).is_some() || half_ty_of(w).is_some())
+            .collect();
+        let [dty, sty] = types[..] else {
+            return Err(Why::Unsupported);
+        };
+        let ty = half_ty_of(sty).ok_or(Why::Unsupported)?;
+        let element_bits = if ty.pair { 16 } else { 32 };
+        let truth = match (half_ty_of(dty), ty_of(dty)) {
+            (Some(d), _) if d.pair == ty.pair => u32::from(crate::half::one(d.format)),
+            (None, Some(d)) if d.kind == Kind::F && d.bits == 32 && !ty.pair => 1f32.to_bits(),
+            (None, Some(d)) if matches!(d.kind, Kind::U | Kind::S) && d.bits >= 16 => {
+                (crate::alu::mask(d.bits.min(element_bits))) as u32
+            }
+            _ => return Err(Why::Unsupported),
+        };
+        let ftz = m.contains(&"ftz");
+        let words: Vec<&str> = as_bits(m).into_iter().filter(|w| *w != "ftz").collect();
+        match self.setp(true, &words, ops)? {
+            Op::Set {
+                cmp,
+                d,
+                a,
+                b,
+                combine,
+                ..
+            } => Ok(Op::HalfSet {
+                cmp,
+                ty,
+                ftz,
+                truth,
+                d,
                 a,
                 b,
                 combine,
@@ -288,5 +334,16 @@ mod tests {
             .replace("setp.eq.u32 %p3, 1, 1", "setp.eq.u32 %p3, 1, 0")
             .replace("0x4000, 0x3c00", "0x3c00, 0x4000");
         assert_eq!(run(&cleared), 0b00);
+    }
+
+    #[test]
+    fn half_set_writes_one_or_all_ones_per_element() {
+        // NaN (0x7e00) is unordered with itself; 1.0 is not
+        let nan = "set.nan.f16.f16 %rs1, 0x7e00, 0x7e00;\nst.global.u16 [%out], %rs1;";
+        assert_eq!(run(nan), 0x3c00);
+        let pair = "set.lt.u32.f16x2 %r1, 0x40003c00, 0x3c004000;\nst.global.u32 [%out], %r1;";
+        assert_eq!(run(pair), 0x0000_ffff);
+        let float = "set.gt.f32.bf16 %f1, 0x4000, 0x3f80;\nst.global.f32 [%out], %f1;";
+        assert_eq!(run(float), u64::from(1f32.to_bits()));
     }
 }
