@@ -481,8 +481,9 @@ fn cooperative_group_tiles_shuffle_vote_and_reduce_within_the_tile() {
     }
 }
 
-/// libcu++: `cuda::atomic_ref::wait`/`notify_all` and a `cuda::std::atomic` counter; 63
-/// waiters see the value published before the release store they wait for.
+/// libcu++: `cuda::atomic_ref::wait`/`notify_all` and a `cuda::std::atomic` counter (63
+/// waiters see the value published before the release store they wait for); 40 threads taking
+/// turns through `cuda::std::atomic::wait`, and one winner of a `cuda::std::atomic_flag`.
 #[test]
 fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
@@ -497,6 +498,20 @@ fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value()
         assert_eq!(seen[0], 0);
         assert!(seen[1..].iter().all(|v| *v == 42), "{seen:?}");
         assert_eq!(fx.read::<i32>(count)[0], 63);
+        let (turn, order, flag, winners) =
+            (fx.zeroed(4), fx.zeroed(40 * 4), fx.zeroed(4), fx.zeroed(4));
+        fx.run("take_turns", 1, 40, 0, &[turn, order, flag, winners]);
+        assert_eq!(fx.read::<i32>(turn)[0], 40, "{arch}");
+        assert_eq!(
+            fx.read::<i32>(order),
+            (0..40).collect::<Vec<i32>>(),
+            "{arch}"
+        );
+        assert_eq!(
+            fx.read::<i32>(winners)[0],
+            1,
+            "{arch}: test_and_set winners"
+        );
     }
 }
 
