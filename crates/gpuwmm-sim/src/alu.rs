@@ -608,6 +608,38 @@ pub fn dot(pairs: bool, hi: bool, signs: (bool, bool), a: u64, b: u64, c: u64) -
     sum as u64 & 0xffff_ffff
 }
 
+/// A SIMD video instruction (merge form, every element written): each of the `lanes`
+/// elements of `a` and `b`, extended as `signs` (a, b, d) say, combined by `op` and, with
+/// `sat`, clamped to the range of `d`'s element type.
+pub fn simd(op: SimdOp, lanes: u8, signs: [bool; 3], sat: bool, a: u64, b: u64) -> u64 {
+    let bits = 32 / lanes;
+    let element = |v: u64, k: u8, signed: bool| {
+        let e = (v >> (u32::from(bits) * u32::from(k))) & mask(bits);
+        if signed {
+            sext(e, bits)
+        } else {
+            e as i64
+        }
+    };
+    let (lo, hi) = match signs[2] {
+        true => (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1),
+        false => (0, (1i64 << bits) - 1),
+    };
+    (0..lanes).fold(0, |acc, k| {
+        let (x, y) = (element(a, k, signs[0]), element(b, k, signs[1]));
+        let r = match op {
+            SimdOp::Add => x + y,
+            SimdOp::Sub => x - y,
+            SimdOp::Avrg => (x + y + 1) >> 1,
+            SimdOp::Absdiff => (x - y).abs(),
+            SimdOp::Min => x.min(y),
+            SimdOp::Max => x.max(y),
+        };
+        let r = if sat { r.clamp(lo, hi) } else { r };
+        acc | ((r as u64) & mask(bits)) << (u32::from(bits) * u32::from(k))
+    })
+}
+
 /// `lop3`: each result bit is bit `4a + 2b + c` of `lut`, for the bits of `a`, `b`, `c` there.
 pub fn lop3(a: u64, b: u64, c: u64, lut: u8) -> u64 {
     let pick = |v: u64, set: bool| if set { v } else { !v };

@@ -231,6 +231,7 @@ impl Machine<'_> {
             | Op::Shf { .. }
             | Op::Dot { .. }
             | Op::Lop3 { .. }
+            | Op::Simd { .. }
             | Op::Fns { .. } => self.step_intrinsic(t, base, inst.op),
             Op::BarRed { .. }
             | Op::Bar { .. }
@@ -489,6 +490,18 @@ impl Machine<'_> {
                 let [a, b, c] = self.vals3(base, t, [a, b, c]);
                 let signs = (a_signed, b_signed);
                 self.set(base, d, alu::dot(pairs, hi, signs, a, b, c));
+            }
+            Op::Simd {
+                op,
+                lanes,
+                signs,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                self.set(base, d, alu::simd(op, lanes, signs, sat, a, b));
             }
             Op::Lop3 { d, a, b, c, lut } => {
                 let [a, b, c] = self.vals3(base, t, [a, b, c]);
@@ -1600,6 +1613,7 @@ impl Machine<'_> {
                 | Op::Shf { .. }
                 | Op::Dot { .. }
                 | Op::Lop3 { .. }
+                | Op::Simd { .. }
                 | Op::Fns { .. }
                 | Op::Bra { .. }
                 | Op::Nop => Hazard::None,
@@ -1645,7 +1659,7 @@ impl Machine<'_> {
             | Op::Dot { d, a, b, c, .. }
             | Op::Lop3 { d, a, b, c, .. }
             | Op::Fns { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
-            Op::HalfCvt { d, a, b, .. } => reg(d) || src(a) || src(b),
+            Op::HalfCvt { d, a, b, .. } | Op::Simd { d, a, b, .. } => reg(d) || src(a) || src(b),
             Op::HalfSet {
                 d, a, b, combine, ..
             } => reg(d) || src(a) || src(b) || combine.is_some_and(|c| src(c.c)),

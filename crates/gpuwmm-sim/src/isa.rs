@@ -464,6 +464,18 @@ pub enum VoteMode {
     Ballot,
 }
 
+/// The element operations of the SIMD video instructions (`vadd4`, `vabsdiff2`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimdOp {
+    Add,
+    Sub,
+    /// `(a + b + 1) >> 1`
+    Avrg,
+    Absdiff,
+    Min,
+    Max,
+}
+
 /// `redux.sync` operations (sm_80): integer reductions over a warp's member lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReduxOp {
@@ -803,6 +815,19 @@ pub enum Op {
         b: Src,
         c: Src,
         lut: u8,
+    },
+    /// `vop4`/`vop2` (SIMD video instructions, the form without masks, selectors or
+    /// accumulation): each byte (`lanes` 4) or 16-bit half (`lanes` 2) of `a` and `b`,
+    /// extended as its type says, combined by `op`, saturated to the element range of `d`'s type
+    /// with `sat`, truncated into `d`. `signs`: a, b, d signed.
+    Simd {
+        op: SimdOp,
+        lanes: u8,
+        signs: [bool; 3],
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
     },
     /// `fns.b32`: the position of the `c`-th set bit of `a` counting from bit `b`.
     Fns {

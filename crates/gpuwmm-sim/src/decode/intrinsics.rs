@@ -1,6 +1,7 @@
 //! Integer instructions that CUDA's intrinsics compile to and the other integer families do
 //! not cover: funnel shifts (`shf`: `__funnelshift_*`), byte dot products (`dp4a`, `dp2a`:
-//! `__dp4a`, `__dp2a_lo/hi`), `fns` (`__fns`) and `lop3` (inline PTX in CUDA's headers).
+//! `__dp4a`, `__dp2a_lo/hi`), `fns` (`__fns`), `lop3` (inline PTX in CUDA's headers) and the
+//! SIMD video instructions in the form `__vabsdiffu4` compiles to.
 
 use super::{check, expect, Decoder, Why, R};
 use crate::isa::*;
@@ -75,6 +76,83 @@ impl Decoder<'_, '_> {
         })
     }
 
+    /// `vop4.dtype.atype.btype{.sat} d, a, b, c` and `vop2`: without a mask on `d`, selectors
+    /// on `a`/`b` or `.add`, so every element of `d` is written and `c` is not read.
+    pub(super) fn simd(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let (name, lanes) = match base.split_at(base.len() - 1) {
+            (name, "4") => (name, 4),
+            (name, "2") => (name, 2),
+            _ => return Err(Why::Unsupported),
+        };
+        let op = match name {
+            "vadd" => SimdOp::Add,
+            "vsub" => SimdOp::Sub,
+            "vavrg" => SimdOp::Avrg,
+            "vabsdiff" => SimdOp::Absdiff,
+            "vmin" => SimdOp::Min,
+            "vmax" => SimdOp::Max,
+            _ => return Err(Why::Unsupported),
+        };
+        let (types, sat) = match m {
+            [d, a, b] => ([*d, *a, *b], false),
+            [d, a, b, "sat"] => ([*d, *a, *b], true),
+            _ => return Err(Why::Unsupported),
+        };
+        let signed = |w: &str| match w {
+            "s32" => Ok(true),
+            "u32" => Ok(false),
+            _ => Err(Why::Unsupported),
+        };
+        let signs = [signed(types[1])?, signed(types[2])?, signed(types[0])?];
+        expect(ops, 4)?;
+        if !ops
+            .iter()
+            .all(|o| matches!(o, Operand::Register(_) | Operand::Immediate(_)))
+        {
+            return Err(Why::Unsupported);
+        }
+        let d = self.dst(&ops[0])?;
+        let (a, b) = (self.src(&ops[1], U32)?, self.src(&ops[2], U32)?);
+        Ok(Op::Simd {
+            op,
+            lanes,
+            signs,
+            sat,
+            d,
+            a,
+            b,
+        })
+    }
+
+    /// `add`, `sub`, `min`, `max` on `.u16x2`/`.s16x2` (sm_90): two wrapping 16-bit
+    /// elements, as `vadd2` without saturation computes them.
+    pub(super) fn packed16(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let signed = match m {
+            ["u16x2"] => false,
+            ["s16x2"] => true,
+            _ => return Err(Why::Unsupported),
+        };
+        let op = match base {
+            "add" => SimdOp::Add,
+            "sub" => SimdOp::Sub,
+            "min" => SimdOp::Min,
+            "max" => SimdOp::Max,
+            _ => return Err(Why::Unsupported),
+        };
+        expect(ops, 3)?;
+        let d = self.dst(&ops[0])?;
+        let (a, b) = (self.src(&ops[1], U32)?, self.src(&ops[2], U32)?);
+        Ok(Op::Simd {
+            op,
+            lanes: 2,
+            signs: [signed; 3],
+            sat: false,
+            d,
+            a,
+            b,
+        })
+    }
+
     /// `lop3.b32 d, a, b, c, lut`.
     pub(super) fn lop3(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
         if m != ["b32"] {
@@ -125,6 +203,18 @@ mod tests {
         let lop3 = "lop3.b32 %r1, 0xff00ff00, 0xf0f0f0f0, 0xcccccccc, 0x96;\n\
                     st.global.u32 [%out], %r1;";
         assert_eq!(run(lop3), 0xff00_ff00 ^ 0xf0f0_f0f0 ^ 0xcccc_cccc);
+        // bytes |(1, 200, 7, 0) - (3, 100, 7, 255)| = (2, 100, 0, 255)
+        let vabsdiff = "vabsdiff4.u32.u32.u32 %r1, 0x0007c801, 0xff076403, 0;\n\
+                        st.global.u32 [%out], %r1;";
+        assert_eq!(run(vabsdiff), 0xff00_6402);
+        // signed halves (-5, 3000) + (3, 30000), saturated to s16: (-2, 32767)
+        let vadd = "vadd2.s32.s32.s32.sat %r1, 0x0bb8fffb, 0x75300003, 0;\n\
+                    st.global.u32 [%out], %r1;";
+        assert_eq!(run(vadd), 0x7fff_fffe);
+        assert!(unsupported("vadd4.u32.u32.u32.add %r1, %r2, %r3, %r4;"));
+        // signed 16-bit elements: max(-1, 2) and max(7, -3)
+        let max = "max.s16x2 %r1, 0x0007ffff, 0xfffd0002;\nst.global.u32 [%out], %r1;";
+        assert_eq!(run(max), 0x0007_0002);
         assert!(unsupported("shf.l.b32 %r1, %r2, %r3, %r4;"));
     }
 }

@@ -466,6 +466,9 @@ impl Decoder<'_, '_> {
         match base {
             "ld" | "ldu" | "st" | "atom" | "red" => self.memory(i, &m),
             _ if half::mentions_half(&m) => self.half(base, &m, ops),
+            "add" | "sub" | "min" | "max" if m.contains(&"u16x2") || m.contains(&"s16x2") => {
+                self.packed16(base, &m, ops)
+            }
             "add" | "sub" | "mad" if m.contains(&"cc") => self.carry(base, &m, ops),
             "mov" => self.mov(&m, ops),
             "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
@@ -502,6 +505,8 @@ impl Decoder<'_, '_> {
             "dp4a" | "dp2a" => self.dot(base, &m, ops),
             "fns" => self.fns(&m, ops),
             "lop3" => self.lop3(&m, ops),
+            "vadd4" | "vsub4" | "vavrg4" | "vabsdiff4" | "vmin4" | "vmax4" | "vadd2" | "vsub2"
+            | "vavrg2" | "vabsdiff2" | "vmin2" | "vmax2" => self.simd(base, &m, ops),
             _ => Err(Why::Unsupported),
         }
     }
