@@ -55,6 +55,30 @@ fn stressed_runs_of_a_fully_fenced_app_all_pass_on_a_gpu() {
         .all(|r| r.kernel_us > 0.0 && !r.stress_blocks.is_empty()));
 }
 
+/// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
+/// supervised worker's answer channel: the supervisor took the printed line for a garbled
+/// answer. Now answers are marked and device output is passed over (and shown by `replay`).
+#[test]
+fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = fixture_app("printf-assert");
+    let args = ["printf-assert", "--app-dir", app.to_str().unwrap()];
+    let rows = check(dir.path(), &[&args[..], &["--runs", "6"]].concat());
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    let replay = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .current_dir(dir.path())
+        .args(["replay", "j.csv", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{text}");
+    assert!(text.contains("first input 0"), "{text}");
+}
+
 #[test]
 fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
     if !available() {

@@ -12,7 +12,12 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The line of the fixture's kernel marked `// RACE <marker>`.
 fn marked_line(app: &str, marker: &str) -> u64 {
-    let text = std::fs::read_to_string(fixture_app(app).join("kernel.cu")).unwrap();
+    marked_line_in(app, "kernel.cu", marker)
+}
+
+/// The line of the fixture's `file` marked `// RACE <marker>`.
+fn marked_line_in(app: &str, file: &str, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture_app(app).join(file)).unwrap();
     let tag = format!("// RACE {marker}");
     let index = text
         .lines()
@@ -148,6 +153,57 @@ fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_mov
     assert!(missing.contains(&format!(":{after}")), "{missing}");
 }
 
+/// Regression: the recorder kept accesses by their start address, so a byte written inside a
+/// word and a read of the whole word were never compared: a race PTX has (the two overlap)
+/// went unreported.
+#[test]
+fn a_byte_written_inside_a_word_another_cta_reads_whole_is_a_data_race() {
+    let app = "races-byte-in-word";
+    let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
+    let (byte, word) = (marked_line(app, "byte"), marked_line(app, "word"));
+    assert_only_class_between(&document, "data-race", byte, word);
+}
+
+/// An access in code inlined from a header is named at the kernel's call line, as fence sites
+/// are, and at its own line in the header (`inner`), with both lines' text.
+#[test]
+fn a_race_in_inlined_header_functions_names_the_call_lines_and_the_header_lines() {
+    let app = "races-inlined-header";
+    let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
+    let (fill_call, read_call) = (marked_line(app, "fill-call"), marked_line(app, "read-call"));
+    assert_only_class_between(&document, "data-race", fill_call, read_call);
+    let race = &races(&document)[0];
+    let ends = [(&race["first"], "fill"), (&race["second"], "read")];
+    for (end, marker) in ends {
+        let inner = &end["inner"];
+        assert!(
+            inner["file"].as_str().unwrap().ends_with("cells.cuh"),
+            "{end:#}"
+        );
+        let line = marked_line_in(app, "cells.cuh", marker);
+        assert_eq!(inner["line"].as_u64(), Some(line), "{end:#}");
+        let text = end["inner_source"].as_str().unwrap();
+        assert!(text.ends_with(&format!("// RACE {marker}")), "{text}");
+    }
+}
+
+/// Shared memory is recorded too: the plain payload of a handoff between two warps through
+/// shared memory, with no fence, is a data race between threads of one CTA.
+#[test]
+fn an_unfenced_shared_memory_handoff_between_warps_is_a_data_race_in_one_cta() {
+    let document = common::or_skip!(check_races("shared-handoff", true, 20, &["--races"]));
+    let races = races(&document);
+    assert_eq!(races.len(), 1, "{races:#?}");
+    assert_eq!(class(&races[0]), "data-race");
+    assert_eq!(races[0]["same_cta"], true);
+    for end in ["first", "second"] {
+        let ptx = races[0][end]["ptx"].as_str().unwrap();
+        assert!(ptx.contains(".shared"), "{ptx}");
+    }
+    let fenced = check_races("shared-handoff-fenced", true, 100, &["--races"]).unwrap();
+    assert_eq!(fenced["races"], serde_json::json!([]));
+}
+
 #[test]
 fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
     let app = "races-cta-atomics";
@@ -218,14 +274,15 @@ fn the_races_summary_survives_a_resume() {
     assert_eq!(whole["runs"], resumed["runs"]);
 }
 
-/// Recording is opt-in and changes no schedule: the same seed gives the same outcomes with and
-/// without `--races`, and twice the same races with it.
+/// Recording is opt-in and draws no random numbers: in an app without atomics (recording
+/// defers no read-modify-write, so an app with them may schedule differently) the same seed
+/// gives the same outcomes with and without `--races`, and twice the same races with it.
 #[test]
 fn recording_races_changes_no_outcome_and_repeats_for_a_seed() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = "sdk-red-nf";
+    let app = "handoff-grid";
     let with =
-        |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, false, 60, extra);
+        |sub: &str, extra: &[&str]| check_races_in(&dir.path().join(sub), app, true, 60, extra);
     let plain = with("plain", &[]);
     let first = with("first", &["--races"]);
     let second = with("second", &["--races"]);

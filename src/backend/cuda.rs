@@ -27,6 +27,11 @@
 //! back. Kernel faults (illegal address, ...) are sticky in CUDA too: after a
 //! [`BackendError::Fault`] every call on this backend fails and it must be dropped, which
 //! destroys its context and frees the device memory.
+//!
+//! Device-side `printf`: the CUDA driver writes a kernel's output to this process's standard
+//! output itself when it flushes its printf FIFO (at a synchronisation), so
+//! [`Device::take_device_output`] keeps its default here and returns nothing; only the
+//! simulator, which has no driver to print for it, keeps the output for `gpuwmm replay` to show.
 
 // The one module of the library that calls C (the CUDA driver); every unsafe block says why it
 // is sound in a `// SAFETY:` comment. The rest of the crate denies `unsafe_code`.

@@ -79,6 +79,8 @@ pub struct LocalExecutor {
     sites: Vec<FenceSite>,
     loaded: HashMap<Fences, Loaded>,
     stress: Option<StressedLauncher>,
+    /// What the kernels of the last run printed ([`LocalExecutor::device_output`]).
+    device_output: Vec<u8>,
 }
 
 /// Finds the target's app: built in, or from its folder, whose manifest must name the app the
@@ -136,7 +138,16 @@ impl LocalExecutor {
             sites,
             loaded: HashMap::new(),
             stress: None,
+            device_output: Vec::new(),
         })
+    }
+
+    /// What the kernels of the last run printed with `printf`, in the order the calls executed:
+    /// the simulator's capture. Empty on a GPU, whose `printf` output went to this process's
+    /// standard output by itself while the run ran. Only `gpuwmm replay` shows it: `check`
+    /// runs its runs in workers under a supervisor and prints none of it.
+    pub fn device_output(&self) -> &[u8] {
+        &self.device_output
     }
 
     /// The app's module with `fences` inserted.
@@ -250,6 +261,7 @@ impl LocalExecutor {
         };
         let app = LoadedApp::from_parts(&*self.app, parts);
         let verdict = app.run(&mut *self.backend, &mut launcher, &options);
+        self.device_output = self.backend.take_device_output();
         let mut measured = launcher.measured;
         (measured.outcome, measured.reason) = classify(verdict);
         Ok(measured)

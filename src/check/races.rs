@@ -23,7 +23,7 @@
 //! goes into the journal, so a resumed check sums the runs its journal has, and nothing else:
 //! the summary is always computed from that file.
 
-use crate::backend::sim::{Conflict, RaceAccessKind, RaceLog, RaceSite, Strength};
+use crate::backend::sim::{Conflict, RaceAccessKind, RaceLog, RaceSite, SourceLine, Strength};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
@@ -101,6 +101,9 @@ pub fn classify(c: &Conflict) -> Option<RaceClass> {
 pub struct RaceEnd {
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// The access's own line, for code inlined at `line` from another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<SourceLine>,
     pub function: String,
     pub ptx_line: u32,
     pub ptx: String,
@@ -108,9 +111,16 @@ pub struct RaceEnd {
     pub strength: Strength,
 }
 
-/// What races are merged by at one end: the source line (any of its PTX instructions), or
-/// the PTX line without one; the kind and strength of the access.
-type EndKey = (Option<String>, Option<u32>, u32, RaceAccessKind, Strength);
+/// What races are merged by at one end: the source line (any of its PTX instructions) and the
+/// inlined line inside it, or the PTX line without one; the kind and strength of the access.
+type EndKey = (
+    Option<String>,
+    Option<u32>,
+    Option<SourceLine>,
+    u32,
+    RaceAccessKind,
+    Strength,
+);
 
 impl RaceEnd {
     fn key(&self) -> EndKey {
@@ -122,6 +132,7 @@ impl RaceEnd {
         (
             self.file.clone(),
             self.line,
+            self.inner.clone(),
             ptx_line,
             self.kind,
             self.strength,
@@ -132,6 +143,7 @@ impl RaceEnd {
         RaceEnd {
             file: site.file.clone(),
             line: site.line,
+            inner: site.inner.clone(),
             function: site.function.clone(),
             ptx_line: site.ptx_line,
             ptx: site.ptx.clone(),
@@ -394,6 +406,9 @@ pub struct ReportedEnd {
     #[serde(flatten)]
     pub end: RaceEnd,
     pub source: Option<String>,
+    /// The text of `end.inner`'s line, for an inlined access.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner_source: Option<String>,
 }
 
 /// The races of the runs `runs` (run numbers) of the check journaled at `journal`, in
@@ -489,20 +504,32 @@ struct SourceCache {
 impl SourceCache {
     fn end(&mut self, end: RaceEnd) -> ReportedEnd {
         let source = match (&end.file, end.line) {
-            (Some(file), Some(line)) => self
-                .files
-                .entry(file.clone())
-                .or_insert_with(|| {
-                    std::fs::read_to_string(file)
-                        .ok()
-                        .map(|t| t.lines().map(str::to_string).collect())
-                })
-                .as_ref()
-                .and_then(|lines| lines.get(line as usize - 1))
-                .map(|l| l.trim().to_string()),
+            (Some(file), Some(line)) => self.line(file, line),
             _ => None,
         };
-        ReportedEnd { end, source }
+        let inner_source = end
+            .inner
+            .as_ref()
+            .and_then(|at| self.line(&at.file, at.line));
+        ReportedEnd {
+            end,
+            source,
+            inner_source,
+        }
+    }
+
+    /// Line `line` (1-based) of `file`, trimmed, if the file can be read and has it.
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        self.files
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                std::fs::read_to_string(file)
+                    .ok()
+                    .map(|t| t.lines().map(str::to_string).collect())
+            })
+            .as_ref()?
+            .get((line as usize).checked_sub(1)?)
+            .map(|l| l.trim().to_string())
     }
 }
 
@@ -538,6 +565,11 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
         for e in [&r.first, &r.second] {
             let text = e.source.as_deref().unwrap_or("");
             out.push(format!("      {}: {text}   [{}]", e.end.place(), e.end.ptx));
+            if let Some(inner) = &e.end.inner {
+                let text = e.inner_source.as_deref().unwrap_or("");
+                let place = place_of(Some(&inner.file), Some(inner.line), e.end.ptx_line);
+                out.push(format!("        inlined from {place}: {text}"));
+            }
         }
         out.push(format!("      what would order them: {}", r.missing));
     }
@@ -580,6 +612,7 @@ mod tests {
                 ptx: "ld".into(),
                 file: Some("kernel.cu".into()),
                 line: Some(line),
+                inner: None,
             },
             kind,
             strength,

@@ -11,7 +11,7 @@ use super::executor::{ExecError, Executor};
 use super::local::target_sites;
 use super::outcome::{Outcome, RunRecord};
 use super::spec::{CalibrationRequest, RunRequest, Target};
-use super::worker::{Answer, Request};
+use super::worker::{answer_in, Answer, Request};
 use crate::ptx::passes::fences::FenceSite;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -89,8 +89,14 @@ impl Supervisor {
         let stdout = child.stdout.take().expect("piped");
         let (send, answers) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
+            // Lines without an answer are the kernels' device output (a GPU's `printf`, in any
+            // bytes): a check shows none of it (`replay` does).
+            for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+                let line = String::from_utf8_lossy(&line);
+                let Some(answer) = answer_in(&line) else {
+                    continue;
+                };
+                if send.send(answer.to_string()).is_err() {
                     break;
                 }
             }

@@ -5,6 +5,11 @@
 //! answer per request. After a run that timed out or crashed the worker exits: a hung kernel may
 //! still occupy the GPU and a fault leaves the CUDA context unusable, so the supervisor starts a
 //! fresh worker for the next run.
+//!
+//! Standard output is not the worker's alone: on a GPU, the CUDA driver writes the kernels'
+//! device-side `printf` there when it flushes its FIFO at a synchronisation, not always ending
+//! in a newline. So each answer starts with [`ANSWER_MARK`], and the supervisor takes what
+//! follows the mark on a line and passes over everything else.
 
 use super::calibrate::Calibration;
 use super::executor::{ExecError, Executor};
@@ -17,6 +22,17 @@ use std::io::{BufRead, Write};
 /// Fault injection for tests of the supervisor: a worker whose environment sets this variable to
 /// a run number aborts (as if it had crashed) when asked for that run.
 pub const ABORT_ON_RUN_VAR: &str = "GPUWMM_WORKER_ABORT_ON_RUN";
+
+/// What starts an answer on the worker's standard output (a control character, which JSON
+/// text never holds unescaped).
+pub const ANSWER_MARK: &str = "\u{1e}gpuwmm-answer ";
+
+/// The answer a line of the worker's standard output holds, if any: the text after
+/// [`ANSWER_MARK`], whatever came before it on the line (device output without a newline).
+pub fn answer_in(line: &str) -> Option<&str> {
+    line.find(ANSWER_MARK)
+        .map(|at| &line[at + ANSWER_MARK.len()..])
+}
 
 /// A message from the supervisor.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,7 +95,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
         };
         writeln!(
             output,
-            "{}",
+            "{ANSWER_MARK}{}",
             serde_json::to_string(&answer).expect("answers serialise")
         )?;
         output.flush()?;
@@ -107,5 +123,40 @@ fn answer(executor: &mut LocalExecutor, request: Request) -> (Answer, bool) {
         }
         Ok(answer) => (answer, false),
         Err(e) => (Answer::Error(e.to_string()), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_found_after_device_output_that_did_not_end_its_line() {
+        let json = r#"{"error":"x"}"#;
+        let line = format!("thread 3 says hi{ANSWER_MARK}{json}");
+        assert_eq!(answer_in(&line), Some(json));
+        assert_eq!(answer_in(&format!("{ANSWER_MARK}{json}")), Some(json));
+        assert_eq!(answer_in("thread 3 says hi"), None);
+        assert_eq!(
+            answer_in(json),
+            None,
+            "a bare JSON line is device output too"
+        );
+    }
+
+    #[test]
+    fn answers_carry_the_mark_and_their_json_never_holds_it() {
+        let mut out = Vec::new();
+        let request = "{\"run\":{}}\n".as_bytes();
+        serve(request, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let answer = answer_in(text.trim_end()).expect("a marked answer");
+        assert!(matches!(
+            serde_json::from_str::<Answer>(answer).unwrap(),
+            Answer::Error(_)
+        ));
+        let tricky = Answer::Error(ANSWER_MARK.to_string());
+        let json = serde_json::to_string(&tricky).unwrap();
+        assert_eq!(answer_in(&json), None, "{json}");
     }
 }

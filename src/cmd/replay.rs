@@ -28,6 +28,7 @@ pub fn run(args: &ReplayArgs, given: &GivenOptions) -> CmdResult {
     outln!("{}", executor.provenance())?;
     print_run(&args.journal, &subject)?;
     let replayed = executor.execute(&subject.request())?;
+    print_device_output(executor.device_output())?;
     print_comparison(&subject, &replayed)?;
     Ok(())
 }
@@ -68,6 +69,22 @@ fn print_run(journal: &Path, subject: &Subject) -> std::io::Result<()> {
         plan.control_seed,
         plan.backend_seed
     )?;
+    Ok(())
+}
+
+/// What the replayed run's kernels printed on the simulator, as they printed it (a GPU's
+/// `printf` output is already on standard output).
+fn print_device_output(text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if text.is_empty() {
+        return Ok(());
+    }
+    outln!("device output (printf, in the simulator's execution order):")?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text)?;
+    if !text.ends_with(b"\n") {
+        writeln!(out)?;
+    }
     Ok(())
 }
 

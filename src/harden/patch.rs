@@ -53,18 +53,20 @@ const RETURN_VALUE: &str = "gpuwmm_value";
 /// Where a statement goes, relative to a 1-based line of the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor {
-    /// After the line's accesses, on every path from them (module doc); line 0 means before
-    /// the first line, unindented (an `#include`).
+    /// After the line's accesses, on every path from them (module doc).
     After(usize),
     /// Just before the first statement that starts on the line.
     Before(usize),
+    /// A line of its own right after the line, unindented, whatever the line holds (an
+    /// `#include`); line 0 means before the first line.
+    Own(usize),
 }
 
 impl Anchor {
     /// The line it is anchored at.
     pub fn line(self) -> usize {
         match self {
-            Anchor::After(line) | Anchor::Before(line) => line,
+            Anchor::After(line) | Anchor::Before(line) | Anchor::Own(line) => line,
         }
     }
 }
@@ -100,7 +102,8 @@ pub struct Placed {
 /// line it follows: just after the line, whatever the line holds (see [`insert_statements`] for
 /// fences placed by the statements).
 ///
-/// Lines are sorted and duplicates inserted once; a line that is 0 or past the end is an error.
+/// Lines are sorted and duplicates inserted once; line 0 means before the first line
+/// (unindented), and a line past the end is an error.
 pub fn insert_after_lines(
     text: &str,
     lines: &[usize],
@@ -187,7 +190,8 @@ fn validate(lines: &[Line<'_>], insertions: &[(Anchor, &str)]) -> Result<(), Pat
         return Err(PatchError::StatementNotOneLine);
     }
     let out_of_range = |anchor: Anchor| match anchor {
-        Anchor::After(l) => l > lines.len() || (l == 0 && lines.is_empty()),
+        Anchor::After(l) => l > lines.len() || l == 0,
+        Anchor::Own(l) => l > lines.len() || (l == 0 && lines.is_empty()),
         Anchor::Before(l) => l > lines.len() || l == 0,
     };
     match insertions.iter().find(|&&(a, _)| out_of_range(a)) {
@@ -535,6 +539,7 @@ impl<'s, 't> Placing<'s, 't> {
                     )],
                 ),
             },
+            Anchor::Own(_) => unreachable!("own lines need no statement: `placed` adds them"),
         };
         notes.extend(shape_notes(self.st, &points));
         for point in points {
@@ -792,7 +797,7 @@ impl<'a> Plan<'a> {
         let lines = split_lines(text);
         let anchors: Vec<(Anchor, &str)> = numbers
             .iter()
-            .map(|&l| (Anchor::After(l), statement))
+            .map(|&l| (Anchor::Own(l), statement))
             .collect();
         validate(&lines, &anchors)?;
         let mut changes: BTreeMap<usize, Change> = BTreeMap::new();
@@ -821,11 +826,11 @@ impl<'a> Plan<'a> {
             in_patch: vec![false; insertions.len()],
             notes: vec![Vec::new(); insertions.len()],
         };
-        let mut top: Option<String> = None;
+        let mut own_lines: Vec<(usize, &str)> = Vec::new();
         for (order, &(anchor, statement)) in insertions.iter().enumerate() {
             match anchor {
-                Anchor::After(0) => {
-                    top.get_or_insert_with(|| statement.to_string());
+                Anchor::Own(line) => {
+                    own_lines.push((line, statement));
                     placing.in_patch[order] = true;
                 }
                 _ => placing.place(order, anchor, statement),
@@ -833,8 +838,18 @@ impl<'a> Plan<'a> {
         }
         let events = events(&st, &placing.fences);
         let mut changes = line_changes(text, &lines, &st, events);
-        if let Some(top) = top {
-            changes.entry(0).or_default().inserted = Some(top);
+        for (line, statement) in own_lines {
+            // A line already followed by a fence (never a comment or an include guard, where
+            // includes go) would hold two: the top of the file takes this one instead.
+            let line = match changes.get(&line).is_some_and(|c| c.inserted.is_some()) {
+                true => 0,
+                false => line,
+            };
+            changes
+                .entry(line)
+                .or_default()
+                .inserted
+                .get_or_insert(statement.to_string());
         }
         let placed = Placed {
             diff: String::new(),
@@ -1253,9 +1268,9 @@ mod tests {
     }
 
     #[test]
-    fn line_0_inserts_before_the_first_line_unindented() {
+    fn an_own_line_0_goes_before_the_first_line_unindented() {
         let text = "{ a;\r\nb; }\r\n";
-        let insertions = [(Anchor::After(0), "#include <x>"), (Anchor::After(1), "f;")];
+        let insertions = [(Anchor::Own(0), "#include <x>"), (Anchor::After(1), "f;")];
         assert_eq!(
             insert_statements(text, &insertions).unwrap(),
             "#include <x>\r\n{ a;\r\nf;\r\nb; }\r\n"
@@ -1263,7 +1278,7 @@ mod tests {
         let diff = statements_diff(
             "k.cu",
             "a\nb\nc\nd\ne\n",
-            &[(Anchor::After(0), "#include <x>")],
+            &[(Anchor::Own(0), "#include <x>")],
         )
         .unwrap();
         assert_eq!(

@@ -96,6 +96,36 @@ fn includes(text: &str, header: &str) -> bool {
     })
 }
 
+/// The line after which a patch adds an `#include` to `text` (0: the top): below the file's
+/// opening comments and below its include guard (`#pragma once`, or `#ifndef X` and
+/// `#define X`), so that a header keeps its guard first and a licence stays on top.
+fn include_anchor(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut at = 0;
+    let mut in_comment = false;
+    while let Some(line) = lines.get(at) {
+        if in_comment {
+            in_comment = !line.contains("*/");
+        } else if let Some(rest) = line.strip_prefix("/*") {
+            in_comment = !rest.contains("*/");
+        } else if !(line.is_empty() || line.starts_with("//")) {
+            break;
+        }
+        at += 1;
+    }
+    let directive = |i: usize, name: &str| {
+        let line = lines.get(i)?.strip_prefix('#')?.trim_start();
+        line.strip_prefix(name).map(str::trim)
+    };
+    if directive(at, "pragma") == Some("once") {
+        return at + 1;
+    }
+    match (directive(at, "ifndef"), directive(at + 1, "define")) {
+        (Some(guard), Some(defined)) if defined.split_whitespace().next() == Some(guard) => at + 2,
+        _ => at,
+    }
+}
+
 /// A chosen fence that goes after a line of the app's source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacedFence {
@@ -129,8 +159,8 @@ pub struct PlacedFence {
 pub struct FenceReport {
     /// The statement of the hardening's fence kind.
     pub statement: &'static str,
-    /// Headers the inserted statements need; the patch adds an `#include` of each at the top
-    /// of the source, unless the source has it already.
+    /// Headers the inserted statements need; the patch adds an `#include` of each to every
+    /// file it fences that lacks it, near its top (see [`include_anchor`]).
     pub headers: Vec<&'static str>,
     /// The app's (first) source path as the diff names it (`a/<path>`).
     pub path: String,
@@ -218,7 +248,7 @@ pub fn styled_fence_report(
         let include: Vec<String> = needed.iter().map(|h| format!("#include {h}")).collect();
         let insertions: Vec<(Anchor, &str)> = include
             .iter()
-            .map(|line| (Anchor::After(0), line.as_str()))
+            .map(|line| (Anchor::Own(include_anchor(text)), line.as_str()))
             .chain(here.iter().map(|&(i, anchor)| (anchor, fenced(i))))
             .collect();
         let result = place_statements(&name, text, &insertions)?;
@@ -367,7 +397,7 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
             Anchor::After(line) if !anchors.contains(&(path.clone(), Anchor::Before(*line))) => {
                 after.push(format!("{path}:{line}"))
             }
-            Anchor::After(_) => {}
+            Anchor::After(_) | Anchor::Own(_) => {}
             Anchor::Before(line) => around.push(format!("{path}:{line}")),
         }
     }
@@ -549,6 +579,45 @@ mod tests {
             "+  cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_block);"
         ));
         assert!(report.patch.contains("+  __threadfence();"));
+    }
+
+    #[test]
+    fn an_include_goes_below_opening_comments_and_the_include_guard() {
+        assert_eq!(include_anchor("void k() {}\n"), 0);
+        assert_eq!(include_anchor("// licence\n\nvoid k() {}\n"), 2);
+        assert_eq!(include_anchor("/* licence\n * more\n */\nvoid k() {}\n"), 3);
+        assert_eq!(include_anchor("#pragma once\nstruct S {};\n"), 1);
+        assert_eq!(
+            include_anchor("// q.cuh\n# pragma  once\nstruct S {};\n"),
+            2
+        );
+        assert_eq!(
+            include_anchor("#ifndef Q_H\n#define Q_H\nstruct S {};\n#endif\n"),
+            2
+        );
+        // Not a guard: the define names something else.
+        assert_eq!(include_anchor("#ifndef N\n#define M 4\n#endif\n"), 0);
+    }
+
+    /// Regression: the patch put `#include <cuda/atomic>` on a header's first line, above its
+    /// `#pragma once`.
+    #[test]
+    fn a_header_gets_its_include_below_its_pragma_once() {
+        let chosen = [(0, FenceKind::AcqRelGpu)];
+        let text = format!("#pragma once\n{TEXT}");
+        let mut shifted = sites();
+        for site in &mut shifted {
+            site.line = site.line.map(|l| l + 1);
+        }
+        let source = KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), text);
+        let cwd = Path::new("/repo");
+        let patch = kinded_fence_report(&chosen, &shifted, &source, FenceKind::ScGpu, cwd)
+            .unwrap()
+            .patch;
+        assert!(
+            patch.contains(" #pragma once\n+#include <cuda/atomic>\n"),
+            "{patch}"
+        );
     }
 
     #[test]

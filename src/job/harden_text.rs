@@ -112,7 +112,7 @@ impl<'a> HardenText<'a> {
         }
         write_required(f, hardened)?;
         for header in &report.headers {
-            writeln!(f, "  the fences need `#include {header}`: the patch adds it at the top of the source where it lacks it")?;
+            writeln!(f, "  the fences need `#include {header}`: the patch adds it near the top of each file it fences that lacks it")?;
         }
         for fence in &report.placed {
             for note in fence.note.iter().chain(&fence.placement) {

@@ -257,4 +257,13 @@ pub trait Device {
     fn take_races(&mut self) -> Option<crate::races::RaceLog> {
         None
     }
+
+    /// What kernels printed with `printf` since the last call, in the order the calls
+    /// executed: the simulator keeps it (bounded like CUDA's printf FIFO, 1 MiB per launch;
+    /// what does not fit is dropped and a line says how many bytes). A GPU returns nothing
+    /// here: its `printf` output goes to the process's standard output by itself, when the
+    /// CUDA driver flushes its FIFO at a synchronisation.
+    fn take_device_output(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
 }

@@ -14,6 +14,7 @@ use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
 use super::ptx_model::{self, Mark, Syncing};
+use super::races::Bytes;
 use super::sched::{
     Deferred, Machine, QuantumEnd, Reserved, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE,
 };
@@ -48,6 +49,16 @@ fn resolve(space: Space, addr: u64) -> (Region, u64) {
         Space::Generic => (Region::Global, addr),
     }
 }
+
+/// Where the PTX model keeps byte `at` of the blocks' shared memory (`at` counts from block 0's
+/// first byte, so every block's shared memory has its own locations): far from global memory
+/// ([`GLOBAL_BASE`](super::memory::GLOBAL_BASE)) and from the generic windows.
+fn shared_location(at: usize) -> u64 {
+    SHARED_LOCATIONS + at as u64
+}
+
+/// The first of the PTX model's shared-memory locations (see [`shared_location`]).
+const SHARED_LOCATIONS: u64 = 0x4000_0000_0000;
 
 /// What kind of access faulted.
 #[derive(Debug, Clone, Copy)]
@@ -93,7 +104,7 @@ impl Machine<'_> {
         u64::from(v)
     }
 
-    fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
+    pub(crate) fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
         BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
     }
 
@@ -241,6 +252,7 @@ impl Machine<'_> {
             | Op::Match { .. }
             | Op::Redux { .. }
             | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
+            Op::Printf { format, args, ret } => self.printf(t, inst.line, [format, args], ret)?,
             Op::Bra { .. }
             | Op::Call { .. }
             | Op::Return
@@ -743,7 +755,7 @@ impl Machine<'_> {
         if bar.count.is_some() && count == 0 {
             return Err(self.fault(line, "a barrier thread count of 0"));
         }
-        if count % u64::from(WARP_SIZE) != 0 {
+        if !count.is_multiple_of(u64::from(WARP_SIZE)) {
             return Err(self.fault(
                 line,
                 format_args!("a barrier thread count of {count}, not a multiple of the warp size"),
@@ -812,6 +824,27 @@ impl Machine<'_> {
             }
         }
         m
+    }
+
+    /// The bytes from generic address `addr` of thread `t` to the end of its allocation
+    /// (global) or of the block's shared or the thread's local memory: what `printf` reads its
+    /// arguments and strings from.
+    pub(crate) fn generic_bytes(&self, t: usize, addr: u64) -> Result<&[u8], MemFault> {
+        let (region, at) = resolve(Space::Generic, addr);
+        let (memory, size, index) = match region {
+            Region::Shared => (
+                &self.shared,
+                self.shared_size,
+                self.threads[t].block as usize,
+            ),
+            Region::Local => (&self.local, self.local_size, t),
+            _ => return self.mem.bytes_from(at),
+        };
+        let at = usize::try_from(at)
+            .ok()
+            .filter(|&at| at < size)
+            .ok_or(MemFault::Unmapped)?;
+        Ok(&memory[index * size + at..(index + 1) * size])
     }
 
     #[inline]
@@ -1064,6 +1097,9 @@ impl Machine<'_> {
             }
             Region::Shared => {
                 let at = self.local_range(line, Access::Load, target, t, a, size)?;
+                if self.ptx {
+                    return self.load_shared(t, line, at, size, order);
+                }
                 &self.shared[at..at + size as usize]
             }
             Region::Local => {
@@ -1096,6 +1132,9 @@ impl Machine<'_> {
             }
             Region::Shared => {
                 let at = self.local_range(line, Access::Store, target, t, a, size)?;
+                if self.ptx {
+                    return self.store_shared(t, line, at, size, value, order);
+                }
                 &mut self.shared[at..at + size as usize]
             }
             Region::Local => {
@@ -1105,6 +1144,77 @@ impl Machine<'_> {
             Region::Param => return Err(self.fault(line, "store to the parameter space")),
         };
         super::memory::write_le(bytes, value);
+        Ok(())
+    }
+
+    /// A shared-memory load under the PTX model, at byte `at` of the blocks' shared memory
+    /// (see [`shared_location`]). Never deferred: only global loads are.
+    fn load_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: usize,
+        size: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let in_memory = super::memory::read_le(&self.shared[at..at + size as usize]);
+        let addr = shared_location(at);
+        let a = self.model_access(t, order);
+        if order.acquires {
+            self.settle(
+                t,
+                Syncing::Acquire {
+                    access: a,
+                    addr,
+                    size,
+                },
+            )?;
+        }
+        let pick = self.rng.random::<u32>();
+        let v = self.model.load(a, addr, size, in_memory, pick, self.older);
+        if let Some(races) = &mut self.races {
+            races.load(
+                t,
+                None,
+                line,
+                Bytes { addr, size },
+                order,
+                self.model.last_read,
+            );
+        }
+        Ok(v)
+    }
+
+    /// A shared-memory store under the PTX model (see [`Machine::load_shared`]).
+    fn store_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: usize,
+        size: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<(), BackendError> {
+        let bytes = at..at + size as usize;
+        let old = super::memory::read_le(&self.shared[bytes.clone()]);
+        let addr = shared_location(at);
+        let a = self.model_access(t, order);
+        self.settle(
+            t,
+            Syncing::Write {
+                access: a,
+                addr,
+                size,
+            },
+        )?;
+        let place = placement(self.rng, self.older);
+        if self.model.store(a, addr, size, old, value, place) {
+            super::memory::write_le(&mut self.shared[bytes], value);
+        }
+        if let Some(races) = &mut self.races {
+            let ts = ptx_model::tracked(size).then(|| self.model.clock());
+            races.store(t, line, Bytes { addr, size }, order, ts);
+        }
         Ok(())
     }
 
@@ -1134,7 +1244,14 @@ impl Machine<'_> {
             let v = self.model.load(a, addr, size, in_memory, pick, self.older);
             if let Some(races) = &mut self.races {
                 let pos = self.deferred_race_pos.take();
-                races.load(t, pos, line, addr, order, self.model.last_read);
+                races.load(
+                    t,
+                    pos,
+                    line,
+                    Bytes { addr, size },
+                    order,
+                    self.model.last_read,
+                );
             }
             return Ok(v);
         }
@@ -1194,7 +1311,7 @@ impl Machine<'_> {
             }
             if let Some(races) = &mut self.races {
                 let ts = ptx_model::tracked(size).then(|| self.model.clock());
-                races.store(t, line, addr, order, ts);
+                races.store(t, line, Bytes { addr, size }, order, ts);
             }
             return Ok(());
         }
@@ -1243,6 +1360,10 @@ impl Machine<'_> {
         let (target, a) = resolve(space, addr);
         match target {
             Region::Global | Region::Const => {}
+            Region::Shared if self.ptx => {
+                let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
+                return self.atomic_shared(t, line, op, mem, at, [b, c]);
+            }
             Region::Shared | Region::Local => {
                 let at = self.local_range(line, Access::Atomic, target, t, a, size)?;
                 let region = if target == Region::Shared {
@@ -1297,7 +1418,11 @@ impl Machine<'_> {
                 )?;
             }
             let in_memory = self.mem.read(a, size).unwrap_or(0);
-            return Ok(self.ptx_atomic(t, line, op, mem, a, in_memory, b, c));
+            let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, a, in_memory, b, c);
+            if let Some(new) = memory_gets {
+                let _ = self.mem.write(a, size, new);
+            }
+            return Ok(old);
         }
         let in_memory = self.mem.read(a, size).unwrap_or(0);
         let new = alu::atom(op, ty, in_memory, b, c);
@@ -1306,11 +1431,38 @@ impl Machine<'_> {
         Ok(in_memory)
     }
 
+    /// A shared-memory `atom` under the PTX model, at byte `at` of the blocks' shared memory
+    /// (see [`shared_location`]): returns the old value.
+    fn atomic_shared(
+        &mut self,
+        t: usize,
+        line: u32,
+        op: AtomOp,
+        mem: MemRef,
+        at: usize,
+        [b, c]: [u64; 2],
+    ) -> Result<u64, BackendError> {
+        let size = mem.size();
+        let bytes = at..at + size as usize;
+        let addr = shared_location(at);
+        let access = self.model_access(t, mem.order);
+        self.settle(t, Syncing::Write { access, addr, size })?;
+        if mem.order.acquires {
+            self.settle(t, Syncing::Acquire { access, addr, size })?;
+        }
+        let in_memory = super::memory::read_le(&self.shared[bytes.clone()]);
+        let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, addr, in_memory, b, c);
+        if let Some(new) = memory_gets {
+            super::memory::write_le(&mut self.shared[bytes], new);
+        }
+        Ok(old)
+    }
+
     /// An atomic under the PTX model: it reads the newest value or, with the chance of reading
     /// an older one, a message the model lets it read instead (an RMW that is not morally strong
-    /// with a newer write may read before it: a lost update); memory gets what it writes. The
-    /// dice are thrown only when there is a choice, so RMWs that must read the newest draw
-    /// nothing. Returns the value read.
+    /// with a newer write may read before it: a lost update). The dice are thrown only when
+    /// there is a choice, so RMWs that must read the newest draw nothing. Returns the value
+    /// read, and what memory must hold at `addr` afterwards when that changes.
     #[allow(clippy::too_many_arguments)]
     fn ptx_atomic(
         &mut self,
@@ -1322,7 +1474,7 @@ impl Machine<'_> {
         in_memory: u64,
         b: u64,
         c: u64,
-    ) -> u64 {
+    ) -> (u64, Option<u64>) {
         let size = mem.size();
         let access = self.model_access(t, mem.order);
         let choices = self.model.rmw_choices(access, addr, size);
@@ -1344,14 +1496,11 @@ impl Machine<'_> {
             writes.then_some(new),
             place,
         );
-        if newest {
-            let _ = self.mem.write(addr, size, new);
-        }
         if let Some(races) = &mut self.races {
             let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
-            races.atomic(t, line, addr, mem.order, writes, ts);
+            races.atomic(t, line, Bytes { addr, size }, mem.order, writes, ts);
         }
-        old
+        (old, newest.then_some(new))
     }
 
     /// How an access of thread `t` with `order` takes part in the PTX model.
@@ -1574,7 +1723,8 @@ impl Machine<'_> {
             .restricted_load(a, p.addr, size, newest, pick, self.older, r.mark);
         if let Some(races) = &mut self.races {
             let pos = self.deferred_race_pos.take();
-            races.load(t, pos, p.line, p.addr, p.order, self.model.last_read);
+            let at = Bytes { addr: p.addr, size };
+            races.load(t, pos, p.line, at, p.order, self.model.last_read);
         }
         v.unwrap_or(r.fallback)
     }

@@ -710,6 +710,15 @@ pub enum Op {
     Trap,
     /// A failed device-side `assert` (`call __assertfail`): the thread faults, as on a GPU.
     AssertFail,
+    /// `call vprintf` (`printf`): formats the string whose generic address is in the `format`
+    /// slot with the argument buffer whose address is in the `args` slot (slots are offsets in
+    /// the thread's local memory, where call parameters live) and writes the return value to the
+    /// `ret` slot.
+    Printf {
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    },
     Shfl {
         mode: ShflMode,
         d: Reg,

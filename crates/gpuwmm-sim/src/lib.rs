@@ -15,6 +15,7 @@ mod exec;
 mod half;
 mod isa;
 mod memory;
+mod printf;
 mod ptx_model;
 mod races;
 mod rounding;
@@ -26,10 +27,11 @@ use self::decode::Kernel;
 /// A comparison operator of `setp`; the litmus runner's branches use it too.
 pub use self::isa::Cmp;
 use self::memory::GlobalMemory;
+use self::printf::DeviceOutput;
 use self::races::LaunchRaces;
 pub use self::races::{
     AccessKind as RaceAccessKind, Communication, Conflict, PairFacts, RaceAccess, RaceLog,
-    RaceSite, Strength,
+    RaceSite, SourceLine, Strength,
 };
 use self::vars::VarSpace;
 pub use crate::device::Device;
@@ -239,6 +241,8 @@ pub struct SimBackend {
     races: Vec<(usize, LaunchRaces)>,
     /// The allocations that hold module variables (never freed by [`Device::free`]).
     variable_ids: HashSet<u64>,
+    /// What kernels printed since the last [`Device::take_device_output`].
+    output: DeviceOutput,
 }
 
 impl SimBackend {
@@ -277,6 +281,7 @@ impl SimBackend {
             record_races: false,
             races: Vec::new(),
             variable_ids: HashSet::new(),
+            output: DeviceOutput::default(),
         }
     }
 
@@ -307,6 +312,7 @@ impl SimBackend {
         for launch in queue {
             let kernel = &self.modules[launch.module].kernels[launch.kernel];
             let start = Instant::now();
+            self.output.begin_launch();
             let machine = sched::Machine::new(
                 kernel,
                 &mut self.memory,
@@ -314,10 +320,14 @@ impl SimBackend {
                 &mut self.rng,
                 &launch.config,
                 launch.params,
+                &mut self.output,
             )
             .ending_with_app(launch.stress_from)
             .recording_races(self.record_races);
-            let (executed, longest, races) = machine.run(deadline)?;
+            let ran = machine.run(deadline);
+            // What a launch printed before it failed is kept: it is what one debugs with.
+            self.output.end_launch();
+            let (executed, longest, races) = ran?;
             if let Some(races) = races {
                 self.races.push((launch.module, races));
             }
@@ -621,6 +631,10 @@ impl Device for SimBackend {
 
     fn end_next_launch_with_app(&mut self, first_stressing_block: u32) {
         self.stress_from = Some(first_stressing_block);
+    }
+
+    fn take_device_output(&mut self) -> Vec<u8> {
+        self.output.take()
     }
 }
 

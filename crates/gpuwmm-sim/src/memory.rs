@@ -97,6 +97,12 @@ impl GlobalMemory {
         }
     }
 
+    /// The bytes from `addr` to the end of its live allocation.
+    pub fn bytes_from(&self, addr: u64) -> Result<&[u8], MemFault> {
+        let (i, off) = self.locate(addr, 1)?;
+        Ok(&self.allocs[i].data[off..])
+    }
+
     /// Checks that an access of `size` bytes at `addr` is valid.
     pub fn check(&self, addr: u64, size: u64) -> Result<(), MemFault> {
         self.locate(addr, size).map(|_| ())

@@ -23,8 +23,10 @@
 //! write, a write against the newest write and the reads since it (older accesses can hide a
 //! pair: races missed, never invented); observation through a chain of read-modify-writes and
 //! communication through a third thread are not followed (a pair may be called
-//! uncommunicated); accesses of different sizes to overlapping bytes are not compared;
-//! stressing blocks are not recorded.
+//! uncommunicated); an access is compared with the newest write (and the reads since it) of
+//! each location of another extent it overlaps, and a read observes those newest writes, as if
+//! it had read them (the model may have given it an older value: a pair may be called observed
+//! or communicated when it was not); stressing blocks are not recorded.
 
 use super::isa::{Order, Reach};
 use super::ptx_model::WordHasher;
@@ -74,6 +76,17 @@ pub struct RaceSite {
     /// The source file and line of the outermost frame, when the PTX has line info.
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// For code inlined at that line from another (a function of the app or of a header):
+    /// the line the access itself is on, the innermost frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<SourceLine>,
+}
+
+/// A line of a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
 }
 
 /// One access of a pair.
@@ -201,6 +214,9 @@ struct Shadow {
     last_own: Vec<(u32, bool)>,
     /// A thread read it again without writing it between: it waits on it.
     spun: bool,
+    /// The widest access made here, bytes (accesses of other widths at this address share
+    /// the shadow).
+    size: u8,
 }
 
 impl Shadow {
@@ -248,6 +264,14 @@ struct Side {
     strength: Strength,
 }
 
+/// The bytes an access touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes {
+    pub addr: u64,
+    /// At most 8, and `addr` a multiple of it.
+    pub size: u64,
+}
+
 /// The recorder's state for one launch.
 #[derive(Debug)]
 pub struct RaceTracker {
@@ -281,6 +305,9 @@ pub struct RaceTracker {
     snapshots: Vec<Option<Clock>>,
     /// Loads numbered with [`RaceTracker::reserve`] and not yet performed.
     deferred: u32,
+    /// Some access was not 4 bytes wide: shadows of other extents may overlap (until then,
+    /// with accesses naturally aligned, none does).
+    mixed: bool,
 }
 
 fn includes(s: Strength, same_cta: bool) -> bool {
@@ -329,6 +356,7 @@ impl RaceTracker {
             edges: HashMap::new(),
             snapshots: vec![None; threads],
             deferred: 0,
+            mixed: false,
         }
     }
 
@@ -418,7 +446,7 @@ impl RaceTracker {
         t: usize,
         reserved: Option<u32>,
         line: u32,
-        addr: u64,
+        at: Bytes,
         order: Order,
         read_ts: Option<u32>,
     ) {
@@ -426,12 +454,43 @@ impl RaceTracker {
             return;
         };
         let t = me.thread;
-        self.read_part(me, addr, order, read_ts, true);
-        let shadow = self.shadows.entry(addr).or_default();
+        let others = self.overlapped(at);
+        self.read_part(me, at.addr, order, read_ts, true);
+        for &addr in &others {
+            self.read_part(me, addr, order, None, false);
+        }
+        let shadow = self.shadow(at);
         if me.strength != Strength::Weak {
             shadow.note_own(t, true);
         }
         shadow.note_read(me);
+    }
+
+    /// The shadow of `at`'s address, made for it if new, that has seen an access of `at`'s
+    /// width.
+    fn shadow(&mut self, at: Bytes) -> &mut Shadow {
+        let shadow = self.shadows.entry(at.addr).or_default();
+        shadow.size = shadow.size.max(at.size as u8);
+        shadow
+    }
+
+    /// The addresses of the shadows of another extent that `at` overlaps. Accesses are
+    /// naturally aligned and at most 8 bytes wide, so such a shadow starts in the aligned 8
+    /// bytes around `at` or inside it; while every access is a word, none does.
+    fn overlapped(&mut self, at: Bytes) -> Vec<u64> {
+        self.mixed |= at.size != 4;
+        if !self.mixed {
+            return Vec::new();
+        }
+        let end = at.addr + at.size;
+        (at.addr & !7..end)
+            .filter(|&a| a != at.addr)
+            .filter(|a| {
+                self.shadows
+                    .get(a)
+                    .is_some_and(|s| a + u64::from(s.size) > at.addr)
+            })
+            .collect()
     }
 
     /// The read half of a load or read-modify-write: pairs with the write read and the newest
@@ -584,7 +643,7 @@ impl RaceTracker {
     }
 
     /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked).
-    pub fn store(&mut self, t: usize, line: u32, addr: u64, order: Order, ts: Option<u32>) {
+    pub fn store(&mut self, t: usize, line: u32, at: Bytes, order: Order, ts: Option<u32>) {
         let Some(me) = self.begin(t, None, line, AccessKind::Write, order) else {
             return;
         };
@@ -592,7 +651,10 @@ impl RaceTracker {
         if order.releases {
             self.release(t, order.reach, p);
         }
-        self.write_part(me, addr, true);
+        for addr in self.overlapped(at) {
+            self.write_part(me, addr, true);
+        }
+        self.write_part(me, at.addr, true);
         let (view_cta, view_gpu) = match order.reach {
             Reach::Weak => (None, None),
             _ => (
@@ -600,7 +662,7 @@ impl RaceTracker {
                 self.rel_gpu[t as usize].clone(),
             ),
         };
-        self.push_write(me, addr, ts, (view_cta, view_gpu), Vec::new());
+        self.push_write(me, at, ts, (view_cta, view_gpu), Vec::new());
     }
 
     /// The write half: pairs with the newest write (unless the read half did) and the reads
@@ -627,14 +689,14 @@ impl RaceTracker {
     fn push_write(
         &mut self,
         me: Side,
-        addr: u64,
+        at: Bytes,
         ts: Option<u32>,
         views: (Option<Clock>, Option<Clock>),
         chain: Vec<(u32, u32, u32)>,
     ) {
         let (view_cta, view_gpu) = views;
         let clock = self.clock_for_write(me.thread);
-        let shadow = self.shadows.entry(addr).or_default();
+        let shadow = self.shadow(at);
         shadow.note_own(me.thread, false);
         if shadow.writes.len() == WRITES {
             shadow.writes.remove(0);
@@ -657,7 +719,7 @@ impl RaceTracker {
         &mut self,
         t: usize,
         line: u32,
-        addr: u64,
+        at: Bytes,
         order: Order,
         wrote: bool,
         ts: Option<u32>,
@@ -666,14 +728,17 @@ impl RaceTracker {
             return;
         };
         let (t, p) = (me.thread, me.pos);
-        let newest = self.shadows.get(&addr).and_then(|s| s.writes.last());
+        let newest = self.shadows.get(&at.addr).and_then(|s| s.writes.last());
         let carried = newest
             .map(|w| (w.view_cta.clone(), w.view_gpu.clone()))
             .unwrap_or_default();
         let chain = newest.map_or_else(Vec::new, |w| self.chain_through(w, me));
-        self.read_part(me, addr, order, None, false);
+        let others = self.overlapped(at);
+        for addr in std::iter::once(at.addr).chain(others.iter().copied()) {
+            self.read_part(me, addr, order, None, false);
+        }
         if !wrote {
-            let shadow = self.shadows.entry(addr).or_default();
+            let shadow = self.shadow(at);
             shadow.note_own(t, true);
             shadow.note_read(me);
             return;
@@ -681,11 +746,13 @@ impl RaceTracker {
         if order.releases {
             self.release(t, order.reach, p);
         }
-        self.write_part(me, addr, false);
+        for addr in std::iter::once(at.addr).chain(others) {
+            self.write_part(me, addr, false);
+        }
         let i = t as usize;
         let view_gpu = join_clocks(&self.rel_gpu[i], &carried.1);
         let view_cta = join_clocks(&join_clocks(&self.rel_cta[i], &view_gpu), &carried.0);
-        self.push_write(me, addr, ts, (view_cta, view_gpu), chain);
+        self.push_write(me, at, ts, (view_cta, view_gpu), chain);
     }
 
     /// The observation chain a read-modify-write of `me` continues by reading `w` (empty when
@@ -843,6 +910,15 @@ pub fn site_table(ptx_text: &str) -> HashMap<u32, RaceSite> {
             };
             let outer = attribution.map(|a| a.outer).filter(|pos| pos.line != 0);
             let file = outer.and_then(|pos| module.file_path(pos.file).map(str::to_string));
+            let inner = attribution
+                .filter(|a| a.inner != a.outer && a.inner.line != 0 && file.is_some())
+                .and_then(|a| {
+                    let file = module.file_path(a.inner.file)?.to_string();
+                    Some(SourceLine {
+                        file,
+                        line: a.inner.line,
+                    })
+                });
             table.insert(
                 i.ptx_line as u32,
                 RaceSite {
@@ -851,6 +927,7 @@ pub fn site_table(ptx_text: &str) -> HashMap<u32, RaceSite> {
                     ptx: gpuwmm_ptx::print::instruction_text(i),
                     line: file.as_ref().and(outer.map(|pos| pos.line)),
                     file,
+                    inner,
                 },
             );
         }
@@ -869,6 +946,7 @@ impl RaceLog {
                 ptx: String::new(),
                 file: None,
                 line: None,
+                inner: None,
             })
         };
         for LaunchPair {
@@ -937,6 +1015,11 @@ mod tests {
     const X: u64 = 0x1000;
     const FLAG: u64 = 0x2000;
 
+    /// The word at `addr`.
+    fn w(addr: u64) -> Bytes {
+        Bytes { addr, size: 4 }
+    }
+
     fn order(reach: Reach) -> Order {
         Order {
             reach,
@@ -954,16 +1037,16 @@ mod tests {
     /// `acquire`, and reads the payload. Returns the launch's pairs.
     fn message_passing(payload: Reach, release: bool, acquire: bool) -> Vec<LaunchPair> {
         let mut r = two_ctas();
-        r.store(0, 10, X, order(payload), Some(1));
+        r.store(0, 10, w(X), order(payload), Some(1));
         if release {
             r.fence(0, Reach::Gpu, false);
         }
-        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
-        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
         if acquire {
             r.fence(1, Reach::Gpu, false);
         }
-        r.load(1, None, 21, X, order(payload), Some(1));
+        r.load(1, None, 21, w(X), order(payload), Some(1));
         r.finish().conflicts
     }
 
@@ -1001,12 +1084,12 @@ mod tests {
     #[test]
     fn a_cta_scoped_release_does_not_order_a_pair_between_ctas() {
         let mut r = two_ctas();
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.fence(0, Reach::Cta, false);
-        r.store(0, 11, FLAG, order(Reach::Gpu), Some(2));
-        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(2));
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
         r.fence(1, Reach::Gpu, false);
-        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         let pairs = r.finish().conflicts;
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
@@ -1016,9 +1099,9 @@ mod tests {
     #[test]
     fn a_barrier_orders_the_threads_of_a_block() {
         let mut r = RaceTracker::new(2, 2);
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.barrier(&[0, 1]);
-        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
     }
 
@@ -1028,11 +1111,11 @@ mod tests {
     #[test]
     fn bar_arrive_producers_are_ordered_before_the_consumers_that_wait() {
         let mut r = RaceTracker::new(2, 2);
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.barrier_arrive(0, 1);
         r.barrier_arrive(1, 1);
         r.barrier_complete(1, &[1]);
-        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
     }
 
@@ -1042,18 +1125,18 @@ mod tests {
         r.barrier_arrive(0, 1);
         r.barrier_arrive(1, 1);
         r.barrier_complete(1, &[0, 1]);
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.barrier_arrive(1, 1);
         r.barrier_complete(1, &[1]);
-        r.load(1, None, 21, X, order(Reach::Weak), Some(1));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert_eq!(r.finish().conflicts.len(), 1);
     }
 
     #[test]
     fn two_weak_writes_of_one_block_without_a_barrier_race() {
         let mut r = RaceTracker::new(2, 2);
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
-        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(1, 11, w(X), order(Reach::Weak), Some(2));
         let pairs = r.finish().conflicts;
         assert_eq!(pairs.len(), 1);
         assert!(pairs[0].key.facts.same_cta && !pairs[0].key.facts.morally_strong);
@@ -1062,9 +1145,9 @@ mod tests {
     #[test]
     fn a_flag_read_twice_in_a_row_is_a_synchronising_location() {
         let mut r = two_ctas();
-        r.load(1, None, 20, FLAG, order(Reach::Gpu), None);
-        r.store(0, 11, FLAG, order(Reach::Gpu), Some(1));
-        r.load(1, None, 20, FLAG, order(Reach::Gpu), Some(1));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), None);
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(1));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(1));
         let pairs = r.finish().conflicts;
         assert!(!pairs.is_empty());
         assert!(pairs.iter().all(|p| p.synchronising));
@@ -1080,13 +1163,13 @@ mod tests {
         if release {
             r.fence(0, Reach::Gpu, false);
         }
-        r.store(0, 14, FLAG, order(Reach::Gpu), Some(1));
-        r.load(1, None, 17, FLAG, order(Reach::Gpu), Some(1));
+        r.store(0, 14, w(FLAG), order(Reach::Gpu), Some(1));
+        r.load(1, None, 17, w(FLAG), order(Reach::Gpu), Some(1));
         if acquire {
             r.fence(1, Reach::Gpu, false);
         }
-        r.store(1, 19, X, order(Reach::Gpu), Some(2));
-        r.load(0, Some(read), 13, X, order(Reach::Gpu), Some(0));
+        r.store(1, 19, w(X), order(Reach::Gpu), Some(2));
+        r.load(0, Some(read), 13, w(X), order(Reach::Gpu), Some(0));
         let pairs = r.finish().conflicts;
         pairs.into_iter().filter(|p| p.key.first.0 != 14).collect()
     }
@@ -1109,11 +1192,70 @@ mod tests {
         }
     }
 
+    /// `size` bytes at `addr`.
+    fn bytes(addr: u64, size: u64) -> Bytes {
+        Bytes { addr, size }
+    }
+
+    /// Regression: shadows were keyed by address alone, so a byte written inside a word and a
+    /// read of the whole word (or the reverse) were never compared, and the pair went unseen.
+    #[test]
+    fn a_byte_write_and_a_read_of_the_word_holding_it_are_a_pair() {
+        for (write, read) in [(bytes(X + 1, 1), w(X)), (w(X), bytes(X + 2, 2))] {
+            let mut r = two_ctas();
+            r.store(0, 10, write, order(Reach::Weak), Some(1));
+            r.load(1, None, 21, read, order(Reach::Weak), None);
+            let pairs = r.finish().conflicts;
+            assert_eq!(pairs.len(), 1, "write {write:?}, read {read:?}");
+            assert_eq!((pairs[0].key.first.0, pairs[0].key.second.0), (10, 21));
+        }
+    }
+
+    #[test]
+    fn an_eight_byte_write_and_a_byte_write_inside_it_are_a_pair() {
+        let mut r = two_ctas();
+        r.store(0, 10, bytes(X, 8), order(Reach::Weak), Some(1));
+        r.store(1, 11, bytes(X + 7, 1), order(Reach::Weak), Some(2));
+        assert_eq!(r.finish().conflicts.len(), 1);
+    }
+
+    #[test]
+    fn writes_to_different_bytes_of_one_word_are_no_pair() {
+        let mut r = two_ctas();
+        r.store(0, 10, bytes(X, 1), order(Reach::Weak), Some(1));
+        r.store(1, 11, bytes(X + 1, 1), order(Reach::Weak), Some(2));
+        r.load(1, None, 21, bytes(X + 2, 2), order(Reach::Weak), None);
+        assert!(r.finish().conflicts.is_empty());
+    }
+
+    /// A release through a `bool` flag at byte 2 of a word, acquired by a read of the whole
+    /// word: the acquire observes the byte's write, so the payload is ordered.
+    #[test]
+    fn a_word_acquire_over_a_byte_release_orders_the_payload() {
+        let mut r = two_ctas();
+        let releasing = Order {
+            releases: true,
+            ..order(Reach::Gpu)
+        };
+        let acquiring = Order {
+            acquires: true,
+            ..order(Reach::Gpu)
+        };
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 11, bytes(FLAG + 2, 1), releasing, Some(2));
+        r.load(1, None, 20, w(FLAG), acquiring, None);
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        assert!(payload_pairs(&pairs).is_empty());
+        assert_eq!(pairs.len(), 1, "the flag pair itself: {pairs:?}");
+        assert!(pairs[0].key.facts.morally_strong && pairs[0].key.facts.observed);
+    }
+
     #[test]
     fn stressing_threads_are_not_recorded() {
         let mut r = RaceTracker::new(1, 1);
-        r.store(0, 10, X, order(Reach::Weak), Some(1));
-        r.store(1, 11, X, order(Reach::Weak), Some(2));
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(1, 11, w(X), order(Reach::Weak), Some(2));
         assert!(r.finish().conflicts.is_empty());
     }
 }

@@ -23,6 +23,7 @@ use super::decode::Kernel;
 use super::dispatch;
 use super::isa::*;
 use super::memory::GlobalMemory;
+use super::printf::DeviceOutput;
 use super::ptx_model::PtxMemory;
 use super::races::{LaunchRaces, RaceTracker};
 use super::weak::{StaleCache, StoreBuffer};
@@ -215,6 +216,8 @@ pub struct Machine<'a> {
     pub defer_coin: Bernoulli,
     pub half_coin: Bernoulli,
     pub quarter_coin: Bernoulli,
+    /// Where `printf` calls write, in the order they execute.
+    pub output: &'a mut DeviceOutput,
 }
 
 /// A coin that comes up with chance `p` (clamped to 0..=1).
@@ -239,6 +242,7 @@ impl<'a> Machine<'a> {
         rng: &'a mut ChaCha8Rng,
         launch: &LaunchConfig,
         params: Vec<u8>,
+        output: &'a mut DeviceOutput,
     ) -> Machine<'a> {
         let block_dim = dims(launch.block);
         let grid_dim = dims(launch.grid);
@@ -314,6 +318,7 @@ impl<'a> Machine<'a> {
             defer_coin: coin(cfg.defer_probability),
             half_coin: coin(0.5),
             quarter_coin: coin(0.25),
+            output,
         }
     }
 

@@ -683,7 +683,7 @@ fn the_barrier_analysis_decides_whether_a_test_can_end() {
     let orders = |second| {
         three(&[
             &format!(" bar.cta.sync 0 | {second} 1, 1, 2 | ;"),
-            &format!(" bar.cta.sync 1, 1, 2 | bar.cta.sync 0 | ;"),
+            " bar.cta.sync 1, 1, 2 | bar.cta.sync 0 | ;",
         ])
     };
     assert_eq!(finishing_of(&orders("bar.cta.sync")), Finishing::Never);

@@ -44,6 +44,7 @@ use gpuwmm_sim::device::{BackendError, Buffer, Device, LaunchConfig};
 use gpuwmm_sim::SimBackend;
 use state::{Object, Stamp};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -942,7 +943,9 @@ fn simulate(
         .sim
         .launch_raw(f.module, &f.name, config, &slices)
         .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
-    match device.sim.synchronize(Duration::MAX) {
+    let finished = device.sim.synchronize(Duration::MAX);
+    print_device_output(&device.sim.take_device_output());
+    match finished {
         Ok(()) => {
             let longest = device.sim.last_kernel_stats().longest_thread.unwrap_or(0);
             state::advance_ns(longest.max(1) * state::NS_PER_INSTRUCTION);
@@ -952,6 +955,17 @@ fn simulate(
         Err(_) => f.ctx.poison(CUresult::CUDA_ERROR_LAUNCH_FAILED),
     }
     Ok(())
+}
+
+/// Writes a launch's `printf` output to standard output, as a GPU's driver does when it
+/// flushes the printf FIFO at a synchronisation (the stand-in's launches are synchronous), with
+/// whatever line ends the kernels wrote.
+fn print_device_output(output: &[u8]) {
+    if output.is_empty() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(output).and_then(|()| stdout.flush());
 }
 
 #[no_mangle]

@@ -2,11 +2,8 @@
 //! `selp`. Calls are resolved here against the callee's parameter frame.
 
 use super::layout::align_up;
-use super::memory::Access;
 use super::operands::{harmless, ty_of};
-use super::{
-    bad, check, definition, expect, frame, one_type, CallSite, Decoder, Why, CALL_PARAM, R,
-};
+use super::{bad, check, definition, expect, frame, one_type, CallSite, Decoder, Why, R};
 use crate::device::BackendError;
 use crate::isa::*;
 use crate::vars::parse_var;
@@ -74,7 +71,7 @@ impl Decoder<'_, '_> {
             _ => return Err(Why::Unsupported),
         };
         if definition(self.p.module, name).is_none() {
-            return self.runtime_call(name, rets);
+            return self.runtime_call(name, rets, args);
         }
         if rets.len() > 1 {
             return Err(Why::Unsupported);
@@ -106,34 +103,32 @@ impl Decoder<'_, '_> {
     }
 
     /// Calls of the CUDA runtime's device functions, which NVRTC leaves undefined: `vprintf`
-    /// (`printf`: nothing is printed, and it returns 0) and `__assertfail` (a failed `assert`:
-    /// the thread faults, as on a GPU). Any other undefined function is refused.
-    fn runtime_call(&mut self, name: &str, rets: &[Operand]) -> R<Op> {
-        match (name, rets) {
-            ("__assertfail", []) => Ok(Op::AssertFail),
-            ("vprintf", []) => Ok(Op::Nop),
-            ("vprintf", [ret]) => {
-                let (at, _) = self.call_param(ret)?;
-                let slot = Access {
-                    space: Space::Param,
-                    ty: Ty {
-                        kind: Kind::B,
-                        bits: 32,
-                    },
-                    n: 1,
-                    order: Order::default(),
-                };
-                let addr = Addr {
-                    base: None,
-                    offset: (CALL_PARAM | at) as i64,
-                };
-                Ok(Op::St {
-                    s: [Src::Imm(0); 4],
-                    mem: slot.at(addr),
-                })
-            }
+    /// (`printf`: the format and argument buffer addresses are the call's two `.b64`
+    /// parameters, see `printf/`) and `__assertfail` (a failed `assert`: the thread faults, as
+    /// on a GPU). Any other undefined function is refused.
+    fn runtime_call(&mut self, name: &str, rets: &[Operand], args: &[Operand]) -> R<Op> {
+        match (name, rets, args) {
+            ("__assertfail", [], _) => Ok(Op::AssertFail),
+            ("vprintf", [], [format, buffer]) => self.vprintf(format, buffer, None),
+            ("vprintf", [ret], [format, buffer]) => self.vprintf(format, buffer, Some(ret)),
             _ => Err(Why::Unsupported),
         }
+    }
+
+    /// `call (ret), vprintf, (format, buffer)`: the local-memory slots of its parameters.
+    fn vprintf(&self, format: &Operand, buffer: &Operand, ret: Option<&Operand>) -> R<Op> {
+        let slot = |o: &Operand, bytes: u64| -> R<u32> {
+            let (at, size) = self.call_param(o)?;
+            if size != bytes {
+                return bad(format!("vprintf takes {bytes}-byte parameters, not {size}"));
+            }
+            u32::try_from(at).map_err(|_| Why::Unsupported)
+        };
+        Ok(Op::Printf {
+            format: slot(format, 8)?,
+            args: slot(buffer, 8)?,
+            ret: ret.map(|r| slot(r, 4)).transpose()?,
+        })
     }
 
     pub(super) fn label(&self, o: &Operand) -> R<u32> {
