@@ -1159,30 +1159,7 @@ impl Machine<'_> {
     ) -> Result<u64, BackendError> {
         let in_memory = super::memory::read_le(&self.shared[at..at + size as usize]);
         let addr = shared_location(at);
-        let a = self.model_access(t, order);
-        if order.acquires {
-            self.settle(
-                t,
-                Syncing::Acquire {
-                    access: a,
-                    addr,
-                    size,
-                },
-            )?;
-        }
-        let pick = self.rng.random::<u32>();
-        let v = self.model.load(a, addr, size, in_memory, pick, self.older);
-        if let Some(races) = &mut self.races {
-            races.load(
-                t,
-                None,
-                line,
-                Bytes { addr, size },
-                order,
-                self.model.last_read,
-            );
-        }
-        Ok(v)
+        self.model_load(t, line, Bytes { addr, size }, in_memory, order)
     }
 
     /// A shared-memory store under the PTX model (see [`Machine::load_shared`]).
@@ -1198,6 +1175,53 @@ impl Machine<'_> {
         let bytes = at..at + size as usize;
         let old = super::memory::read_le(&self.shared[bytes.clone()]);
         let addr = shared_location(at);
+        if self.model_store(t, line, Bytes { addr, size }, old, value, order)? {
+            super::memory::write_le(&mut self.shared[bytes], value);
+        }
+        Ok(())
+    }
+
+    /// A load under the PTX model of `at` (a global address, or a shared-memory location),
+    /// where memory holds `in_memory`: the value it reads.
+    fn model_load(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: Bytes,
+        in_memory: u64,
+        order: Order,
+    ) -> Result<u64, BackendError> {
+        let Bytes { addr, size } = at;
+        let a = self.model_access(t, order);
+        if order.acquires {
+            let what = Syncing::Acquire {
+                access: a,
+                addr,
+                size,
+            };
+            self.settle(t, what)?;
+        }
+        let pick = self.rng.random::<u32>();
+        let v = self.model.load(a, addr, size, in_memory, pick, self.older);
+        if let Some(races) = &mut self.races {
+            let pos = self.deferred_race_pos.take();
+            races.load(t, pos, line, at, order, self.model.last_read);
+        }
+        Ok(v)
+    }
+
+    /// A store of `value` under the PTX model to `at` (a global address, or a shared-memory
+    /// location), where memory holds `old`: whether memory must hold `value` afterwards.
+    fn model_store(
+        &mut self,
+        t: usize,
+        line: u32,
+        at: Bytes,
+        old: u64,
+        value: u64,
+        order: Order,
+    ) -> Result<bool, BackendError> {
+        let Bytes { addr, size } = at;
         let a = self.model_access(t, order);
         self.settle(
             t,
@@ -1208,14 +1232,12 @@ impl Machine<'_> {
             },
         )?;
         let place = placement(self.rng, self.older);
-        if self.model.store(a, addr, size, old, value, place) {
-            super::memory::write_le(&mut self.shared[bytes], value);
-        }
+        let newest = self.model.store(a, addr, size, old, value, place);
         if let Some(races) = &mut self.races {
             let ts = ptx_model::tracked(size).then(|| self.model.clock());
-            races.store(t, line, Bytes { addr, size }, order, ts);
+            races.store(t, line, at, order, ts);
         }
-        Ok(())
+        Ok(newest)
     }
 
     fn load_global(
@@ -1231,29 +1253,7 @@ impl Machine<'_> {
             .read(addr, size)
             .map_err(|why| self.mem_fault(line, Access::Load, "global", addr, size, why))?;
         if self.ptx {
-            let a = self.model_access(t, order);
-            if order.acquires {
-                let what = Syncing::Acquire {
-                    access: a,
-                    addr,
-                    size,
-                };
-                self.settle(t, what)?;
-            }
-            let pick = self.rng.random::<u32>();
-            let v = self.model.load(a, addr, size, in_memory, pick, self.older);
-            if let Some(races) = &mut self.races {
-                let pos = self.deferred_race_pos.take();
-                races.load(
-                    t,
-                    pos,
-                    line,
-                    Bytes { addr, size },
-                    order,
-                    self.model.last_read,
-                );
-            }
-            return Ok(v);
+            return self.model_load(t, line, Bytes { addr, size }, in_memory, order);
         }
         if !self.weak {
             return Ok(in_memory);
@@ -1296,22 +1296,8 @@ impl Machine<'_> {
         self.check_global(line, Access::Store, addr, size)?;
         if self.ptx {
             let old = self.mem.read(addr, size).unwrap_or(0);
-            let a = self.model_access(t, order);
-            self.settle(
-                t,
-                Syncing::Write {
-                    access: a,
-                    addr,
-                    size,
-                },
-            )?;
-            let place = placement(self.rng, self.older);
-            if self.model.store(a, addr, size, old, value, place) {
+            if self.model_store(t, line, Bytes { addr, size }, old, value, order)? {
                 let _ = self.mem.write(addr, size, value);
-            }
-            if let Some(races) = &mut self.races {
-                let ts = ptx_model::tracked(size).then(|| self.model.clock());
-                races.store(t, line, Bytes { addr, size }, order, ts);
             }
             return Ok(());
         }
