@@ -373,7 +373,8 @@ pub fn combine(r: bool, op: BoolOp, c: bool) -> bool {
     }
 }
 
-fn round_float(x: f64, round: Round) -> f64 {
+#[inline]
+pub fn round_float(x: f64, round: Round) -> f64 {
     match round {
         Round::Default => x,
         Round::Nearest => x.round_ties_even(),
@@ -564,8 +565,111 @@ pub fn atom(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
         AtomOp::And => old & b,
         AtomOp::Or => old | b,
         AtomOp::Xor => old ^ b,
+        AtomOp::HalfAdd(half) => crate::half::atomic_add(half, old, b),
     };
     r & m
+}
+
+/// `shf.{l,r}`: the 64-bit value `b:a` shifted by `c` (modulo 32 when wrapping, at most 32
+/// when clamping); the upper word of a left shift, the lower of a right shift.
+pub fn funnel_shift(left: bool, clamp: bool, a: u64, b: u64, c: u64) -> u64 {
+    let n = if clamp {
+        (c as u32).min(32)
+    } else {
+        c as u32 & 31
+    };
+    let joined = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    if left {
+        (joined << n) >> 32
+    } else {
+        (joined >> n) & 0xffff_ffff
+    }
+}
+
+/// `dp4a` and `dp2a.{lo,hi}`: `c` plus the products of `a`'s bytes (or 16-bit halves, for
+/// `pairs`) with `b`'s bytes, each extended as `signs` (a's, b's) says; 32 bits, wrapping.
+pub fn dot(pairs: bool, hi: bool, signs: (bool, bool), a: u64, b: u64, c: u64) -> u64 {
+    let element = |v: u64, bits: u8, k: u32, signed: bool| {
+        let e = (v >> (u32::from(bits) * k)) & mask(bits);
+        if signed {
+            sext(e, bits)
+        } else {
+            e as i64
+        }
+    };
+    let (a_bits, n, b_first) = if pairs {
+        (16, 2, if hi { 2 } else { 0 })
+    } else {
+        (8, 4, 0)
+    };
+    let sum = (0..n).fold(c as i64, |acc, k| {
+        acc.wrapping_add(element(a, a_bits, k, signs.0) * element(b, 8, b_first + k, signs.1))
+    });
+    sum as u64 & 0xffff_ffff
+}
+
+/// A SIMD video instruction (merge form, every element written): each of the `lanes`
+/// elements of `a` and `b`, extended as `signs` (a, b, d) say, combined by `op` and, with
+/// `sat`, clamped to the range of `d`'s element type.
+pub fn simd(op: SimdOp, lanes: u8, signs: [bool; 3], sat: bool, a: u64, b: u64) -> u64 {
+    let bits = 32 / lanes;
+    let element = |v: u64, k: u8, signed: bool| {
+        let e = (v >> (u32::from(bits) * u32::from(k))) & mask(bits);
+        if signed {
+            sext(e, bits)
+        } else {
+            e as i64
+        }
+    };
+    let (lo, hi) = match signs[2] {
+        true => (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1),
+        false => (0, (1i64 << bits) - 1),
+    };
+    (0..lanes).fold(0, |acc, k| {
+        let (x, y) = (element(a, k, signs[0]), element(b, k, signs[1]));
+        let r = match op {
+            SimdOp::Add => x + y,
+            SimdOp::Sub => x - y,
+            SimdOp::Avrg => (x + y + 1) >> 1,
+            SimdOp::Absdiff => (x - y).abs(),
+            SimdOp::Min => x.min(y),
+            SimdOp::Max => x.max(y),
+        };
+        let r = if sat { r.clamp(lo, hi) } else { r };
+        acc | ((r as u64) & mask(bits)) << (u32::from(bits) * u32::from(k))
+    })
+}
+
+/// `lop3`: each result bit is bit `4a + 2b + c` of `lut`, for the bits of `a`, `b`, `c` there.
+pub fn lop3(a: u64, b: u64, c: u64, lut: u8) -> u64 {
+    let pick = |v: u64, set: bool| if set { v } else { !v };
+    (0..8u8).filter(|i| lut >> i & 1 == 1).fold(0, |acc, i| {
+        acc | (pick(a, i & 4 != 0) & pick(b, i & 2 != 0) & pick(c, i & 1 != 0))
+    }) & 0xffff_ffff
+}
+
+/// `fns`: the bit position of the `offset`-th set bit of `mask`, searching up from `base`
+/// (down when `offset` is negative; `offset` 0: `base` itself if set); all ones if none.
+pub fn fns(mask: u64, base: u64, offset: u64) -> u64 {
+    let offset = offset as u32 as i32;
+    let set = |pos: i64| (0..32).contains(&pos) && mask >> pos & 1 == 1;
+    let base = i64::from(base as u32);
+    if offset == 0 {
+        return if set(base) { base as u64 } else { 0xffff_ffff };
+    }
+    let step = if offset > 0 { 1 } else { -1 };
+    let mut left = offset.unsigned_abs();
+    let mut pos = base;
+    while (0..32).contains(&pos) {
+        if set(pos) {
+            left -= 1;
+            if left == 0 {
+                return pos as u64;
+            }
+        }
+        pos += step;
+    }
+    0xffff_ffff
 }
 
 /// Carry-flag arithmetic: the result and the carry (or, for subtraction, borrow) out.

@@ -159,8 +159,17 @@ pub enum BackendError {
     Hang(String),
     #[error("kernel fault: {0}")]
     Fault(String),
-    #[error("the simulator does not support `{instruction}` (PTX line {line})")]
-    Unsupported { instruction: String, line: usize },
+    /// `origin`: the source line the instruction was compiled from (`kernel.cu:42`, with the
+    /// inlined function's line after it when it differs), when the PTX has line information.
+    #[error(
+        "the simulator does not support `{instruction}` (PTX line {line}{})",
+        origin.as_ref().map(|o| format!(", from {o}")).unwrap_or_default()
+    )]
+    Unsupported {
+        instruction: String,
+        line: usize,
+        origin: Option<String>,
+    },
     #[error("CUDA error: {0}")]
     Cuda(String),
 }

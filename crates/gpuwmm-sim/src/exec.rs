@@ -9,6 +9,7 @@
 
 use super::alu;
 use super::decode::CALL_PARAM;
+use super::half;
 use super::isa::*;
 use super::memory::MemFault;
 use super::ptx_model::Access as ModelAccess;
@@ -68,7 +69,7 @@ enum Access {
 }
 
 impl Machine<'_> {
-    #[inline]
+    #[inline(always)]
     fn val(&self, base: usize, t: usize, s: Src) -> u64 {
         match s {
             Src::Reg(r) => self.regs[base + r as usize],
@@ -98,12 +99,29 @@ impl Machine<'_> {
             Special::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
             Special::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
             Special::LanemaskGe => !((1u32 << lane) - 1),
+            Special::EnvReg => 0,
         };
         u64::from(v)
     }
 
     pub(crate) fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
         BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
+    }
+
+    /// What a `trap` at PTX line `line` says: its source line, and for one in
+    /// `cooperative_groups` (a grid-wide sync finding no cooperative launch), why.
+    #[cold]
+    #[inline(never)]
+    fn trap_reason(&self, line: u32) -> String {
+        let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
+        match origin {
+            Some((_, o)) if o.contains("cooperative_groups") => format!(
+                "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
+                 (cudaLaunchCooperativeKernel), and the simulator's launches are not cooperative"
+            ),
+            Some((_, o)) => format!("trap at {o}"),
+            None => "trap".to_string(),
+        }
     }
 
     fn mem_fault(
@@ -180,7 +198,12 @@ impl Machine<'_> {
     /// The values of three sources.
     #[inline(always)]
     fn vals3(&self, base: usize, t: usize, s: [Src; 3]) -> [u64; 3] {
-        s.map(|s| self.val(base, t, s))
+        // spelled out: `s.map(..)` stops being inlined once the step loop has enough callers
+        [
+            self.val(base, t, s[0]),
+            self.val(base, t, s[1]),
+            self.val(base, t, s[2]),
+        ]
     }
 
     #[inline]
@@ -212,12 +235,22 @@ impl Machine<'_> {
             | Op::Pack { .. }
             | Op::Unpack { .. } => self.step_move(t, base, inst.op),
             Op::Ld { .. } | Op::St { .. } | Op::Atom { .. } => self.step_memory(t, base, inst)?,
+            Op::Half { .. }
+            | Op::HalfSetp { .. }
+            | Op::HalfSet { .. }
+            | Op::HalfCvt { .. }
+            | Op::Shf { .. }
+            | Op::Dot { .. }
+            | Op::Lop3 { .. }
+            | Op::Simd { .. }
+            | Op::Fns { .. } => self.step_intrinsic(t, base, inst.op),
             Op::BarRed { .. }
             | Op::Bar { .. }
             | Op::WarpSync { .. }
             | Op::Shfl { .. }
             | Op::Vote { .. }
             | Op::Match { .. }
+            | Op::Redux { .. }
             | Op::ActiveMask { .. } => return self.step_warp(t, base, inst),
             Op::Printf { format, args, ret } => self.printf(t, inst.line, [format, args], ret)?,
             Op::Bra { .. }
@@ -374,6 +407,150 @@ impl Machine<'_> {
         }
     }
 
+    /// 16-bit floats and the integer intrinsics (`shf`, `dp4a`, `fns`): rarer than the other
+    /// families, so kept out of line.
+    #[inline(never)]
+    fn step_intrinsic(&mut self, t: usize, base: usize, op: Op) {
+        match op {
+            Op::Half {
+                op,
+                ty,
+                mode,
+                sat,
+                relu,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let abc = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, half::arith(op, ty, mode, sat, relu, abc));
+            }
+            Op::HalfSetp {
+                cmp,
+                ty,
+                ftz,
+                p,
+                q,
+                a,
+                b,
+                combine,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let (lo, hi) = half::compare(cmp, ty, ftz, a, b);
+                // a pair sets p and q from its two elements; one value, p and its negation
+                let hi = if ty.pair { hi } else { !lo };
+                self.set_predicates(base, t, (p, q), (lo, hi), combine);
+            }
+            Op::HalfSet {
+                cmp,
+                ty,
+                ftz,
+                truth,
+                d,
+                a,
+                b,
+                combine,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                let (lo, hi) = half::compare(cmp, ty, ftz, a, b);
+                let combined = |r: bool| match combine {
+                    Some(c) => alu::combine(r, c.op, (self.val(base, t, c.c) != 0) ^ c.negate),
+                    None => r,
+                };
+                let element = |r: bool| if combined(r) { u64::from(truth) } else { 0 };
+                let v = match ty.pair {
+                    true => element(lo) | element(hi) << 16,
+                    false => element(lo),
+                };
+                self.set(base, d, v);
+            }
+            Op::HalfCvt {
+                conv,
+                round,
+                mode,
+                sat,
+                relu,
+                d,
+                a,
+                b,
+            } => {
+                let ab = [self.val(base, t, a), self.val(base, t, b)];
+                self.set(base, d, half::cvt(conv, round, mode, sat, relu, ab));
+            }
+            Op::Shf {
+                left,
+                clamp,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::funnel_shift(left, clamp, a, b, c));
+            }
+            Op::Dot {
+                pairs,
+                hi,
+                a_signed,
+                b_signed,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                let signs = (a_signed, b_signed);
+                self.set(base, d, alu::dot(pairs, hi, signs, a, b, c));
+            }
+            Op::Simd {
+                op,
+                lanes,
+                signs,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let (a, b) = (self.val(base, t, a), self.val(base, t, b));
+                self.set(base, d, alu::simd(op, lanes, signs, sat, a, b));
+            }
+            Op::Lop3 { d, a, b, c, lut } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::lop3(a, b, c, lut));
+            }
+            Op::Fns { d, a, b, c } => {
+                let [a, b, c] = self.vals3(base, t, [a, b, c]);
+                self.set(base, d, alu::fns(a, b, c));
+            }
+            _ => unreachable!("step dispatches only intrinsics to step_intrinsic"),
+        }
+    }
+
+    /// Writes a `setp`'s predicates `p` and (when there is one) `q` from the results `rp` and
+    /// `rq`, each combined with `combine`'s predicate first.
+    #[inline(always)]
+    fn set_predicates(
+        &mut self,
+        base: usize,
+        t: usize,
+        (p, q): (Reg, Option<Reg>),
+        (rp, rq): (bool, bool),
+        combine: Option<Combine>,
+    ) {
+        let (rp, rq) = match combine {
+            Some(c) => {
+                let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
+                (alu::combine(rp, c.op, cv), alu::combine(rq, c.op, cv))
+            }
+            None => (rp, rq),
+        };
+        self.set(base, p, u64::from(rp));
+        if let Some(q) = q {
+            self.set(base, q, u64::from(rq));
+        }
+    }
+
     /// Comparisons (`setp`, `set`) and selection (`selp`).
     #[inline(always)]
     fn step_compare(&mut self, t: usize, base: usize, op: Op) {
@@ -389,17 +566,7 @@ impl Machine<'_> {
                 combine,
             } => {
                 let r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
-                let (rp, rq) = match combine {
-                    Some(c) => {
-                        let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
-                        (alu::combine(r, c.op, cv), alu::combine(!r, c.op, cv))
-                    }
-                    None => (r, !r),
-                };
-                self.set(base, p, u64::from(rp));
-                if let Some(q) = q {
-                    self.set(base, q, u64::from(rq));
-                }
+                self.set_predicates(base, t, (p, q), (r, !r), combine);
             }
             Op::Set {
                 cmp,
@@ -557,7 +724,7 @@ impl Machine<'_> {
                 self.threads[t].warp_args = [u64::from(p), 0, 0, self.val(base, t, mask)];
                 return Ok(Flow::Stop(QuantumEnd::Warp));
             }
-            Op::Match { a, mask, .. } => {
+            Op::Match { a, mask, .. } | Op::Redux { a, mask, .. } => {
                 self.threads[t].warp_args = [self.val(base, t, a), 0, 0, self.val(base, t, mask)];
                 return Ok(Flow::Stop(QuantumEnd::Warp));
             }
@@ -609,7 +776,7 @@ impl Machine<'_> {
             Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
             Op::Fence { reach, sc } => self.fence(t, reach, sc)?,
             Op::Nop => {}
-            Op::Trap => return Err(self.fault(inst.line, "trap")),
+            Op::Trap => return Err(self.fault(inst.line, self.trap_reason(inst.line))),
             Op::AssertFail => {
                 return Err(self.fault(inst.line, "device-side assert failed (__assertfail)"))
             }
@@ -750,6 +917,7 @@ impl Machine<'_> {
 
     /// `ld` performed when it executes.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn exec_ld_now(
         &mut self,
         t: usize,
@@ -1574,6 +1742,15 @@ impl Machine<'_> {
                 | Op::Fma { .. }
                 | Op::Selp { .. }
                 | Op::Setp { .. }
+                | Op::Half { .. }
+                | Op::HalfSetp { .. }
+                | Op::HalfSet { .. }
+                | Op::HalfCvt { .. }
+                | Op::Shf { .. }
+                | Op::Dot { .. }
+                | Op::Lop3 { .. }
+                | Op::Simd { .. }
+                | Op::Fns { .. }
                 | Op::Bra { .. }
                 | Op::Nop => Hazard::None,
                 _ => Hazard::Wait,
@@ -1612,8 +1789,25 @@ impl Machine<'_> {
             }
             Op::Mad { d, a, b, c, .. }
             | Op::Fma { d, a, b, c, .. }
-            | Op::Selp { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            | Op::Selp { d, a, b, c, .. }
+            | Op::Half { d, a, b, c, .. }
+            | Op::Shf { d, a, b, c, .. }
+            | Op::Dot { d, a, b, c, .. }
+            | Op::Lop3 { d, a, b, c, .. }
+            | Op::Fns { d, a, b, c, .. } => reg(d) || src(a) || src(b) || src(c),
+            Op::HalfCvt { d, a, b, .. } | Op::Simd { d, a, b, .. } => reg(d) || src(a) || src(b),
+            Op::HalfSet {
+                d, a, b, combine, ..
+            } => reg(d) || src(a) || src(b) || combine.is_some_and(|c| src(c.c)),
             Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            }
+            | Op::HalfSetp {
                 p,
                 q,
                 a,

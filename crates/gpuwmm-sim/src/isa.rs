@@ -47,6 +47,10 @@ pub enum Special {
     LanemaskLe,
     LanemaskGt,
     LanemaskGe,
+    /// `%envreg0`..`%envreg31`: the driver's environment registers, all 0 here (so the grid
+    /// workspace of a cooperative launch, which `cooperative_groups::this_grid()` reads, is
+    /// null, as in a launch that is not cooperative).
+    EnvReg,
 }
 
 /// The class of a PTX fundamental type.
@@ -334,6 +338,53 @@ pub enum AtomOp {
     And,
     Or,
     Xor,
+    /// `atom.add.noftz` on `.f16`, `.f16x2`, `.bf16` or `.bf16x2` (round to nearest even).
+    HalfAdd(HalfTy),
+}
+
+/// A 16-bit float format: IEEE 754 binary16 (`.f16`) or bfloat16 (`.bf16`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfFormat {
+    F16,
+    Bf16,
+}
+
+/// A 16-bit float type: one value in the low 16 bits of a register, or a pair (`.f16x2`,
+/// `.bf16x2`) in 32 bits, the first element in the low half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalfTy {
+    pub format: HalfFormat,
+    pub pair: bool,
+}
+
+/// Arithmetic on 16-bit floats (each element of a pair on its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfOp {
+    Add,
+    Sub,
+    Mul,
+    Fma,
+    /// `min`/`max`: a NaN operand is ignored (the other is the result).
+    Min,
+    Max,
+    /// `min.NaN`/`max.NaN`: a NaN operand makes the result the canonical NaN.
+    MinNan,
+    MaxNan,
+    Neg,
+    Abs,
+}
+
+/// What a `cvt` with a 16-bit float on one side converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfConv {
+    /// A 16-bit float to an integer or a wider float.
+    From(HalfFormat, Ty),
+    /// An integer or a wider float to a 16-bit float.
+    To(Ty, HalfFormat),
+    /// Two `f32` to a pair: the first source in the upper half (`cvt.rn.f16x2.f32 d, a, b`).
+    PairOf(HalfFormat),
+    /// One 16-bit float to another (or the same format, rounded to an integer).
+    Between(HalfFormat, HalfFormat),
 }
 
 /// How far a strong operation reaches (PTX scopes; `.cluster` counts as `.gpu`, and `.sys` as
@@ -411,6 +462,34 @@ pub enum VoteMode {
     Any,
     Uni,
     Ballot,
+}
+
+/// The element operations of the SIMD video instructions (`vadd4`, `vabsdiff2`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimdOp {
+    Add,
+    Sub,
+    /// `(a + b + 1) >> 1`
+    Avrg,
+    Absdiff,
+    Min,
+    Max,
+}
+
+/// `redux.sync` operations (sm_80): integer reductions over a warp's member lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    /// `min`/`max` on `.u32` (`signed` false) or `.s32`.
+    Min {
+        signed: bool,
+    },
+    Max {
+        signed: bool,
+    },
+    And,
+    Or,
+    Xor,
 }
 
 /// A decoded operation. Destinations are `Reg`s, sources `Src`s.
@@ -656,9 +735,115 @@ pub enum Op {
         negate: bool,
         mask: Src,
     },
+    /// `redux.sync.op.type d, a, mask`: every member lane gets the reduction of the members'
+    /// `a` (32 bits, wrapping for `add`).
+    Redux {
+        op: ReduxOp,
+        d: Reg,
+        a: Src,
+        mask: Src,
+    },
     /// `activemask.b32`
     ActiveMask {
         d: Reg,
+    },
+    /// 16-bit float arithmetic (`add.f16`, `fma.rn.bf16x2`, ...); `relu` clamps negative
+    /// results to +0 (`.relu`).
+    Half {
+        op: HalfOp,
+        ty: HalfTy,
+        mode: FloatMode,
+        sat: bool,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `setp` on 16-bit floats: for a pair, `p` gets the low elements' result, `q` the high.
+    HalfSetp {
+        cmp: Cmp,
+        ty: HalfTy,
+        ftz: bool,
+        p: Reg,
+        q: Option<Reg>,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
+    /// `set` on 16-bit floats: `d` gets `truth` where the comparison (combined) holds and 0
+    /// where not, per element for a pair (`truth` is then one element's pattern).
+    HalfSet {
+        cmp: Cmp,
+        ty: HalfTy,
+        ftz: bool,
+        truth: u32,
+        d: Reg,
+        a: Src,
+        b: Src,
+        combine: Option<Combine>,
+    },
+    /// `cvt` with a 16-bit float on either side; `b` is the second source of
+    /// [`HalfConv::PairOf`].
+    HalfCvt {
+        conv: HalfConv,
+        round: Round,
+        mode: FloatMode,
+        sat: bool,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    /// `shf.{l,r}.{wrap,clamp}.b32`: the funnel shift of the 64-bit `b:a` by `c`.
+    Shf {
+        left: bool,
+        clamp: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `dp4a` (four byte products) and `dp2a.{lo,hi}` (two 16-bit by byte products, `hi`
+    /// taking bytes 2 and 3 of `b`), each element signed as its type says, added to `c`.
+    Dot {
+        pairs: bool,
+        hi: bool,
+        a_signed: bool,
+        b_signed: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `lop3.b32`: the bitwise function of `a`, `b` and `c` whose truth table is `lut` (bit
+    /// `4a + 2b + c` of `lut` is the result for those input bits).
+    Lop3 {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+        lut: u8,
+    },
+    /// `vop4`/`vop2` (SIMD video instructions, the form without masks, selectors or
+    /// accumulation): each byte (`lanes` 4) or 16-bit half (`lanes` 2) of `a` and `b`,
+    /// extended as its type says, combined by `op`, saturated to the element range of `d`'s type
+    /// with `sat`, truncated into `d`. `signs`: a, b, d signed.
+    Simd {
+        op: SimdOp,
+        lanes: u8,
+        signs: [bool; 3],
+        sat: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
+    /// `fns.b32`: the position of the `c`-th set bit of `a` counting from bit `b`.
+    Fns {
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
     },
     /// `match.any.sync` (`all` false: the lanes holding the same value as this one) and
     /// `match.all.sync` (the member mask if every member holds the same value, else 0; `p`

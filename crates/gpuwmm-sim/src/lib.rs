@@ -12,6 +12,7 @@ mod decode;
 pub mod device;
 mod dispatch;
 mod exec;
+mod half;
 mod isa;
 mod memory;
 mod printf;

@@ -733,8 +733,29 @@ impl<'a> Machine<'a> {
                     self.regs[base + p as usize] = u64::from(same == members);
                 }
             }
+            Op::Redux { op, d, .. } => {
+                let values = (0..32)
+                    .filter(|&l| members & (1 << l) != 0)
+                    .map(|l| args[l as usize][0] as u32);
+                self.regs[base + d as usize] = u64::from(redux(op, values));
+            }
             _ => {}
         }
+    }
+}
+
+/// The `redux.sync` reduction of the member lanes' values.
+fn redux(op: ReduxOp, values: impl Iterator<Item = u32>) -> u32 {
+    let signed = |v: u32| v as i32;
+    match op {
+        ReduxOp::Add => values.fold(0, u32::wrapping_add),
+        ReduxOp::Min { signed: false } => values.min().unwrap_or(0),
+        ReduxOp::Max { signed: false } => values.max().unwrap_or(0),
+        ReduxOp::Min { signed: true } => values.map(signed).min().unwrap_or(0) as u32,
+        ReduxOp::Max { signed: true } => values.map(signed).max().unwrap_or(0) as u32,
+        ReduxOp::And => values.fold(u32::MAX, |a, v| a & v),
+        ReduxOp::Or => values.fold(0, |a, v| a | v),
+        ReduxOp::Xor => values.fold(0, |a, v| a ^ v),
     }
 }
 

@@ -71,6 +71,7 @@ fn atom_type_ok(op: AtomOp, ty: Ty) -> bool {
         AtomOp::Exch | AtomOp::And | AtomOp::Or | AtomOp::Xor => wide && ty.kind == Kind::B,
         AtomOp::Min | AtomOp::Max => wide && matches!(ty.kind, Kind::U | Kind::S),
         AtomOp::Inc | AtomOp::Dec => ty.bits == 32 && ty.kind == Kind::U,
+        AtomOp::HalfAdd(_) => true,
     }
 }
 

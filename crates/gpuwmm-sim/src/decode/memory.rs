@@ -4,6 +4,7 @@
 //! [`crate::ptx_model::access_order`].
 
 use super::atomics::atom_op_of;
+use super::half::{bits_of, half_ty_of};
 use super::operands::{harmless, ty_of};
 use super::{bad, expect, Decoder, Why, R, SINK};
 use crate::isa::*;
@@ -110,9 +111,14 @@ fn space_of(space: ptx::StateSpace) -> Space {
 fn value_type(base: &str, m: &[&str]) -> R<(Ty, Option<AtomOp>)> {
     let mut ty = None;
     let mut atom_op = None;
+    let mut half = None;
     for w in m {
         if let Some(t) = ty_of(w) {
             ty = Some(t);
+            continue;
+        }
+        if let Some(h) = half_ty_of(w).filter(|_| base == "atom" || base == "red") {
+            (ty, half) = (Some(bits_of(h)), Some(h));
             continue;
         }
         if ordering_word(w) || harmless(w) {
@@ -127,7 +133,12 @@ fn value_type(base: &str, m: &[&str]) -> R<(Ty, Option<AtomOp>)> {
     if ty.kind == Kind::Pred {
         return Err(Why::Unsupported);
     }
-    Ok((ty, atom_op))
+    // 16-bit floats: only `add` (`atom.add.noftz.f16x2`, what `atomicAdd(__half2 *)` is)
+    match (half, atom_op) {
+        (None, _) => Ok((ty, atom_op)),
+        (Some(h), Some(AtomOp::Add)) => Ok((ty, Some(AtomOp::HalfAdd(h)))),
+        (Some(_), _) => Err(Why::Unsupported),
+    }
 }
 
 /// A state space, semantics, scope or vector width word (the IR has classified them already).

@@ -16,7 +16,9 @@ mod atomics;
 mod control;
 mod convert;
 mod float;
+mod half;
 mod int;
+mod intrinsics;
 mod layout;
 mod memory;
 mod operands;
@@ -55,6 +57,8 @@ pub struct Kernel {
     pub dynamic_shared_offset: u64,
     /// Bytes of `.local` memory per thread.
     pub local_bytes: u64,
+    /// The source line of each `trap` with line information, by PTX line (see [`origin_of`]).
+    pub trap_origins: Vec<(u32, String)>,
 }
 
 /// What a symbol names.
@@ -130,6 +134,7 @@ struct Program<'m> {
     entries: HashMap<String, u32>,
     /// Call sites whose callee is not decoded yet.
     pending: Vec<(usize, String)>,
+    trap_origins: Vec<(u32, String)>,
 }
 
 /// Decodes one kernel and the device functions it calls.
@@ -153,6 +158,7 @@ pub fn decode_kernel(
         frames: HashMap::new(),
         entries: HashMap::new(),
         pending: Vec::new(),
+        trap_origins: Vec::new(),
     };
     decode_body(&mut p, f, symbols.clone(), false)?;
     while let Some((site, callee)) = p.pending.pop() {
@@ -177,6 +183,7 @@ pub fn decode_kernel(
         static_shared: layout.static_shared,
         dynamic_shared_offset: layout.dynamic_offset,
         local_bytes: align_up(p.local, 8),
+        trap_origins: p.trap_origins,
     })
 }
 
@@ -269,7 +276,7 @@ fn decode_body(
         params: vec![HashMap::new()],
         in_func,
     };
-    for s in body {
+    for (index, s) in body.iter().enumerate() {
         match s {
             Statement::BlockOpen => {
                 d.scopes.push(HashMap::new());
@@ -279,14 +286,21 @@ fn decode_body(
                 d.scopes.pop();
                 d.params.pop();
             }
-            Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".reg") => {
-                d.declare_regs(text);
+            Statement::Directive(text) if text.starts_with(".reg") => {
+                d.declare_regs(text, d.scopes.len() == 1);
             }
             Statement::Directive(text) if d.scopes.len() > 1 && text.starts_with(".param") => {
                 d.declare_call_param(text)?;
             }
             Statement::Instruction(i) => {
-                let inst = d.inst(i, &f.name)?;
+                let inst = d
+                    .inst(i, &f.name)
+                    .map_err(|e| with_origin(e, d.p.module, body, index))?;
+                if inst.op == Op::Trap {
+                    if let Some(origin) = origin_of(d.p.module, body, index) {
+                        d.p.trap_origins.push((inst.line, origin));
+                    }
+                }
                 d.p.code.push(inst);
             }
             _ => {}
@@ -298,6 +312,42 @@ fn decode_body(
         line: 0,
     });
     Ok(())
+}
+
+/// An unsupported-instruction error with the source line of statement `index` of `body`.
+fn with_origin(
+    e: BackendError,
+    module: &ptx::Module,
+    body: &[Statement],
+    index: usize,
+) -> BackendError {
+    match e {
+        BackendError::Unsupported {
+            instruction, line, ..
+        } => BackendError::Unsupported {
+            instruction,
+            line,
+            origin: origin_of(module, body, index),
+        },
+        e => e,
+    }
+}
+
+/// The source line statement `index` of `body` was compiled from, as `file:line` (the file's
+/// name only): the line of the function compiled, followed by the inlined helper's line when
+/// it differs (`kernel.cu:12, inlined from cooperative_groups.h:520`). `None` without `.loc`.
+pub fn origin_of(module: &ptx::Module, body: &[Statement], index: usize) -> Option<String> {
+    let show = |p: ptx::SourcePos| {
+        let file = module.file_path(p.file).unwrap_or("?");
+        let name = file.rsplit('/').next().unwrap_or(file);
+        format!("{name}:{}", p.line)
+    };
+    let at = ptx::lines::attribute_statements(body)[index]?;
+    Some(if at.inner == at.outer {
+        show(at.outer)
+    } else {
+        format!("{}, inlined from {}", show(at.outer), show(at.inner))
+    })
 }
 
 /// The definition (with body) of a function; modules may also declare it earlier.
@@ -329,6 +379,7 @@ fn check_recursion(kernel: &Function, module: &ptx::Module) -> Result<(), Backen
                 return Err(BackendError::Unsupported {
                     instruction: format!("{} (recursive call)", ptx::print::instruction_text(i)),
                     line: i.ptx_line,
+                    origin: None,
                 });
             }
             if let Some(g) = definition(module, name) {
@@ -360,7 +411,7 @@ fn replace_sink(op: &mut Op, sink: Reg) {
                 fix(p);
             }
         }
-        Op::Setp { p, q, .. } => {
+        Op::Setp { p, q, .. } | Op::HalfSetp { p, q, .. } => {
             fix(p);
             if let Some(q) = q {
                 fix(q);
@@ -387,6 +438,7 @@ impl Decoder<'_, '_> {
             Why::Unsupported => BackendError::Unsupported {
                 instruction: ptx::print::instruction_text(i),
                 line: i.ptx_line,
+                origin: None,
             },
             Why::Bad(msg) => BackendError::BadModule(format!(
                 "function '{kernel}', PTX line {}: `{}`: {msg}",
@@ -412,6 +464,11 @@ impl Decoder<'_, '_> {
         let ops = &i.operands;
         let base = i.opcode.base.as_str();
         match base {
+            "ld" | "ldu" | "st" | "atom" | "red" => self.memory(i, &m),
+            _ if half::mentions_half(&m) => self.half(base, &m, ops),
+            "add" | "sub" | "min" | "max" if m.contains(&"u16x2") || m.contains(&"s16x2") => {
+                self.packed16(base, &m, ops)
+            }
             "add" | "sub" | "mad" if m.contains(&"cc") => self.carry(base, &m, ops),
             "mov" => self.mov(&m, ops),
             "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
@@ -428,7 +485,6 @@ impl Decoder<'_, '_> {
             "cvt" => self.cvt(&m, ops),
             "cvta" => self.cvta(&m, ops),
             "bfe" | "bfi" | "prmt" => self.bits(base, &m, ops),
-            "ld" | "ldu" | "st" | "atom" | "red" => self.memory(i, &m),
             "bra" => self.bra(&m, ops),
             "ret" => self.ret(&m),
             "exit" => {
@@ -444,6 +500,13 @@ impl Decoder<'_, '_> {
             "vote" => self.vote(&m, ops),
             "activemask" => self.activemask(ops),
             "match" => self.match_sync(&m, ops),
+            "redux" => self.redux(&m, ops),
+            "shf" => self.shf(&m, ops),
+            "dp4a" | "dp2a" => self.dot(base, &m, ops),
+            "fns" => self.fns(&m, ops),
+            "lop3" => self.lop3(&m, ops),
+            "vadd4" | "vsub4" | "vavrg4" | "vabsdiff4" | "vmin4" | "vmax4" | "vadd2" | "vsub2"
+            | "vavrg2" | "vabsdiff2" | "vmin2" | "vmax2" => self.simd(base, &m, ops),
             _ => Err(Why::Unsupported),
         }
     }

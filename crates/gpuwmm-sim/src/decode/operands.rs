@@ -73,6 +73,13 @@ pub(super) fn special(name: &str) -> Option<Special> {
         "lanemask_le" => Special::LanemaskLe,
         "lanemask_gt" => Special::LanemaskGt,
         "lanemask_ge" => Special::LanemaskGe,
+        env if env
+            .strip_prefix("envreg")
+            .and_then(|n| n.parse::<u8>().ok())
+            .is_some_and(|n| n < 32) =>
+        {
+            Special::EnvReg
+        }
         _ => return None,
     })
 }
@@ -100,14 +107,18 @@ pub(super) fn harmless(m: &str) -> bool {
 }
 
 impl Decoder<'_, '_> {
-    pub(super) fn declare_regs(&mut self, text: &str) {
+    /// Declares the registers of a `.reg` directive; with `only_bare`, only those whose name
+    /// has no `%` (as inline PTX in CUDA headers declares them: `.reg .f16 low, high;`), which
+    /// operands name like symbols; the others get their slot on first use.
+    pub(super) fn declare_regs(&mut self, text: &str, only_bare: bool) {
         let rest = text.trim_start_matches(".reg").trim();
         let names = rest
             .split_whitespace()
             .skip_while(|w| w.starts_with('.'))
             .collect::<Vec<_>>()
             .join(" ");
-        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let names = names.split(',').map(str::trim).filter(|n| !n.is_empty());
+        for name in names.filter(|n| !only_bare || !n.starts_with('%')) {
             if let Some((prefix, count)) = name.split_once('<') {
                 let count: u32 = count.trim_end_matches('>').parse().unwrap_or(0);
                 for i in 0..count {
@@ -140,9 +151,18 @@ impl Decoder<'_, '_> {
         r
     }
 
+    /// The slot of a declared register named without `%` (see [`Self::declare_regs`]).
+    fn bare_reg(&self, name: &str) -> Option<Reg> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.get(name).copied())
+    }
+
     pub(super) fn dst(&mut self, o: &Operand) -> R<Reg> {
         match o {
             Operand::Register(r) if special(r).is_none() => Ok(self.reg(r)),
+            Operand::Symbol(s) if self.bare_reg(s).is_some() => Ok(self.reg(s)),
             Operand::Symbol(s) if s == "_" => Ok(SINK),
             _ => bad(format!("'{o}' is not a destination register")),
         }
@@ -187,6 +207,7 @@ impl Decoder<'_, '_> {
                 };
                 Ok(self.constant(bits))
             }
+            Operand::Symbol(s) if self.bare_reg(s).is_some() => Ok(Src::Reg(self.reg(s))),
             Operand::Symbol(s) => match self.symbols.get(s) {
                 Some(
                     Symbol::Global(a) | Symbol::Shared(a) | Symbol::Local(a) | Symbol::Param(a),

@@ -170,6 +170,30 @@ impl Decoder<'_, '_> {
         })
     }
 
+    /// `redux.sync.{add,min,max}.{u32,s32} d, a, mask` and `redux.sync.{and,or,xor}.b32`.
+    pub(super) fn redux(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
+        let op = match m {
+            ["sync", "add", "u32" | "s32"] => ReduxOp::Add,
+            ["sync", "min", ty @ ("u32" | "s32")] => ReduxOp::Min {
+                signed: *ty == "s32",
+            },
+            ["sync", "max", ty @ ("u32" | "s32")] => ReduxOp::Max {
+                signed: *ty == "s32",
+            },
+            ["sync", "and", "b32"] => ReduxOp::And,
+            ["sync", "or", "b32"] => ReduxOp::Or,
+            ["sync", "xor", "b32"] => ReduxOp::Xor,
+            _ => return Err(Why::Unsupported),
+        };
+        expect(ops, 3)?;
+        Ok(Op::Redux {
+            op,
+            d: self.dst(&ops[0])?,
+            a: self.src(&ops[1], U32)?,
+            mask: self.src(&ops[2], U32)?,
+        })
+    }
+
     /// `activemask.b32 d`.
     pub(super) fn activemask(&mut self, ops: &[Operand]) -> R<Op> {
         expect(ops, 1)?;
