@@ -643,21 +643,26 @@ pub fn run_with_every_fence(
 ) -> Result<Tally, HardenError> {
     let mut tally = Tally::default();
     for run in 0..runs {
-        let request = RunRequest {
-            run,
-            seed: run_seed(run_seed(meta.seed, RECHECK_SEED_INDEX), run),
-            env: meta.env,
-            fences: Fences::Sites(meta.site_ids()),
-            stress_iterations: meta.stress.stress_iterations,
-            races: false,
-        };
-        let record = executor.execute(&request)?;
+        let record = executor.execute(&every_fence_request(meta, run, false))?;
         tally.add(&record);
         if tally.errors() > 0 {
             break;
         }
     }
     Ok(tally)
+}
+
+/// Run `run` of the hardening's configuration with every site fenced, outside its search (its
+/// seeds are the rechecks'), recording races when `races`.
+fn every_fence_request(meta: &HardenMeta, run: u64, races: bool) -> RunRequest {
+    RunRequest {
+        run,
+        seed: run_seed(run_seed(meta.seed, RECHECK_SEED_INDEX), run),
+        env: meta.env,
+        fences: Fences::Sites(meta.site_ids()),
+        stress_iterations: meta.stress.stress_iterations,
+        races,
+    }
 }
 
 /// The conflicting pairs `runs` runs with every site fenced record (simulator, PTX model) that
@@ -670,14 +675,7 @@ pub fn races_off_sites(
 ) -> Result<Vec<Conflict>, HardenError> {
     let mut found: BTreeMap<(String, String), Conflict> = BTreeMap::new();
     for run in 0..runs {
-        let request = RunRequest {
-            run,
-            seed: run_seed(run_seed(meta.seed, RECHECK_SEED_INDEX), run),
-            env: meta.env,
-            fences: Fences::Sites(meta.site_ids()),
-            stress_iterations: meta.stress.stress_iterations,
-            races: true,
-        };
+        let request = every_fence_request(meta, run, true);
         let log = executor.execute(&request)?.races.unwrap_or_default();
         for c in log.conflicts.into_iter().filter(off_sites) {
             let key = (site_place(&c.first.site), site_place(&c.second.site));
