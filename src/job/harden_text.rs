@@ -11,6 +11,7 @@ use super::JobError;
 use crate::check::journal::read_rows;
 use crate::harden::recording::RaceRecording;
 use crate::harden::run::{HardenMeta, HardenRow, Hardened};
+use crate::ptx::demangle::source_name;
 use crate::ptx::passes::fences::FenceKind;
 use crate::stats::ZeroErrorBound;
 use std::collections::BTreeMap;
@@ -107,7 +108,11 @@ impl<'a> HardenText<'a> {
             writeln!(
                 f,
                 "  #{:<3} {}:{}  [{}]  {kind}{}",
-                fence.site.id, fence.path, fence.line, fence.site.function, fence.text
+                fence.site.id,
+                fence.path,
+                fence.line,
+                source_name(&fence.site.function),
+                fence.text
             )?;
         }
         write_required(f, hardened)?;
@@ -124,7 +129,7 @@ impl<'a> HardenText<'a> {
                 f,
                 "  #{:<3} [{}] no line in the app's source (left out of the patch): {}",
                 site.id,
-                site.function,
+                source_name(&site.function),
                 site.ptx.join("; ")
             )?;
         }

@@ -4,6 +4,7 @@
 
 use crate::apps::{app_sites, find_app, load_app_dir, load_named_app_dir, AppError, Size};
 use crate::input::{load_kernel_file, InputError, SourceLines};
+use crate::ptx::demangle::source_name;
 use crate::ptx::passes::fences::{fence_sites, FenceSite, Granularity};
 use std::path::Path;
 use thiserror::Error;
@@ -118,7 +119,8 @@ fn site_text(text: &mut String, site: &FenceSite, sources: &mut SourceLines) {
         .source
         .as_ref()
         .map_or_else(|| "(no line info)".to_string(), |s| s.to_string());
-    let _ = writeln!(text, "#{:<3} {place}  [{}]", site.id, site.function);
+    let function = source_name(&site.function);
+    let _ = writeln!(text, "#{:<3} {place}  [{function}]", site.id);
     if let Some(line) = site
         .source
         .as_ref()

@@ -14,6 +14,7 @@
 mod named;
 
 pub mod access;
+pub mod demangle;
 pub mod ir;
 pub mod lines;
 pub mod parse;
