@@ -454,10 +454,7 @@ impl Machine<'_> {
             } => {
                 let (a, b) = (self.val(base, t, a), self.val(base, t, b));
                 let (lo, hi) = half::compare(cmp, ty, ftz, a, b);
-                let combined = |r: bool| match combine {
-                    Some(c) => alu::combine(r, c.op, (self.val(base, t, c.c) != 0) ^ c.negate),
-                    None => r,
-                };
+                let combined = self.combined(base, t, combine);
                 let element = |r: bool| if combined(r) { u64::from(truth) } else { 0 };
                 let v = match ty.pair {
                     true => element(lo) | element(hi) << 16,
@@ -527,6 +524,17 @@ impl Machine<'_> {
         }
     }
 
+    /// What a comparison's result becomes with `combine`'s predicate (`setp`/`set`'s `.and`,
+    /// `.or`, `.xor`), read once: the result itself without one.
+    #[inline(always)]
+    fn combined(&self, base: usize, t: usize, combine: Option<Combine>) -> impl Fn(bool) -> bool {
+        let with = combine.map(|c| (c.op, (self.val(base, t, c.c) != 0) ^ c.negate));
+        move |r| match with {
+            Some((op, cv)) => alu::combine(r, op, cv),
+            None => r,
+        }
+    }
+
     /// Writes a `setp`'s predicates `p` and (when there is one) `q` from the results `rp` and
     /// `rq`, each combined with `combine`'s predicate first.
     #[inline(always)]
@@ -538,13 +546,8 @@ impl Machine<'_> {
         (rp, rq): (bool, bool),
         combine: Option<Combine>,
     ) {
-        let (rp, rq) = match combine {
-            Some(c) => {
-                let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
-                (alu::combine(rp, c.op, cv), alu::combine(rq, c.op, cv))
-            }
-            None => (rp, rq),
-        };
+        let combined = self.combined(base, t, combine);
+        let (rp, rq) = (combined(rp), combined(rq));
         self.set(base, p, u64::from(rp));
         if let Some(q) = q {
             self.set(base, q, u64::from(rq));
@@ -578,11 +581,8 @@ impl Machine<'_> {
                 b,
                 combine,
             } => {
-                let mut r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
-                if let Some(c) = combine {
-                    let cv = (self.val(base, t, c.c) != 0) ^ c.negate;
-                    r = alu::combine(r, c.op, cv);
-                }
+                let r = alu::compare(cmp, ty, ftz, self.val(base, t, a), self.val(base, t, b));
+                let r = self.combined(base, t, combine)(r);
                 let v = match (dty.is_float(), r) {
                     (_, false) => 0,
                     (true, true) => u64::from(1f32.to_bits()),
@@ -1384,25 +1384,7 @@ impl Machine<'_> {
             }
         }
         if self.ptx {
-            let access = self.model_access(t, order);
-            self.settle(
-                t,
-                Syncing::Write {
-                    access,
-                    addr: a,
-                    size,
-                },
-            )?;
-            if order.acquires {
-                self.settle(
-                    t,
-                    Syncing::Acquire {
-                        access,
-                        addr: a,
-                        size,
-                    },
-                )?;
-            }
+            self.settle_rmw(t, order, Bytes { addr: a, size })?;
             let in_memory = self.mem.read(a, size).unwrap_or(0);
             let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, a, in_memory, b, c);
             if let Some(new) = memory_gets {
@@ -1431,17 +1413,24 @@ impl Machine<'_> {
         let size = mem.size();
         let bytes = at..at + size as usize;
         let addr = shared_location(at);
-        let access = self.model_access(t, mem.order);
-        self.settle(t, Syncing::Write { access, addr, size })?;
-        if mem.order.acquires {
-            self.settle(t, Syncing::Acquire { access, addr, size })?;
-        }
+        self.settle_rmw(t, mem.order, Bytes { addr, size })?;
         let in_memory = super::memory::read_le(&self.shared[bytes.clone()]);
         let (old, memory_gets) = self.ptx_atomic(t, line, op, mem, addr, in_memory, b, c);
         if let Some(new) = memory_gets {
             super::memory::write_le(&mut self.shared[bytes], new);
         }
         Ok(old)
+    }
+
+    /// What an `atom` at `at` waits for under the PTX model before it reads memory: as a write,
+    /// and (with acquire semantics) as an acquire (see [`Machine::settle`]).
+    fn settle_rmw(&mut self, t: usize, order: Order, at: Bytes) -> Result<(), BackendError> {
+        let (access, Bytes { addr, size }) = (self.model_access(t, order), at);
+        self.settle(t, Syncing::Write { access, addr, size })?;
+        if order.acquires {
+            self.settle(t, Syncing::Acquire { access, addr, size })?;
+        }
+        Ok(())
     }
 
     /// An atomic under the PTX model: it reads the newest value or, with the chance of reading
