@@ -133,10 +133,7 @@ impl Machine<'_> {
         size: u64,
         why: MemFault,
     ) -> BackendError {
-        let why = match why {
-            MemFault::Unmapped => "outside every allocation",
-            MemFault::Misaligned => "misaligned",
-        };
+        let why = why.describe();
         let access = match access {
             Access::Load => "load",
             Access::Store => "store",

@@ -25,6 +25,16 @@ pub enum MemFault {
     Misaligned,
 }
 
+impl MemFault {
+    /// What the faulting address is, in a fault's words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MemFault::Unmapped => "outside every allocation",
+            MemFault::Misaligned => "misaligned",
+        }
+    }
+}
+
 /// All global allocations of a backend.
 #[derive(Debug)]
 pub struct GlobalMemory {

@@ -51,10 +51,7 @@ impl Machine<'_> {
     }
 
     fn printf_fault(&self, line: u32, what: &str, addr: u64, why: MemFault) -> BackendError {
-        let why = match why {
-            MemFault::Unmapped => "outside every allocation",
-            MemFault::Misaligned => "misaligned",
-        };
+        let why = why.describe();
         self.fault(
             line,
             format_args!("printf: the {what} at {addr:#x} is {why}"),
