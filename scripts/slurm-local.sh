@@ -25,6 +25,11 @@ if [ "$(id -u)" != 0 ]; then
     exit 3
 fi
 
+# Callers at once (tests run in parallel) would each start daemons: the second slurmd finds its
+# port taken and the node never answers. So one runs at a time; the next finds the cluster up.
+exec 9>/run/gpuwmm-slurm-local.lock
+flock 9
+
 cluster_is_up() {
     command -v sinfo >/dev/null 2>&1 || return 1
     local state
