@@ -44,7 +44,7 @@ const FENCELESS: [&str; 6] = [
     "cub-scan-nf",
 ];
 
-/// A `fence.sc.gpu` after every global or generic access.
+/// A `fence.sc.gpu` after every global, generic or shared access.
 fn fence_everything(module: Module) -> Module {
     let sites = fence_sites(&module, Granularity::Instruction);
     let all: Vec<_> = sites.iter().collect();

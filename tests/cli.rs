@@ -49,7 +49,7 @@ fn sites_lists_the_inlined_lock_accesses_with_their_lines() {
         "atom.global.cas.b32  %r19, [%rd20], %r18, %r17   (inlined from /tmp/nv/k.cu:2)"
     ));
     assert!(
-        text.ends_with("5 fence sites, 10 access instructions\n"),
+        text.ends_with("7 fence sites, 16 access instructions\n"),
         "{text}"
     );
 }
@@ -69,8 +69,8 @@ fn instrument_inserts_the_chosen_fences_and_rejects_bad_ids() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out).matches("membar.gl;").count(),
-        1 + 4,
-        "the original plus one per access"
+        1 + 5,
+        "the original plus one per access (four global, one shared)"
     );
     let out = gpuwmm(&["ptx", "instrument", fixture, "--fences", "9"]);
     assert_bad_input(&out, "no fence site 9");

@@ -607,8 +607,8 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
         "{source}"
     );
     assert_eq!(source.line as usize, call, "{site:#?}");
-    // Every load of the look-back (status polls and value loads) is in it, and no site names
-    // tile 0's line.
+    // Every load of the look-back (status polls and value loads) is in it, and no site with
+    // one names tile 0's line (whose own shared store is a site of its own).
     let loads = |s: &gpuwmm::ptx::passes::fences::FenceSite| {
         s.accesses
             .iter()
@@ -619,6 +619,7 @@ fn cccl_scan_nf_look_back_site_is_the_prefix_op_call_not_tile_zeros_branch() {
     assert!(
         sites
             .iter()
+            .filter(|s| loads(s) > 0)
             .all(|s| s.source.as_ref().map(|l| l.line as usize) != Some(tile_zero)),
         "{sites:#?}"
     );
@@ -727,4 +728,41 @@ fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
     std::fs::write(&sidecar_path, original).unwrap();
     let again = harden(&["--resume"]);
     ok(&again);
+}
+
+/// A lock whose atomics are CTA-scoped, taken by several blocks, loses increments whatever
+/// fences surround it: harden stops at query 0, says the bug is one of memory ordering (the
+/// same runs pass under sequential consistency) and names what fences leave: the lock's
+/// atomics race across CTAs, and widening their scope is the fix.
+#[test]
+fn harden_names_the_races_a_fence_at_every_site_leaves_when_fences_cannot_fix() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = fixture_app("cta-lock-counter");
+    let args = [
+        "harden",
+        "--app-dir",
+        app.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--journal",
+        "h.csv",
+    ];
+    let out = common::cli::gpuwmm(&args, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("fences cannot fix this"), "{stderr}");
+    assert!(
+        stderr.contains("passes 32 runs under sequential consistency"),
+        "{stderr}"
+    );
+    let take = fixture_kernel_line("cta-lock-counter", "lock_cta(lock);");
+    let named = stderr
+        .lines()
+        .find(|l| l.contains(&format!("kernel.cu:{take} [atom.acquire.cta")))
+        .unwrap_or_else(|| panic!("the lock's atomic is not named: {stderr}"));
+    assert!(named.contains("data race"), "{named}");
+    assert!(
+        named.contains("leaves out the other CTA (use .gpu)"),
+        "{named}"
+    );
 }

@@ -18,17 +18,15 @@ use super::communication::{
     Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
 };
 use super::recording::RaceRecording;
-use crate::backend::sim::Conflict;
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
 use crate::check::outcome::{Outcome, RunRecord};
-use crate::check::races::{classify, site_place, RaceClass};
+use crate::check::races::{run_races, RunRace};
 pub use crate::check::spec::{changed_sites, SiteSummary};
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
 use crate::ptx::passes::fences::FenceKind;
-use crate::ptx::MemoryAccess;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -665,45 +663,36 @@ fn every_fence_request(meta: &HardenMeta, run: u64, races: bool) -> RunRequest {
     }
 }
 
-/// The conflicting pairs `runs` runs with every site fenced record (simulator, PTX model) that
-/// have an access no fence site holds (shared memory, say): what fences at the sites cannot
-/// order. Each pair once, by its two source places, most frequent first.
-pub fn races_off_sites(
+/// The races that `runs` runs with every site fenced still record (simulator, PTX model): what
+/// fences at the sites leave unordered, a too narrow scope say. Each pair once, by its two
+/// places and class, with `check --races`' advice, most frequent first.
+pub fn races_with_every_fence(
     executor: &mut dyn Executor,
     meta: &HardenMeta,
     runs: u64,
-) -> Result<Vec<Conflict>, HardenError> {
-    let mut found: BTreeMap<(String, String), Conflict> = BTreeMap::new();
+) -> Result<Vec<RunRace>, HardenError> {
+    let mut found: BTreeMap<(String, String, &'static str), RunRace> = BTreeMap::new();
     for run in 0..runs {
-        let request = every_fence_request(meta, run, true);
-        let log = executor.execute(&request)?.races.unwrap_or_default();
-        for c in log.conflicts.into_iter().filter(off_sites) {
-            let key = (site_place(&c.first.site), site_place(&c.second.site));
-            let seen = found.entry(key).or_insert_with(|| Conflict {
+        let log = executor
+            .execute(&every_fence_request(meta, run, true))?
+            .races
+            .unwrap_or_default();
+        for race in run_races(run, &log).races {
+            let key = (
+                race.first.place(),
+                race.second.place(),
+                race.class.describe(),
+            );
+            let seen = found.entry(key).or_insert_with(|| RunRace {
                 occurrences: 0,
-                ..c.clone()
+                ..race.clone()
             });
-            seen.occurrences += c.occurrences;
+            seen.occurrences += race.occurrences;
         }
     }
-    let mut conflicts: Vec<Conflict> = found.into_values().collect();
-    conflicts.sort_by_key(|c| std::cmp::Reverse(c.occurrences));
-    Ok(conflicts)
-}
-
-/// Whether `c` is a race a fence could order (a data race, or morally strong accesses that
-/// communicated; not the synchronisation itself) with a side that is no fence site: an access
-/// that cannot touch global memory.
-fn off_sites(c: &Conflict) -> bool {
-    let orderable = matches!(
-        classify(c),
-        Some(RaceClass::DataRace | RaceClass::FenceCanOrder)
-    );
-    orderable
-        && [&c.first, &c.second].iter().any(|end| {
-            let opcode = end.site.ptx.split_whitespace().next().unwrap_or_default();
-            MemoryAccess::of_opcode(opcode).is_some_and(|a| !a.may_be_global())
-        })
+    let mut races: Vec<RunRace> = found.into_values().collect();
+    races.sort_by_key(|r| std::cmp::Reverse(r.occurrences));
+    Ok(races)
 }
 
 #[cfg(test)]

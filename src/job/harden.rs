@@ -14,10 +14,9 @@ use super::target::{BackendOptions, TargetOptions};
 use super::{JobError, Say};
 use crate::apps::{Size, DEFAULT_ARCH};
 use crate::backend::select::BackendChoice;
-use crate::backend::sim::Conflict;
 use crate::check::journal::{read_rows, set_meta_entry};
 use crate::check::local::target_app;
-use crate::check::races::site_place;
+use crate::check::races::RunRace;
 use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
@@ -25,8 +24,8 @@ use crate::harden::communication::UnorderableRace;
 use crate::harden::recording::{RaceRecording, SiteMap, SiteMapped};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
-    harden_recording_with, races_off_sites, run_with_every_fence, HardenMeta, HardenRow, Hardened,
-    QueryProgress, SiteSummary,
+    harden_recording_with, races_with_every_fence, run_with_every_fence, HardenMeta, HardenRow,
+    Hardened, QueryProgress, SiteSummary,
 };
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
@@ -197,37 +196,35 @@ fn fences_cannot_help(
         });
         if tally.first_error.is_none() && target.races_recordable() {
             let mut executor = executor(target, in_process)?;
-            let races = races_off_sites(executor.as_mut(), meta, RUNS_FOR_RACES_OFF_SITES)?;
-            lines.extend(off_site_lines(&races));
+            let races = races_with_every_fence(executor.as_mut(), meta, RUNS_FOR_RACES_LEFT)?;
+            lines.extend(races_left_lines(&races));
         }
     }
     lines.push(format!("  journal: {}", journal.display()));
     Ok(lines.join("\n"))
 }
 
-/// Runs that look for races fences at the sites cannot order (see [`races_off_sites`]).
-const RUNS_FOR_RACES_OFF_SITES: u64 = 20;
+/// Runs that look for the races fences at every site leave (see [`races_with_every_fence`]).
+const RUNS_FOR_RACES_LEFT: u64 = 20;
 
-/// The lines that name the races at accesses no fence site holds, with what would order them.
-fn off_site_lines(races: &[Conflict]) -> Vec<String> {
+/// The lines that name the races left with every site fenced, with what would order them.
+fn races_left_lines(races: &[RunRace]) -> Vec<String> {
     if races.is_empty() {
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "  races left with every site fenced, at accesses that are no fence site (simulator, \
-         {RUNS_FOR_RACES_OFF_SITES} runs recording races):"
+        "  races left with every site fenced (simulator, {RUNS_FOR_RACES_LEFT} runs recording \
+         races):"
     )];
-    for c in races.iter().take(4) {
-        let scope = match c.facts.same_cta {
-            true => "`__threadfence_block()` suffices: both threads are in one CTA",
-            false => "`__threadfence()`: the threads are in two CTAs",
-        };
+    for r in races.iter().take(4) {
         lines.push(format!(
-            "    {} [{}] and {} [{}]: fence after the first and before the second by hand ({scope})",
-            site_place(&c.first.site),
-            c.first.site.ptx,
-            site_place(&c.second.site),
-            c.second.site.ptx,
+            "    {} [{}] and {} [{}]: {}; {}",
+            r.first.place(),
+            r.first.ptx,
+            r.second.place(),
+            r.second.ptx,
+            r.class.describe(),
+            r.missing,
         ));
     }
     lines

@@ -86,9 +86,16 @@ pub struct MemoryAccess {
 }
 
 impl MemoryAccess {
-    /// True for the accesses that may touch global memory, i.e. fence candidates.
+    /// True for the accesses that may touch global memory.
     pub fn may_be_global(&self) -> bool {
         matches!(self.space, StateSpace::Global | StateSpace::Generic)
+    }
+
+    /// True for the accesses through which threads can communicate: global, generic and shared
+    /// memory (local memory is the thread's own; param and const memory are read-only). These
+    /// are the fence candidates.
+    pub fn may_communicate(&self) -> bool {
+        self.may_be_global() || self.space == StateSpace::Shared
     }
 
     /// The access an instruction spelled `opcode` (`st.shared.u32`) performs, if any.

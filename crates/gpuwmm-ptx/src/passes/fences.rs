@@ -1,7 +1,8 @@
 //! Fence sites, fence insertion and fence stripping.
 //!
-//! Empirical fence insertion starts from a fence after every access that may touch global memory
-//! and removes fences while the application stays correct under stress. This module finds those
+//! Empirical fence insertion starts from a fence after every access through which threads may
+//! communicate (global, generic and shared memory) and removes fences while the application
+//! stays correct under stress. This module finds those
 //! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
 //! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
 
@@ -71,7 +72,8 @@ pub struct Access {
 /// A candidate fence site: one or more accesses that get a fence after each of them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FenceSite {
-    /// Position in module order, starting at 0; stable for a given module and granularity.
+    /// Position in [`fence_sites`]' order (global sites first), starting at 0; stable for a given
+    /// module and granularity.
     pub id: usize,
     pub function: String,
     /// The source line of the outermost frame: for an inlined access, the line of the outermost
@@ -165,20 +167,75 @@ parse_by_name!(FenceKind, opcode, String, |s| {
     )
 });
 
-/// Every candidate fence site of the module, in module order.
+/// Every candidate fence site of the module: first the sites holding an access that may touch
+/// global memory, in module order of their first such access, then the sites whose accesses are
+/// all to shared memory, in module order. So a kernel's global sites keep their ids whatever
+/// shared-memory code sits between them, the ids they had before shared accesses were sites.
+/// At line granularity a line's site holds all its accesses, shared ones too.
 pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> {
-    let mut sites = Vec::new();
+    let mut global: Vec<FenceSite> = Vec::new();
+    let mut shared_only: Vec<FenceSite> = Vec::new();
     for function in module.functions() {
-        for (source, accesses) in function_accesses(module, function, granularity) {
-            sites.push(FenceSite {
-                id: sites.len(),
+        let mut groups = function_accesses(module, function, granularity);
+        groups.sort_by_key(|g| g.first_global);
+        for group in groups {
+            let site = FenceSite {
+                id: 0,
                 function: function.name.clone(),
-                source,
-                accesses,
-            });
+                source: group.source,
+                accesses: group.accesses,
+            };
+            match group.first_global {
+                Some(_) => global.push(site),
+                None => shared_only.push(site),
+            }
         }
     }
+    let mut sites: Vec<FenceSite> = global.into_iter().chain(shared_only).collect();
+    for (id, site) in sites.iter_mut().enumerate() {
+        site.id = id;
+    }
     sites
+}
+
+/// The accesses of one site, before it is numbered.
+struct AccessGroup {
+    source: Option<SourceLine>,
+    accesses: Vec<Access>,
+    /// The statement of its first access that may touch global memory, if any.
+    first_global: Option<usize>,
+}
+
+/// The groups of one function so far, and the group of each source line seen.
+#[derive(Default)]
+struct Groups {
+    list: Vec<AccessGroup>,
+    by_line: BTreeMap<SourceLine, usize>,
+}
+
+impl Groups {
+    /// The group an access whose outermost line is `outer` joins: at line granularity its
+    /// line's, else (or for the line's first access, or one without a line) a new one.
+    fn join(&mut self, outer: Option<SourceLine>, granularity: Granularity) -> &mut AccessGroup {
+        let line = outer
+            .clone()
+            .filter(|_| granularity == Granularity::SourceLine);
+        let index = match line.as_ref().and_then(|l| self.by_line.get(l)) {
+            Some(&index) => index,
+            None => {
+                if let Some(line) = line {
+                    self.by_line.insert(line, self.list.len());
+                }
+                self.list.push(AccessGroup {
+                    source: outer,
+                    accesses: Vec::new(),
+                    first_global: None,
+                });
+                self.list.len() - 1
+            }
+        };
+        &mut self.list[index]
+    }
 }
 
 /// The accesses of one function, grouped by site, in order of first appearance.
@@ -186,9 +243,8 @@ fn function_accesses(
     module: &Module,
     function: &Function,
     granularity: Granularity,
-) -> Vec<(Option<SourceLine>, Vec<Access>)> {
-    let mut groups: Vec<(Option<SourceLine>, Vec<Access>)> = Vec::new();
-    let mut by_line: BTreeMap<SourceLine, usize> = BTreeMap::new();
+) -> Vec<AccessGroup> {
+    let mut groups = Groups::default();
     let body = function.body.as_deref().unwrap_or_default();
     let frames = statement_frames(body);
     for (index, (statement, attribution)) in body.iter().zip(attribute_statements(body)).enumerate()
@@ -196,12 +252,9 @@ fn function_accesses(
         let Statement::Instruction(instruction) = statement else {
             continue;
         };
-        if !instruction
-            .memory_access()
-            .is_some_and(|a| a.may_be_global())
-        {
+        let Some(memory) = instruction.memory_access().filter(|a| a.may_communicate()) else {
             continue;
-        }
+        };
         let access = Access {
             statement: index,
             ptx: crate::print::instruction_text(instruction),
@@ -211,21 +264,13 @@ fn function_accesses(
                 .collect(),
         };
         let outer = attribution.and_then(|a| source_line(module, a.outer));
-        let group = match (&outer, granularity) {
-            (Some(line), Granularity::SourceLine) => by_line.get(line).copied(),
-            _ => None,
-        };
-        match group {
-            Some(g) => groups[g].1.push(access),
-            None => {
-                if let (Some(line), Granularity::SourceLine) = (&outer, granularity) {
-                    by_line.insert(line.clone(), groups.len());
-                }
-                groups.push((outer, vec![access]));
-            }
+        let group = groups.join(outer, granularity);
+        group.accesses.push(access);
+        if memory.may_be_global() {
+            group.first_global.get_or_insert(index);
         }
     }
-    groups
+    groups.list
 }
 
 /// A fence the module already has: where it is, for reports that compare fence sets.
@@ -417,7 +462,7 @@ mod tests {
     }
 
     #[test]
-    fn sites_per_instruction_cover_every_global_access() {
+    fn sites_per_instruction_cover_every_global_then_every_shared_access() {
         let sites = fence_sites(&module(), Granularity::Instruction);
         let opcodes: Vec<_> = sites
             .iter()
@@ -442,7 +487,13 @@ mod tests {
                 "st.volatile.global.u32",
                 "ld.global.v4.u32",
                 "st.global.v4.u32",
-                "atom.global.add.u32"
+                "atom.global.add.u32",
+                "st.shared.f32",
+                "st.shared.f32",
+                "ld.shared.f32",
+                "ld.shared.f32",
+                "st.shared.f32",
+                "ld.shared.f32",
             ]
         );
     }
@@ -465,7 +516,12 @@ mod tests {
             .iter()
             .map(|s| (s.source.as_ref().unwrap().line, s.accesses.len()))
             .collect();
-        assert_eq!(lines, [(8, 2), (11, 4), (12, 1), (13, 2), (14, 1)]);
+        // Line 11 holds a shared store besides its four global accesses; lines 9 and 10 hold
+        // shared accesses only, and come after every line with a global one.
+        assert_eq!(
+            lines,
+            [(8, 2), (11, 5), (12, 1), (13, 2), (14, 1), (9, 2), (10, 3)]
+        );
     }
 
     #[test]
@@ -539,11 +595,9 @@ mod tests {
     }
 
     #[test]
-    fn shared_and_param_accesses_are_not_sites() {
+    fn param_accesses_are_not_sites() {
         let sites = fence_sites(&module(), Granularity::Instruction);
-        assert!(sites.iter().all(
-            |s| !s.accesses[0].ptx.contains(".shared") && !s.accesses[0].ptx.contains(".param")
-        ));
+        assert!(sites.iter().all(|s| !s.accesses[0].ptx.contains(".param")));
     }
 
     #[test]
