@@ -231,6 +231,42 @@ fn the_command_exits_1_when_a_forbidden_state_is_reached() {
     );
 }
 
+/// Regression: a barrier test under which the suite's barriers (no phases) let no execution end
+/// has a "forbidden" verdict that holds vacuously; runs whose rendezvous barriers end reached
+/// the state and the runner called the simulator UNSOUND (Dat3M's older XF-Barrier-atom). It is
+/// not comparable, and says why.
+#[test]
+fn a_verdict_no_execution_reaches_under_the_suites_barriers_is_not_comparable() {
+    let texts = [
+        ("bar.litmus", BARRIER_ID_TWICE),
+        ("expected.csv", BARRIER_ID_TWICE_FORBIDDEN),
+    ];
+    let dir = folder_of(&[], &texts);
+    let csv = dir.path().join("expected.csv");
+    let out = litmus_run_on_sim(
+        dir.path(),
+        &[&SC_500[..], &["--expect", path(&csv)]].concat(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("1 tests: ok 0, UNSOUND 0, not seen 0, not comparable 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("so its verdict holds vacuously; 500 ended here"),
+        "{stdout}"
+    );
+    // The model's own row says so too.
+    let model = gpuwmm(&["litmus", "model", path(&dir.path().join("bar.litmus"))]);
+    let stdout = String::from_utf8_lossy(&model.stdout);
+    assert!(stdout.contains("consistent 0 (PTX model)"), "{stdout}");
+    assert!(
+        stdout.contains("none under barriers without phases"),
+        "{stdout}"
+    );
+}
+
 /// `gpuwmm litmus run DIR --backend sim OPTIONS…`.
 fn litmus_run_on_sim(dir: &Path, options: &[&str]) -> std::process::Output {
     let mut args = vec!["litmus", "run", path(dir), "--backend", "sim"];
@@ -268,3 +304,18 @@ fn folder_of(copies: &[(&str, &str)], texts: &[(&str, &str)]) -> tempfile::TempD
     }
     dir
 }
+
+/// Two threads of one CTA meet at barrier 1 twice, P0 waiting between the meetings for P1's
+/// flag: rendezvous barriers end every run (x is 1); barriers without phases end none.
+const BARRIER_ID_TWICE: &str = "PTX bar\n{ x=0; f=0; P0:r1=0; }\n\
+ P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n\
+ bar.cta.sync 1 | st.weak x, 1 ;\n\
+ LC00: | bar.cta.sync 1 ;\n\
+ ld.relaxed.cta r0, f | st.relaxed.cta f, 1 ;\n\
+ bne r0, 1, LC00 | bar.cta.sync 1 ;\n\
+ bar.cta.sync 1 | ;\n\
+ ld.weak r1, x | ;\n\
+exists (P0:r1 == 1)\n";
+/// The verdict the suite's barriers give it: forbidden, as nothing ends.
+const BARRIER_ID_TWICE_FORBIDDEN: &str =
+    "test,expected,sc_reachable,tier\nbar.litmus,forbidden,no,D-bar\n";

@@ -83,10 +83,12 @@ pub enum RmwOp {
 }
 
 impl RmwOp {
+    /// The operation a word names; `plus` and `minus` are the spellings of older files of
+    /// Dat3M's suite (`atom.acquire.gpu.plus r1, in, 1`).
     pub fn from_word(word: &str) -> Option<RmwOp> {
         Some(match word {
-            "add" => RmwOp::Add,
-            "sub" => RmwOp::Sub,
+            "add" | "plus" => RmwOp::Add,
+            "sub" | "minus" => RmwOp::Sub,
             "exch" => RmwOp::Exch,
             "cas" => RmwOp::Cas,
             "inc" => RmwOp::Inc,

@@ -127,8 +127,40 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Quoted comments after the header (one or more; each may span lines).
+    /// Quoted comments after the header (one or more; each may span lines). A comment that
+    /// quotes text itself (`means "No, but ..."`) does not end at its inner quote: as Dat3M's
+    /// grammar skips everything before the init block, so does this, when the quoted comments
+    /// do not end right before a line that opens it.
     fn comments(&mut self) -> Result<Option<String>, LitmusFileError> {
+        let start = self.pos;
+        let quoted = self.quoted_comments()?;
+        self.skip_space();
+        if self.rest().starts_with('{') {
+            return Ok(quoted);
+        }
+        match self.line_opening_init(start) {
+            Some(open) => {
+                let comment = self.text[start..open].trim().trim_matches('"').trim();
+                self.pos = open;
+                Ok((!comment.is_empty()).then(|| comment.to_string()))
+            }
+            None => Ok(quoted),
+        }
+    }
+
+    /// The offset of the first line after `from` whose first non-blank character is `{`.
+    fn line_opening_init(&self, from: usize) -> Option<usize> {
+        let mut at = from;
+        for line in self.text[from..].split_inclusive('\n') {
+            if line.trim_start().starts_with('{') {
+                return Some(at + line.len() - line.trim_start().len());
+            }
+            at += line.len();
+        }
+        None
+    }
+
+    fn quoted_comments(&mut self) -> Result<Option<String>, LitmusFileError> {
         let mut out = Vec::new();
         loop {
             self.skip_space();

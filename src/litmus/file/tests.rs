@@ -328,6 +328,39 @@ fn condition_evaluation() {
     assert!(not_exists.validated(0, 5) && not_exists.targets(true));
 }
 
+/// Regression: a comment that quotes text (Dat3M's `Manual/MICRO24-Fig4b-correct`, whose
+/// comment says `means "No, but loops where not fully unrolled"`) ended at its inner quote, and
+/// the file was refused: "expected the init block". Dat3M skips all text before the init block.
+#[test]
+fn a_comment_with_quotes_inside_runs_to_the_init_block() {
+    let f = parse_ok(
+        "PTX t\n\"\nA test.\n> run it\nUNKNOWN // means \"No, but loops\"\n\"\n{\nx=0;\n}\n \
+         P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == 1)\n",
+    );
+    let comment = f.comment.unwrap();
+    assert!(comment.starts_with("A test."), "{comment}");
+    assert!(comment.ends_with("means \"No, but loops\""), "{comment}");
+    assert_eq!(f.init.len(), 1);
+}
+
+/// Older files of Dat3M's suite spell `add` and `sub` as `plus` and `minus`.
+#[test]
+fn plus_and_minus_are_add_and_sub() {
+    let text = |op: &str| {
+        format!(
+            "PTX t\n{{ x=0; }}\n P0@cta 0,gpu 0 ;\n atom.acquire.gpu.{op} r1, x, 1 ;\n\
+             exists (P0:r1 == 0)\n"
+        )
+    };
+    for (old, new) in [("plus", "add"), ("minus", "sub")] {
+        let (a, b) = (parse_ok(&text(old)), parse_ok(&text(new)));
+        assert_eq!(
+            a.threads[0].code[0].instr, b.threads[0].code[0].instr,
+            "{old}"
+        );
+    }
+}
+
 #[test]
 fn malformed_files_name_file_and_line() {
     let cases = [

@@ -91,8 +91,15 @@ impl ModelOutcome {
         }
     }
 
-    /// Whether sequential consistency reaches that state.
+    /// Whether sequential consistency reaches that state; no final state when it reaches none
+    /// (rendezvous barriers deadlock) or when the model allows none (barriers without phases
+    /// let no execution end: a verdict on final states then holds vacuously).
     pub fn sc_reachable(&self) -> ScReachable {
+        if self.allowed.is_empty() && !self.sc.is_empty() {
+            return ScReachable::NoFinalState(
+                "no-final-state(none under barriers without phases)".into(),
+            );
+        }
         if self.sc.is_empty() {
             return ScReachable::NoFinalState(
                 "no-final-state(deadlock under rendezvous barrier)".into(),
