@@ -737,17 +737,7 @@ fn resume_and_replay_refuse_a_journal_whose_sites_are_not_the_apps_sites_now() {
 #[test]
 fn harden_names_the_races_a_fence_at_every_site_leaves_when_fences_cannot_fix() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = fixture_app("cta-lock-counter");
-    let args = [
-        "harden",
-        "--app-dir",
-        app.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--journal",
-        "h.csv",
-    ];
-    let out = common::cli::gpuwmm(&args, dir.path());
+    let out = common::cli::harden_fixture_on_sim("cta-lock-counter", dir.path(), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("fences cannot fix this"), "{stderr}");

@@ -40,18 +40,7 @@ fn a_handoff_through_shared_memory_with_cta_fences_never_fails() {
 #[test]
 fn harden_fixes_a_shared_memory_handoff_with_cta_fences_at_shared_sites() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = common::fixture_app("shared-handoff");
-    let args = [
-        "harden",
-        "--app-dir",
-        app.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--journal",
-        "h.csv",
-        "--json",
-    ];
-    let out = common::cli::gpuwmm(&args, dir.path());
+    let out = common::cli::harden_fixture_on_sim("shared-handoff", dir.path(), &["--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

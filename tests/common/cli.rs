@@ -19,6 +19,21 @@ pub fn gpuwmm(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// `gpuwmm harden --app-dir <the fixture app> --backend sim --journal h.csv <extra…>` in `dir`.
+pub fn harden_fixture_on_sim(app: &str, dir: &Path, extra: &[&str]) -> Output {
+    let app = super::fixture_app(app);
+    let args = [
+        "harden",
+        "--app-dir",
+        app.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--journal",
+        "h.csv",
+    ];
+    gpuwmm(&[&args[..], extra].concat(), dir)
+}
+
 /// Runs the built `gpuwmm` with `args` in the repository root (where `apps/` and the fixtures
 /// lie) and waits for it.
 pub fn gpuwmm_in_repo(args: &[&str]) -> Output {
