@@ -27,8 +27,14 @@ fi
 
 # Callers at once (tests run in parallel) would each start daemons: the second slurmd finds its
 # port taken and the node never answers. So one runs at a time; the next finds the cluster up.
+# The daemons must not inherit the lock's descriptor (`9>&-` below): one that did would hold the
+# lock for its whole life, and every later caller would wait forever (CI hung so at stop 38).
+LOCK_WAIT_S=$((WAIT_S + 240))
 exec 9>/run/gpuwmm-slurm-local.lock
-flock 9
+if ! flock -w "$LOCK_WAIT_S" 9; then
+    say "another slurm-local.sh held /run/gpuwmm-slurm-local.lock for over ${LOCK_WAIT_S}s"
+    exit 1
+fi
 
 cluster_is_up() {
     command -v sinfo >/dev/null 2>&1 || return 1
@@ -67,9 +73,9 @@ start_munge() {
     if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
         say "starting munged"
         if id munge >/dev/null 2>&1; then
-            runuser -u munge -- munged --force
+            runuser -u munge -- munged --force 9>&-
         else
-            munged --force
+            munged --force 9>&-
         fi
     fi
     munge -n | unmunge >/dev/null
@@ -118,11 +124,11 @@ EOF
 start_daemons() {
     if ! pgrep -x slurmctld >/dev/null; then
         say "starting slurmctld"
-        slurmctld -i
+        slurmctld -i 9>&-
     fi
     if ! pgrep -x slurmd >/dev/null; then
         say "starting slurmd"
-        slurmd
+        slurmd 9>&-
     fi
 }
 

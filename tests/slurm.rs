@@ -12,6 +12,7 @@
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::RunRecord;
 use gpuwmm::toolchain::tools_for_tests;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -170,8 +171,7 @@ fn collect_on_a_folder_that_is_not_a_campaign_is_refused_with_exit_code_2() {
 /// Starts the one-node cluster; `None` (after saying why) where it cannot be started because
 /// this is not root and `GPUWMM_REQUIRE_SLURM=1` is not set.
 fn local_cluster() -> Option<()> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-local.sh");
-    let output = Command::new("bash").arg(&script).output().unwrap();
+    let output = slurm_local_within(Duration::from_secs(600));
     let stderr = text(&output.stderr);
     let required = std::env::var("GPUWMM_REQUIRE_SLURM").is_ok_and(|v| v == "1");
     match output.status.code() {
@@ -185,6 +185,53 @@ fn local_cluster() -> Option<()> {
         }
         _ => panic!("scripts/slurm-local.sh failed:\n{stderr}"),
     }
+}
+
+/// Runs `scripts/slurm-local.sh`, failing the test (rather than hanging it) if the script has not
+/// ended within `limit`. Its output goes to files, not pipes: a daemon or a waiting child that
+/// kept a pipe open would hold the test past the script's end.
+fn slurm_local_within(limit: Duration) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-local.sh");
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("out"), logs.path().join("err"));
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.wait();
+            let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+            panic!("scripts/slurm-local.sh still ran after {limit:?}:\n{stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    }
+}
+
+/// Regression (stop 38, CI hung): the daemons the script started inherited its lock's descriptor
+/// and held the lock for life, so every later call waited forever.
+#[test]
+fn slurm_local_returns_at_once_when_the_cluster_it_started_is_up() {
+    if local_cluster().is_none() {
+        return;
+    }
+    let output = slurm_local_within(Duration::from_secs(60));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("already running"));
 }
 
 fn run_tool(program: &str, args: &[&str]) -> String {
