@@ -132,7 +132,14 @@ pub fn final_values(sk: &Skeleton, loc: usize, rf: &ReadsFrom, cause: &Relation)
         .filter(|&e| sk.events[e].loc() == Some(loc))
         .collect();
     let mut out = Vec::new();
-    each_order(&[init], writes, &mut |order| {
+    let rmws: Vec<usize> = accesses
+        .iter()
+        .copied()
+        .filter(|&r| sk.events[r].is_rmw())
+        .collect();
+    let may_follow =
+        |placed: &[bool], x: usize| may_place(sk, rf, cause, (writes, &rmws), placed, x);
+    each_order_where(sk.len(), &[init], writes, &may_follow, &mut |order| {
         let mut rank = vec![usize::MAX; sk.len()];
         for (i, &w) in order.iter().enumerate() {
             rank[w] = i;
@@ -148,38 +155,92 @@ pub fn final_values(sk: &Skeleton, loc: usize, rf: &ReadsFrom, cause: &Relation)
     out
 }
 
+/// Whether write `x` may come next after `order` in a coherence order of one location without
+/// a violation the full check would find anyway (a pruning only: every order it keeps is still
+/// checked whole). `placed` marks the events already in `order`. `x` may not come before a write
+/// that precedes it in causality (Coherence), nor between an RMW in `rmws` and the write it
+/// reads from where both edges of coherence are direct and `x` is morally strong with the RMW
+/// (Atomicity): without this, the RMWs of a loop unrolled a few times make the enumeration
+/// factorial in their number.
+fn may_place(
+    sk: &Skeleton,
+    rf: &ReadsFrom,
+    cause: &Relation,
+    (writes, rmws): (&[usize], &[usize]),
+    placed: &[bool],
+    x: usize,
+) -> bool {
+    let after_its_causes = writes
+        .iter()
+        .all(|&w| placed[w] || w == x || !cause.has(w, x));
+    let direct = |a: usize, b: usize| sk.ms.has(a, b) || cause.has(a, b);
+    let splits_no_rmw = rmws.iter().all(|&r| {
+        let Some(src) = rf[r] else { return true };
+        let open = placed[src] && !placed[r] && r != x && x != src;
+        !(open && sk.ms.has(r, x) && direct(src, x) && direct(x, r))
+    });
+    after_its_causes && splits_no_rmw
+}
+
 /// Calls `visit` with `prefix` followed by each ordering of `items`.
 pub(super) fn each_order(prefix: &[usize], items: &[usize], visit: &mut impl FnMut(&[usize])) {
-    fn extend(
-        items: &[usize],
-        used: &mut [bool],
-        order: &mut Vec<usize>,
-        left: usize,
-        visit: &mut impl FnMut(&[usize]),
-    ) {
-        if left == 0 {
-            visit(order);
-            return;
-        }
-        for i in 0..items.len() {
-            if !used[i] {
-                used[i] = true;
-                order.push(items[i]);
-                extend(items, used, order, left - 1, visit);
-                order.pop();
-                used[i] = false;
+    let universe = prefix.iter().chain(items).max().map_or(0, |m| m + 1);
+    each_order_where(universe, prefix, items, &|_, _| true, visit);
+}
+
+/// Calls `visit` with `prefix` followed by each ordering of `items` (numbers below `universe`)
+/// in which every item passes `may_follow(items placed so far, item)` where it is placed.
+pub(super) fn each_order_where(
+    universe: usize,
+    prefix: &[usize],
+    items: &[usize],
+    may_follow: &impl Fn(&[bool], usize) -> bool,
+    visit: &mut impl FnMut(&[usize]),
+) {
+    struct Search<'a, F, V> {
+        items: &'a [usize],
+        used: Vec<bool>,
+        placed: Vec<bool>,
+        order: Vec<usize>,
+        may_follow: &'a F,
+        visit: &'a mut V,
+    }
+    impl<F: Fn(&[bool], usize) -> bool, V: FnMut(&[usize])> Search<'_, F, V> {
+        fn extend(&mut self, left: usize) {
+            if left == 0 {
+                (self.visit)(&self.order);
+                return;
+            }
+            for i in 0..self.items.len() {
+                let x = self.items[i];
+                if self.used[i] || !(self.may_follow)(&self.placed, x) {
+                    continue;
+                }
+                self.used[i] = true;
+                self.placed[x] = true;
+                self.order.push(x);
+                self.extend(left - 1);
+                self.order.pop();
+                self.placed[x] = false;
+                self.used[i] = false;
             }
         }
     }
+    let mut placed = vec![false; universe];
+    for &p in prefix {
+        placed[p] = true;
+    }
     let mut order = Vec::with_capacity(prefix.len() + items.len());
     order.extend_from_slice(prefix);
-    extend(
+    let mut search = Search {
         items,
-        &mut vec![false; items.len()],
-        &mut order,
-        items.len(),
+        used: vec![false; items.len()],
+        placed,
+        order,
+        may_follow,
         visit,
-    );
+    };
+    search.extend(items.len());
 }
 
 fn coherent(

@@ -182,7 +182,7 @@ fn value_domains(
         for t in &test.threads {
             let (_, produced) = thread_traces(test, t, locations, &domains, true)?;
             for (loc, entry) in produced {
-                grown[loc].insert(entry);
+                insert_minimal(&mut grown[loc], entry);
             }
         }
         if let Some(l) = grown.iter().position(|d| d.len() > MAX_VALUES) {
@@ -198,6 +198,19 @@ fn value_domains(
         }
         domains = grown;
     }
+}
+
+/// Adds `(v, prov)` to `domain` unless a way of computing `v` through a subset of `prov` is
+/// there already, and drops the ways through supersets of `prov`. A chain through fewer writes
+/// meets the no-cycle rule whenever a chain through more does and gives the same value, so the
+/// values found are the same; without this, RMW loops (each iteration a new provenance of the
+/// same value) grow a domain exponentially.
+fn insert_minimal(domain: &mut Domain, (v, prov): (u32, Prov)) {
+    if domain.iter().any(|(w, p)| *w == v && p.is_subset(&prov)) {
+        return;
+    }
+    domain.retain(|(w, p)| *w != v || !prov.is_subset(p));
+    domain.insert((v, prov));
 }
 
 fn check_placement(test: &LitmusFile) -> Result<(), Refusal> {
@@ -461,7 +474,13 @@ impl Walker<'_> {
             let me = 1u64 << next.events.len();
             let new = apply(rmw.op, old, &args);
             if let Some(v) = new {
-                let prov = old_prov.union(&arg_prov).cloned().collect();
+                // The value an exchange or compare-and-swap writes is an operand; the old value
+                // decides only whether a `cas` writes (control, not data).
+                let prov = if matches!(rmw.op, RmwOp::Exch | RmwOp::Cas) {
+                    arg_prov.clone()
+                } else {
+                    old_prov.union(&arg_prov).cloned().collect()
+                };
                 if !self.produce(&next, l, v, prov) {
                     continue;
                 }
@@ -640,5 +659,30 @@ fn strength(sem: AccessSem) -> (Strength, bool) {
         AccessSem::Volatile => (Strength::Strong(Scope::Sys), false),
         AccessSem::Relaxed(s) => (Strength::Strong(s), false),
         AccessSem::Ordered(s) => (Strength::Strong(s), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_domain_keeps_only_the_minimal_ways_of_computing_each_value() {
+        let prov = |ids: &[usize]| ids.iter().map(|&i| (0, i, 0)).collect::<Prov>();
+        let mut domain = Domain::new();
+        insert_minimal(&mut domain, (1, prov(&[1, 2])));
+        insert_minimal(&mut domain, (1, prov(&[1, 2, 3])));
+        insert_minimal(&mut domain, (2, prov(&[1, 2, 3])));
+        assert_eq!(
+            domain.len(),
+            2,
+            "a superset way to the same value is not kept"
+        );
+        insert_minimal(&mut domain, (1, prov(&[2])));
+        assert_eq!(
+            domain,
+            Domain::from([(1, prov(&[2])), (2, prov(&[1, 2, 3]))]),
+            "a subset way replaces the ways through more writes"
+        );
     }
 }

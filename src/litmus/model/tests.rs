@@ -215,3 +215,58 @@ fn several_gpus_and_proxy_aliases_are_refused() {
         "{r}"
     );
 }
+
+/// Regression: a spin lock whose acquire is an exchange in a loop ran out of memory (each
+/// unrolled exchange gave the values of the lock a new provenance, and every coherence order
+/// of its writes was tried). Acquire/release makes the critical sections exclusive; relaxed
+/// ones lose an update.
+#[test]
+fn a_spin_lock_taken_by_exchange_loops_is_modelled_and_needs_acquire_and_release() {
+    let lock = |acquire: &str, release: &str| {
+        let cell = |label: &str| {
+            [
+                format!("{label}:"),
+                format!("atom.{acquire}.gpu.exch r0, m, 1"),
+                format!("bne r0, 0, {label}"),
+                "ld.weak r1, x".to_string(),
+                "add r1, r1, 1".to_string(),
+                "st.weak x, r1".to_string(),
+                format!("st.{release}.gpu m, 0"),
+            ]
+        };
+        let rows: String = cell("LC00")
+            .iter()
+            .zip(cell("LC10"))
+            .map(|(a, b)| format!(" {a} | {b} ;\n"))
+            .collect();
+        let text = format!(
+            "PTX lock\n{{ m=0; x=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n{rows}exists (x == 1)\n"
+        );
+        run(&text)
+    };
+    let exclusive = lock("acquire", "release");
+    assert_eq!(exclusive.expected(), Expected::Forbidden);
+    assert_eq!(exclusive.allowed, BTreeSet::from([vec![2]]));
+    let racy = lock("relaxed", "relaxed");
+    assert_eq!(racy.expected(), Expected::Allowed);
+    assert_eq!(racy.allowed, BTreeSet::from([vec![1], vec![2]]));
+}
+
+/// A thread that swaps a flag in a loop until it reads what another thread swapped in: the
+/// exchanges of one location by threads of one CTA are morally strong, so Atomicity chains
+/// them; every execution that ends within the loop bound is found.
+#[test]
+fn exchange_loops_on_one_location_end_with_the_value_the_last_exchange_wrote() {
+    let o = run("PTX swap\n{ f=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n \
+         LC00: | LC10: ;\n \
+         atom.relaxed.gpu.exch r0, f, 1 | atom.relaxed.gpu.exch r1, f, 2 ;\n \
+         bne r0, 2, LC01 | bne r1, 1, LC11 ;\n \
+         goto LC02 | goto LC12 ;\n \
+         LC01: | LC11: ;\n \
+         goto LC00 | goto LC10 ;\n \
+         LC02: | LC12: ;\n\
+         exists (f == 0)\n");
+    assert_eq!(o.expected(), Expected::Forbidden);
+    // Whoever swaps last leaves its value, and read the other's: both end.
+    assert_eq!(o.allowed, BTreeSet::from([vec![1], vec![2]]));
+}
