@@ -80,25 +80,43 @@ fn explore_rf(
         candidates.push(from);
     }
     let mut rf: ReadsFrom = vec![None; sk.len()];
-    let mut pick = vec![0; reads.len()];
-    loop {
-        for (i, &r) in reads.iter().enumerate() {
-            rf[r] = Some(candidates[i][pick[i]]);
+    let mut visit = |rf: &ReadsFrom| check(program, choice, sk, rf, observed, found);
+    assign_rf(sk, &reads, &candidates, &mut rf, &mut visit);
+}
+
+/// Gives `reads[0]`, then the next reads, each source in turn from its `candidates`, calling
+/// `visit` with each whole reads-from; a source two RMWs would both read is skipped (see
+/// [`both_read_atomically`]), so the loops of RMWs that lock-free code unrolls do not multiply
+/// out.
+fn assign_rf(
+    sk: &Skeleton,
+    reads: &[usize],
+    candidates: &[Vec<usize>],
+    rf: &mut ReadsFrom,
+    visit: &mut impl FnMut(&ReadsFrom),
+) {
+    let Some((&r, rest)) = reads.split_first() else {
+        visit(rf);
+        return;
+    };
+    for &src in &candidates[0] {
+        let taken =
+            (0..sk.len()).any(|o| rf[o] == Some(src) && both_read_atomically(sk, src, o, r));
+        if taken {
+            continue;
         }
-        check(program, choice, sk, &rf, observed, found);
-        let mut i = 0;
-        loop {
-            if i == reads.len() {
-                return;
-            }
-            pick[i] += 1;
-            if pick[i] < candidates[i].len() {
-                break;
-            }
-            pick[i] = 0;
-            i += 1;
-        }
+        rf[r] = Some(src);
+        assign_rf(sk, rest, &candidates[1..], rf, visit);
+        rf[r] = None;
     }
+}
+
+/// Whether RMWs `a` and `b`, both reading `src`, break Atomicity in every coherence order: when
+/// the three are pairwise morally strong, SC-per-location puts both after `src`, and the one
+/// coherence puts first is a morally strong write between `src` and the other.
+fn both_read_atomically(sk: &Skeleton, src: usize, a: usize, b: usize) -> bool {
+    let rmw = |e: usize| sk.events[e].is_rmw();
+    a != b && rmw(a) && rmw(b) && sk.ms.has(a, b) && sk.ms.has(src, a) && sk.ms.has(src, b)
 }
 
 fn check(
