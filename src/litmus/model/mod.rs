@@ -31,7 +31,7 @@ pub mod relation;
 pub mod sc;
 pub mod suite;
 
-use crate::litmus::file::ast::{state_text, Condition, LitmusFile, Observed};
+use crate::litmus::file::ast::{state_text, Condition, Instr, LitmusFile, Observed};
 use crate::litmus::file::expect::{Expected, ScReachable};
 use crate::litmus::file::kernel::Refusal;
 use std::collections::BTreeSet;
@@ -49,6 +49,8 @@ pub struct ModelOutcome {
     pub sc: BTreeSet<Vec<u32>>,
     pub candidates: u64,
     pub consistent: u64,
+    /// Whether a thread waits at a barrier (what a deadlock is blamed on when SC ends nothing).
+    pub barriers: bool,
 }
 
 /// Runs the model on `test`, or refuses it (proxies, several GPUs, more events than an
@@ -74,6 +76,11 @@ pub fn model(test: &LitmusFile) -> Result<ModelOutcome, Refusal> {
         sc,
         candidates: found.candidates,
         consistent: found.consistent,
+        barriers: test.threads.iter().any(|t| {
+            t.code
+                .iter()
+                .any(|s| matches!(s.instr, Instr::Barrier { .. }))
+        }),
     })
 }
 
@@ -92,7 +99,7 @@ impl ModelOutcome {
     }
 
     /// Whether sequential consistency reaches that state; no final state when it reaches none
-    /// (rendezvous barriers deadlock) or when the model allows none (barriers without phases
+    /// (rendezvous barriers deadlock, or every execution spins past the loop bound) or when the model allows none (barriers without phases
     /// let no execution end: a verdict on final states then holds vacuously).
     pub fn sc_reachable(&self) -> ScReachable {
         if self.allowed.is_empty() && !self.sc.is_empty() {
@@ -101,9 +108,11 @@ impl ModelOutcome {
             );
         }
         if self.sc.is_empty() {
-            return ScReachable::NoFinalState(
-                "no-final-state(deadlock under rendezvous barrier)".into(),
-            );
+            let why = match self.barriers {
+                true => "deadlock under rendezvous barrier",
+                false => "no execution ends within the loop bound",
+            };
+            return ScReachable::NoFinalState(format!("no-final-state({why})"));
         }
         match self.any_targeted(&self.sc) {
             true => ScReachable::Yes,

@@ -270,3 +270,19 @@ fn exchange_loops_on_one_location_end_with_the_value_the_last_exchange_wrote() {
     // Whoever swaps last leaves its value, and read the other's: both end.
     assert_eq!(o.allowed, BTreeSet::from([vec![1], vec![2]]));
 }
+
+/// Regression: a test without barriers in which no execution ends (two threads each waiting to
+/// take a lock the other holds) had its row blamed on a rendezvous barrier.
+#[test]
+fn a_test_whose_every_execution_spins_forever_says_so_not_barrier_deadlock() {
+    let o = run("PTX spin\n{ m=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n \
+         LC00: | LC10: ;\n \
+         atom.relaxed.gpu.exch r0, m, 1 | atom.relaxed.gpu.exch r1, m, 1 ;\n \
+         bne r0, 0, LC00 | bne r1, 0, LC10 ;\n\
+         exists (m == 1)\n");
+    assert!(o.allowed.is_empty() && o.sc.is_empty());
+    assert_eq!(
+        o.sc_reachable(),
+        ScReachable::NoFinalState("no-final-state(no execution ends within the loop bound)".into())
+    );
+}
