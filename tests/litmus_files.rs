@@ -267,6 +267,43 @@ fn a_verdict_no_execution_reaches_under_the_suites_barriers_is_not_comparable() 
     );
 }
 
+/// Regression: older Dat3M tests write registers as PTX does (`%r1`, `0:%r1=0`), and a test
+/// whose condition names a register only an unsupported instruction uses (a proxy load) was
+/// called malformed (exit 2) instead of being refused by itself.
+#[test]
+fn percent_registers_run_and_an_unsupported_instructions_register_is_no_parse_error() {
+    let texts = [
+        ("mp.litmus", MP_PERCENT_REGISTERS),
+        ("cold.litmus", CONSTANT_PROXY_LOAD),
+    ];
+    let dir = folder_of(&[], &texts);
+    let csv = dir.path().join("model.csv");
+    let model = gpuwmm(&[
+        "litmus",
+        "model",
+        "-q",
+        "--csv",
+        path(&csv),
+        path(dir.path()),
+    ]);
+    let stdout = String::from_utf8_lossy(&model.stdout);
+    assert_eq!(model.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("cold.litmus:7: `cold.weak r3, x`"),
+        "{stdout}"
+    );
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        rows.contains("(P1:%r1 == 1 /\\ P1:%r2 == 0),forbidden"),
+        "{rows}"
+    );
+    let out = litmus_run_on_sim(dir.path(), &["--executions", "500", "--expect", path(&csv)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("ok 1, UNSOUND 0"), "{stdout}");
+    assert!(stdout.contains("Observation mp Never 0 500"), "{stdout}");
+}
+
 /// `gpuwmm litmus run DIR --backend sim OPTIONS…`.
 fn litmus_run_on_sim(dir: &Path, options: &[&str]) -> std::process::Output {
     let mut args = vec!["litmus", "run", path(dir), "--backend", "sim"];
@@ -304,6 +341,20 @@ fn folder_of(copies: &[(&str, &str)], texts: &[(&str, &str)]) -> tempfile::TempD
     }
     dir
 }
+
+/// Message passing with release and acquire, registers written the PTX way.
+const MP_PERCENT_REGISTERS: &str = "PTX mp\n{ x=0; y=0; 1:%r1=0; 1:%r2=0; }\n\
+ P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n\
+ st.weak x, 1 | ld.acquire.gpu %r1, y ;\n\
+ st.release.gpu y, 1 | ld.weak %r2, x ;\n\
+exists (P1:%r1 == 1 /\\ P1:%r2 == 0)\n";
+/// A load through the constant proxy, which the tool does not support: its register is still
+/// the condition's.
+const CONSTANT_PROXY_LOAD: &str = "PTX cold\n{\nx=0;\n}\n\
+ P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n\
+ st.weak x, 42 | ld.weak r5, x ;\n\
+ | cold.weak r3, x ;\n\
+exists (P1:r3 == 42)\n";
 
 /// Two threads of one CTA meet at barrier 1 twice, P0 waiting between the meetings for P1's
 /// flag: rendezvous barriers end every run (x is 1); barriers without phases end none.

@@ -638,7 +638,11 @@ impl Writer<'_> {
     }
 }
 
-/// The PTX register of litmus register `reg` of thread `thread`.
+/// The PTX register of litmus register `reg` of thread `thread` (`%r1` and `r1`, both legal and
+/// distinct in a litmus file, get distinct registers).
 pub fn reg_name(thread: usize, reg: &str) -> String {
-    format!("%P{thread}_{reg}")
+    match reg.strip_prefix('%') {
+        Some(name) => format!("%P{thread}p_{name}"),
+        None => format!("%P{thread}_{reg}"),
+    }
 }
