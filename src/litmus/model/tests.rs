@@ -9,10 +9,15 @@ fn run(text: &str) -> ModelOutcome {
     model(&test).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A two-thread test, threads in CTAs `ctas`, rows of `P0 | P1` cells.
+/// A two-thread test on x and y, threads in CTAs `ctas`, rows of `P0 | P1` cells.
 fn two(ctas: (u32, u32), rows: &[&str], condition: &str) -> ModelOutcome {
+    two_on("x=0; y=0;", ctas, rows, condition)
+}
+
+/// A two-thread test with the init block `init`.
+fn two_on(init: &str, ctas: (u32, u32), rows: &[&str], condition: &str) -> ModelOutcome {
     let mut text = format!(
-        "PTX t\n{{ x=0; y=0; }}\n P0@cta {},gpu 0 | P1@cta {},gpu 0 ;\n",
+        "PTX t\n{{ {init} }}\n P0@cta {},gpu 0 | P1@cta {},gpu 0 ;\n",
         ctas.0, ctas.1
     );
     for r in rows {
@@ -223,26 +228,17 @@ fn several_gpus_and_proxy_aliases_are_refused() {
 #[test]
 fn a_spin_lock_taken_by_exchange_loops_is_modelled_and_needs_acquire_and_release() {
     let lock = |acquire: &str, release: &str| {
-        let cell = |label: &str| {
-            [
-                format!("{label}:"),
-                format!("atom.{acquire}.gpu.exch r0, m, 1"),
-                format!("bne r0, 0, {label}"),
-                "ld.weak r1, x".to_string(),
-                "add r1, r1, 1".to_string(),
-                "st.weak x, r1".to_string(),
-                format!("st.{release}.gpu m, 0"),
-            ]
-        };
-        let rows: String = cell("LC00")
-            .iter()
-            .zip(cell("LC10"))
-            .map(|(a, b)| format!(" {a} | {b} ;\n"))
-            .collect();
-        let text = format!(
-            "PTX lock\n{{ m=0; x=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n{rows}exists (x == 1)\n"
-        );
-        run(&text)
+        let rows = [
+            "LC00: | LC10:".to_string(),
+            format!("atom.{acquire}.gpu.exch r0, m, 1 | atom.{acquire}.gpu.exch r0, m, 1"),
+            "bne r0, 0, LC00 | bne r0, 0, LC10".to_string(),
+            "ld.weak r1, x | ld.weak r1, x".to_string(),
+            "add r1, r1, 1 | add r1, r1, 1".to_string(),
+            "st.weak x, r1 | st.weak x, r1".to_string(),
+            format!("st.{release}.gpu m, 0 | st.{release}.gpu m, 0"),
+        ];
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        two_on("m=0; x=0;", (0, 1), &rows, "x == 1")
     };
     let exclusive = lock("acquire", "release");
     assert_eq!(exclusive.expected(), Expected::Forbidden);
@@ -257,15 +253,16 @@ fn a_spin_lock_taken_by_exchange_loops_is_modelled_and_needs_acquire_and_release
 /// them; every execution that ends within the loop bound is found.
 #[test]
 fn exchange_loops_on_one_location_end_with_the_value_the_last_exchange_wrote() {
-    let o = run("PTX swap\n{ f=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n \
-         LC00: | LC10: ;\n \
-         atom.relaxed.gpu.exch r0, f, 1 | atom.relaxed.gpu.exch r1, f, 2 ;\n \
-         bne r0, 2, LC01 | bne r1, 1, LC11 ;\n \
-         goto LC02 | goto LC12 ;\n \
-         LC01: | LC11: ;\n \
-         goto LC00 | goto LC10 ;\n \
-         LC02: | LC12: ;\n\
-         exists (f == 0)\n");
+    let rows = [
+        "LC00: | LC10:",
+        "atom.relaxed.gpu.exch r0, f, 1 | atom.relaxed.gpu.exch r1, f, 2",
+        "bne r0, 2, LC01 | bne r1, 1, LC11",
+        "goto LC02 | goto LC12",
+        "LC01: | LC11:",
+        "goto LC00 | goto LC10",
+        "LC02: | LC12:",
+    ];
+    let o = two_on("f=0;", (0, 0), &rows, "f == 0");
     assert_eq!(o.expected(), Expected::Forbidden);
     // Whoever swaps last leaves its value, and read the other's: both end.
     assert_eq!(o.allowed, BTreeSet::from([vec![1], vec![2]]));
@@ -275,11 +272,12 @@ fn exchange_loops_on_one_location_end_with_the_value_the_last_exchange_wrote() {
 /// take a lock the other holds) had its row blamed on a rendezvous barrier.
 #[test]
 fn a_test_whose_every_execution_spins_forever_says_so_not_barrier_deadlock() {
-    let o = run("PTX spin\n{ m=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n \
-         LC00: | LC10: ;\n \
-         atom.relaxed.gpu.exch r0, m, 1 | atom.relaxed.gpu.exch r1, m, 1 ;\n \
-         bne r0, 0, LC00 | bne r1, 0, LC10 ;\n\
-         exists (m == 1)\n");
+    let rows = [
+        "LC00: | LC10:",
+        "atom.relaxed.gpu.exch r0, m, 1 | atom.relaxed.gpu.exch r1, m, 1",
+        "bne r0, 0, LC00 | bne r1, 0, LC10",
+    ];
+    let o = two_on("m=0;", (0, 0), &rows, "m == 1");
     assert!(o.allowed.is_empty() && o.sc.is_empty());
     assert_eq!(
         o.sc_reachable(),
