@@ -867,9 +867,9 @@ pub enum LitmusCommand {
     /// expected.csv would hold (`expected`, `sc_reachable`). Barriers follow the semantics of
     /// the suite's published verdicts (Dat3M's: no phases; a third operand is a quorum).
     ///
-    /// Not modelled, refused per test with the reason: threads on more than one GPU, proxy
-    /// aliases and operations, unknown instructions, address-valued init, executions of more
-    /// than 64 events.
+    /// Threads may run on several GPUs (`.gpu` scope then covers one GPU's threads). Not
+    /// modelled, refused per test with the reason: proxy aliases and operations, unknown
+    /// instructions, address-valued init, executions of more than 64 events.
     ///
     /// With --expect each test's `expected` is compared with the model's; --csv writes the
     /// model's verdicts as an expected.csv (paths relative to the CSV's folder).

@@ -11,7 +11,9 @@ use crate::litmus::file::ast::Scope;
 #[derive(Debug, Clone)]
 pub struct Event {
     pub thread: Option<usize>,
+    /// The CTA, numbered across GPUs, and the GPU.
     pub cta: u32,
+    pub gpu: u32,
     pub kind: EventKind,
 }
 
@@ -83,14 +85,14 @@ impl Event {
         }
     }
 
-    /// Whether a strong operation of this event's scope includes a thread of CTA `cta` (tests
-    /// run on one GPU, so `.gpu` and `.sys` include every thread).
-    fn includes(&self, cta: u32) -> bool {
+    /// Whether a strong operation of this event's scope includes the thread of `other`.
+    fn includes(&self, other: &Event) -> bool {
         match self.scope() {
             // Litmus files have no `.cluster` (the parser refuses it); were one to come, a cluster
             // of one CTA is the narrowest reading, which can only allow more.
-            Some(Scope::Cta | Scope::Cluster) => self.cta == cta,
-            Some(Scope::Gpu | Scope::Sys) => true,
+            Some(Scope::Cta | Scope::Cluster) => self.cta == other.cta,
+            Some(Scope::Gpu) => self.gpu == other.gpu,
+            Some(Scope::Sys) => true,
             None => false,
         }
     }
@@ -135,6 +137,7 @@ impl Skeleton {
             events.push(Event {
                 thread: None,
                 cta: 0,
+                gpu: 0,
                 kind: EventKind::Memory {
                     access: Access::Write,
                     loc,
@@ -162,6 +165,7 @@ impl Skeleton {
                 events.push(Event {
                     thread: Some(t),
                     cta: program.threads[t].cta,
+                    gpu: program.threads[t].gpu,
                     kind: e.kind.clone(),
                 });
             }
@@ -232,7 +236,7 @@ fn strong_pair(a: &Event, b: &Event) -> bool {
     if a.thread.is_none() || b.thread.is_none() {
         return memory(a) && memory(b);
     }
-    a.thread == b.thread || (a.includes(b.cta) && b.includes(a.cta))
+    a.thread == b.thread || (a.includes(b) && b.includes(a))
 }
 
 /// For a strong write `w`: `w` if it is a release; release operations on its location before

@@ -53,7 +53,7 @@ pub struct ModelOutcome {
     pub barriers: bool,
 }
 
-/// Runs the model on `test`, or refuses it (proxies, several GPUs, more events than an
+/// Runs the model on `test`, or refuses it (proxies, unknown instructions, more events than an
 /// execution may have).
 pub fn model(test: &LitmusFile) -> Result<ModelOutcome, Refusal> {
     let program = program::build(test)?;

@@ -95,7 +95,9 @@ pub struct Program {
 
 #[derive(Debug, Clone)]
 pub struct ThreadTraces {
+    /// The thread's CTA, numbered across GPUs (CTA 0 of GPU 0 and CTA 0 of GPU 1 differ).
     pub cta: u32,
+    pub gpu: u32,
     pub traces: Vec<Trace>,
 }
 
@@ -139,13 +141,22 @@ pub fn build(test: &LitmusFile) -> Result<Program, Refusal> {
         .iter()
         .map(|d| d.iter().map(|(v, _)| (*v, Prov::new())).collect())
         .collect();
+    let ctas: Vec<(u32, u32)> = test
+        .threads
+        .iter()
+        .map(|t| (t.gpu, t.cta.unwrap_or_default()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let threads = test
         .threads
         .iter()
         .map(|t| {
             let (traces, _) = thread_traces(test, t, &locations, &plain, false)?;
+            let place = (t.gpu, t.cta.unwrap_or_default());
             Ok(ThreadTraces {
-                cta: t.cta.unwrap_or_default(),
+                cta: ctas.iter().position(|c| *c == place).unwrap_or_default() as u32,
+                gpu: t.gpu,
                 traces,
             })
         })
@@ -214,14 +225,6 @@ fn insert_minimal(domain: &mut Domain, (v, prov): (u32, Prov)) {
 }
 
 fn check_placement(test: &LitmusFile) -> Result<(), Refusal> {
-    if let Some(t) = test.threads.iter().find(|t| t.gpu != test.threads[0].gpu) {
-        return Err(refuse(
-            test,
-            test.header_line,
-            format!("P{}@gpu {}", t.id, t.gpu),
-            "threads on more than one GPU",
-        ));
-    }
     if let Some(t) = test.threads.iter().find(|t| t.cta.is_none()) {
         return Err(refuse(
             test,

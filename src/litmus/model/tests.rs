@@ -205,13 +205,27 @@ fn sequential_consistency_states_are_always_allowed() {
     );
 }
 
+/// `.gpu` scope includes the threads of one GPU only, `.cta` those of one CTA of one GPU (CTA 0
+/// of GPU 0 is not CTA 0 of GPU 1), `.sys` every thread: message passing between GPUs needs
+/// `.sys`.
 #[test]
-fn several_gpus_and_proxy_aliases_are_refused() {
-    let gpus = parse(Path::new("t.litmus"), "PTX g\n{ }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 1)\n").unwrap();
-    assert!(model(&gpus)
-        .unwrap_err()
-        .reason
-        .contains("more than one GPU"));
+fn threads_on_two_gpus_synchronise_only_at_system_scope() {
+    let mp = |scope: &str| {
+        let text = format!(
+            "PTX g\n{{ x=0; y=0; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n \
+             st.weak x, 1 | ld.acquire.{scope} r0, y ;\n \
+             st.release.{scope} y, 1 | ld.weak r1, x ;\n\
+             exists ({MP})\n"
+        );
+        run(&text).expected()
+    };
+    assert_eq!(mp("cta"), Expected::Allowed);
+    assert_eq!(mp("gpu"), Expected::Allowed);
+    assert_eq!(mp("sys"), Expected::Forbidden);
+}
+
+#[test]
+fn proxy_aliases_are_refused() {
     let alias = parse(Path::new("t.litmus"), "PTX a\n{\nx=0;\ny @ surface aliases x;\n}\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == 1)\n").unwrap();
     let r = model(&alias).unwrap_err();
     assert_eq!(
