@@ -773,13 +773,13 @@ fn starts_condition(line: &str) -> bool {
     })
 }
 
-/// `[A-Za-z_][A-Za-z0-9_]*`.
 /// A register name: an identifier, or one with PTX's `%` before it (`%r1`, as older Dat3M tests
 /// write registers).
 pub fn is_register(s: &str) -> bool {
     is_identifier(s.strip_prefix('%').unwrap_or(s))
 }
 
+/// `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars

@@ -99,8 +99,9 @@ impl ModelOutcome {
     }
 
     /// Whether sequential consistency reaches that state; no final state when it reaches none
-    /// (rendezvous barriers deadlock, or every execution spins past the loop bound) or when the model allows none (barriers without phases
-    /// let no execution end: a verdict on final states then holds vacuously).
+    /// (rendezvous barriers deadlock, or every execution spins past the loop bound) or when the
+    /// model allows none (barriers without phases let no execution end: a verdict on final
+    /// states then holds vacuously).
     pub fn sc_reachable(&self) -> ScReachable {
         if self.allowed.is_empty() && !self.sc.is_empty() {
             return ScReachable::NoFinalState(
