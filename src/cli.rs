@@ -907,6 +907,11 @@ pub struct LitmusModelArgs {
     /// Print only the table and summary, not each test's states.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Candidate executions to try per test before refusing it (the largest shared-suite,
+    /// generated or Dat3M loop test needs a few million; four threads each taking a lock in a
+    /// loop need more).
+    #[arg(long, value_name = "N", default_value_t = gpuwmm::litmus::model::explore::MAX_CANDIDATES)]
+    pub max_candidates: u64,
 }
 
 #[derive(Debug, Args)]

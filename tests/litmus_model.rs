@@ -206,3 +206,21 @@ fn a_malformed_expected_csv_is_bad_input_and_a_disagreement_exits_1() {
     let out = model_against("right.csv", "forbidden,no");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
+
+/// A test past `--max-candidates` is refused by itself, naming the option; within the default
+/// the same exchange-loop lock is modelled (the model once ran out of memory on it).
+#[test]
+fn a_test_past_max_candidates_is_refused_naming_the_option() {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/litmus/Lock+exch-loop+acquire-release-cross-cta.litmus");
+    let lock = lock.to_str().unwrap();
+    let small = gpuwmm_in_repo(&["litmus", "model", "--max-candidates", "10", lock]);
+    let text = ok(&small);
+    assert!(
+        text.contains("more than 10 candidate executions (raise --max-candidates"),
+        "{text}"
+    );
+    let whole = gpuwmm_in_repo(&["litmus", "model", lock]);
+    let text = ok(&whole);
+    assert!(text.contains("expected forbidden, sc_reachable no"), "{text}");
+}

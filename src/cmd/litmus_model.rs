@@ -22,6 +22,7 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
         &files,
         expectations.as_ref(),
         args.csv.as_deref(),
+        args.max_candidates,
         |file, result| {
             if let (Some(text), true) = (result.text(file, args.quiet), printed.is_ok()) {
                 printed = outln!("{text}");

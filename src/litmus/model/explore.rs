@@ -22,20 +22,41 @@ pub struct Found {
     pub consistent: u64,
 }
 
-/// Too many events for one execution.
+/// Candidate executions the enumeration tries before it gives up on a test (the largest test of
+/// the shared suite, the generated families and Dat3M's loop tests needs about one million).
+pub const MAX_CANDIDATES: u64 = 20_000_000;
+
+/// Why a test is too big to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooBig;
+pub enum TooBig {
+    /// An execution has more events than a relation holds.
+    Events,
+    /// More than [`MAX_CANDIDATES`] candidate executions.
+    Candidates,
+}
 
 /// Every final state the model allows.
 pub fn allowed(program: &Program, observed: &[Observed]) -> Result<Found, TooBig> {
+    allowed_within(program, observed, MAX_CANDIDATES)
+}
+
+/// Every final state the model allows, giving up after `budget` candidate executions.
+pub fn allowed_within(
+    program: &Program,
+    observed: &[Observed],
+    budget: u64,
+) -> Result<Found, TooBig> {
     let mut found = Found::default();
     let mut choice = vec![0; program.threads.len()];
     if program.threads.iter().any(|t| t.traces.is_empty()) {
         return Ok(found);
     }
     loop {
-        let sk = Skeleton::new(program, &choice).ok_or(TooBig)?;
-        explore_rf(program, &choice, &sk, observed, &mut found);
+        let sk = Skeleton::new(program, &choice).ok_or(TooBig::Events)?;
+        explore_rf(program, &choice, &sk, observed, &mut found, budget);
+        if found.candidates > budget {
+            return Err(TooBig::Candidates);
+        }
         if !next_choice(program, &mut choice) {
             return Ok(found);
         }
@@ -60,6 +81,7 @@ fn explore_rf(
     sk: &Skeleton,
     observed: &[Observed],
     found: &mut Found,
+    budget: u64,
 ) {
     let reads: Vec<usize> = (0..sk.len()).filter(|&e| sk.events[e].reads()).collect();
     let mut candidates = Vec::with_capacity(reads.len());
@@ -80,24 +102,26 @@ fn explore_rf(
         candidates.push(from);
     }
     let mut rf: ReadsFrom = vec![None; sk.len()];
-    let mut visit = |rf: &ReadsFrom| check(program, choice, sk, rf, observed, found);
+    let mut visit = |rf: &ReadsFrom| {
+        check(program, choice, sk, rf, observed, found);
+        found.candidates <= budget
+    };
     assign_rf(sk, &reads, &candidates, &mut rf, &mut visit);
 }
 
 /// Gives `reads[0]`, then the next reads, each source in turn from its `candidates`, calling
-/// `visit` with each whole reads-from; a source two RMWs would both read is skipped (see
-/// [`both_read_atomically`]), so the loops of RMWs that lock-free code unrolls do not multiply
-/// out.
+/// `visit` with each whole reads-from until it returns false (then false); a source two RMWs
+/// would both read is skipped (see [`both_read_atomically`]), so the loops of RMWs that
+/// lock-free code unrolls do not multiply out.
 fn assign_rf(
     sk: &Skeleton,
     reads: &[usize],
     candidates: &[Vec<usize>],
     rf: &mut ReadsFrom,
-    visit: &mut impl FnMut(&ReadsFrom),
-) {
+    visit: &mut impl FnMut(&ReadsFrom) -> bool,
+) -> bool {
     let Some((&r, rest)) = reads.split_first() else {
-        visit(rf);
-        return;
+        return visit(rf);
     };
     for &src in &candidates[0] {
         let taken =
@@ -106,9 +130,13 @@ fn assign_rf(
             continue;
         }
         rf[r] = Some(src);
-        assign_rf(sk, rest, &candidates[1..], rf, visit);
+        let go_on = assign_rf(sk, rest, &candidates[1..], rf, visit);
         rf[r] = None;
+        if !go_on {
+            return false;
+        }
     }
+    true
 }
 
 /// Whether RMWs `a` and `b`, both reading `src`, break Atomicity in every coherence order: when

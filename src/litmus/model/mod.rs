@@ -54,19 +54,31 @@ pub struct ModelOutcome {
 }
 
 /// Runs the model on `test`, or refuses it (proxies, unknown instructions, more events than an
-/// execution may have).
+/// execution may have, more than [`explore::MAX_CANDIDATES`] candidate executions).
 pub fn model(test: &LitmusFile) -> Result<ModelOutcome, Refusal> {
+    model_within(test, explore::MAX_CANDIDATES)
+}
+
+/// [`model`], giving up after `budget` candidate executions.
+pub fn model_within(test: &LitmusFile, budget: u64) -> Result<ModelOutcome, Refusal> {
     let program = program::build(test)?;
     let observed = test.observed();
-    let found = explore::allowed(&program, &observed).map_err(|_| Refusal {
-        file: test.path.clone(),
-        line: test.header_line,
-        construct: test.name.clone(),
-        reason: format!(
-            "an execution with more than {} events",
-            relation::MAX_EVENTS
-        ),
-    })?;
+    let found =
+        explore::allowed_within(&program, &observed, budget).map_err(|too_big| Refusal {
+            file: test.path.clone(),
+            line: test.header_line,
+            construct: test.name.clone(),
+            reason: match too_big {
+                explore::TooBig::Events => format!(
+                    "an execution with more than {} events",
+                    relation::MAX_EVENTS
+                ),
+                explore::TooBig::Candidates => format!(
+                "more than {budget} candidate executions (raise --max-candidates, or use fewer \
+                 threads or loop iterations)"
+            ),
+            },
+        })?;
     let sc = sc::sc_states(&program, &observed);
     Ok(ModelOutcome {
         name: test.name.clone(),

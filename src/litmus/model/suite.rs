@@ -3,7 +3,7 @@
 //! `expected.csv` rows.
 
 use super::compare::{CsvRow, ModelRow, ModelTable};
-use super::{model, ModelOutcome};
+use super::{model_within, ModelOutcome};
 use crate::litmus::file::expect::Expectations;
 use crate::litmus::file::parse::parse_file;
 use crate::litmus::file::LitmusFileError;
@@ -37,13 +37,14 @@ pub struct SuiteRun {
     pub malformed: usize,
 }
 
-/// Models every file; `report` sees each result as it comes. Paths in the CSV rows are relative
-/// to the folder of `csv`, the `expected.csv` they are for (the working folder without one),
-/// where they can be.
+/// Models every file, each within `budget` candidate executions; `report` sees each result as
+/// it comes. Paths in the CSV rows are relative to the folder of `csv`, the `expected.csv` they
+/// are for (the working folder without one), where they can be.
 pub fn model_files(
     files: &[PathBuf],
     expectations: Option<&Expectations>,
     csv: Option<&Path>,
+    budget: u64,
     mut report: impl FnMut(&Path, FileResult),
 ) -> Result<SuiteRun, LitmusFileError> {
     let csv_dir = csv.and_then(Path::parent).unwrap_or(Path::new("."));
@@ -64,7 +65,7 @@ pub fn model_files(
             }
             Err(e) => return Err(e),
         };
-        match model(&test) {
+        match model_within(&test, budget) {
             Ok(outcome) => {
                 report(file, FileResult::Modelled(&outcome));
                 run.table

@@ -298,3 +298,23 @@ fn a_test_whose_every_execution_spins_forever_says_so_not_barrier_deadlock() {
         ScReachable::NoFinalState("no-final-state(no execution ends within the loop bound)".into())
     );
 }
+
+/// A test whose enumeration passes the budget is refused, naming why, rather than running on
+/// with no end in sight (a four-CTA exchange lock had not ended after 5 minutes).
+#[test]
+fn a_test_past_the_candidate_budget_is_refused_not_run_for_ever() {
+    let text = "PTX lock\n{ m=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n \
+        LC00: | LC10: ;\n \
+        atom.acquire.gpu.exch r0, m, 1 | atom.acquire.gpu.exch r0, m, 1 ;\n \
+        bne r0, 0, LC00 | bne r0, 0, LC10 ;\n \
+        st.release.gpu m, 0 | st.release.gpu m, 0 ;\nexists (m == 1)\n";
+    let test = parse(Path::new("t.litmus"), text).unwrap();
+    let program = program::build(&test).unwrap();
+    let observed = test.observed();
+    let whole = explore::allowed(&program, &observed).unwrap();
+    assert!(whole.candidates > 10, "{}", whole.candidates);
+    assert_eq!(
+        explore::allowed_within(&program, &observed, 10).unwrap_err(),
+        explore::TooBig::Candidates
+    );
+}
