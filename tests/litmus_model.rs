@@ -222,5 +222,8 @@ fn a_test_past_max_candidates_is_refused_naming_the_option() {
     );
     let whole = gpuwmm_in_repo(&["litmus", "model", lock]);
     let text = ok(&whole);
-    assert!(text.contains("expected forbidden, sc_reachable no"), "{text}");
+    assert!(
+        text.contains("expected forbidden, sc_reachable no"),
+        "{text}"
+    );
 }

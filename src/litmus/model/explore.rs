@@ -23,7 +23,8 @@ pub struct Found {
 }
 
 /// Candidate executions the enumeration tries before it gives up on a test (the largest test of
-/// the shared suite, the generated families and Dat3M's loop tests needs about one million).
+/// the shared suite, the generated families and Dat3M's loop tests needs about 2.5 million: a
+/// three-CTA exchange lock).
 pub const MAX_CANDIDATES: u64 = 20_000_000;
 
 /// Why a test is too big to model.
