@@ -192,10 +192,8 @@ fn the_command_runs_a_directory_past_refused_and_malformed_tests() {
     let texts = [("b.litmus", PROXY_FENCE), ("c.litmus", EMPTY_COMPARISON)];
     let dir = folder_of(&[("a.litmus", "tests/litmus/MP+membar.gl.litmus")], &texts);
     let table = dir.path().join("table.csv");
-    let out = litmus_run_on_sim(dir.path(), &["--executions", "50", "--csv", path(&table)]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    let options = ["--executions", "50", "--csv", path(&table)];
+    let stdout = litmus_run_stdout(dir.path(), &options, 2);
     assert!(stdout.contains("Observation MP+membar.gl"), "{stdout}");
     assert!(
         stdout.contains("b.litmus:4: `fence.proxy.alias` is not supported: proxy operations"),
@@ -220,9 +218,7 @@ fn the_command_exits_1_when_a_forbidden_state_is_reached() {
     );
     let csv = dir.path().join("expected.csv");
     let expect = ["--expect", path(&csv)];
-    let out = litmus_run_on_sim(dir.path(), &[&SC_500[..], &expect].concat());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let stdout = litmus_run_stdout(dir.path(), &[&SC_500[..], &expect].concat(), 1);
     assert!(stdout.contains("UNSOUND"), "{stdout}");
     assert!(stdout.contains("not seen"), "{stdout}");
     assert!(
@@ -243,12 +239,8 @@ fn a_verdict_no_execution_reaches_under_the_suites_barriers_is_not_comparable() 
     ];
     let dir = folder_of(&[], &texts);
     let csv = dir.path().join("expected.csv");
-    let out = litmus_run_on_sim(
-        dir.path(),
-        &[&SC_500[..], &["--expect", path(&csv)]].concat(),
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let options = [&SC_500[..], &["--expect", path(&csv)]].concat();
+    let stdout = litmus_run_stdout(dir.path(), &options, 0);
     assert!(
         stdout.contains("1 tests: ok 0, UNSOUND 0, not seen 0, not comparable 1"),
         "{stdout}"
@@ -297,18 +289,22 @@ fn percent_registers_run_and_an_unsupported_instructions_register_is_no_parse_er
         rows.contains("(P1:%r1 == 1 /\\ P1:%r2 == 0),forbidden"),
         "{rows}"
     );
-    let out = litmus_run_on_sim(dir.path(), &["--executions", "500", "--expect", path(&csv)]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let options = ["--executions", "500", "--expect", path(&csv)];
+    let stdout = litmus_run_stdout(dir.path(), &options, 0);
     assert!(stdout.contains("ok 1, UNSOUND 0"), "{stdout}");
     assert!(stdout.contains("Observation mp Never 0 500"), "{stdout}");
 }
 
-/// `gpuwmm litmus run DIR --backend sim OPTIONS…`.
-fn litmus_run_on_sim(dir: &Path, options: &[&str]) -> std::process::Output {
+/// `gpuwmm litmus run DIR --backend sim OPTIONS…`: its standard output, after checking that it
+/// exited with `code`.
+fn litmus_run_stdout(dir: &Path, options: &[&str], code: i32) -> String {
     let mut args = vec!["litmus", "run", path(dir), "--backend", "sim"];
     args.extend_from_slice(options);
-    gpuwmm(&args)
+    let out = gpuwmm(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stdout}\n{stderr}");
+    stdout
 }
 
 fn path(p: &Path) -> &str {

@@ -376,6 +376,13 @@ pub struct LitmusFile {
 }
 
 impl LitmusFile {
+    /// Whether a thread waits at or arrives on a barrier.
+    pub fn has_barriers(&self) -> bool {
+        (self.threads.iter())
+            .flat_map(|t| &t.code)
+            .any(|step| matches!(step.instr, Instr::Barrier { .. }))
+    }
+
     /// Every location: in the init block, the code, then the condition, in order of first use.
     pub fn locations(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

@@ -1053,9 +1053,8 @@ fn tokenize(text: &str, line: usize, out: &mut Vec<(usize, Token)>) -> Result<()
                 let word = &text[i..i + len];
                 match parse_int(word) {
                     Some(n) => (Token::Int(n), len),
-                    None if c != '-' && (is_identifier(word) || is_register(word)) => {
-                        (Token::Word(word.to_string()), len)
-                    }
+                    // Locations, and registers with or without PTX's `%`.
+                    None if c != '-' && is_register(word) => (Token::Word(word.to_string()), len),
                     None => {
                         return Err(format!(
                             "in the condition: `{word}` is neither a name nor an integer"

@@ -13,7 +13,7 @@
 //! simulator still runs it, which checks the proof: an execution that ends is reported as a
 //! bug).
 
-use super::ast::{Condition, Instr, LitmusFile, Observed, Quantifier};
+use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::deadlock::{finishing, Finishing};
 use super::expect::Finding;
 use super::kernel::{translate, Kernel, Refusal, KERNEL};
@@ -117,10 +117,7 @@ pub struct FileOutcome {
 /// its final states is then empty, and runs that end under rendezvous barriers cannot be
 /// compared with it. `false` when the model refuses the test.
 fn no_state_under_suite_barriers(test: &LitmusFile) -> bool {
-    let has_barrier = (test.threads.iter())
-        .flat_map(|t| &t.code)
-        .any(|step| matches!(step.instr, Instr::Barrier { .. }));
-    has_barrier && crate::litmus::model::model(test).is_ok_and(|m| m.allowed.is_empty())
+    test.has_barriers() && crate::litmus::model::model(test).is_ok_and(|m| m.allowed.is_empty())
 }
 
 impl FileOutcome {

@@ -31,7 +31,7 @@ pub mod relation;
 pub mod sc;
 pub mod suite;
 
-use crate::litmus::file::ast::{state_text, Condition, Instr, LitmusFile, Observed};
+use crate::litmus::file::ast::{state_text, Condition, LitmusFile, Observed};
 use crate::litmus::file::expect::{Expected, ScReachable};
 use crate::litmus::file::kernel::Refusal;
 use std::collections::BTreeSet;
@@ -88,11 +88,7 @@ pub fn model_within(test: &LitmusFile, budget: u64) -> Result<ModelOutcome, Refu
         sc,
         candidates: found.candidates,
         consistent: found.consistent,
-        barriers: test.threads.iter().any(|t| {
-            t.code
-                .iter()
-                .any(|s| matches!(s.instr, Instr::Barrier { .. }))
-        }),
+        barriers: test.has_barriers(),
     })
 }
 
