@@ -830,10 +830,11 @@ pub enum LitmusCommand {
     /// fence.acq_rel, membar.{cta,gl,sys}, atom/red (add, sub, exch, cas, inc, dec, and, or, xor,
     /// min, max), bar.cta.sync and bar.cta.arrive in Dat3M's operands (id, or instance, id and
     /// an optional count of litmus threads; ids 0-15 or in a register; each litmus thread runs
-    /// as lane 0 of its own warp), branches, goto, labels, add/sub/mul/div, and `ld r, 5`. A
-    /// test using anything else (proxy operations or aliases, threads on more than one GPU,
-    /// unknown instructions) is refused with its file, line and construct, and the other tests
-    /// still run.
+    /// as lane 0 of its own warp), branches, goto, labels, add/sub/mul/div, and `ld r, 5`.
+    /// Threads on several GPUs (`P1@cta 0,gpu 1`) run on the simulator, which places each
+    /// CTA's block on its GPU (`.gpu` then reaches only that GPU); a GPU backend refuses them.
+    /// A test using anything else (proxy operations or aliases, unknown instructions) is
+    /// refused with its file, line and construct, and the other tests still run.
     ///
     /// With --expect (an expected.csv: test, tier, expected, sc_reachable columns) each test gets
     /// a verdict, for the state its condition is about (satisfying it for exists/~exists,
@@ -884,12 +885,15 @@ pub enum LitmusCommand {
     /// Each family is a cycle of relations (MP, SB, LB, S, R, 2+2W, WRC, ISA2, IRIW, RWC, WWC,
     /// 3.SB, 3.LB, CoRR, CoRW, CoWR, CoWW, and RMW variants), crossed with access orders (weak,
     /// volatile, relaxed, acquire/release, RMWs), fences (none, fence.acq_rel, fence.sc,
-    /// membar), scopes (cta, gpu, sys) and placements (one CTA, one CTA per thread). Files go
-    /// to DIR/<family>/<name>.litmus in the Dat3M dialect; DIR/expected.csv has the columns of
-    /// the shared suite's. The output is the same on every run.
+    /// membar), scopes (cta, gpu, sys) and placements (one CTA, one CTA per thread, thread 0
+    /// apart; or, with --across-gpus, the same on two GPUs). Files go to
+    /// DIR/<family>/<name>.litmus in the Dat3M dialect; DIR/expected.csv has the columns of the
+    /// shared suite's. The output is the same on every run.
     #[command(after_help = "Examples:
   gpuwmm litmus generate --out generated
-  gpuwmm litmus model generated --expect generated/expected.csv")]
+  gpuwmm litmus model generated --expect generated/expected.csv
+  gpuwmm litmus generate --across-gpus --out across
+  gpuwmm litmus run across --backend sim --expect across/expected.csv")]
     Generate(LitmusGenerateArgs),
 }
 
@@ -919,6 +923,12 @@ pub struct LitmusGenerateArgs {
     /// Folder to write the tests and expected.csv into (created; existing files are replaced).
     #[arg(long)]
     pub out: PathBuf,
+    /// Write the families with their threads on two GPUs instead (a CTA per thread,
+    /// alternating between the GPUs; or thread 0 on one GPU and the others in one CTA of the
+    /// other), where `.gpu` scope no longer includes every thread. They run on the simulator;
+    /// a GPU backend is one device and refuses them.
+    #[arg(long)]
+    pub across_gpus: bool,
 }
 
 #[derive(Debug, Args)]

@@ -405,3 +405,22 @@ fn a_proved_deadlock_is_not_launched_on_a_gpu() {
         Verdict::OkNoFinalState
     );
 }
+
+/// A GPU backend is one device: a test whose threads run on two GPUs is refused there (with
+/// file, line and construct, as every refusal), not run as if they shared one. Runs on a GPU
+/// or the stand-in driver; skipped without a driver.
+#[test]
+fn a_test_across_gpus_is_refused_on_a_gpu() {
+    let mut gpu = common::or_skip!(gpu());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/litmus/MP+relaxed+fence.acq_rel.sys-cross-gpu.litmus");
+    let test = parse_file(&path).unwrap();
+    let err = run_litmus_file(&mut gpu, &test, &FileSettings::default(), 1, |_| {}).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "cross-gpu.litmus:9: `P1@gpu 1` is not supported: threads on more than one GPU"
+        ),
+        "{text}"
+    );
+}

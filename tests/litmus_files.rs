@@ -175,16 +175,23 @@ fn refused_tests_name_file_line_and_construct() {
         text.contains("arrive.litmus:4: `bar.cta.arrive 1, 64` is not supported"),
         "{text}"
     );
+}
 
+/// Threads on two GPUs were refused; the simulator now places each CTA's block on its GPU.
+/// CTA numbers count per GPU, so `cta 0` of each GPU is a block of its own.
+#[test]
+fn a_test_across_gpus_gets_a_block_per_cta_on_its_gpu() {
     let (_dir, gpu) = common::file_in_temp_dir(
         "two-gpus.litmus",
-        "PTX two\n{ }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 ;\n st.weak x, 1 | ld.weak r0, x ;\nexists (P1:r0 == 0)\n",
+        "PTX two\n{ }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 1 | P2@cta 0,gpu 0 ;\n \
+         st.weak x, 1 | ld.weak r0, x | ld.weak r1, x ;\nexists (P1:r0 == 0)\n",
     );
-    let r = translate(&parse_file(&gpu).unwrap(), 64).unwrap_err();
-    assert_eq!(
-        (r.line, r.reason.as_str()),
-        (3, "threads on more than one GPU")
-    );
+    let test = parse_file(&gpu).unwrap();
+    let layout = translate(&test, 64).unwrap().layout;
+    assert_eq!((layout.ctas, layout.gpus), (2, vec![0, 1]));
+    let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Ptx, 1));
+    let outcome = run_litmus_file(&mut sim, &test, &FileSettings::default(), 1, |_| {}).unwrap();
+    assert!(outcome.finished() > 0, "{}", outcome.report());
 }
 
 #[test]

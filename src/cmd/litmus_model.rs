@@ -5,7 +5,7 @@ use super::{CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::{LitmusGenerateArgs, LitmusModelArgs};
 use gpuwmm::litmus::file::collect_files;
 use gpuwmm::litmus::file::expect::{write_csv, Expectations};
-use gpuwmm::litmus::generate::write_families;
+use gpuwmm::litmus::generate::{write_families, Spread};
 use gpuwmm::litmus::model::suite::model_files;
 use std::path::Path;
 
@@ -62,7 +62,11 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
 }
 
 pub fn generate(args: &LitmusGenerateArgs) -> CmdResult {
-    let written = write_families(&args.out).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spread = match args.across_gpus {
+        true => Spread::AcrossGpus,
+        false => Spread::OneGpu,
+    };
+    let written = write_families(&args.out, spread).map_err(|e| anyhow::anyhow!("{e}"))?;
     outln!("{written}")?;
     Ok(())
 }

@@ -239,6 +239,15 @@ pub trait Device {
     /// run can be replayed. Real GPUs have none to seed.
     fn reseed(&mut self, _seed: u64) {}
 
+    /// Places the blocks of the launches that follow on GPUs of one system: block `b` on GPU
+    /// `gpus[b % gpus.len()]` (litmus tests across GPUs, where `.gpu` reaches only the blocks
+    /// of the same GPU and `.sys` reaches all); a list naming one GPU, or none, puts every
+    /// block on one GPU again. Returns whether the device can: the simulator can, a GPU
+    /// backend is one device and can only place every block on itself.
+    fn place_on_gpus(&mut self, gpus: &[u32]) -> bool {
+        gpus.windows(2).all(|w| w[0] == w[1])
+    }
+
     /// A hint for the next launch only: its blocks with a linear id at or above
     /// `first_stressing_block` are stressing blocks whose memory nothing reads back, so the launch
     /// may end as soon as the blocks below it have finished. The simulator takes it (on the

@@ -1500,9 +1500,9 @@ impl Machine<'_> {
             if let Some(races) = &mut self.races {
                 races.fence(t, reach, sc);
             }
-        } else if self.weak && (reach == Reach::Gpu || self.cfg.cta_drains) {
+        } else if self.weak && (reach >= Reach::Gpu || self.cfg.cta_drains) {
             self.drain_all(t);
-            if self.stale && reach == Reach::Gpu {
+            if self.stale && reach >= Reach::Gpu {
                 let b = self.threads[t].block as usize;
                 self.blocks[b].cache.clear();
             }

@@ -387,9 +387,11 @@ pub enum HalfConv {
     Between(HalfFormat, HalfFormat),
 }
 
-/// How far a strong operation reaches (PTX scopes; `.cluster` counts as `.gpu`, and `.sys` as
-/// `.gpu` too, since the simulator is one device and the host only touches memory between
-/// launches).
+/// How far a strong operation reaches (PTX scopes; `.cluster` counts as `.gpu`). `.sys`
+/// reaches every GPU of the system: the simulator runs a launch on one GPU unless told to
+/// place its blocks on several ([`Device::place_on_gpus`](crate::device::Device::place_on_gpus),
+/// for litmus tests across GPUs), and on one GPU `.sys` and `.gpu` reach the same threads (the
+/// host only touches memory between launches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Reach {
     /// A weak access: not strong at any scope.
@@ -397,6 +399,7 @@ pub enum Reach {
     Weak,
     Cta,
     Gpu,
+    Sys,
 }
 
 /// What a global access means for the memory models (decoded from semantics and scope).
@@ -415,12 +418,12 @@ pub struct Order {
 impl Order {
     /// Store-buffer model: a release at gpu/sys scope (drain the own buffer first).
     pub fn release(self) -> bool {
-        self.releases && self.reach == Reach::Gpu
+        self.releases && self.reach >= Reach::Gpu
     }
 
     /// Store-buffer model: an acquire at gpu/sys scope (never read the stale cache).
     pub fn acquire(self) -> bool {
-        self.acquires && self.reach == Reach::Gpu
+        self.acquires && self.reach >= Reach::Gpu
     }
 
     /// Store-buffer model: a weak load, which may be served from the block's stale cache.

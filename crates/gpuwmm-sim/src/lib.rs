@@ -28,6 +28,7 @@ use self::decode::Kernel;
 pub use self::isa::Cmp;
 use self::memory::GlobalMemory;
 use self::printf::DeviceOutput;
+use self::ptx_model::Gpus;
 use self::races::LaunchRaces;
 pub use self::races::{
     AccessKind as RaceAccessKind, Communication, Conflict, PairFacts, RaceAccess, RaceLog,
@@ -222,6 +223,8 @@ struct QueuedLaunch {
     params: Vec<u8>,
     /// Blocks from this linear id on are stressing blocks the launch need not finish.
     stress_from: Option<u32>,
+    /// The GPU each block runs on.
+    gpus: Gpus,
 }
 
 /// The simulator backend.
@@ -235,6 +238,8 @@ pub struct SimBackend {
     stats: KernelStats,
     /// [`Backend::end_next_launch_with_app`]'s hint, taken by the next launch.
     stress_from: Option<u32>,
+    /// [`Device::place_on_gpus`]: the GPUs of the blocks of the launches that follow.
+    gpus: Gpus,
     /// Whether launches record races ([`Device::record_races`]).
     record_races: bool,
     /// What they recorded since the last [`Device::take_races`], by module.
@@ -278,6 +283,7 @@ impl SimBackend {
             queue: Vec::new(),
             stats: KernelStats::default(),
             stress_from: None,
+            gpus: Gpus::default(),
             record_races: false,
             races: Vec::new(),
             variable_ids: HashSet::new(),
@@ -323,6 +329,7 @@ impl SimBackend {
                 &mut self.output,
             )
             .ending_with_app(launch.stress_from)
+            .on_gpus(&launch.gpus)
             .recording_races(self.record_races);
             let ran = machine.run(deadline);
             // What a launch printed before it failed is kept: it is what one debugs with.
@@ -404,6 +411,7 @@ impl SimBackend {
             config: *config,
             params,
             stress_from: self.stress_from.take(),
+            gpus: self.gpus.clone(),
         });
     }
 
@@ -627,6 +635,11 @@ impl Device for SimBackend {
             log.add(launch, sites);
         }
         Some(log)
+    }
+
+    fn place_on_gpus(&mut self, gpus: &[u32]) -> bool {
+        self.gpus = Gpus::new(gpus);
+        true
     }
 
     fn end_next_launch_with_app(&mut self, first_stressing_block: u32) {

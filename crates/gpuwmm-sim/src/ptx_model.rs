@@ -72,7 +72,8 @@
 //!   caused (which PTX's Causality axiom forbids).
 //! - A fence, release or acquire that can synchronise with no other thread
 //!   ([`PtxMemory::synchronises_with_nobody`]: at cta scope, its thread is the block's only
-//!   live thread and no other thread of the block wrote) orders nothing another thread can
+//!   live thread and no other thread of the block wrote; at gpu scope, its GPU runs no other
+//!   thread) orders nothing another thread can
 //!   see: it overtakes deferred loads and RMWs without restricting them, and acq_rel RMWs
 //!   and acquire loads at that scope are deferred like relaxed ones.
 //! - One that may synchronise may overtake a deferred RMW too, and acq_rel RMWs at its scope
@@ -83,9 +84,13 @@
 //!   such a view, joins a `fence.sc` frontier holding it, or writes its word morally strongly
 //!   or with another width ([`PtxMemory::must_perform_first`]). So a thread that
 //!   synchronises with the release sees the RMW's write, and the RMW stays atomic.
-//! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontier of its
-//!   scope (one per block for `.cta`, one for the GPU), so two `fence.sc` are ordered one way or
-//!   the other. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
+//! - `fence.acq_rel` acquires and releases; `fence.sc` also joins the fence-SC frontiers of its
+//!   scope (its block's for `.cta`, also its GPU's for `.gpu`, also the system's for `.sys`),
+//!   so two morally strong `fence.sc` are ordered one way or the other.
+//! - Scopes (`tier.rs`): a launch runs on one GPU unless its blocks are placed on several
+//!   (litmus tests across GPUs); then `.gpu` includes only the threads of the same GPU, and
+//!   morally strong pairs, released views (kept per tier: same CTA, same GPU, another GPU) and
+//!   fence-SC frontiers follow. On one GPU `.sys` reaches what `.gpu` does. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
 //!   every arriving thread passes on and gives it to the threads that wait there when it
 //!   completes; `bar.warp.sync` does the same for the lanes of its mask. A cta-scope release
 //!   reaches only readers in the same block.
@@ -124,11 +129,14 @@
 
 mod ordering;
 mod overtaken;
+mod tier;
 mod view;
 
 pub use self::ordering::{access_order, fence_order};
 pub use self::overtaken::Syncing;
+pub use self::tier::Gpus;
 
+use self::tier::{Tier, TIERS};
 use self::view::{Point, View};
 
 use super::isa::Reach;
@@ -147,6 +155,11 @@ const CO_SHIFT: u32 = 20;
 /// A released view, shared by the messages that carry it.
 type Released = Option<Rc<View>>;
 
+/// Released views by the tier of their readers ([`Tier`] as index): what reaches a reader in
+/// the writer's CTA, elsewhere on its GPU, and on another GPU. A narrower tier's view holds
+/// every wider one's.
+type Views = [Released; 3];
+
 /// One write to a location.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Message {
@@ -164,10 +177,8 @@ pub struct Message {
     pub seq: u32,
     /// The write's scope if it was strong.
     pub reach: Reach,
-    /// What it releases to readers in the writer's block (includes `view_gpu`).
-    pub view_cta: Released,
-    /// What it releases to readers anywhere on the GPU.
-    pub view_gpu: Released,
+    /// What it releases to readers of each tier.
+    pub views: Views,
     /// Not ordered after the message before it in coherence: a weak write racing with it (not
     /// morally strong, not causally after it), which PTX leaves unordered.
     pub racing: bool,
@@ -291,13 +302,27 @@ impl Location {
 }
 
 /// Whether a strong access at `reach` by thread `t` of `block` and message `m` are morally
-/// strong.
-fn morally_strong(m: &Message, t: u32, block: u32, reach: Reach) -> bool {
+/// strong (the same thread, or scopes that include each other's thread).
+fn morally_strong(gpus: &Gpus, m: &Message, t: u32, block: u32, reach: Reach) -> bool {
     if m.ts == 0 {
         return false;
     }
-    let includes = |r: Reach| r == Reach::Gpu || (r == Reach::Cta && m.block == block);
-    m.writer == t || (includes(reach) && includes(m.reach))
+    let tier = gpus.tier(block, m.block);
+    m.writer == t || (tier.within(reach) && tier.within(m.reach))
+}
+
+/// What a read-modify-write releases: its own releases, `rel`, and what the message it read
+/// released, `read` (release sequences), each to its tier, a narrower tier also getting every
+/// wider one's.
+fn carry_views(rel: &Views, read: &Views) -> Views {
+    let mut views = Views::default();
+    let mut wider: Released = None;
+    for tier in TIERS.iter().rev() {
+        let i = *tier as usize;
+        wider = join_released(&join_released(&rel[i], &wider), &read[i]);
+        views[i] = wider.clone();
+    }
+    views
 }
 
 /// `acc` joined with `more`, sharing where one contains the other.
@@ -316,13 +341,12 @@ fn join_released(acc: &Released, more: &Released) -> Released {
 /// What a thread may acquire and what it releases.
 #[derive(Debug, Clone, Default)]
 struct Sync {
-    /// Views released by writers in the thread's block, of messages it read strongly.
-    acq_cta: Released,
-    /// Views released to the GPU by writers in other blocks.
-    acq_gpu: Released,
-    /// What its strong writes release to its block (includes `rel_gpu`).
-    rel_cta: Released,
-    rel_gpu: Released,
+    /// Views released to it by the writers of messages it read strongly, by the writer's tier
+    /// (its block, its GPU, another GPU).
+    acq: Views,
+    /// What its strong writes release to readers of each tier (a narrower tier's holds the
+    /// wider ones').
+    rel: Views,
 }
 
 /// Where a thread stood when a release of it overtook one of its deferred loads: the launch
@@ -339,8 +363,7 @@ struct Write {
     /// What memory held before (the value everybody may read if the location is new).
     old: u64,
     value: u64,
-    view_cta: Released,
-    view_gpu: Released,
+    views: Views,
     rmw: bool,
 }
 
@@ -383,6 +406,8 @@ impl Hasher for WordHasher {
 #[derive(Debug)]
 pub struct PtxMemory {
     blocks: usize,
+    /// The GPU each block runs on.
+    gpus: Gpus,
     clock: u32,
     /// Writes so far per block.
     seq: Vec<u32>,
@@ -411,9 +436,9 @@ pub struct PtxMemory {
     own: Vec<(u32, u32)>,
     /// Which threads of each block have written global memory.
     writers: Vec<Writers>,
-    /// Fence-SC frontiers: the GPU's and, made on first use, each block's.
-    sc_gpu: View,
-    sc_cta: HashMap<u32, View>,
+    /// Fence-SC frontiers, made on first use: each block's, each GPU's and the system's
+    /// (keyed by [`Gpus::group`]).
+    sc: HashMap<(Tier, u32), View>,
     /// What each CTA barrier passes on in its current phase (keyed by block and id).
     barriers: HashMap<u32, View>,
     /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
@@ -455,9 +480,16 @@ pub(crate) fn tracked(size: u64) -> bool {
 }
 
 impl PtxMemory {
+    /// The model of a launch of `threads` threads in `blocks` blocks, all on one GPU.
     pub fn new(threads: usize, blocks: usize) -> PtxMemory {
+        PtxMemory::on_gpus(threads, blocks, Gpus::default())
+    }
+
+    /// The model of a launch whose blocks run on the GPUs `gpus` says.
+    pub fn on_gpus(threads: usize, blocks: usize, gpus: Gpus) -> PtxMemory {
         PtxMemory {
             blocks,
+            gpus,
             clock: 0,
             seq: vec![0; blocks],
             locations: HashMap::default(),
@@ -468,8 +500,7 @@ impl PtxMemory {
             sync: vec![Sync::default(); threads],
             own: vec![(0, 0); threads],
             writers: vec![Writers::default(); blocks],
-            sc_gpu: View::new(blocks),
-            sc_cta: HashMap::new(),
+            sc: HashMap::new(),
             barriers: HashMap::new(),
             last_read: None,
             overtaken: None,
@@ -485,13 +516,28 @@ impl PtxMemory {
     /// synchronisation (release and acquire patterns, the Fence-SC order) needs morally strong
     /// partners, whose scopes include each other, so such an ordering puts nothing of its
     /// thread in another thread's causality order: no other thread can tell it from none, and
-    /// later accesses may overtake earlier ones across it. Once true it stays true.
+    /// later accesses may overtake earlier ones across it. At gpu scope it asks for a GPU of
+    /// one thread, at sys scope for a grid of one. Once true it stays true.
     pub fn synchronises_with_nobody(&self, t: u32, block: u32, live: u32, reach: Reach) -> bool {
         match reach {
             Reach::Weak => false,
             Reach::Cta => live == 1 && self.writers[block as usize].only(t),
-            Reach::Gpu => self.past.len() == 1,
+            Reach::Gpu => self.threads_on_gpu_of(block) == 1,
+            Reach::Sys => self.past.len() == 1,
         }
+    }
+
+    /// How many threads run on the GPU of block `block` (counted only when the launch runs on
+    /// several GPUs, which litmus tests of a few blocks do).
+    fn threads_on_gpu_of(&self, block: u32) -> usize {
+        if self.gpus.is_one() {
+            return self.past.len();
+        }
+        let gpu = self.gpus.of(block);
+        let blocks = (0..self.blocks as u32)
+            .filter(|b| self.gpus.of(*b) == gpu)
+            .count();
+        blocks * self.past.len() / self.blocks.max(1)
     }
 
     /// The launch clock: the timestamp of the newest message appended.
@@ -559,8 +605,8 @@ impl PtxMemory {
         };
         self.last_read = Some(loc.msgs[i].ts);
         let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
-        let strong =
-            a.reach != Reach::Weak && morally_strong(&loc.msgs[i], a.thread, a.block, a.reach);
+        let strong = a.reach != Reach::Weak
+            && morally_strong(&self.gpus, &loc.msgs[i], a.thread, a.block, a.reach);
         if strong || own {
             loc.advance(a.thread, loc.msgs[i].co);
         }
@@ -611,7 +657,7 @@ impl PtxMemory {
             })
         };
         let ok = |m: &&Message| {
-            (a.reach == Reach::Weak || !morally_strong(m, a.thread, a.block, a.reach))
+            (a.reach == Reach::Weak || !morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
                 && (m.ts == 0 || m.writer != a.thread)
                 && !caused(m)
         };
@@ -690,38 +736,37 @@ impl PtxMemory {
                 co: m.co,
             });
         if collect {
+            let tier = self.gpus.tier(a.block, m.block) as usize;
             let s = &mut self.sync[a.thread as usize];
-            if m.block == a.block {
-                s.acq_cta = join_released(&s.acq_cta, &m.view_cta);
-            } else {
-                s.acq_gpu = join_released(&s.acq_gpu, &m.view_gpu);
-            }
+            s.acq[tier] = join_released(&s.acq[tier], &m.views[tier]);
             if acquire_now {
                 self.acquire(a.thread, a.reach);
             }
         }
     }
 
-    /// The acquire half of a fence or acquire operation at `reach`.
+    /// The acquire half of a fence or acquire operation at `reach`: what it collected from
+    /// writers its scope includes (those of its own block always, as `reach` is strong).
     pub fn acquire(&mut self, t: u32, reach: Reach) {
-        let s = &self.sync[t as usize];
-        let (cta, gpu) = (s.acq_cta.clone(), s.acq_gpu.clone());
+        let acq = self.sync[t as usize].acq.clone();
         let past = self.past_mut(t);
-        if let Some(v) = &cta {
-            past.join(v);
-        }
-        if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
-            past.join(v);
+        for tier in TIERS {
+            if let (true, Some(v)) = (tier == Tier::Cta || tier.within(reach), &acq[tier as usize])
+            {
+                past.join(v);
+            }
         }
     }
 
-    /// The release half: later strong writes pass on the thread's causal past.
+    /// The release half: later strong writes pass on the thread's causal past to the readers
+    /// `reach` includes.
     fn release(&mut self, t: u32, reach: Reach) {
         let now = Rc::new(self.passed_on(t));
         let s = &mut self.sync[t as usize];
-        s.rel_cta = Some(now.clone());
-        if reach == Reach::Gpu {
-            s.rel_gpu = Some(now);
+        for tier in TIERS {
+            if tier == Tier::Cta || tier.within(reach) {
+                s.rel[tier as usize] = Some(now.clone());
+            }
         }
     }
 
@@ -731,21 +776,20 @@ impl PtxMemory {
         self.release(t, reach);
     }
 
-    /// `fence.sc` at `reach`: an acq_rel fence that also joins the fence-SC frontier of its
-    /// block and, at gpu scope, the GPU's, both ways.
+    /// `fence.sc` at `reach`: an acq_rel fence that also joins, both ways, the fence-SC
+    /// frontier of its block and of every wider group `reach` includes (its GPU, the system).
     pub fn fence_sc(&mut self, t: u32, block: u32, reach: Reach) {
         self.acquire(t, reach);
         let blocks = self.blocks;
         let passed = self.passed_on(t);
-        let cta = self
-            .sc_cta
-            .entry(block)
-            .or_insert_with(|| View::new(blocks));
-        let mut before = cta.clone();
-        cta.join(&passed);
-        if reach == Reach::Gpu {
-            before.join(&self.sc_gpu);
-            self.sc_gpu.join(&passed);
+        let mut before = View::new(blocks);
+        for tier in TIERS {
+            if tier == Tier::Cta || tier.within(reach) {
+                let group = self.gpus.group(tier, block);
+                let frontier = self.sc.entry(group).or_insert_with(|| View::new(blocks));
+                before.join(frontier);
+                frontier.join(&passed);
+            }
         }
         self.past_mut(t).join(&before);
         self.release(t, reach);
@@ -820,19 +864,15 @@ impl PtxMemory {
         if a.releases {
             self.release(a.thread, a.reach);
         }
-        let (view_cta, view_gpu) = match a.reach {
-            Reach::Weak => (None, None),
-            _ => {
-                let s = &self.sync[a.thread as usize];
-                (s.rel_cta.clone(), s.rel_gpu.clone())
-            }
+        let views = match a.reach {
+            Reach::Weak => Views::default(),
+            _ => self.sync[a.thread as usize].rel.clone(),
         };
         let below = self.choose_placement(a, addr, size, place);
         let write = Write {
             old,
             value,
-            view_cta,
-            view_gpu,
+            views,
             rmw: false,
         };
         self.append(a, addr, size, write, below);
@@ -851,7 +891,7 @@ impl PtxMemory {
         loc.placements(|m| {
             m.ts == 0
                 || m.co <= position
-                || (m.rmw && morally_strong(m, a.thread, a.block, a.reach))
+                || (m.rmw && morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
                 || m.writer == a.thread
                 || self.knows(a.thread, m)
         })
@@ -893,7 +933,7 @@ impl PtxMemory {
         let strong = loc
             .msgs
             .iter()
-            .rposition(|m| morally_strong(m, a.thread, a.block, a.reach))
+            .rposition(|m| morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
             .unwrap_or(0);
         loc.msgs.len() - 1 - lower.max(strong)
     }
@@ -929,7 +969,7 @@ impl PtxMemory {
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
         let read = match read {
             Some(m) => {
-                if morally_strong(&m, a.thread, a.block, a.reach) {
+                if morally_strong(&self.gpus, &m, a.thread, a.block, a.reach) {
                     self.observe(a, addr, &m, !a.reduction, a.acquires);
                 }
                 m
@@ -942,16 +982,12 @@ impl PtxMemory {
         if a.releases {
             self.release(a.thread, a.reach);
         }
-        let carried = read;
-        let s = &self.sync[a.thread as usize];
-        let view_gpu = join_released(&s.rel_gpu, &carried.view_gpu);
-        let view_cta = join_released(&join_released(&s.rel_cta, &view_gpu), &carried.view_cta);
+        let views = carry_views(&self.sync[a.thread as usize].rel, &read.views);
         let below = self.choose_placement(a, addr, size, place);
         let write = Write {
             old: before,
             value: new,
-            view_cta,
-            view_gpu,
+            views,
             rmw: true,
         };
         self.append(a, addr, size, write, below);
@@ -998,7 +1034,8 @@ impl PtxMemory {
             _ => prev.co + (loc.msgs[at].co - prev.co) / 2,
         };
         let ordered = prev.ts == 0
-            || (a.reach != Reach::Weak && morally_strong(prev, a.thread, a.block, a.reach))
+            || (a.reach != Reach::Weak
+                && morally_strong(&self.gpus, prev, a.thread, a.block, a.reach))
             || prev.writer == a.thread
             || self.knows(a.thread, prev);
         let own = &mut self.own[a.thread as usize];
@@ -1012,8 +1049,7 @@ impl PtxMemory {
             block: a.block,
             seq,
             reach: a.reach,
-            view_cta: w.view_cta,
-            view_gpu: w.view_gpu,
+            views: w.views,
             rmw: w.rmw,
         };
         let loc = self.locations.get_mut(&key).expect("made above");
@@ -1027,7 +1063,7 @@ impl PtxMemory {
             }
             loc.msgs.insert(at, m);
             let above = &mut loc.msgs[at + 1];
-            above.racing = !morally_strong(above, a.thread, a.block, a.reach);
+            above.racing = !morally_strong(&self.gpus, above, a.thread, a.block, a.reach);
         }
         loc.advance(a.thread, co);
     }
@@ -1088,15 +1124,17 @@ impl PtxMemory {
         for &at in &keys[..n] {
             let loc = self.locations.get_mut(&at).expect("listed above");
             let m = loc.msgs[loc.msgs.len() - 1].clone();
-            let strong = a.reach != Reach::Weak && morally_strong(&m, a.thread, a.block, a.reach);
+            let strong = a.reach != Reach::Weak
+                && morally_strong(&self.gpus, &m, a.thread, a.block, a.reach);
             if strong || (m.writer == a.thread && m.ts != 0) {
                 loc.advance(a.thread, m.co);
             }
             if strong {
                 self.observe(a, at, &m, !a.reduction, a.acquires);
             }
-            carried.view_cta = join_released(&carried.view_cta, &m.view_cta);
-            carried.view_gpu = join_released(&carried.view_gpu, &m.view_gpu);
+            for (c, v) in carried.views.iter_mut().zip(&m.views) {
+                *c = join_released(c, v);
+            }
         }
         carried
     }
@@ -1142,6 +1180,7 @@ mod tests {
     pub(super) fn clone(m: &PtxMemory) -> PtxMemory {
         PtxMemory {
             blocks: m.blocks,
+            gpus: m.gpus.clone(),
             clock: m.clock,
             seq: m.seq.clone(),
             locations: m.locations.clone(),
@@ -1152,8 +1191,7 @@ mod tests {
             sync: m.sync.clone(),
             own: m.own.clone(),
             writers: m.writers.clone(),
-            sc_gpu: m.sc_gpu.clone(),
-            sc_cta: m.sc_cta.clone(),
+            sc: m.sc.clone(),
             barriers: m.barriers.clone(),
             last_read: None,
             overtaken: m.overtaken,
@@ -1728,6 +1766,12 @@ mod tests {
         assert!(!alone_in_each_block.synchronises_with_nobody(0, 0, 1, Reach::Weak));
         let one_thread = PtxMemory::new(1, 1);
         assert!(one_thread.synchronises_with_nobody(0, 0, 1, Reach::Gpu));
+        // Blocks 0 and 2 on GPU 0, block 1 alone on GPU 1: a gpu-scope ordering of block 1
+        // has no partner, one of block 0 has block 2, and a sys-scope one has both.
+        let three = PtxMemory::on_gpus(3, 3, Gpus::new(&[0, 1]));
+        assert!(three.synchronises_with_nobody(1, 1, 1, Reach::Gpu));
+        assert!(!three.synchronises_with_nobody(0, 0, 1, Reach::Gpu));
+        assert!(!three.synchronises_with_nobody(1, 1, 1, Reach::Sys));
         // Two threads in block 0: not while the other lives, nor once it has exited after a
         // write (a release of it may still be acquired); yes once it exited without one.
         let mut m = PtxMemory::new(2, 1);
@@ -1765,5 +1809,74 @@ mod tests {
         assert!(m.tracked_location(X, 8).is_some());
         m.store(access(0, 0, Reach::Weak), X + 4, 4, 0, 2, as_newest);
         assert!(m.tracked_location(X, 8).is_none());
+    }
+
+    /// Blocks 0 and 1 on two GPUs of one system.
+    fn on_two_gpus() -> PtxMemory {
+        PtxMemory::on_gpus(2, 2, Gpus::new(&[0, 1]))
+    }
+
+    /// Message passing from GPU 0 to GPU 1: the payload `X` (weak), `fence.acq_rel` at
+    /// `release`, the flag `Y` (relaxed at `release`); the reader reads the flag (relaxed at
+    /// `acquire`) and fences at `acquire`.
+    fn message_passing_across_gpus(release: Reach, acquire: Reach) -> PtxMemory {
+        let mut m = on_two_gpus();
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.fence_acq_rel(0, release);
+        m.store(access(0, 0, release), Y, 4, 0, 1, as_newest);
+        read_flag_then_fence(&mut m, 1, 1, acquire);
+        m
+    }
+
+    #[test]
+    fn sys_scope_message_passing_across_gpus_publishes_the_payload() {
+        payload_is_seen(&message_passing_across_gpus(Reach::Sys, Reach::Sys), 1, 1);
+    }
+
+    #[test]
+    fn a_gpu_scope_on_either_side_does_not_synchronise_across_gpus() {
+        for (release, acquire) in [
+            (Reach::Gpu, Reach::Gpu),
+            (Reach::Gpu, Reach::Sys),
+            (Reach::Sys, Reach::Gpu),
+        ] {
+            let m = message_passing_across_gpus(release, acquire);
+            payload_may_be_stale(&m, 1, 1);
+        }
+    }
+
+    #[test]
+    fn gpu_scope_message_passing_on_one_gpu_of_two_publishes_the_payload() {
+        let mut m = PtxMemory::on_gpus(2, 2, Gpus::new(&[1, 1]));
+        publish_with_release_fence(&mut m, Reach::Gpu);
+        read_flag_then_fence(&mut m, 1, 1, Reach::Gpu);
+        payload_is_seen(&m, 1, 1);
+    }
+
+    #[test]
+    fn only_sys_scope_fence_sc_orders_store_buffering_across_gpus() {
+        for (reach, seen) in [(Reach::Gpu, false), (Reach::Sys, true)] {
+            let mut m = on_two_gpus();
+            m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+            m.fence_sc(0, 0, reach);
+            m.store(access(1, 1, Reach::Weak), Y, 4, 0, 1, as_newest);
+            m.fence_sc(1, 1, reach);
+            let values = if seen { vec![1] } else { vec![0, 1] };
+            assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), values);
+        }
+    }
+
+    #[test]
+    fn gpu_scope_writes_on_two_gpus_are_not_morally_strong() {
+        let mut m = on_two_gpus();
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        // A gpu-scope read on the other GPU does not observe, so it binds no later read
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Gpu), X, 1), 1);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![0, 1]);
+        // while a sys-scope pair is morally strong: coherence holds the reader
+        let mut m = on_two_gpus();
+        m.store(access(0, 0, Reach::Sys), X, 4, 0, 1, as_newest);
+        assert_eq!(newest_load(&mut m, access(1, 1, Reach::Sys), X, 1), 1);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
     }
 }

@@ -56,12 +56,15 @@ pub enum Strength {
     Gpu,
 }
 
+/// The recorder follows one GPU, where `.sys` reaches the threads `.gpu` does: it counts a
+/// sys-scope access or fence as gpu-scope (on blocks placed on several GPUs it so treats
+/// cross-GPU pairs as synchronising, and can miss a race, never report one PTX forbids).
 impl From<Reach> for Strength {
     fn from(r: Reach) -> Strength {
         match r {
             Reach::Weak => Strength::Weak,
             Reach::Cta => Strength::Cta,
-            Reach::Gpu => Strength::Gpu,
+            Reach::Gpu | Reach::Sys => Strength::Gpu,
         }
     }
 }
@@ -777,7 +780,7 @@ impl RaceTracker {
         if let Some(v) = &cta {
             join_into(self.row_mut(t), v);
         }
-        if let (Reach::Gpu, Some(v)) = (reach, &gpu) {
+        if let (true, Some(v)) = (reach >= Reach::Gpu, &gpu) {
             join_into(self.row_mut(t), v);
         }
         self.last_acquire[i] = Some((at, reach.into()));
@@ -787,7 +790,7 @@ impl RaceTracker {
         let now: Clock = self.row(t).into();
         let i = t as usize;
         self.rel_cta[i] = Some(now.clone());
-        if reach == Reach::Gpu {
+        if reach >= Reach::Gpu {
             self.rel_gpu[i] = Some(now);
         }
         let s = Strength::from(reach);
@@ -813,7 +816,7 @@ impl RaceTracker {
                 .get(&block)
                 .cloned()
                 .unwrap_or_else(|| vec![0; n]);
-            if reach == Reach::Gpu {
+            if reach >= Reach::Gpu {
                 join_into(&mut before, &self.sc_gpu);
                 let row = self.row(t).to_vec();
                 join_into(&mut self.sc_gpu, &row);

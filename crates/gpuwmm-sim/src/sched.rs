@@ -24,7 +24,7 @@ use super::dispatch;
 use super::isa::*;
 use super::memory::GlobalMemory;
 use super::printf::DeviceOutput;
-use super::ptx_model::PtxMemory;
+use super::ptx_model::{Gpus, PtxMemory};
 use super::races::{LaunchRaces, RaceTracker};
 use super::weak::{StaleCache, StoreBuffer};
 use super::{MemoryModel, SimConfig};
@@ -340,6 +340,16 @@ impl<'a> Machine<'a> {
             let per_block = self.block_dim.iter().product::<u32>() as usize;
             self.app_threads = self.threads.len().min(first as usize * per_block);
             self.app_unfinished = self.app_threads;
+        }
+        self
+    }
+
+    /// Runs the blocks on the GPUs `gpus` says (PTX model: `.gpu` then reaches only the blocks
+    /// of the same GPU); without it every block runs on one GPU.
+    pub fn on_gpus(mut self, gpus: &Gpus) -> Self {
+        if self.ptx && *gpus != Gpus::default() {
+            let (threads, blocks) = (self.threads.len(), self.blocks.len());
+            self.model = PtxMemory::on_gpus(threads, blocks, gpus.clone());
         }
         self
     }

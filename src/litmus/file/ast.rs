@@ -219,6 +219,24 @@ pub struct Thread {
     pub code: Vec<Step>,
 }
 
+/// A CTA of a test. CTA numbers count per GPU: `cta 0,gpu 0` and `cta 0,gpu 1` are two CTAs.
+/// Ordered by GPU, then number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CtaId {
+    pub gpu: u32,
+    pub cta: u32,
+}
+
+impl Thread {
+    /// The CTA the thread runs in (CTA 0 of its GPU when the header gives none).
+    pub fn cta_id(&self) -> CtaId {
+        CtaId {
+            gpu: self.gpu,
+            cta: self.cta.unwrap_or_default(),
+        }
+    }
+}
+
 /// An initial value: an integer, or (herd style) the address of a location.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InitValue {

@@ -11,7 +11,7 @@
 //! has arrived; `sync` waits for the completion and `arrive` does not; a completion starts a
 //! new phase; a thread that exited is not waited for.
 
-use super::ast::{Arith, Instr, LitmusFile, Thread, Value};
+use super::ast::{Arith, CtaId, Instr, LitmusFile, Thread, Value};
 use super::kernel::initial_registers;
 use std::collections::{BTreeMap, HashSet};
 
@@ -47,11 +47,7 @@ pub fn finishing(test: &LitmusFile) -> Finishing {
     if plans.iter().all(Vec::is_empty) {
         return Finishing::Possible;
     }
-    let ctas: Vec<u32> = test
-        .threads
-        .iter()
-        .map(|t| t.cta.unwrap_or_default())
-        .collect();
+    let ctas: Vec<CtaId> = test.threads.iter().map(Thread::cta_id).collect();
     let search = Search {
         plans: &plans,
         ctas: &ctas,
@@ -75,7 +71,11 @@ fn barrier_plan(test: &LitmusFile, t: &Thread) -> Result<Vec<BarStep>, String> {
         .into_iter()
         .map(|(r, v)| (r, Some(i64::from(v as i32))))
         .collect();
-    let cta_threads = test.threads.iter().filter(|u| u.cta == t.cta).count() as i64;
+    let cta_threads = test
+        .threads
+        .iter()
+        .filter(|u| u.cta_id() == t.cta_id())
+        .count() as i64;
     let mut plan = Vec::new();
     for step in &t.code {
         let value = |regs: &BTreeMap<String, Option<i64>>, v: &Value| match v {
@@ -148,12 +148,12 @@ struct State {
     waiting: Vec<bool>,
     exited: Vec<bool>,
     /// Per (CTA, barrier id) in its current phase: arrivals, and the count the last gave.
-    barriers: BTreeMap<(u32, i64), (i64, Option<i64>)>,
+    barriers: BTreeMap<(CtaId, i64), (i64, Option<i64>)>,
 }
 
 struct Search<'a> {
     plans: &'a [Vec<BarStep>],
-    ctas: &'a [u32],
+    ctas: &'a [CtaId],
 }
 
 impl Search<'_> {
@@ -207,7 +207,7 @@ impl Search<'_> {
 
     /// Completes barrier `id` of `cta` if its count, or every live thread of the CTA, arrived:
     /// the threads waiting there go on and the barrier starts a new phase.
-    fn complete_if_due(&self, state: &mut State, cta: u32, id: i64) {
+    fn complete_if_due(&self, state: &mut State, cta: CtaId, id: i64) {
         let Some(&(arrived, count)) = state.barriers.get(&(cta, id)) else {
             return;
         };

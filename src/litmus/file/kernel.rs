@@ -2,7 +2,9 @@
 //! [`Refusal`] naming the line and construct this translation cannot express.
 //!
 //! Layout of a launch of `n` instances: instance `k` uses blocks `k * ctas .. (k + 1) * ctas`,
-//! one per CTA of the test (CTA numbers are taken in increasing order); each block has a warp
+//! one per CTA of the test (CTAs are taken in increasing order of GPU, then CTA number; a
+//! test across GPUs asks the backend to run each block on its CTA's GPU,
+//! [`Device::place_on_gpus`](crate::backend::Device::place_on_gpus)); each block has a warp
 //! for each thread of the test's busiest CTA (32 threads each, but the last, which needs only
 //! its lane 0), and thread `Pi` is lane 0 of the warp whose index is its rank among the test's
 //! threads of its CTA; the other threads exit at once.
@@ -26,7 +28,7 @@
 //! `arrive` (which PTX requires a count of) counts the litmus threads of its CTA.
 
 use super::ast::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 use std::path::PathBuf;
 use thiserror::Error;
@@ -49,6 +51,8 @@ pub struct Refusal {
 pub struct Layout {
     /// Blocks per instance: the test's CTAs.
     pub ctas: u32,
+    /// The GPU of each of an instance's blocks (in block order).
+    pub gpus: Vec<u32>,
     /// Threads per block: a warp for each thread of the test's busiest CTA (the last one
     /// partial, lane 0 alone).
     pub block_threads: u32,
@@ -112,6 +116,7 @@ pub fn translate(test: &LitmusFile, distance: u32) -> Result<Kernel, Refusal> {
         .collect();
     let layout = Layout {
         ctas: placement.ctas,
+        gpus: placement.per_cta.keys().map(|cta| cta.gpu).collect(),
         block_threads: placement.block_threads,
         distance: distance.max(1),
         locations: initial.iter().map(|(l, _)| l.clone()).collect(),
@@ -154,46 +159,35 @@ struct Placement {
     block_threads: u32,
     /// Per thread: (CTA index within the instance, warp index within the block).
     slots: Vec<(u32, u32)>,
-    /// Litmus threads of each CTA, by CTA number.
-    per_cta: BTreeMap<u32, u32>,
+    /// Litmus threads of each CTA, in block order.
+    per_cta: BTreeMap<CtaId, u32>,
 }
 
 impl Placement {
     fn of(test: &LitmusFile) -> Result<Placement, Refusal> {
-        let gpus: BTreeSet<u32> = test.threads.iter().map(|t| t.gpu).collect();
-        if gpus.len() > 1 {
-            let t = test.threads.iter().find(|t| t.gpu != test.threads[0].gpu);
-            let construct = t.map_or_else(String::new, |t| format!("P{}@gpu {}", t.id, t.gpu));
-            return Err(refuse(
-                test,
-                test.header_line,
-                construct,
-                "threads on more than one GPU",
-            ));
-        }
-        let mut ctas: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut ctas: BTreeMap<CtaId, u32> = BTreeMap::new();
         for t in &test.threads {
-            let cta = t.cta.ok_or_else(|| {
-                refuse(
+            if t.cta.is_none() {
+                return Err(refuse(
                     test,
                     test.header_line,
                     format!("P{}", t.id),
                     "a thread without placement (`P0@cta 0,gpu 0`)",
-                )
-            })?;
-            *ctas.entry(cta).or_default() += 1;
+                ));
+            }
+            *ctas.entry(t.cta_id()).or_default() += 1;
         }
-        let index: BTreeMap<u32, u32> = ctas
+        let index: BTreeMap<CtaId, u32> = ctas
             .keys()
             .enumerate()
             .map(|(i, c)| (*c, i as u32))
             .collect();
-        let mut rank: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut rank: BTreeMap<CtaId, u32> = BTreeMap::new();
         let slots = test
             .threads
             .iter()
             .map(|t| {
-                let cta = t.cta.unwrap_or_default();
+                let cta = t.cta_id();
                 let r = rank.entry(cta).or_default();
                 *r += 1;
                 (index[&cta], *r - 1)
@@ -366,7 +360,7 @@ impl Writer<'_> {
         self.preamble(&regs);
         self.prologue(placement);
         for (t, values) in self.test.threads.iter().zip(&regs) {
-            let cta_threads = placement.per_cta[&t.cta.unwrap_or_default()];
+            let cta_threads = placement.per_cta[&t.cta_id()];
             self.thread(t, values, cta_threads);
         }
         self.text.push_str("$DONE:\n\tret;\n}\n");

@@ -16,7 +16,7 @@
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::deadlock::{finishing, Finishing};
 use super::expect::Finding;
-use super::kernel::{translate, Kernel, Refusal, KERNEL};
+use super::kernel::{refuse, translate, Kernel, Refusal, KERNEL};
 use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, BackendKind, Buffer, KernelArg, LaunchConfig};
 use crate::check::spec::run_seed;
@@ -277,6 +277,9 @@ pub fn run_litmus_file(
     mut progress: impl FnMut(u64),
 ) -> Result<FileOutcome, FileRunError> {
     let kernel = translate(test, settings.distance)?;
+    if !backend.place_on_gpus(&kernel.layout.gpus) {
+        return Err(across_gpus(test).into());
+    }
     if backend.info().backend == BackendKind::Cuda && finishing(test) == Finishing::Never {
         return Ok(FileOutcome::not_launched(test, seed, NOT_LAUNCHED));
     }
@@ -303,6 +306,16 @@ pub fn run_litmus_file(
         }
     }
     result
+}
+
+/// Why a backend of one GPU does not run `test`, whose threads run on several.
+fn across_gpus(test: &LitmusFile) -> Refusal {
+    let first = test.threads.first().map(|t| t.gpu);
+    let t = test.threads.iter().find(|t| Some(t.gpu) != first);
+    let construct = t.map_or_else(String::new, |t| format!("P{}@gpu {}", t.id, t.gpu));
+    let reason = "threads on more than one GPU (a GPU backend is one device; the simulator \
+        runs them, `--backend sim`)";
+    refuse(test, test.header_line, construct, reason)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -36,12 +36,32 @@ impl Generated {
     }
 }
 
-/// Every test of every family, in a fixed order, without duplicates.
-pub fn generate() -> Vec<Generated> {
+/// Where the threads of the generated tests run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spread {
+    /// On one GPU: in one CTA, a CTA each, or thread 0 apart ([`variants::PLACEMENTS`]).
+    #[default]
+    OneGpu,
+    /// On two GPUs: alternating, or thread 0 apart ([`variants::PLACEMENTS_ACROSS_GPUS`]).
+    AcrossGpus,
+}
+
+impl Spread {
+    fn placements(self) -> &'static [variants::Placement] {
+        match self {
+            Spread::OneGpu => &variants::PLACEMENTS,
+            Spread::AcrossGpus => &variants::PLACEMENTS_ACROSS_GPUS,
+        }
+    }
+}
+
+/// Every test of every family with threads spread as `spread` says, in a fixed order, without
+/// duplicates.
+pub fn generate(spread: Spread) -> Vec<Generated> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for shape in families::SHAPES {
-        for v in variants::all(shape) {
+        for v in variants::all(shape, spread.placements()) {
             let test = variants::render(shape, &v);
             if seen.insert(test.body.clone()) {
                 out.push(Generated {
@@ -97,13 +117,14 @@ impl fmt::Display for Written {
     }
 }
 
-/// Writes every test under `out` and `out/expected.csv` with the model's verdicts.
-pub fn write_families(out: &Path) -> Result<Written, GenerateError> {
+/// Writes every test (threads spread as `spread` says) under `out` and `out/expected.csv` with
+/// the model's verdicts.
+pub fn write_families(out: &Path, spread: Spread) -> Result<Written, GenerateError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| GenerateError::Io { path, source }
     };
-    let tests = generate();
+    let tests = generate(spread);
     let mut rows = Vec::with_capacity(tests.len());
     let mut written = Written::default();
     let mut families = HashSet::new();

@@ -2,7 +2,7 @@ use super::*;
 
 #[test]
 fn generates_over_five_thousand_distinct_tests_the_parser_reads() {
-    let tests = generate();
+    let tests = generate(Spread::OneGpu);
     assert!(tests.len() >= 5000, "{} tests", tests.len());
     let names: HashSet<&str> = tests.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), tests.len(), "names are unique");
@@ -14,5 +14,26 @@ fn generates_over_five_thousand_distinct_tests_the_parser_reads() {
 
 #[test]
 fn generation_is_deterministic() {
-    assert_eq!(generate(), generate());
+    assert_eq!(generate(Spread::OneGpu), generate(Spread::OneGpu));
+}
+
+#[test]
+fn tests_across_gpus_put_thread_0_and_thread_1_on_two_gpus() {
+    let tests = generate(Spread::AcrossGpus);
+    assert!(tests.len() >= 3000, "{} tests", tests.len());
+    for t in tests.iter().step_by(89) {
+        let file = parse(Path::new(&t.path()), &t.text)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", t.name, t.text));
+        assert_eq!(
+            (file.threads[0].gpu, file.threads[1].gpu),
+            (0, 1),
+            "{}",
+            t.name
+        );
+    }
+    let one_gpu: HashSet<String> = generate(Spread::OneGpu)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(tests.iter().all(|t| !one_gpu.contains(&t.name)));
 }

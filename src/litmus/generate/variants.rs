@@ -65,9 +65,17 @@ pub enum Placement {
     CtaEach,
     /// Thread 0 in one CTA, the others in another (three threads or more).
     Split,
+    /// A CTA per thread, the threads alternating between GPU 0 and GPU 1.
+    GpuAlternate,
+    /// Thread 0 on GPU 0, the others in one CTA of GPU 1 (three threads or more).
+    GpuSplit,
 }
 
+/// The placements on one GPU: the families `litmus generate` writes.
 pub const PLACEMENTS: [Placement; 3] = [Placement::OneCta, Placement::CtaEach, Placement::Split];
+
+/// The placements across two GPUs (`litmus generate --across-gpus`).
+pub const PLACEMENTS_ACROSS_GPUS: [Placement; 2] = [Placement::GpuAlternate, Placement::GpuSplit];
 
 /// One point of the cross product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,12 +86,12 @@ pub struct Variant {
     pub placement: Placement,
 }
 
-/// The variants of a shape, in a fixed order.
-pub fn all(shape: &Shape) -> Vec<Variant> {
+/// The variants of a shape with these placements, in a fixed order.
+pub fn all(shape: &Shape, placements: &[Placement]) -> Vec<Variant> {
     let threads = shape.accesses().len();
     let mut out = Vec::new();
-    for placement in PLACEMENTS {
-        if placement == Placement::Split && threads < 3 {
+    for &placement in placements {
+        if matches!(placement, Placement::Split | Placement::GpuSplit) && threads < 3 {
             continue;
         }
         for order in ORDERS {
@@ -124,6 +132,8 @@ impl Variant {
             Placement::OneCta => "one-cta",
             Placement::CtaEach => "cta-each",
             Placement::Split => "split",
+            Placement::GpuAlternate => "gpu-alt",
+            Placement::GpuSplit => "gpu-split",
         };
         format!(
             "{}+{order}+{fence}+{}-{}+{placement}",
@@ -143,9 +153,17 @@ impl Variant {
 
     fn cta(&self, thread: usize) -> usize {
         match self.placement {
-            Placement::OneCta => 0,
-            Placement::CtaEach => thread,
+            Placement::OneCta | Placement::GpuSplit => 0,
+            Placement::CtaEach | Placement::GpuAlternate => thread,
             Placement::Split => usize::from(thread > 0),
+        }
+    }
+
+    fn gpu(&self, thread: usize) -> usize {
+        match self.placement {
+            Placement::OneCta | Placement::CtaEach | Placement::Split => 0,
+            Placement::GpuAlternate => thread % 2,
+            Placement::GpuSplit => usize::from(thread > 0),
         }
     }
 }
@@ -209,7 +227,7 @@ pub fn render(shape: &Shape, v: &Variant) -> Rendered {
     }
     text.push_str("\n}\n");
     let header: Vec<String> = (0..threads.len())
-        .map(|t| format!("P{t}@cta {},gpu 0", v.cta(t)))
+        .map(|t| format!("P{t}@cta {},gpu {}", v.cta(t), v.gpu(t)))
         .collect();
     let rows = columns.iter().map(Vec::len).max().unwrap_or(0);
     let mut table = vec![header];
@@ -322,5 +340,7 @@ fn placement_word(p: Placement) -> &'static str {
         Placement::OneCta => "all threads in one CTA",
         Placement::CtaEach => "one CTA per thread",
         Placement::Split => "thread 0 in its own CTA",
+        Placement::GpuAlternate => "one CTA per thread, alternating between two GPUs",
+        Placement::GpuSplit => "thread 0 on one GPU, the others in one CTA of another",
     }
 }

@@ -141,10 +141,10 @@ pub fn build(test: &LitmusFile) -> Result<Program, Refusal> {
         .iter()
         .map(|d| d.iter().map(|(v, _)| (*v, Prov::new())).collect())
         .collect();
-    let ctas: Vec<(u32, u32)> = test
+    let ctas: Vec<CtaId> = test
         .threads
         .iter()
-        .map(|t| (t.gpu, t.cta.unwrap_or_default()))
+        .map(Thread::cta_id)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -153,9 +153,11 @@ pub fn build(test: &LitmusFile) -> Result<Program, Refusal> {
         .iter()
         .map(|t| {
             let (traces, _) = thread_traces(test, t, &locations, &plain, false)?;
-            let place = (t.gpu, t.cta.unwrap_or_default());
             Ok(ThreadTraces {
-                cta: ctas.iter().position(|c| *c == place).unwrap_or_default() as u32,
+                cta: ctas
+                    .iter()
+                    .position(|c| *c == t.cta_id())
+                    .unwrap_or_default() as u32,
                 gpu: t.gpu,
                 traces,
             })

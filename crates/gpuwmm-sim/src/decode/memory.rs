@@ -205,7 +205,7 @@ mod tests {
         let acquire = order_of("ld.acquire.gpu.global.u32 %r1, [%rd1];");
         assert!(acquire.acquires && !acquire.releases && acquire.reach == Reach::Gpu);
         let volatile = order_of("ld.volatile.global.u32 %r1, [%rd1];");
-        assert!(!volatile.acquires && volatile.reach == Reach::Gpu);
+        assert!(!volatile.acquires && volatile.reach == Reach::Sys);
         let release = order_of("st.release.cta.global.u32 [%rd1], %r1;");
         assert!(release.releases && release.reach == Reach::Cta);
     }

@@ -7,12 +7,13 @@
 use crate::isa::{Order, Reach};
 use gpuwmm_ptx::{FenceStrength, Scope, Semantics};
 
-/// The order of an access with these qualifiers. `volatile` is relaxed at sys scope; `.sys` and `.cluster` count as `.gpu`, since the
-/// simulator is one device and the host only touches memory between launches. A reduction's
-/// read never forms an acquire pattern.
+/// The order of an access with these qualifiers. `volatile` is relaxed at sys scope, an
+/// access with no scope (an `atom` or `red`) is at gpu scope, and `.cluster` counts as `.gpu`.
+/// A reduction's read never forms an acquire pattern.
 pub fn access_order(semantics: Semantics, scope: Option<Scope>, reduction: bool) -> Order {
     let reach = match (semantics, scope) {
         (Semantics::Weak, _) => Reach::Weak,
+        (Semantics::Volatile, _) | (_, Some(Scope::Sys)) => Reach::Sys,
         (_, Some(Scope::Cta)) => Reach::Cta,
         _ => Reach::Gpu,
     };
@@ -26,10 +27,10 @@ pub fn access_order(semantics: Semantics, scope: Option<Scope>, reduction: bool)
 
 /// The reach of a fence of this scope and whether it is a `fence.sc` (a `membar` is one).
 pub fn fence_order(scope: Scope, strength: FenceStrength) -> (Reach, bool) {
-    let reach = if scope >= Scope::Cluster {
-        Reach::Gpu
-    } else {
-        Reach::Cta
+    let reach = match scope {
+        Scope::Cta => Reach::Cta,
+        Scope::Cluster | Scope::Gpu => Reach::Gpu,
+        Scope::Sys => Reach::Sys,
     };
     (reach, strength == FenceStrength::SequentiallyConsistent)
 }
@@ -46,15 +47,17 @@ mod tests {
     }
 
     #[test]
-    fn strong_accesses_reach_their_scope_with_sys_and_cluster_as_gpu() {
+    fn strong_accesses_reach_their_scope_with_cluster_as_gpu() {
         let reach = |scope| access_order(Semantics::Relaxed, scope, false).reach;
         assert_eq!(reach(Some(Scope::Cta)), Reach::Cta);
         assert_eq!(reach(Some(Scope::Cluster)), Reach::Gpu);
         assert_eq!(reach(Some(Scope::Gpu)), Reach::Gpu);
-        assert_eq!(reach(Some(Scope::Sys)), Reach::Gpu);
+        assert_eq!(reach(Some(Scope::Sys)), Reach::Sys);
+        // an atom without a scope is at gpu scope
+        assert_eq!(reach(None), Reach::Gpu);
         // volatile is relaxed at sys scope
         let volatile = access_order(Semantics::Volatile, None, false);
-        assert_eq!(volatile.reach, Reach::Gpu);
+        assert_eq!(volatile.reach, Reach::Sys);
         assert!(!volatile.acquires && !volatile.releases);
     }
 
@@ -69,16 +72,17 @@ mod tests {
     }
 
     #[test]
-    fn fences_reach_the_gpu_from_cluster_scope_up_and_only_sc_is_sc() {
+    fn fences_reach_their_scope_with_cluster_as_gpu_and_only_sc_is_sc() {
         use FenceStrength::{AcquireRelease, SequentiallyConsistent};
         assert_eq!(fence_order(Scope::Cta, AcquireRelease), (Reach::Cta, false));
         assert_eq!(
             fence_order(Scope::Cluster, AcquireRelease),
             (Reach::Gpu, false)
         );
+        assert_eq!(fence_order(Scope::Gpu, AcquireRelease), (Reach::Gpu, false));
         assert_eq!(
             fence_order(Scope::Sys, SequentiallyConsistent),
-            (Reach::Gpu, true)
+            (Reach::Sys, true)
         );
     }
 }

@@ -26,7 +26,8 @@
 //! the newest message of the location is always one it may read, and it stays atomic. At most
 //! one RMW in a launch is overtaken at a time.
 
-use super::{Access, PtxMemory, Released};
+use super::tier::{Tier, TIERS};
+use super::{Access, Gpus, PtxMemory, Released};
 use crate::isa::Reach;
 
 /// The one overtaken read-modify-write of a launch: its thread, access and reserved write.
@@ -61,11 +62,9 @@ pub enum Syncing {
 
 /// Whether accesses at `a` and `b` are morally strong by scope (both strong, each scope
 /// including the other's thread).
-fn strong_pair(a: Access, b: Access) -> bool {
-    let includes = |x: Access, y: Access| {
-        x.reach == Reach::Gpu || (x.reach == Reach::Cta && x.block == y.block)
-    };
-    a.reach != Reach::Weak && b.reach != Reach::Weak && includes(a, b) && includes(b, a)
+fn strong_pair(gpus: &Gpus, a: Access, b: Access) -> bool {
+    let tier = gpus.tier(a.block, b.block);
+    tier.within(a.reach) && tier.within(b.reach)
 }
 
 impl PtxMemory {
@@ -115,7 +114,8 @@ impl PtxMemory {
         let Some(loc) = self.tracked_location(addr, size) else {
             return vec![0];
         };
-        let strong = |m: &super::Message| super::morally_strong(m, a.thread, a.block, a.reach);
+        let strong =
+            |m: &super::Message| super::morally_strong(&self.gpus, m, a.thread, a.block, a.reach);
         let from = loc.msgs.iter().rposition(strong).map_or(0, |i| i + 1);
         let last = loc.msgs.len() - 1;
         (from..=last)
@@ -160,23 +160,31 @@ impl PtxMemory {
         }
         let holds = |v: &Released| v.as_ref().is_some_and(|v| v.covers(o.access.block, o.seq));
         let s = &self.sync[t as usize];
+        // The tiers an ordering at `reach` takes part in (its own block's always).
+        let tiers = |reach: Reach| {
+            TIERS
+                .into_iter()
+                .filter(move |t| *t == Tier::Cta || t.within(reach))
+        };
         // What an acquire at `reach` takes of what the thread collected.
-        let collected =
-            |reach: Reach| holds(&s.acq_cta) || (reach == Reach::Gpu && holds(&s.acq_gpu));
+        let collected = |reach: Reach| tiers(reach).any(|t| holds(&s.acq[t as usize]));
         let reached = match what {
             Syncing::Fence { block, reach, sc } => {
-                let frontier =
-                    |v: Option<&super::View>| v.is_some_and(|v| v.covers(o.access.block, o.seq));
-                collected(reach)
-                    || (sc && frontier(self.sc_cta.get(&block)))
-                    || (sc && reach == Reach::Gpu && frontier(Some(&self.sc_gpu)))
+                let frontier = |t: Tier| {
+                    let v = self.sc.get(&self.gpus.group(t, block));
+                    v.is_some_and(|v| v.covers(o.access.block, o.seq))
+                };
+                collected(reach) || (sc && tiers(reach).any(frontier))
             }
             Syncing::Acquire { access, addr, size } => {
                 collected(access.reach) || self.released_here(access, addr, size, &holds)
             }
             Syncing::Write { access, addr, size } => {
                 let overlaps = addr < o.addr + o.size && o.addr < addr + size;
-                overlaps && (addr != o.addr || size != o.size || strong_pair(access, o.access))
+                overlaps
+                    && (addr != o.addr
+                        || size != o.size
+                        || strong_pair(&self.gpus, access, o.access))
             }
         };
         reached.then_some(o.access.thread)
@@ -184,8 +192,7 @@ impl PtxMemory {
 
     /// Whether a message acquire `a` of `[addr, addr + size)` may read (of its location or one
     /// it overlaps) and synchronise with released a view that `holds` accepts and `a` would
-    /// take: one it is morally strong with, its view to the reader's block (if the writer's
-    /// block) or to the GPU (if `a` is at gpu scope).
+    /// take: one it is morally strong with, its view to the reader's tier.
     fn released_here(
         &self,
         a: Access,
@@ -198,11 +205,8 @@ impl PtxMemory {
             .chain(keys[..n].iter().copied())
             .filter_map(|at| self.locations.get(&at))
             .flat_map(|loc| loc.msgs.iter())
-            .filter(|m| super::morally_strong(m, a.thread, a.block, a.reach))
-            .any(|m| match m.block == a.block {
-                true => holds(&m.view_cta),
-                false => a.reach == Reach::Gpu && holds(&m.view_gpu),
-            })
+            .filter(|m| super::morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
+            .any(|m| holds(&m.views[self.gpus.tier(a.block, m.block) as usize]))
     }
 }
 
