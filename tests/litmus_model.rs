@@ -59,10 +59,17 @@ fn model_agrees_with_every_expressible_shared_verdict() {
     assert!(agree >= 96, "{summary}");
 }
 
-/// Writes the families into a fresh folder.
+/// Writes the families into a fresh folder, `gen`.
 fn generated() -> tempfile::TempDir {
+    generated_with(&[])
+}
+
+/// Writes the families, generated with `options`, into a fresh folder, `gen`.
+fn generated_with(options: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let out = gpuwmm(&["litmus", "generate", "--out", "gen"], dir.path());
+    let mut args = vec!["litmus", "generate", "--out", "gen"];
+    args.extend(options);
+    let out = gpuwmm(&args, dir.path());
     let text = ok(&out);
     assert!(text.contains(" tests in "), "{text}");
     dir
@@ -112,14 +119,27 @@ fn generated_expected_csv_is_the_models_and_the_same_on_every_run() {
 /// forbids may ever show. Prints how many weak-only allowed states the simulator reached.
 #[test]
 fn generated_sample_on_the_simulator_reaches_no_forbidden_state() {
-    let dir = generated();
+    simulator_sample_reaches_no_forbidden_state(&generated(), 500);
+}
+
+/// The same for the families with their threads on two GPUs, where gpu-scope orderings no
+/// longer reach every thread.
+#[test]
+fn generated_sample_across_gpus_on_the_simulator_reaches_no_forbidden_state() {
+    let dir = generated_with(&["--across-gpus"]);
+    simulator_sample_reaches_no_forbidden_state(&dir, 300);
+}
+
+/// Runs every `SAMPLE_STEP`-th test of `dir/gen` (at least `least` of them) on the simulator
+/// against the model's verdicts: 0 UNSOUND, every test comparable.
+fn simulator_sample_reaches_no_forbidden_state(dir: &tempfile::TempDir, least: usize) {
     let rows = csv_tests(&dir.path().join("gen/expected.csv"));
     let sample: Vec<String> = rows
         .iter()
         .step_by(SAMPLE_STEP)
         .map(|t| format!("gen/{t}"))
         .collect();
-    assert!(sample.len() >= 500, "{} sampled", sample.len());
+    assert!(sample.len() >= least, "{} sampled", sample.len());
     let mut args = vec![
         "litmus",
         "run",
