@@ -287,6 +287,15 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                     narrow.join(" and ")
                 ));
             }
+            if c.facts.communicated {
+                // Weak data published through a strong flag: causality would order the two.
+                return format!(
+                    "{}, and the threads communicate between the two through strong accesses, \
+                     so a release and an acquire of {scope} scope order them: {}",
+                    parts.join("; "),
+                    fence_missing(c, scope, first, second)
+                );
+            }
             format!(
                 "{}: make both strong at a scope with both threads, or order them with a \
                  release and an acquire of {scope} scope",
@@ -693,6 +702,36 @@ mod tests {
             "{missing}"
         );
         assert!(missing.contains("before kernel.cu:20"), "{missing}");
+    }
+
+    /// Weak data published through a strong flag was told only "make both strong, or order
+    /// them with a release and an acquire": the threads communicate, so the report now names
+    /// the side that lacks each pattern, as for strong pairs.
+    #[test]
+    fn a_data_race_across_communication_names_the_missing_release_and_acquire() {
+        let mut c = strong_pair();
+        c.first.strength = Strength::Weak;
+        c.second.strength = Strength::Weak;
+        c.facts.morally_strong = false;
+        c.facts.communicated = true;
+        let races = run_races(0, &log_of(vec![c.clone()]));
+        let missing = &races.races[0].missing;
+        assert_eq!(races.races[0].class, RaceClass::DataRace);
+        assert!(
+            missing.contains("a fence.acq_rel.gpu after kernel.cu:10"),
+            "{missing}"
+        );
+        assert!(
+            missing.contains("no acquire pattern on the reader's side"),
+            "{missing}"
+        );
+        c.facts.communicated = false;
+        let races = run_races(0, &log_of(vec![c]));
+        assert!(
+            races.races[0].missing.contains("make both strong"),
+            "{}",
+            races.races[0].missing
+        );
     }
 
     #[test]
