@@ -193,7 +193,10 @@ pub struct TargetArgs {
     /// The fence instruction inserted at fence sites.
     #[arg(long, default_value_t = FenceKind::ScGpu, value_parser = parse_fence_kind)]
     pub fence_kind: FenceKind,
-    /// One fence site per source line, or one per PTX access instruction.
+    /// Fence sites: `line`, one per source line (code inlined from a helper counts as the line
+    /// that calls it); `inner-line`, one per line an access is written on, inside helpers and
+    /// headers too (one site, and one fence in the patch, for every call of a helper); or
+    /// `instruction`, one per PTX access instruction.
     #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
     pub granularity: Granularity,
     /// A kernel still running after this long is a timeout (e.g. 30s, 2m).
@@ -704,7 +707,10 @@ pub struct InputArgs {
     /// newer GPU.
     #[arg(long, default_value = "portable")]
     pub arch: String,
-    /// One site per source line, or one per PTX access instruction.
+    /// Fence sites: `line`, one per source line (code inlined from a helper counts as the line
+    /// that calls it); `inner-line`, one per line an access is written on, inside helpers and
+    /// headers too (one site, and one fence in the patch, for every call of a helper); or
+    /// `instruction`, one per PTX access instruction.
     #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
     pub granularity: Granularity,
 }
@@ -722,7 +728,10 @@ pub struct SitesArgs {
     /// Target architecture for NVRTC (files only; apps use the portable one, as check does).
     #[arg(long, default_value = "portable")]
     pub arch: String,
-    /// One site per source line, or one per PTX access instruction.
+    /// Fence sites: `line`, one per source line (code inlined from a helper counts as the line
+    /// that calls it); `inner-line`, one per line an access is written on, inside helpers and
+    /// headers too (one site, and one fence in the patch, for every call of a helper); or
+    /// `instruction`, one per PTX access instruction.
     #[arg(long, default_value_t = Granularity::SourceLine, value_parser = by_name::<Granularity>())]
     pub granularity: Granularity,
     /// Print the sites as JSON instead of a table.

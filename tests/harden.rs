@@ -756,3 +756,93 @@ fn harden_names_the_races_a_fence_at_every_site_leaves_when_fences_cannot_fix() 
         "{named}"
     );
 }
+
+/// The fixture copied with its `include/` folder into `dir/app`.
+fn copy_fixture_with_includes(app: &str, dir: &Path) -> PathBuf {
+    let (from, to) = (fixture_app(app), dir.join("app"));
+    for sub in ["", "include"] {
+        std::fs::create_dir_all(to.join(sub)).unwrap();
+        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::copy(&path, to.join(sub).join(path.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    to
+}
+
+/// `harden` of the copied grid-barrier fixture at `granularity` in `dir`: the report and the
+/// patch it wrote.
+fn harden_grid_barrier(dir: &Path, granularity: &str) -> (String, String) {
+    let args = [
+        "harden",
+        "--app-dir",
+        "app",
+        "--backend",
+        "sim",
+        "--granularity",
+        granularity,
+        "--sim-budget",
+        "2000000",
+        "--stable-runs",
+        "300",
+        "--journal",
+        granularity,
+    ];
+    let stdout = ok(&common::cli::gpuwmm(&args, dir));
+    assert_stable(&stdout);
+    let patch = std::fs::read_to_string(dir.join(format!("{granularity}.patch"))).unwrap();
+    (stdout, patch)
+}
+
+/// The fence statements a patch adds to `file`.
+fn fences_added_to(patch: &str, file: &str) -> usize {
+    let section = patch.split("--- a/").find(|s| s.starts_with(file));
+    (section.unwrap_or_default().lines())
+        .filter(|l| l.starts_with('+') && l.contains("atomic_thread_fence"))
+        .count()
+}
+
+/// At line granularity a helper inlined at two call lines was fenced after every line of it
+/// that either call needed (seven fences in the header, one inside the spin loop, for what
+/// four fences order): `--granularity inner-line` makes each line of the helper a site of its
+/// own, so the search keeps only the helper's lines that need a fence, and the patch, applied
+/// as a user would, passes every run where the app as written hangs or fails.
+#[test]
+fn inner_line_granularity_fences_a_barrier_helper_once_per_line_that_needs_it() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    copy_fixture_with_includes("grid-barrier-helper", dir.path());
+    let header = "app/include/grid_barrier.cuh";
+    let (_, by_call_line) = harden_grid_barrier(dir.path(), "line");
+    let (stdout, patch) = harden_grid_barrier(dir.path(), "inner-line");
+    assert!(stdout.contains("final fences: 4"), "{stdout}");
+    for line in ["grid_barrier.cuh:13", "grid_barrier.cuh:16"] {
+        assert!(stdout.contains(line), "{line}\n{stdout}");
+    }
+    // After `*count = 0`, and first in the spin loop's body and after it.
+    assert_eq!(fences_added_to(&patch, header), 3, "{patch}");
+    assert_eq!(fences_added_to(&patch, "app/kernel.cu"), 2, "{patch}");
+    assert!(fences_added_to(&by_call_line, header) > 3, "{by_call_line}");
+    let applied = Command::new("git")
+        .args(["apply", "inner-line.patch"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    ok(&applied);
+    let check = [
+        "check",
+        "--app-dir",
+        "app",
+        "--backend",
+        "sim",
+        "--runs",
+        "100",
+        "--sim-budget",
+        "2000000",
+        "--journal",
+        "patched.csv",
+    ];
+    let stdout = ok(&common::cli::gpuwmm(&check, dir.path()));
+    assert!(stdout.contains("pass 100, fail 0, timeout 0"), "{stdout}");
+}

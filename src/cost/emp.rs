@@ -19,10 +19,7 @@ use std::path::{Path, PathBuf};
 /// the fence kind and granularity, the stress profile file, the stress factor, the deadline, the
 /// simulator's model and budget) and the seed, so it hardens the app that is measured.
 pub fn harden_args(target: &Target, profile: Option<&Path>, seed: u64, name: &str) -> Vec<String> {
-    let granularity = match target.granularity {
-        Granularity::SourceLine => "line",
-        Granularity::Instruction => "instruction",
-    };
+    let granularity = target.granularity.name();
     let mut args: Vec<String> = [
         "harden",
         name,

@@ -178,10 +178,7 @@ fn fence_labels(plan: &super::journal::AppPlan) -> BTreeMap<Variant, String> {
             format!(
                 "{} fence(s) at {} sites {} (from {})",
                 emp.fences.len(),
-                match emp.granularity {
-                    crate::ptx::passes::fences::Granularity::SourceLine => "source-line",
-                    crate::ptx::passes::fences::Granularity::Instruction => "instruction",
-                },
+                emp.granularity.name(),
                 fences.join(" "),
                 emp.source
             ),

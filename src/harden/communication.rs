@@ -342,8 +342,15 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
 /// The candidate site at `at`'s source line.
 fn site_at(sites: &[SiteSummary], at: &RaceSite) -> Option<usize> {
     let (file, line) = (at.file.as_ref()?, at.line?);
-    sites
-        .iter()
-        .find(|s| s.file.as_ref() == Some(file) && s.line == Some(line))
+    let is_at = |s: &&SiteSummary, file: &String, line: u32| {
+        s.file.as_ref() == Some(file) && s.line == Some(line)
+    };
+    // At inner-line granularity a site is the line inside the helper the access is written
+    // on; at the others, the line that calls it.
+    let inner = at.inner.as_ref().and_then(|i| {
+        (sites.iter()).find(|s| s.function == at.function && is_at(s, &i.file, i.line))
+    });
+    inner
+        .or_else(|| sites.iter().find(|s| is_at(s, file, line)))
         .map(|s| s.id)
 }

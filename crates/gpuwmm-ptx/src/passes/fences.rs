@@ -23,15 +23,25 @@ pub enum Granularity {
     /// paper's counts.
     #[default]
     SourceLine,
+    /// One site per line an access is written on, per function: for code inlined from a
+    /// helper or a header, the helper's own line (the innermost frame), one site for every
+    /// call of it and every unrolled copy. A fence there is one fence in the source, after
+    /// that line, as a programmer would place it in the helper.
+    InnerLine,
 }
 
 impl Granularity {
-    pub const ALL: [Granularity; 2] = [Granularity::SourceLine, Granularity::Instruction];
+    pub const ALL: [Granularity; 3] = [
+        Granularity::SourceLine,
+        Granularity::InnerLine,
+        Granularity::Instruction,
+    ];
 
     /// The name as the command line (`--granularity`) and journals spell it.
     pub fn name(self) -> &'static str {
         match self {
             Granularity::SourceLine => "line",
+            Granularity::InnerLine => "inner-line",
             Granularity::Instruction => "instruction",
         }
     }
@@ -39,7 +49,7 @@ impl Granularity {
 
 display_by_name!(Granularity, name);
 parse_by_name!(Granularity, name, String, |s| format!(
-    "unknown granularity '{s}' (expected line or instruction)"
+    "unknown granularity '{s}' (expected line, inner-line or instruction)"
 ));
 
 /// A file and line of the application's source.
@@ -77,7 +87,8 @@ pub struct FenceSite {
     pub id: usize,
     pub function: String,
     /// The source line of the outermost frame: for an inlined access, the line of the outermost
-    /// call that leads to it, in the function it was inlined into ([`crate::lines`]).
+    /// call that leads to it, in the function it was inlined into ([`crate::lines`]); at
+    /// [`Granularity::InnerLine`], the innermost frame, the line the accesses are written on.
     pub source: Option<SourceLine>,
     pub accesses: Vec<Access>,
 }
@@ -214,12 +225,13 @@ struct Groups {
 }
 
 impl Groups {
-    /// The group an access whose outermost line is `outer` joins: at line granularity its
-    /// line's, else (or for the line's first access, or one without a line) a new one.
+    /// The group an access whose line is `outer` joins (the outermost or the innermost frame,
+    /// as the granularity keys sites): at line granularities its line's, else (or for the
+    /// line's first access, or one without a line) a new one.
     fn join(&mut self, outer: Option<SourceLine>, granularity: Granularity) -> &mut AccessGroup {
         let line = outer
             .clone()
-            .filter(|_| granularity == Granularity::SourceLine);
+            .filter(|_| granularity != Granularity::Instruction);
         let index = match line.as_ref().and_then(|l| self.by_line.get(l)) {
             Some(&index) => index,
             None => {
@@ -264,7 +276,11 @@ fn function_accesses(
                 .collect(),
         };
         let outer = attribution.and_then(|a| source_line(module, a.outer));
-        let group = groups.join(outer, granularity);
+        let key = match granularity {
+            Granularity::InnerLine => access.inner.clone().or(outer),
+            _ => outer,
+        };
+        let group = groups.join(key, granularity);
         group.accesses.push(access);
         if memory.may_be_global() {
             group.first_global.get_or_insert(index);
@@ -661,6 +677,14 @@ mod tests {
         // Both loads belong to the call at k.cu:12, the second one too although the store of
         // line 14 comes between them in the PTX.
         let sites = fence_sites(&parse(NESTED).unwrap(), Granularity::SourceLine);
+        insta::assert_snapshot!(listing(&sites));
+    }
+
+    #[test]
+    fn snapshot_sites_per_inner_line_of_code_inlined_from_a_header() {
+        // The two loads of hdr.cuh:5 share a site (the header's line, wherever it is called
+        // from), and the store of hdr.cuh:31 gets its own, apart from the call at k.cu:12.
+        let sites = fence_sites(&parse(NESTED).unwrap(), Granularity::InnerLine);
         insta::assert_snapshot!(listing(&sites));
     }
 }
