@@ -814,8 +814,13 @@ fn inner_line_granularity_fences_a_barrier_helper_once_per_line_that_needs_it() 
     let dir = common::or_skip!(common::temp_dir_with_tools());
     copy_fixture_with_includes("grid-barrier-helper", dir.path());
     let header = "app/include/grid_barrier.cuh";
-    let (_, by_call_line) = harden_grid_barrier(dir.path(), "line");
+    let (line_report, by_call_line) = harden_grid_barrier(dir.path(), "line");
+    assert!(
+        line_report.contains("hint: #") && line_report.contains("--granularity inner-line"),
+        "{line_report}"
+    );
     let (stdout, patch) = harden_grid_barrier(dir.path(), "inner-line");
+    assert!(!stdout.contains("hint:"), "{stdout}");
     assert!(stdout.contains("final fences: 4"), "{stdout}");
     for line in ["grid_barrier.cuh:13", "grid_barrier.cuh:16"] {
         assert!(stdout.contains(line), "{line}\n{stdout}");

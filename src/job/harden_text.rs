@@ -12,7 +12,7 @@ use crate::check::journal::read_rows;
 use crate::harden::recording::RaceRecording;
 use crate::harden::run::{HardenMeta, HardenRow, Hardened};
 use crate::ptx::demangle::source_name;
-use crate::ptx::passes::fences::FenceKind;
+use crate::ptx::passes::fences::{FenceKind, Granularity};
 use crate::stats::ZeroErrorBound;
 use std::collections::BTreeMap;
 use std::fmt::{self, Display, Formatter};
@@ -123,6 +123,18 @@ impl<'a> HardenText<'a> {
             for note in fence.note.iter().chain(&fence.placement) {
                 writeln!(f, "  #{}: {note}", fence.site.id)?;
             }
+        }
+        let inlined: Vec<String> = (report.placed.iter())
+            .filter(|fence| fence.placement.is_some())
+            .map(|fence| format!("#{}", fence.site.id))
+            .collect();
+        if meta.target.granularity == Granularity::SourceLine && !inlined.is_empty() {
+            writeln!(
+                f,
+                "  hint: {} stand for code inlined from helpers; `--granularity inner-line` makes \
+                 each line of a helper a site of its own, which can need fewer fences there",
+                inlined.join(" ")
+            )?;
         }
         for site in &report.unplaced {
             writeln!(
