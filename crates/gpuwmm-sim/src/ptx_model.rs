@@ -90,7 +90,8 @@
 //! - Scopes (`tier.rs`): a launch runs on one GPU unless its blocks are placed on several
 //!   (litmus tests across GPUs); then `.gpu` includes only the threads of the same GPU, and
 //!   morally strong pairs, released views (kept per tier: same CTA, same GPU, another GPU) and
-//!   fence-SC frontiers follow. On one GPU `.sys` reaches what `.gpu` does. A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
+//!   fence-SC frontiers follow. On one GPU `.sys` reaches what `.gpu` does.
+//! - A CTA barrier (ids 0 to 15, `bar.sync`, `bar.red`, `bar.arrive`) collects what
 //!   every arriving thread passes on and gives it to the threads that wait there when it
 //!   completes; `bar.warp.sync` does the same for the lanes of its mask. A cta-scope release
 //!   reaches only readers in the same block.
@@ -136,7 +137,7 @@ pub use self::ordering::{access_order, fence_order};
 pub use self::overtaken::Syncing;
 pub use self::tier::Gpus;
 
-use self::tier::{Tier, TIERS};
+use self::tier::{tiers_of, Tier, TIERS};
 use self::view::{Point, View};
 
 use super::isa::Reach;
@@ -750,9 +751,8 @@ impl PtxMemory {
     pub fn acquire(&mut self, t: u32, reach: Reach) {
         let acq = self.sync[t as usize].acq.clone();
         let past = self.past_mut(t);
-        for tier in TIERS {
-            if let (true, Some(v)) = (tier == Tier::Cta || tier.within(reach), &acq[tier as usize])
-            {
+        for tier in tiers_of(reach) {
+            if let Some(v) = &acq[tier as usize] {
                 past.join(v);
             }
         }
@@ -763,10 +763,8 @@ impl PtxMemory {
     fn release(&mut self, t: u32, reach: Reach) {
         let now = Rc::new(self.passed_on(t));
         let s = &mut self.sync[t as usize];
-        for tier in TIERS {
-            if tier == Tier::Cta || tier.within(reach) {
-                s.rel[tier as usize] = Some(now.clone());
-            }
+        for tier in tiers_of(reach) {
+            s.rel[tier as usize] = Some(now.clone());
         }
     }
 
@@ -783,13 +781,11 @@ impl PtxMemory {
         let blocks = self.blocks;
         let passed = self.passed_on(t);
         let mut before = View::new(blocks);
-        for tier in TIERS {
-            if tier == Tier::Cta || tier.within(reach) {
-                let group = self.gpus.group(tier, block);
-                let frontier = self.sc.entry(group).or_insert_with(|| View::new(blocks));
-                before.join(frontier);
-                frontier.join(&passed);
-            }
+        for tier in tiers_of(reach) {
+            let group = self.gpus.group(tier, block);
+            let frontier = self.sc.entry(group).or_insert_with(|| View::new(blocks));
+            before.join(frontier);
+            frontier.join(&passed);
         }
         self.past_mut(t).join(&before);
         self.release(t, reach);

@@ -26,7 +26,7 @@
 //! the newest message of the location is always one it may read, and it stays atomic. At most
 //! one RMW in a launch is overtaken at a time.
 
-use super::tier::{Tier, TIERS};
+use super::tier::{tiers_of, Tier};
 use super::{Access, Gpus, PtxMemory, Released};
 use crate::isa::Reach;
 
@@ -160,21 +160,15 @@ impl PtxMemory {
         }
         let holds = |v: &Released| v.as_ref().is_some_and(|v| v.covers(o.access.block, o.seq));
         let s = &self.sync[t as usize];
-        // The tiers an ordering at `reach` takes part in (its own block's always).
-        let tiers = |reach: Reach| {
-            TIERS
-                .into_iter()
-                .filter(move |t| *t == Tier::Cta || t.within(reach))
-        };
         // What an acquire at `reach` takes of what the thread collected.
-        let collected = |reach: Reach| tiers(reach).any(|t| holds(&s.acq[t as usize]));
+        let collected = |reach: Reach| tiers_of(reach).any(|t| holds(&s.acq[t as usize]));
         let reached = match what {
             Syncing::Fence { block, reach, sc } => {
                 let frontier = |t: Tier| {
                     let v = self.sc.get(&self.gpus.group(t, block));
                     v.is_some_and(|v| v.covers(o.access.block, o.seq))
                 };
-                collected(reach) || (sc && tiers(reach).any(frontier))
+                collected(reach) || (sc && tiers_of(reach).any(frontier))
             }
             Syncing::Acquire { access, addr, size } => {
                 collected(access.reach) || self.released_here(access, addr, size, &holds)

@@ -18,6 +18,14 @@ pub enum Tier {
 /// Every tier, narrowest first.
 pub const TIERS: [Tier; 3] = [Tier::Cta, Tier::Gpu, Tier::Sys];
 
+/// The tiers an ordering (fence, release, acquire) at `reach` takes part in, narrowest first:
+/// its own block's always, and every wider one its scope includes.
+pub fn tiers_of(reach: Reach) -> impl Iterator<Item = Tier> {
+    TIERS
+        .into_iter()
+        .filter(move |t| *t == Tier::Cta || t.within(reach))
+}
+
 impl Tier {
     /// Whether a strong operation at `reach` includes a thread of this tier.
     pub fn within(self, reach: Reach) -> bool {
