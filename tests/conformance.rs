@@ -105,7 +105,7 @@ fn the_ptx_suite_is_never_unsound_and_reaches_the_weak_states_the_readme_claims(
 fn the_projects_own_litmus_files_conform() {
     let own = Path::new(REPO).join("tests/litmus");
     let rows = conformance(&own, &own.join("expected.csv"));
-    assert_eq!(rows.len(), 45);
+    assert_eq!(rows.len(), 49);
     for r in &rows {
         let no_final_state = r[3].starts_with("no-final-state");
         let want = if no_final_state {
