@@ -245,7 +245,7 @@ pub trait Device {
     /// block on one GPU again. Returns whether the device can: the simulator can, a GPU
     /// backend is one device and can only place every block on itself.
     fn place_on_gpus(&mut self, gpus: &[u32]) -> bool {
-        gpus.windows(2).all(|w| w[0] == w[1])
+        crate::ptx_model::Gpus::new(gpus).is_one()
     }
 
     /// A hint for the next launch only: its blocks with a linear id at or above

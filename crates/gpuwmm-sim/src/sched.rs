@@ -347,7 +347,7 @@ impl<'a> Machine<'a> {
     /// Runs the blocks on the GPUs `gpus` says (PTX model: `.gpu` then reaches only the blocks
     /// of the same GPU); without it every block runs on one GPU.
     pub fn on_gpus(mut self, gpus: &Gpus) -> Self {
-        if self.ptx && *gpus != Gpus::default() {
+        if self.ptx && !gpus.is_one() {
             let (threads, blocks) = (self.threads.len(), self.blocks.len());
             self.model = PtxMemory::on_gpus(threads, blocks, gpus.clone());
         }
