@@ -5,6 +5,13 @@
 //! the kernel with stressing blocks that do nothing, then double the iterations until the kernel
 //! lasts `factor` times as long (stress then dominates, and duration grows linearly with the
 //! iterations), and scale the last count to the target.
+//!
+//! Scaling assumes that linear growth, and a GPU does not always show it: on an H100, ct-octree
+//! lasted about 2.1 ms at 1, 2 and 4 iterations and 3.5 s at 8, so scaling 8 down to the 27.8 ms
+//! target gave 1 iteration, a count already measured to fall far short. The scaled count is
+//! therefore used only when it lies above the last count measured below the target; otherwise
+//! the search bisects, in whole iterations, between that count and the first count that reached
+//! the target, and returns the smallest count measured to reach it.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,12 +25,14 @@ pub struct Calibration {
     /// The kernel's duration with idle stressing blocks (backend units: seconds on a GPU,
     /// instructions of the busiest thread on the simulator).
     pub base: f64,
-    /// The measurements made: (iterations, duration).
+    /// The measurements made, in the order made: (iterations, duration).
     pub measured: Vec<(u32, f64)>,
 }
 
 /// Finds the iteration count at which `measure(iterations)` reaches `factor` times
-/// `measure(0)`, doubling from 1 up to `max`.
+/// `measure(0)`, doubling from 1 up to `max`, then scaling the first count that reaches it down
+/// to the target, or bisecting when the scaled count would not lie above the last count measured
+/// below it (see the module doc).
 pub fn calibrate<E>(
     factor: f64,
     max: u32,
@@ -32,13 +41,20 @@ pub fn calibrate<E>(
     let base = measure(0)?;
     let target = factor * base;
     let mut measured = vec![(0, base)];
+    // The last count measured below the target (the doubling stops at the first that reaches it).
+    let mut below = 0u32;
     let mut k = 1u32;
     loop {
         let duration = measure(k)?;
         measured.push((k, duration));
         if duration >= target || k >= max {
             let iterations = if duration >= target && duration > 0.0 {
-                (f64::from(k) * target / duration).ceil() as u32
+                let estimate = ((f64::from(k) * target / duration).ceil() as u32).clamp(1, max);
+                if estimate > below {
+                    estimate
+                } else {
+                    bisect(below, k, target, &mut measure, &mut measured)?
+                }
             } else {
                 max
             };
@@ -48,8 +64,31 @@ pub fn calibrate<E>(
                 measured,
             });
         }
+        below = k;
         k = k.saturating_mul(2).min(max);
     }
+}
+
+/// The smallest count in `lo + 1..=hi` measured to reach `target`, by bisection, where `lo` was
+/// measured below it and `hi` measured to reach it; every measurement is appended to `measured`.
+fn bisect<E>(
+    mut lo: u32,
+    mut hi: u32,
+    target: f64,
+    measure: &mut impl FnMut(u32) -> Result<f64, E>,
+    measured: &mut Vec<(u32, f64)>,
+) -> Result<u32, E> {
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let duration = measure(mid)?;
+        measured.push((mid, duration));
+        if duration >= target {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
 }
 
 #[cfg(test)]
@@ -99,5 +138,55 @@ mod tests {
         });
         assert_eq!(result, Err("hung"));
         assert_eq!(calls, 4); // 0, 1, 2, 4
+    }
+
+    /// The counts measured, in the order made.
+    fn counts(c: &Calibration) -> Vec<u32> {
+        c.measured.iter().map(|&(k, _)| k).collect()
+    }
+
+    #[test]
+    fn a_cliff_between_doublings_is_bisected_not_scaled_below_a_short_count() {
+        // ct-octree on an H100: about 2.1 ms up to 4 iterations, 3.5 s at 8; the cliff here lies
+        // at 6. Scaling 8 down to the 27.8 ms target would give 1, measured far short of it.
+        let base = 0.00278;
+        let c = calibrate(10.0, MAX_ITERATIONS, |k| {
+            Ok::<f64, ()>(match k {
+                0 => base,
+                1..=5 => 0.0021,
+                _ => 3.5,
+            })
+        })
+        .unwrap();
+        assert_eq!(c.iterations, 6, "{c:?}");
+        assert_eq!(counts(&c), [0, 1, 2, 4, 8, 6, 5]);
+        // The count returned was measured to reach the target, and lies above every count
+        // measured below it.
+        let target = 10.0 * base;
+        assert!(c.measured.contains(&(6, 3.5)), "{c:?}");
+        for &(k, d) in &c.measured {
+            if d < target {
+                assert!(k < c.iterations, "{k} measured {d} < {target}: {c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cliff_at_the_doubling_point_bisects_up_to_it() {
+        let c = calibrate(10.0, MAX_ITERATIONS, |k| {
+            Ok::<f64, ()>(if k < 8 { 1.0 } else { 1000.0 })
+        })
+        .unwrap();
+        assert_eq!(c.iterations, 8, "{c:?}");
+        assert_eq!(counts(&c), [0, 1, 2, 4, 8, 6, 7]);
+    }
+
+    #[test]
+    fn linear_growth_is_scaled_without_further_measurements() {
+        let c = calibrate(10.0, MAX_ITERATIONS, parallel(1000.0, 7.0)).unwrap();
+        // 1 + 7k first reaches 10,000 at k = 2048 (14,337); scaled: ceil(2048 × 10,000 / 14,337).
+        assert_eq!(c.iterations, 1429, "{c:?}");
+        let doublings: Vec<u32> = std::iter::once(0).chain((0..=11).map(|i| 1 << i)).collect();
+        assert_eq!(counts(&c), doublings);
     }
 }
