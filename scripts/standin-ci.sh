@@ -8,8 +8,9 @@
 # stays fast.
 # Every figure printed here is a simulator result through the stand-in, not a GPU result.
 # PART="tests litmus check harden cost" picks parts; `litmus` runs three litmus files with the
-# second one's (sorted by name) launch faulting: the run must report the fault and go on with a new context (on an
-# H100, one faulting litmus kernel once made every later test "not comparable").
+# second one's (sorted by name) launch faulting: the run must report the fault and go on in a new
+# worker process (on an H100 a fault ends CUDA for the whole process, and the stand-in does the
+# same; one faulting litmus kernel once made every later test "not comparable").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PART="${PART:-tests litmus check harden cost}"
@@ -58,7 +59,7 @@ faulted = rows["MP+volatile.litmus"]
 assert faulted["verdict"] == "not comparable" and "kernel fault" in faulted["reason"], faulted
 for name in ("MP+membar.gl.litmus", "SB+membar.sys.litmus"):
     assert rows[name]["verdict"].startswith("ok") and rows[name]["executions"] == "64", rows[name]
-print("stand-in litmus: the faulting test is reported, the tests around it ran on a new context")
+print("stand-in litmus: the faulting test is reported, the tests after it ran in a new worker")
 PY
 fi
 

@@ -940,7 +940,7 @@ pub struct LitmusGenerateArgs {
     pub across_gpus: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LitmusRunArgs {
     /// Litmus files, or folders searched recursively for *.litmus files (run in sorted order).
     #[arg(required = true)]
@@ -971,6 +971,9 @@ pub struct LitmusRunArgs {
     /// 100000 per instance; 1 to 10^12).
     #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::SIM_BUDGET))]
     pub sim_budget: Option<u64>,
+    /// Internal: be the worker process of a run on a GPU (file names as JSON lines on stdin).
+    #[arg(long, hide = true)]
+    pub serve: bool,
 }
 
 fn parse_shape(s: &str) -> Result<LitmusShape, String> {

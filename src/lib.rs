@@ -54,6 +54,7 @@ pub mod cost;
 pub mod env;
 pub mod harden;
 pub mod input;
+pub mod isolation;
 pub mod job;
 pub mod limits;
 pub mod litmus;

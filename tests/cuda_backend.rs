@@ -313,9 +313,49 @@ fn a_spinning_kernel_times_out() {
     );
 }
 
+/// Set in the child process that [`an_out_of_bounds_store_is_a_fault`] starts to fault in.
+const FAULT_CHILD: &str = "GPUWMM_TEST_FAULT_CHILD";
+
+/// A kernel fault is sticky, and it is the whole process's: on an H100 (driver 580) it left
+/// every context of the process failing, new ones too, and the tests running beside this one
+/// failed with it. So the fault happens in a child process (this test binary, running this test
+/// alone with [`FAULT_CHILD`] set), and this process, which never faulted, then opens a healthy
+/// backend. Regression: it faulted in the test process, and six other tests failed.
 #[test]
 fn an_out_of_bounds_store_is_a_fault() {
-    let mut b = common::or_skip!(gpu());
+    if std::env::var_os(FAULT_CHILD).is_some() {
+        return fault_in_this_process();
+    }
+    common::or_skip!(gpu());
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "an_out_of_bounds_store_is_a_fault",
+            "--nocapture",
+        ])
+        .env(FAULT_CHILD, "1")
+        .output()
+        .unwrap();
+    let output = String::from_utf8_lossy(&child.stdout);
+    println!("{output}");
+    assert!(
+        child.status.success(),
+        "{output}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    assert!(output.contains("fault: CUDA_ERROR_"), "{output}");
+    assert!(
+        output.contains("1 passed"),
+        "the child ran the test: {output}"
+    );
+    let mut fresh = gpu().unwrap();
+    let buf = fresh.alloc(16).unwrap();
+    fresh.copy_in(buf, 0, &[1u8; 16]).unwrap();
+}
+
+/// The child's side: the fault, its stickiness, and no healthy backend in this process after it.
+fn fault_in_this_process() {
+    let mut b = gpu().unwrap();
     let module = b.load_module(KERNELS).unwrap();
     b.launch(module, "store_to", &one_d(1, 1), &[KernelArg::U64(0)])
         .unwrap();
@@ -326,17 +366,17 @@ fn an_out_of_bounds_store_is_a_fault() {
         }
         other => panic!("expected a fault, got {other:?}"),
     }
-    // The error is sticky: the context is dead, and dropping it must still work.
     assert!(matches!(b.alloc(4), Err(BackendError::Fault(_))));
     assert!(matches!(
         b.synchronize(GENEROUS),
         Err(BackendError::Fault(_))
     ));
+    // Dropping the dead backend must still work; a new one in this process is no cure.
     drop(b);
-    // A new backend on the same device is healthy.
-    let mut fresh = gpu().unwrap();
-    let buf = fresh.alloc(16).unwrap();
-    fresh.copy_in(buf, 0, &[1u8; 16]).unwrap();
+    match CudaBackend::open(0) {
+        Err(BackendError::Fault(message)) => println!("a new backend here: {message}"),
+        other => panic!("expected the process's fault, got {other:?}"),
+    }
 }
 
 #[test]

@@ -9,8 +9,10 @@
 //! every symbol this module calls is exported. A missing library or symbol is
 //! [`BackendError::NoDriver`]; cudarc is only reached after the probe succeeded.
 //!
-//! Only cudarc's raw `sys` layer is used: one context per backend (`cuCtxCreate`, so a fault in
-//! one backend cannot poison another in the same process), one non-blocking stream that every
+//! Only cudarc's raw `sys` layer is used: one context per backend (`cuCtxCreate`; that does not
+//! contain a fault: on an H100, driver 580, one kernel's illegal address left every context of
+//! the process failing, new ones too, so whatever must survive a fault runs its kernels in a
+//! worker process, [`crate::isolation`]), one non-blocking stream that every
 //! copy, memset and launch is ordered on, PTX JIT-loaded with `cuModuleLoadDataEx` and its error
 //! log, kernels launched with `cuLaunchKernel` and a raw parameter array, CUDA events around each
 //! launch for kernel time. Nothing here tracks buffers across streams (as cudarc's safe API does

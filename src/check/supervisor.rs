@@ -11,41 +11,17 @@ use super::executor::{ExecError, Executor};
 use super::local::target_sites;
 use super::outcome::{Outcome, RunRecord};
 use super::spec::{CalibrationRequest, RunRequest, Target};
-use super::worker::{answer_in, Answer, Request};
+use super::worker::{Answer, Request};
+pub use crate::isolation::WorkerCommand;
+use crate::isolation::{Received, WorkerProcess};
 use crate::ptx::passes::fences::FenceSite;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-
-/// How to start a worker: a program and its arguments (the `gpuwmm` binary and its hidden worker
-/// subcommand), and extra environment variables.
-#[derive(Debug, Clone)]
-pub struct WorkerCommand {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-}
-
-struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    answers: Receiver<String>,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Runs requests in a worker process, restarting it after a timeout or crash.
 pub struct Supervisor {
     target: Target,
     command: WorkerCommand,
-    worker: Option<Worker>,
+    worker: Option<WorkerProcess>,
     provenance: String,
     /// Workers started so far.
     pub starts: u64,
@@ -71,51 +47,15 @@ impl Supervisor {
         self.target.deadline() * 3 + Duration::from_secs(10)
     }
 
-    fn spawn(&self) -> Result<Worker, ExecError> {
-        let mut child = Command::new(&self.command.program)
-            .args(&self.command.args)
-            .envs(self.command.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| {
-                ExecError::Worker(format!(
-                    "cannot start {}: {e}",
-                    self.command.program.display()
-                ))
-            })?;
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = child.stdout.take().expect("piped");
-        let (send, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            // Lines without an answer are the kernels' device output (a GPU's `printf`, in any
-            // bytes): a check shows none of it (`replay` does).
-            for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
-                let line = String::from_utf8_lossy(&line);
-                let Some(answer) = answer_in(&line) else {
-                    continue;
-                };
-                if send.send(answer.to_string()).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Worker {
-            child,
-            stdin,
-            answers,
-        })
-    }
-
     /// The running worker, started (and given the target) if there is none.
-    fn worker(&mut self) -> Result<&mut Worker, ExecError> {
+    fn worker(&mut self) -> Result<&mut WorkerProcess, ExecError> {
         if self.worker.is_none() {
-            let mut worker = self.spawn()?;
+            let mut worker = WorkerProcess::spawn(&self.command).map_err(ExecError::Worker)?;
             self.starts += 1;
-            send(&mut worker, &Request::Target(Box::new(self.target.clone())))?;
+            let target = Request::Target(Box::new(self.target.clone()));
+            worker.send(&target).map_err(ExecError::Worker)?;
             // Opening a GPU and compiling the app take a while; allow the watchdog plus a minute.
-            match receive(&mut worker, self.watchdog() + Duration::from_secs(60)) {
+            match worker.receive(self.watchdog() + Duration::from_secs(60)) {
                 Received::Answer(Answer::Ready { provenance }) => self.provenance = provenance,
                 Received::Answer(Answer::Error(e)) => return Err(ExecError::Worker(e)),
                 other => return Err(ExecError::Worker(format!("did not start: {other}"))),
@@ -127,12 +67,8 @@ impl Supervisor {
 
     /// Sends `request` and waits up to `limit` for the answer. The worker is dropped (killed)
     /// unless it answered and may go on.
-    fn ask(&mut self, request: &Request, limit: Duration) -> Result<Received, ExecError> {
-        let worker = self.worker()?;
-        let received = match send(worker, request) {
-            Ok(()) => receive(worker, limit),
-            Err(_) => Received::Died(exit_status(worker)),
-        };
+    fn ask(&mut self, request: &Request, limit: Duration) -> Result<Received<Answer>, ExecError> {
+        let received = self.worker()?.ask(request, limit);
         let keep = match &received {
             Received::Answer(Answer::Record { record, .. }) => !record.outcome.needs_restart(),
             Received::Answer(Answer::Calibrated(_)) => true,
@@ -143,55 +79,6 @@ impl Supervisor {
         }
         Ok(received)
     }
-}
-
-/// What came back from a worker.
-enum Received {
-    Answer(Answer),
-    Silent(Duration),
-    Died(String),
-    Garbled(String),
-}
-
-impl std::fmt::Display for Received {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Received::Answer(a) => write!(f, "unexpected answer {a:?}"),
-            Received::Silent(t) => write!(f, "worker did not answer within {t:?}"),
-            Received::Died(status) => write!(f, "worker died ({status})"),
-            Received::Garbled(line) => write!(f, "unreadable answer from the worker: {line}"),
-        }
-    }
-}
-
-fn send(worker: &mut Worker, request: &Request) -> Result<(), ExecError> {
-    let line = serde_json::to_string(request).expect("requests serialise");
-    writeln!(worker.stdin, "{line}")
-        .and_then(|()| worker.stdin.flush())
-        .map_err(|e| ExecError::Worker(format!("cannot write to the worker: {e}")))
-}
-
-fn receive(worker: &mut Worker, limit: Duration) -> Received {
-    let start = Instant::now();
-    match worker.answers.recv_timeout(limit) {
-        Ok(line) => match serde_json::from_str(&line) {
-            Ok(answer) => Received::Answer(answer),
-            Err(_) => Received::Garbled(line),
-        },
-        Err(RecvTimeoutError::Timeout) => Received::Silent(start.elapsed()),
-        Err(RecvTimeoutError::Disconnected) => Received::Died(exit_status(worker)),
-    }
-}
-
-/// How a worker ended, waiting briefly for it to do so.
-fn exit_status(worker: &mut Worker) -> String {
-    for _ in 0..100 {
-        if let Ok(Some(status)) = worker.child.try_wait() {
-            return status.to_string();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    "still running".to_string()
 }
 
 impl Executor for Supervisor {

@@ -6,33 +6,21 @@
 //! still occupy the GPU and a fault leaves the CUDA context unusable, so the supervisor starts a
 //! fresh worker for the next run.
 //!
-//! Standard output is not the worker's alone: on a GPU, the CUDA driver writes the kernels'
-//! device-side `printf` there when it flushes its FIFO at a synchronisation, not always ending
-//! in a newline. So each answer starts with [`ANSWER_MARK`], and the supervisor takes what
-//! follows the mark on a line and passes over everything else.
+//! The lines go through [`crate::isolation`], which says how answers are told apart from the
+//! kernels' device output.
 
 use super::calibrate::Calibration;
 use super::executor::{ExecError, Executor};
 use super::local::LocalExecutor;
 use super::outcome::RunRecord;
 use super::spec::{CalibrationRequest, RunRequest, Target};
+use crate::isolation::write_answer;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
 /// Fault injection for tests of the supervisor: a worker whose environment sets this variable to
 /// a run number aborts (as if it had crashed) when asked for that run.
 pub const ABORT_ON_RUN_VAR: &str = "GPUWMM_WORKER_ABORT_ON_RUN";
-
-/// What starts an answer on the worker's standard output (a control character, which JSON
-/// text never holds unescaped).
-pub const ANSWER_MARK: &str = "\u{1e}gpuwmm-answer ";
-
-/// The answer a line of the worker's standard output holds, if any: the text after
-/// [`ANSWER_MARK`], whatever came before it on the line (device output without a newline).
-pub fn answer_in(line: &str) -> Option<&str> {
-    line.find(ANSWER_MARK)
-        .map(|at| &line[at + ANSWER_MARK.len()..])
-}
 
 /// A message from the supervisor.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,12 +81,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                 }
             },
         };
-        writeln!(
-            output,
-            "{ANSWER_MARK}{}",
-            serde_json::to_string(&answer).expect("answers serialise")
-        )?;
-        output.flush()?;
+        write_answer(&mut output, &answer)?;
         if stop {
             break;
         }
@@ -129,20 +112,7 @@ fn answer(executor: &mut LocalExecutor, request: Request) -> (Answer, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_answer_is_found_after_device_output_that_did_not_end_its_line() {
-        let json = r#"{"error":"x"}"#;
-        let line = format!("thread 3 says hi{ANSWER_MARK}{json}");
-        assert_eq!(answer_in(&line), Some(json));
-        assert_eq!(answer_in(&format!("{ANSWER_MARK}{json}")), Some(json));
-        assert_eq!(answer_in("thread 3 says hi"), None);
-        assert_eq!(
-            answer_in(json),
-            None,
-            "a bare JSON line is device output too"
-        );
-    }
+    use crate::isolation::{answer_in, ANSWER_MARK};
 
     #[test]
     fn answers_carry_the_mark_and_their_json_never_holds_it() {

@@ -4,12 +4,14 @@
 use super::{backend_options, CmdResult, Failure, EXIT_BAD_INPUT};
 use crate::cli::LitmusRunArgs;
 use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
-use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Finding, Row, Table};
-use gpuwmm::litmus::file::parse::parse_file;
-use gpuwmm::litmus::file::run::{
-    default_instances, default_sim_budget, run_litmus_file, FileRunError, FileSettings,
+use gpuwmm::backend::BackendKind;
+use gpuwmm::isolation::WorkerCommand;
+use gpuwmm::litmus::file::collect_files;
+use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Row, Table};
+use gpuwmm::litmus::file::run::{default_instances, default_sim_budget, FileSettings};
+use gpuwmm::litmus::file::suite::{
+    self, InProcess, Isolated, OpenBackend, SuiteError, SuiteRunner,
 };
-use gpuwmm::litmus::file::{collect_files, LitmusFileError};
 use indicatif::ProgressBar;
 
 pub fn run(args: &LitmusRunArgs) -> CmdResult {
@@ -36,7 +38,10 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         distance: args.distance.max(1),
         deadline: args.deadline,
     };
-    let mut opened = open(args, settings.instances, true)?;
+    if args.serve {
+        return serve(args, settings);
+    }
+    let opened = open(args, settings.instances, true)?;
     outln!("{}", provenance(opened.backend.as_ref()))?;
     outln!(
         "{} test(s), {} executions each, {} instance(s) per launch, distance {} words, seed {}",
@@ -46,59 +51,81 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         settings.distance,
         args.backend.seed
     )?;
+    let mut runner = runner(args, settings, opened)?;
     let bar = progress_bar(files.len() as u64 * settings.executions);
     let mut table = Table::default();
     let mut malformed = 0;
     for (i, file) in files.iter().enumerate() {
         bar.set_message(file.display().to_string());
-        let finding = match parse_file(file) {
-            Err(e @ LitmusFileError::Syntax { .. }) => {
-                malformed += 1;
-                bar.suspend(|| outln!("error: {e}\n"))?;
-                Finding::NotRun(format!("malformed: {e}"))
-            }
-            Err(e) => return Err(Failure::bad_input(e)),
-            Ok(test) => {
-                let result = run_litmus_file(
-                    opened.backend.as_mut(),
-                    &test,
-                    &settings,
-                    args.backend.seed,
-                    |n| bar.inc(n),
-                );
-                match result {
-                    Ok(outcome) => {
-                        bar.suspend(|| outln!("{}", outcome.report()))?;
-                        if outcome.backend_lost {
-                            opened = open(args, settings.instances, false)?;
-                        }
-                        outcome.finding(&test)
-                    }
-                    Err(FileRunError::Refused(r)) => {
-                        bar.suspend(|| outln!("Test {} refused: {r}\n", test.name))?;
-                        Finding::NotRun(format!(
-                            "refused (line {}): `{}`: {}",
-                            r.line, r.construct, r.reason
-                        ))
-                    }
-                    Err(FileRunError::Backend(e)) => {
-                        bar.suspend(|| outln!("Test {} failed on the backend: {e}\n", test.name))?;
-                        if e.loses_context() {
-                            opened = open(args, settings.instances, false)?;
-                        }
-                        Finding::NotRun(format!("backend: {}", first_line(&e.to_string())))
-                    }
-                }
-            }
-        };
+        let result = runner.run(file, &mut |n| bar.inc(n)).map_err(|e| match e {
+            SuiteError::File(e) => Failure::bad_input(e),
+            other => anyhow::Error::new(other).into(),
+        })?;
+        malformed += usize::from(result.malformed);
+        bar.suspend(|| outln!("{}", result.report))?;
         bar.set_position((i as u64 + 1) * settings.executions);
         let expectation = expectations.as_ref().and_then(|e| e.find(file));
-        table
-            .rows
-            .push(Row::new(&file.display().to_string(), expectation, &finding));
+        table.rows.push(Row::new(
+            &file.display().to_string(),
+            expectation,
+            &result.finding,
+        ));
     }
     bar.finish_and_clear();
     finish(args, &table, expectations.is_some(), malformed)
+}
+
+/// The suite's runner: on a GPU a worker process (a fault ends CUDA for a whole process), on
+/// the simulator this process.
+fn runner(
+    args: &LitmusRunArgs,
+    settings: FileSettings,
+    opened: OpenedBackend,
+) -> Result<Box<dyn SuiteRunner>, Failure> {
+    if opened.kind == BackendKind::Cuda {
+        drop(opened);
+        let command = WorkerCommand {
+            program: std::env::current_exe().map_err(anyhow::Error::new)?,
+            args: std::env::args()
+                .skip(1)
+                .chain(["--serve".to_string()])
+                .collect(),
+            env: Vec::new(),
+        };
+        return Ok(Box::new(Isolated::new(command, settings)));
+    }
+    let reopen_args = args.clone();
+    let reopen: OpenBackend = Box::new(move || {
+        open(&reopen_args, settings.instances, false)
+            .map(|o| o.backend)
+            .map_err(|f| format!("{:#}", f.error))
+    });
+    Ok(Box::new(InProcess::new(
+        opened.backend,
+        reopen,
+        settings,
+        args.backend.seed,
+    )))
+}
+
+/// `--serve`: the worker of [`Isolated`], answering on standard output.
+fn serve(args: &LitmusRunArgs, settings: FileSettings) -> CmdResult {
+    let worker_args = args.clone();
+    let mut open_backend: OpenBackend = Box::new(move || {
+        open(&worker_args, settings.instances, false)
+            .map(|o| o.backend)
+            .map_err(|f| format!("{:#}", f.error))
+    });
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    suite::serve(
+        &mut open_backend,
+        &settings,
+        args.backend.seed,
+        stdin,
+        stdout,
+    )?;
+    Ok(())
 }
 
 /// Prints the table and summary, writes the CSV, and picks the exit code.
@@ -145,11 +172,6 @@ fn open(
         eprintln!("note: running on the simulator: {reason}");
     }
     Ok(opened)
-}
-
-/// The first line of a message, tabs as spaces (PTX text in backend errors has tabs).
-fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or(text).replace('\t', " ")
 }
 
 fn progress_bar(len: u64) -> ProgressBar {

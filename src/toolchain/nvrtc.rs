@@ -60,7 +60,9 @@ pub enum NvrtcError {
 /// How to compile: the defaults are what gpuwmm's passes expect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
-    /// `sm_XY` (compiled for the virtual `compute_XY`) or `compute_XY`. Default `sm_70`.
+    /// `sm_XY` (compiled for the virtual `compute_XY`) or `compute_XY`. Default `sm_70`, which
+    /// NVRTC 13 refuses: [`crate::compile::resolve_arch`] names the oldest one a given NVRTC
+    /// compiles for.
     pub arch: String,
     /// Emit `.loc` line information (`-lineinfo`). Default true.
     pub line_info: bool,

@@ -6,6 +6,7 @@ pub mod cli;
 
 use gpuwmm::backend::cuda::CudaBackend;
 use gpuwmm::backend::BackendError;
+use gpuwmm::compile::{resolve_arch, PORTABLE_ARCH};
 use gpuwmm::ptx::{parse, print, Module};
 use gpuwmm::toolchain::{
     assemble, disassemble, parse_sass, CompileOptions, CudaTools, Nvrtc, SassFunction,
@@ -31,12 +32,20 @@ fn nvrtc(tools: &CudaTools) -> &'static Nvrtc {
     NVRTC.get_or_init(|| Nvrtc::load(tools.require_nvrtc().unwrap()).unwrap())
 }
 
-/// Compiles a corpus kernel with NVRTC (sm_70, line info) and parses the PTX.
+/// Compiles a corpus kernel with NVRTC (the oldest architecture that NVRTC supports: sm_70, or
+/// sm_75 from CUDA 13; line info) and parses the PTX.
+///
+/// Regression (H100, NVRTC 13.0): this asked for sm_70, which NVRTC 13 refuses.
 pub fn compile_corpus(tools: &CudaTools, relative: &str) -> Module {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
     let source = std::fs::read_to_string(&path).unwrap();
-    let ptx = nvrtc(tools)
-        .compile(&source, &path.to_string_lossy(), &CompileOptions::default())
+    let nvrtc = nvrtc(tools);
+    let options = CompileOptions {
+        arch: resolve_arch(PORTABLE_ARCH, nvrtc.version()).to_string(),
+        ..CompileOptions::default()
+    };
+    let ptx = nvrtc
+        .compile(&source, &path.to_string_lossy(), &options)
         .unwrap_or_else(|e| panic!("{relative}: {e}"))
         .ptx;
     parse(&ptx).unwrap_or_else(|e| panic!("{relative}: {e}"))

@@ -207,7 +207,7 @@ fn canonical(p: &Path) -> PathBuf {
 }
 
 /// What running a test gave, as far as the verdict is concerned.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Finding {
     /// It ran: executions with a final state, executions that did not finish, and executions
     /// that reached the state the condition is about.

@@ -13,6 +13,8 @@
 //! - [`run`]: launches on a [`crate::backend::Backend`] and the histogram of final states;
 //! - [`deadlock`]: whether a test can end at all under PTX's barriers (a proof, not a guess
 //!   from runs that hung);
+//! - [`suite`]: a directory of files run one after another, in this process or (on a GPU,
+//!   where a fault ends CUDA for the process) in a worker process;
 //! - [`expect`]: `expected.csv`, the verdict of each test and the conformance table.
 
 pub mod ast;
@@ -21,6 +23,7 @@ pub mod expect;
 pub mod kernel;
 pub mod parse;
 pub mod run;
+pub mod suite;
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;

@@ -19,6 +19,8 @@
 //!   `CUDA_ERROR_ILLEGAL_ADDRESS`. Like an asynchronous error on a GPU, it is first reported by a
 //!   call that waits for the device (stream query or synchronisation, event time, allocation,
 //!   module load); from then on by every call but handle destruction and `cuCtxSetCurrent`.
+//!   Once reported, it is the whole process's: every other context answers it, and no new
+//!   context can be created, as on an H100 (driver 580); a new process starts healthy.
 //! - Events hold simulated time: every completed kernel advances a process-wide clock by its
 //!   busiest thread's instruction count, at a nominal 1 ns per instruction.
 //! - `GPUWMM_STANDIN_INJECT=fault@N,hang@M` makes launch N fault and launch M never end
@@ -334,6 +336,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 
 fn create_context(out: *mut Handle, device: c_int) -> Res {
     valid_device(device)?;
+    state::process_fault()?;
     let ctx = state::new_context(settings()?);
     let handle = state::insert(Object::Context(ctx.clone()));
     // SAFETY: the caller passes a pointer to one CUcontext.

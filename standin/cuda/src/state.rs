@@ -52,6 +52,19 @@ impl Device {
     }
 }
 
+/// The process's first observed kernel fault. On an H100 (driver 580, 2026-11-27) one kernel's
+/// illegal address left every context of the process failing, contexts created afterwards
+/// too; the stand-in does the same from the moment a call has reported the fault.
+static PROCESS_FAULT: Mutex<Option<CUresult>> = Mutex::new(None);
+
+/// The process's fault, once a call has reported one: every context answers it from then on.
+pub fn process_fault() -> Result<(), CUresult> {
+    match *lock(&PROCESS_FAULT) {
+        Some(code) => Err(code),
+        None => Ok(()),
+    }
+}
+
 /// A context's sticky error: set by a faulting kernel, reported by every call once a call that
 /// waits for the device (stream query or synchronisation, allocation, module load) has seen it.
 #[derive(Debug, Default, Clone, Copy)]
@@ -74,9 +87,10 @@ impl Context {
         match h.sticky {
             Some(code) => {
                 h.observed = true;
+                lock(&PROCESS_FAULT).get_or_insert(code);
                 Err(code)
             }
-            None => Ok(()),
+            None => process_fault(),
         }
     }
 
@@ -85,13 +99,14 @@ impl Context {
         let h = lock(&self.health);
         match h.sticky {
             Some(code) if h.observed => Err(code),
-            _ => Ok(()),
+            Some(_) => Ok(()),
+            None => process_fault(),
         }
     }
 
     /// Whether a fault left this context dead (work queued on it never runs).
     pub fn is_dead(&self) -> bool {
-        lock(&self.health).sticky.is_some()
+        lock(&self.health).sticky.is_some() || process_fault().is_err()
     }
 
     pub fn poison(&self, code: CUresult) {
