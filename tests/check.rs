@@ -422,3 +422,35 @@ fn bad_input_is_exit_code_2_with_a_message_that_says_what_is_wrong() {
         "nothing is written on bad input"
     );
 }
+
+/// A calibration in a worker process tells of each measurement as it is made, in order, ending
+/// with the calibration's own list. Regression: on an H100, tpo-tm and ct-octree calibrated for
+/// over 30 s with nothing shown, since the worker answered only at the end.
+#[test]
+fn a_supervised_calibration_reports_each_measurement_as_it_is_made() {
+    use gpuwmm::check::{CalibrationRequest, Executor, Fences, Supervisor, WorkerCommand};
+    use gpuwmm::ptx::passes::fences::FenceKind;
+    let target = common::sim_target("cbe-dot", None, FenceKind::ScGpu);
+    let command = WorkerCommand {
+        program: env!("CARGO_BIN_EXE_gpuwmm").into(),
+        args: vec!["worker".into()],
+        env: Vec::new(),
+    };
+    let mut supervisor = Supervisor::start(&target, command).unwrap();
+    let request = CalibrationRequest {
+        env: "sys-str+".parse().unwrap(),
+        fences: Fences::AsIs,
+        seed: 1,
+    };
+    let mut heard = Vec::new();
+    let calibration = supervisor
+        .calibrate(&request, &mut |k, d| heard.push((k, d)))
+        .unwrap();
+    assert_eq!(heard, calibration.measured);
+    assert_eq!(heard.first().map(|m| m.0), Some(0));
+    assert!(heard.len() >= 2, "{heard:?}");
+    assert_eq!(
+        supervisor.starts, 1,
+        "the worker went on after the calibration"
+    );
+}

@@ -191,6 +191,7 @@ pub fn calibrate_stress(
     env: Environment,
     fences: &Fences,
     seed: u64,
+    measured: &mut dyn FnMut(u32, f64),
 ) -> Result<CalibratedStress, ExecError> {
     if !env.stresses() {
         return Ok(CalibratedStress::NONE);
@@ -200,7 +201,7 @@ pub fn calibrate_stress(
         fences: fences.clone(),
         seed,
     };
-    match executor.calibrate(&request) {
+    match executor.calibrate(&request, measured) {
         Ok(c) => Ok(CalibratedStress {
             stress_iterations: c.iterations,
             calibration: Some(c),
@@ -397,7 +398,7 @@ mod tests {
     fn calibration_that_fails_falls_back_and_says_why() {
         let mut mock = mock();
         let env = "sys-str-".parse().unwrap();
-        let fallback = calibrate_stress(&mut mock, env, &Fences::AsIs, 1).unwrap();
+        let fallback = calibrate_stress(&mut mock, env, &Fences::AsIs, 1, &mut |_, _| {}).unwrap();
         let why = Some(MOCK_CALIBRATION_ERROR.to_string());
         assert_eq!(
             fallback,
@@ -407,7 +408,13 @@ mod tests {
                 calibration_error: why
             }
         );
-        let none = calibrate_stress(&mut mock, "no-str+".parse().unwrap(), &Fences::AsIs, 1);
+        let none = calibrate_stress(
+            &mut mock,
+            "no-str+".parse().unwrap(),
+            &Fences::AsIs,
+            1,
+            &mut |_, _| {},
+        );
         assert_eq!(none.unwrap(), CalibratedStress::NONE);
     }
 

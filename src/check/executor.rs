@@ -46,8 +46,14 @@ pub trait Executor {
     /// The app's candidate fence sites, in the target's granularity.
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError>;
 
-    /// Stress iterations that make stress last the target's factor times the app's kernel.
-    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError>;
+    /// Stress iterations that make stress last the target's factor times the app's kernel;
+    /// `measured` hears of each (iterations, duration) as it is measured (a calibration on a GPU
+    /// can take a minute).
+    fn calibrate(
+        &mut self,
+        request: &CalibrationRequest,
+        measured: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError>;
 
     /// Runs the app once. Timeouts and crashes are outcomes in the record, not errors.
     fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError>;
@@ -85,7 +91,11 @@ impl<S> Executor for MockExecutor<S> {
     fn sites(&self) -> Result<Vec<FenceSite>, ExecError> {
         Ok(Vec::new())
     }
-    fn calibrate(&mut self, _: &CalibrationRequest) -> Result<Calibration, ExecError> {
+    fn calibrate(
+        &mut self,
+        _: &CalibrationRequest,
+        _: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError> {
         Err(ExecError::Calibration(MOCK_CALIBRATION_ERROR.into()))
     }
     fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError> {

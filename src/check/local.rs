@@ -394,7 +394,11 @@ impl Executor for LocalExecutor {
         Ok(self.sites.clone())
     }
 
-    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError> {
+    fn calibrate(
+        &mut self,
+        request: &CalibrationRequest,
+        measured: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError> {
         let factor = self.target.stress_factor;
         calibrate(factor, MAX_ITERATIONS, |iterations| {
             // The median of three runs, each with its own seed.
@@ -417,6 +421,7 @@ impl Executor for LocalExecutor {
                 durations.push(m.longest);
             }
             durations.sort_by(f64::total_cmp);
+            measured(iterations, durations[1]);
             Ok(durations[1])
         })
     }

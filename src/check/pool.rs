@@ -39,8 +39,12 @@ impl Executor for Pool {
         self.workers[0].sites()
     }
 
-    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError> {
-        self.workers[0].calibrate(request)
+    fn calibrate(
+        &mut self,
+        request: &CalibrationRequest,
+        measured: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError> {
+        self.workers[0].calibrate(request, measured)
     }
 
     fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError> {

@@ -71,7 +71,7 @@ impl Supervisor {
         let received = self.worker()?.ask(request, limit);
         let keep = match &received {
             Received::Answer(Answer::Record { record, .. }) => !record.outcome.needs_restart(),
-            Received::Answer(Answer::Calibrated(_)) => true,
+            Received::Answer(Answer::Calibrated(_) | Answer::Measured { .. }) => true,
             _ => false,
         };
         if !keep {
@@ -94,13 +94,28 @@ impl Executor for Supervisor {
         Ok(target_sites(&self.target)?)
     }
 
-    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError> {
-        // Calibration runs a few dozen runs; give it room.
-        let limit = self.watchdog() * 64;
-        match self.ask(&Request::Calibrate(request.clone()), limit)? {
-            Received::Answer(Answer::Calibrated(c)) => Ok(c),
-            Received::Answer(Answer::Error(e)) => Err(ExecError::Calibration(e)),
-            other => Err(ExecError::Calibration(other.to_string())),
+    fn calibrate(
+        &mut self,
+        request: &CalibrationRequest,
+        measured: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError> {
+        // Each measurement is three runs; the worker tells of each as it is made.
+        let limit = self.watchdog() * 3;
+        let mut received = self.ask(&Request::Calibrate(request.clone()), limit)?;
+        loop {
+            match received {
+                Received::Answer(Answer::Measured {
+                    iterations,
+                    duration,
+                }) => measured(iterations, duration),
+                Received::Answer(Answer::Calibrated(c)) => return Ok(c),
+                Received::Answer(Answer::Error(e)) => return Err(ExecError::Calibration(e)),
+                other => {
+                    self.worker = None;
+                    return Err(ExecError::Calibration(other.to_string()));
+                }
+            }
+            received = self.worker()?.receive(limit);
         }
     }
 

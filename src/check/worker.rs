@@ -38,6 +38,11 @@ pub enum Answer {
     Ready {
         provenance: String,
     },
+    /// One measurement of a calibration under way; its [`Answer::Calibrated`] follows.
+    Measured {
+        iterations: u32,
+        duration: f64,
+    },
     Calibrated(Calibration),
     Record {
         record: RunRecord,
@@ -77,7 +82,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                             std::process::abort();
                         }
                     }
-                    answer(executor, request)
+                    answer(executor, request, &mut output)
                 }
             },
         };
@@ -89,10 +94,24 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
     Ok(())
 }
 
-/// Answers one request; says whether the worker must stop afterwards.
-fn answer(executor: &mut LocalExecutor, request: Request) -> (Answer, bool) {
+/// Answers one request (a calibration tells `output` of each measurement first); says whether
+/// the worker must stop afterwards.
+fn answer(executor: &mut LocalExecutor, request: Request, output: impl Write) -> (Answer, bool) {
+    let mut output = output;
+    let mut measured = |iterations, duration| {
+        // A supervisor that cannot be told has gone; the final answer's write says so.
+        let _ = write_answer(
+            &mut output,
+            &Answer::Measured {
+                iterations,
+                duration,
+            },
+        );
+    };
     let result: Result<Answer, ExecError> = match request {
-        Request::Calibrate(c) => executor.calibrate(&c).map(Answer::Calibrated),
+        Request::Calibrate(c) => executor
+            .calibrate(&c, &mut measured)
+            .map(Answer::Calibrated),
         Request::Run(r) => executor.execute(&r).map(|mut record| {
             let races = record.races.take();
             Answer::Record { record, races }

@@ -126,12 +126,16 @@ impl Executor for SiteMapped {
         self.executor.sites()
     }
 
-    fn calibrate(&mut self, request: &CalibrationRequest) -> Result<Calibration, ExecError> {
+    fn calibrate(
+        &mut self,
+        request: &CalibrationRequest,
+        measured: &mut dyn FnMut(u32, f64),
+    ) -> Result<Calibration, ExecError> {
         let request = CalibrationRequest {
             fences: self.map.fences(&request.fences),
             ..request.clone()
         };
-        self.executor.calibrate(&request)
+        self.executor.calibrate(&request, measured)
     }
 
     fn execute(&mut self, request: &RunRequest) -> Result<RunRecord, ExecError> {

@@ -153,7 +153,19 @@ pub fn calibrate(
         ));
     }
     let begun = std::time::Instant::now();
-    let calibrated = calibrate_stress(executor, env, fences, seed)?;
+    let mut base = None;
+    let mut measured = |iterations: u32, duration: f64| {
+        let base = *base.get_or_insert(duration);
+        if begun.elapsed() >= QUIET_CALIBRATION {
+            say(&measurement_text(
+                iterations,
+                duration,
+                base,
+                begun.elapsed(),
+            ));
+        }
+    };
+    let calibrated = calibrate_stress(executor, env, fences, seed, &mut measured)?;
     if env.stresses() && calibrated.calibration_error.is_none() {
         say(&format!(
             "stress calibrated in {:.1} s: {} iterations",
@@ -168,6 +180,26 @@ pub fn calibrate(
         ));
     }
     Ok(calibrated)
+}
+
+/// How long a calibration goes before each measurement is shown (on the simulator it takes
+/// well under a second; on a GPU, tpo-tm and ct-octree were silent for over 30 s).
+const QUIET_CALIBRATION: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One calibration measurement as the user sees it: the kernel's duration relative to the kernel
+/// with idle stress (units differ by backend; the ratio is what calibration aims at).
+fn measurement_text(
+    iterations: u32,
+    duration: f64,
+    base: f64,
+    elapsed: std::time::Duration,
+) -> String {
+    let ratio = if base > 0.0 { duration / base } else { 0.0 };
+    format!(
+        "  {iterations} stress iteration(s): kernel {ratio:.2}x as long as with idle stress \
+         ({:.1} s in)",
+        elapsed.as_secs_f64()
+    )
 }
 
 /// An executor kept for the next check of the same target, so that a campaign starts one

@@ -239,8 +239,14 @@ pub fn stressed_outcomes(
     use gpuwmm::check::{Executor, Fences, Outcome, RunRequest};
     let backend = gpuwmm::check::local::open_target_backend(target).unwrap();
     let mut executor = gpuwmm::check::LocalExecutor::with_app(target, backend, app).unwrap();
-    let stress =
-        gpuwmm::check::driver::calibrate_stress(&mut executor, env, &Fences::AsIs, seed).unwrap();
+    let stress = gpuwmm::check::driver::calibrate_stress(
+        &mut executor,
+        env,
+        &Fences::AsIs,
+        seed,
+        &mut |_, _| {},
+    )
+    .unwrap();
     let mut outcomes = Vec::new();
     for run in 0..runs {
         let request = RunRequest {
