@@ -109,7 +109,11 @@ impl Executor for Supervisor {
                     duration,
                 }) => measured(iterations, duration),
                 Received::Answer(Answer::Calibrated(c)) => return Ok(c),
-                Received::Answer(Answer::Error(e)) => return Err(ExecError::Calibration(e)),
+                Received::Answer(Answer::Error(e)) => {
+                    // The worker stops after an error.
+                    self.worker = None;
+                    return Err(ExecError::Calibration(e));
+                }
                 other => {
                     self.worker = None;
                     return Err(ExecError::Calibration(other.to_string()));

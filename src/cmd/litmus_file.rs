@@ -15,6 +15,9 @@ use gpuwmm::litmus::file::suite::{
 use indicatif::ProgressBar;
 
 pub fn run(args: &LitmusRunArgs) -> CmdResult {
+    if args.serve {
+        return serve(args, file_settings(args)?);
+    }
     let files = collect_files(&args.paths).map_err(Failure::bad_input)?;
     if files.is_empty() {
         return Err(Failure::bad_input(anyhow::anyhow!(
@@ -30,17 +33,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     if let Some(path) = &args.csv {
         csv_writable(path).map_err(Failure::bad_input)?;
     }
-    let backend = backend_options(&args.backend);
-    let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
-    let settings = FileSettings {
-        executions: args.executions,
-        instances: args.instances.unwrap_or(default_instances(kind)).max(1),
-        distance: args.distance.max(1),
-        deadline: args.deadline,
-    };
-    if args.serve {
-        return serve(args, settings);
-    }
+    let settings = file_settings(args)?;
     let opened = open(args, settings.instances, true)?;
     outln!("{}", provenance(opened.backend.as_ref()))?;
     outln!(
@@ -75,6 +68,18 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     finish(args, &table, expectations.is_some(), malformed)
 }
 
+/// How each file runs: the options, with the backend's default instances per launch.
+fn file_settings(args: &LitmusRunArgs) -> Result<FileSettings, Failure> {
+    let backend = backend_options(&args.backend);
+    let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
+    Ok(FileSettings {
+        executions: args.executions,
+        instances: args.instances.unwrap_or(default_instances(kind)).max(1),
+        distance: args.distance.max(1),
+        deadline: args.deadline,
+    })
+}
+
 /// The suite's runner: on a GPU a worker process (a fault ends CUDA for a whole process), on
 /// the simulator this process.
 fn runner(
@@ -94,28 +99,27 @@ fn runner(
         };
         return Ok(Box::new(Isolated::new(command, settings)));
     }
-    let reopen_args = args.clone();
-    let reopen: OpenBackend = Box::new(move || {
-        open(&reopen_args, settings.instances, false)
-            .map(|o| o.backend)
-            .map_err(|f| format!("{:#}", f.error))
-    });
     Ok(Box::new(InProcess::new(
         opened.backend,
-        reopen,
+        opener(args, settings.instances),
         settings,
         args.backend.seed,
     )))
 }
 
-/// `--serve`: the worker of [`Isolated`], answering on standard output.
-fn serve(args: &LitmusRunArgs, settings: FileSettings) -> CmdResult {
-    let worker_args = args.clone();
-    let mut open_backend: OpenBackend = Box::new(move || {
-        open(&worker_args, settings.instances, false)
+/// Opens the backend of `args` again, quietly (what a runner calls after a test lost one).
+fn opener(args: &LitmusRunArgs, instances: u32) -> OpenBackend {
+    let args = args.clone();
+    Box::new(move || {
+        open(&args, instances, false)
             .map(|o| o.backend)
             .map_err(|f| format!("{:#}", f.error))
-    });
+    })
+}
+
+/// `--serve`: the worker of [`Isolated`], answering on standard output.
+fn serve(args: &LitmusRunArgs, settings: FileSettings) -> CmdResult {
+    let mut open_backend = opener(args, settings.instances);
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     suite::serve(
