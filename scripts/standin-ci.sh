@@ -64,9 +64,9 @@ PY
 fi
 
 if [[ " $PART " == *" check "* ]]; then
-    echo "== gpuwmm check cbe-dot --backend cuda --env sys-str+, launch 40 faults and launch 48 hangs (stand-in)"
+    echo "== gpuwmm check cbe-dot --backend cuda --env sys-str+, launch 30 faults and launch 38 hangs (calibration takes about 21) (stand-in)"
     runs=24
-    GPUWMM_STANDIN_INJECT="fault@40,hang@48" GPUWMM_STANDIN_COUNTER="$work/launches" \
+    GPUWMM_STANDIN_INJECT="fault@30,hang@38" GPUWMM_STANDIN_COUNTER="$work/launches" \
         "$gpuwmm" check cbe-dot --backend cuda --env sys-str+ --size sim --runs "$runs" \
         --deadline 2s --seed 1 --journal "$work/check.csv"
     total="$(outcomes "$work/check.csv" '*')"

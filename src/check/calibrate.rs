@@ -12,6 +12,10 @@
 //! therefore used only when it lies above the last count measured below the target; otherwise
 //! the search bisects, in whole iterations, between that count and the first count that reached
 //! the target, and returns the smallest count measured to reach it.
+//!
+//! A count's duration is the median of three runs, but two runs on the same side of the target
+//! already decide whether the count reaches it ([`count_duration`]): on a cliff, a third run of
+//! seconds is saved at each count.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +73,28 @@ pub fn calibrate<E>(
     }
 }
 
+/// A count's duration from up to three runs (`run(i)` for run `i`): their median, except that
+/// two runs on the same side of `target` decide it, and the one nearer the target stands for it
+/// (a third could not move the median across the target; on a GPU, a run past a cliff lasted
+/// 3.5 s). Without a target (the idle-stress count that sets it) all three run.
+pub fn count_duration<E>(
+    target: Option<f64>,
+    mut run: impl FnMut(u64) -> Result<f64, E>,
+) -> Result<f64, E> {
+    let (a, b) = (run(0)?, run(1)?);
+    if let Some(target) = target {
+        if a >= target && b >= target {
+            return Ok(a.min(b));
+        }
+        if a < target && b < target {
+            return Ok(a.max(b));
+        }
+    }
+    let mut three = [a, b, run(2)?];
+    three.sort_by(f64::total_cmp);
+    Ok(three[1])
+}
+
 /// The smallest count in `lo + 1..=hi` measured to reach `target`, by bisection, where `lo` was
 /// measured below it and `hi` measured to reach it; every measurement is appended to `measured`.
 fn bisect<E>(
@@ -99,6 +125,42 @@ mod tests {
     /// running at once.
     fn parallel(app: f64, per_iteration: f64) -> impl FnMut(u32) -> Result<f64, ()> {
         move |k| Ok(app.max(1.0 + per_iteration * f64::from(k)))
+    }
+
+    /// Runs answering `durations` in turn, counting how many were made.
+    fn runs(
+        durations: &[f64],
+    ) -> (
+        impl FnMut(u64) -> Result<f64, ()> + '_,
+        std::rc::Rc<std::cell::Cell<usize>>,
+    ) {
+        let made = std::rc::Rc::new(std::cell::Cell::new(0));
+        let counter = made.clone();
+        let run = move |i: u64| {
+            counter.set(counter.get() + 1);
+            Ok(durations[i as usize])
+        };
+        (run, made)
+    }
+
+    #[test]
+    fn two_runs_past_the_target_decide_a_count_without_a_third() {
+        let (run, made) = runs(&[3.5, 3.6, 0.0]);
+        assert_eq!(count_duration(Some(0.0278), run), Ok(3.5));
+        assert_eq!(made.get(), 2);
+        let (run, made) = runs(&[0.002, 0.0021, 9.0]);
+        assert_eq!(count_duration(Some(0.0278), run), Ok(0.0021));
+        assert_eq!(made.get(), 2);
+    }
+
+    #[test]
+    fn runs_astride_the_target_or_without_one_take_the_median_of_three() {
+        let (run, made) = runs(&[0.01, 0.05, 0.03]);
+        assert_eq!(count_duration(Some(0.0278), run), Ok(0.03));
+        assert_eq!(made.get(), 3);
+        let (run, made) = runs(&[5.0, 1.0, 3.0]);
+        assert_eq!(count_duration(None, run), Ok(3.0));
+        assert_eq!(made.get(), 3);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! reused, so a long check pays compilation and JIT once. Everything random in a run derives from
 //! the request's seed (see [`RunPlan`]), which is what makes `gpuwmm replay` possible.
 
-use super::calibrate::{calibrate, Calibration, MAX_ITERATIONS};
+use super::calibrate::{calibrate, count_duration, Calibration, MAX_ITERATIONS};
 use super::executor::{ExecError, Executor};
 use super::outcome::{Outcome, RunRecord};
 use super::spec::{CalibrationRequest, Fences, RunRequest, Target};
@@ -400,10 +400,11 @@ impl Executor for LocalExecutor {
         measured: &mut dyn FnMut(u32, f64),
     ) -> Result<Calibration, ExecError> {
         let factor = self.target.stress_factor;
+        // Known once the first count (0, idle stress) is measured.
+        let mut target = None;
         calibrate(factor, MAX_ITERATIONS, |iterations| {
-            // The median of three runs, each with its own seed.
-            let mut durations = Vec::new();
-            for i in 0..3 {
+            // Up to three runs, each with its own seed.
+            let duration = count_duration(target, |i| {
                 let seed = request.seed.wrapping_add(i);
                 let m = self.run(
                     request.env,
@@ -418,11 +419,13 @@ impl Executor for LocalExecutor {
                         m.outcome, m.reason
                     )));
                 }
-                durations.push(m.longest);
+                Ok(m.longest)
+            })?;
+            if iterations == 0 {
+                target = Some(factor * duration);
             }
-            durations.sort_by(f64::total_cmp);
-            measured(iterations, durations[1]);
-            Ok(durations[1])
+            measured(iterations, duration);
+            Ok(duration)
         })
     }
 

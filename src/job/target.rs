@@ -149,7 +149,7 @@ pub fn calibrate(
         // Three runs at each of 0, 1, 2, 4, ... iterations: on a GPU, an app whose run takes
         // seconds is silent for a minute or more here (tpo-tm on an H100) unless told.
         say(&format!(
-            "calibrating stress for {env}: 3 runs at 0, 1, 2, 4, ... iterations"
+            "calibrating stress for {env}: up to 3 runs at 0, 1, 2, 4, ... iterations"
         ));
     }
     let begun = std::time::Instant::now();
