@@ -96,8 +96,11 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
 
 /// Answers one request (a calibration tells `output` of each measurement first); says whether
 /// the worker must stop afterwards.
-fn answer(executor: &mut LocalExecutor, request: Request, output: impl Write) -> (Answer, bool) {
-    let mut output = output;
+fn answer(
+    executor: &mut LocalExecutor,
+    request: Request,
+    mut output: impl Write,
+) -> (Answer, bool) {
     let mut measured = |iterations, duration| {
         // A supervisor that cannot be told has gone; the final answer's write says so.
         let _ = write_answer(
