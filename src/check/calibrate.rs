@@ -33,17 +33,19 @@ pub struct Calibration {
     pub measured: Vec<(u32, f64)>,
 }
 
-/// Finds the iteration count at which `measure(iterations)` reaches `factor` times
-/// `measure(0)`, doubling from 1 up to `max`, then scaling the first count that reaches it down
-/// to the target, or bisecting when the scaled count would not lie above the last count measured
-/// below it (see the module doc).
+/// Finds the iteration count at which `measure(iterations, target)` reaches `factor` times
+/// `measure(0, None)`, doubling from 1 up to `max`, then scaling the first count that reaches it
+/// down to the target, or bisecting when the scaled count would not lie above the last count
+/// measured below it (see the module doc). Every count after the first is measured knowing the
+/// target, which [`count_duration`] uses to make fewer runs.
 pub fn calibrate<E>(
     factor: f64,
     max: u32,
-    mut measure: impl FnMut(u32) -> Result<f64, E>,
+    mut measure: impl FnMut(u32, Option<f64>) -> Result<f64, E>,
 ) -> Result<Calibration, E> {
-    let base = measure(0)?;
+    let base = measure(0, None)?;
     let target = factor * base;
+    let mut measure = |k| measure(k, Some(target));
     let mut measured = vec![(0, base)];
     // The last count measured below the target (the doubling stops at the first that reaches it).
     let mut below = 0u32;
@@ -123,8 +125,8 @@ mod tests {
 
     /// A kernel lasting `app` alone, with stress costing `per_iteration` per iteration, the two
     /// running at once.
-    fn parallel(app: f64, per_iteration: f64) -> impl FnMut(u32) -> Result<f64, ()> {
-        move |k| Ok(app.max(1.0 + per_iteration * f64::from(k)))
+    fn parallel(app: f64, per_iteration: f64) -> impl FnMut(u32, Option<f64>) -> Result<f64, ()> {
+        move |k, _| Ok(app.max(1.0 + per_iteration * f64::from(k)))
     }
 
     /// Runs answering `durations` in turn, counting how many were made.
@@ -182,7 +184,7 @@ mod tests {
 
     #[test]
     fn stress_that_never_reaches_the_target_stops_at_the_maximum() {
-        let c = calibrate(10.0, 64, |_| Ok::<f64, ()>(5.0)).unwrap();
+        let c = calibrate(10.0, 64, |_, _| Ok::<f64, ()>(5.0)).unwrap();
         assert_eq!(c.iterations, 64);
         assert_eq!(c.measured.last().unwrap().0, 64);
     }
@@ -190,7 +192,7 @@ mod tests {
     #[test]
     fn a_failed_measurement_ends_calibration() {
         let mut calls = 0;
-        let result = calibrate(10.0, 64, |k| {
+        let result = calibrate(10.0, 64, |k, _| {
             calls += 1;
             if k == 4 {
                 Err("hung")
@@ -212,7 +214,7 @@ mod tests {
         // ct-octree on an H100: about 2.1 ms up to 4 iterations, 3.5 s at 8; the cliff here lies
         // at 6. Scaling 8 down to the 27.8 ms target would give 1, measured far short of it.
         let base = 0.00278;
-        let c = calibrate(10.0, MAX_ITERATIONS, |k| {
+        let c = calibrate(10.0, MAX_ITERATIONS, |k, _| {
             Ok::<f64, ()>(match k {
                 0 => base,
                 1..=5 => 0.0021,
@@ -235,12 +237,23 @@ mod tests {
 
     #[test]
     fn a_cliff_at_the_doubling_point_bisects_up_to_it() {
-        let c = calibrate(10.0, MAX_ITERATIONS, |k| {
+        let c = calibrate(10.0, MAX_ITERATIONS, |k, _| {
             Ok::<f64, ()>(if k < 8 { 1.0 } else { 1000.0 })
         })
         .unwrap();
         assert_eq!(c.iterations, 8, "{c:?}");
         assert_eq!(counts(&c), [0, 1, 2, 4, 8, 6, 7]);
+    }
+
+    #[test]
+    fn only_the_first_count_is_measured_without_the_target() {
+        let mut targets = Vec::new();
+        calibrate(10.0, 4, |k, target| {
+            targets.push(target);
+            Ok::<f64, ()>(if k == 0 { 2.0 } else { 1.0 })
+        })
+        .unwrap();
+        assert_eq!(targets, [None, Some(20.0), Some(20.0), Some(20.0)]);
     }
 
     #[test]

@@ -400,9 +400,7 @@ impl Executor for LocalExecutor {
         measured: &mut dyn FnMut(u32, f64),
     ) -> Result<Calibration, ExecError> {
         let factor = self.target.stress_factor;
-        // Known once the first count (0, idle stress) is measured.
-        let mut target = None;
-        calibrate(factor, MAX_ITERATIONS, |iterations| {
+        calibrate(factor, MAX_ITERATIONS, |iterations, target| {
             // Up to three runs, each with its own seed.
             let duration = count_duration(target, |i| {
                 let seed = request.seed.wrapping_add(i);
@@ -421,9 +419,6 @@ impl Executor for LocalExecutor {
                 }
                 Ok(m.longest)
             })?;
-            if iterations == 0 {
-                target = Some(factor * duration);
-            }
             measured(iterations, duration);
             Ok(duration)
         })
