@@ -373,3 +373,45 @@ exists (P0:r1 == 1)\n";
 /// The verdict the suite's barriers give it: forbidden, as nothing ends.
 const BARRIER_ID_TWICE_FORBIDDEN: &str =
     "test,expected,sc_reachable,tier\nbar.litmus,forbidden,no,D-bar\n";
+
+/// The worker path that `litmus run` takes on a GPU, here with a simulator worker (simulator
+/// results): one worker runs every file whose backend lives on, each answer is the same
+/// finding an in-process run on the same backend gives, and a malformed file is reported
+/// without a worker.
+#[test]
+fn the_isolated_runner_answers_as_an_in_process_run_from_one_worker() {
+    use gpuwmm::isolation::WorkerCommand;
+    use gpuwmm::litmus::file::suite::{run_file, Isolated, SuiteRunner};
+    let settings = FileSettings {
+        executions: 40,
+        instances: 1,
+        ..FileSettings::default()
+    };
+    let args = "litmus run --backend sim --executions 40 --instances 1 --seed 1 --serve unused";
+    let command = WorkerCommand {
+        program: env!("CARGO_BIN_EXE_gpuwmm").into(),
+        args: args.split(' ').map(String::from).collect(),
+        env: Vec::new(),
+    };
+    let mut isolated = Isolated::new(command, settings);
+    for name in ["MP+volatile.litmus", "SB+membar.sys.litmus"] {
+        let file = repo("tests/litmus").join(name);
+        let answered = isolated.run(&file, &mut |_| {}).unwrap();
+        let mut config = gpuwmm::backend::sim::SimModel::Ptx.config(1);
+        config.instruction_budget = gpuwmm::litmus::file::run::default_sim_budget(1);
+        let mut sim = SimBackend::new(config);
+        let here = run_file(&mut sim, &file, &settings, 1, |_| {}).unwrap();
+        assert!(
+            matches!(answered.finding, Finding::Ran { executions: 40, .. }),
+            "{name}: {:?}",
+            answered.finding
+        );
+        assert_eq!(answered.finding, here.finding, "{name}");
+        assert!(!answered.backend_lost && !answered.malformed, "{name}");
+    }
+    let malformed = tempfile::tempdir().unwrap();
+    let bad = malformed.path().join("bad.litmus");
+    std::fs::write(&bad, "PTX bad\n{ x=0;\n").unwrap();
+    assert!(isolated.run(&bad, &mut |_| {}).unwrap().malformed);
+    assert_eq!(isolated.starts, 1, "one worker served every file");
+}
