@@ -16,7 +16,8 @@ use std::time::Instant;
 const RUNS: u64 = 1000;
 
 fn measure(name: &str, executor: &mut dyn Executor, env: Environment) {
-    let calibrated = calibrate_stress(executor, env, &Fences::AsIs, 1).expect("calibration");
+    let calibrated =
+        calibrate_stress(executor, env, &Fences::AsIs, 1, &mut |_, _| {}).expect("calibration");
     let iterations = calibrated.stress_iterations;
     let start = Instant::now();
     let mut errors = 0;

@@ -42,7 +42,7 @@ fn main() {
     let env: Environment = "sys-str+".parse().expect("env");
     for (app, runs) in [("cbe-dot", 400), ("sdk-red-nf", 400), ("ls-bh-nf", 40)] {
         let mut executor = LocalExecutor::open(&sim_target(app)).expect("executor");
-        let iterations = calibrate_stress(&mut executor, env, &Fences::AsIs, 1)
+        let iterations = calibrate_stress(&mut executor, env, &Fences::AsIs, 1, &mut |_, _| {})
             .expect("calibration")
             .stress_iterations;
         let without = time_runs(&mut executor, env, iterations, runs, false);

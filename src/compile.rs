@@ -1,10 +1,7 @@
 //! CUDA source to PTX: NVRTC found by the toolchain locator, results cached by content.
 //!
 //! Kernels are compiled for a *portable* architecture unless one is named: the oldest that the
-//! NVRTC at hand accepts. Its PTX JIT-compiles for every newer chip and is what the simulator
-//! runs. CUDA 12 accepts `sm_70`; CUDA 13 dropped Volta, so there it is `sm_75`. Resolving it
-//! here, from the NVRTC actually loaded, lets the same binary use pinned CUDA 12 wheels in CI and
-//! a machine's CUDA 13 toolkit next to its GPU.
+//! NVRTC at hand accepts ([`crate::toolchain::PORTABLE_ARCH`], resolved by the NVRTC layer).
 
 use crate::toolchain::{
     cccl_compile_args, nvrtc_builtin_shims, nvrtc_std_shims, CompileOptions, CompiledPtx,
@@ -12,10 +9,8 @@ use crate::toolchain::{
 };
 use std::path::{Path, PathBuf};
 
-/// The architecture name that stands for the oldest one the NVRTC found accepts.
-pub const PORTABLE_ARCH: &str = "portable";
-
-/// Compiles a CUDA source to PTX for `arch` (an `sm_XY`, or [`PORTABLE_ARCH`]) with line info.
+/// Compiles a CUDA source to PTX for `arch` (an `sm_XY`, or
+/// [`crate::toolchain::PORTABLE_ARCH`]) with line info.
 /// Where the tools' root has CCCL headers, every compilation can include them (`<cub/...>`,
 /// `<cuda/...>`): their folder goes on the include path, with the shims CUB needs under NVRTC.
 /// The `.file` directive of the PTX records `path` (made absolute), so fence sites can show the
@@ -60,7 +55,7 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
     let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut options = CompileOptions {
-        arch: resolve_arch(arch, nvrtc.version()).to_string(),
+        arch: arch.to_string(),
         include_dirs: program.include_dirs.iter().map(|d| absolute(d)).collect(),
         name_expressions: program.name_expressions.clone(),
         extra: program
@@ -116,35 +111,9 @@ fn includes_cccl(source: &str) -> bool {
     })
 }
 
-/// `arch` as NVRTC `version` should be asked for it: [`PORTABLE_ARCH`] becomes that NVRTC's
-/// oldest architecture; any other name is kept, so an explicit `sm_70` on CUDA 13 is NVRTC's
-/// error to report.
-pub fn resolve_arch(arch: &str, version: (i32, i32)) -> &str {
-    match arch {
-        PORTABLE_ARCH => oldest_arch(version),
-        named => named,
-    }
-}
-
-/// The oldest architecture NVRTC `version` compiles for (CUDA 13 removed Maxwell to Volta).
-pub fn oldest_arch(version: (i32, i32)) -> &'static str {
-    if version.0 >= 13 {
-        "sm_75"
-    } else {
-        "sm_70"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn portable_is_volta_before_cuda_13_and_turing_from_it() {
-        assert_eq!(resolve_arch(PORTABLE_ARCH, (12, 9)), "sm_70");
-        assert_eq!(resolve_arch(PORTABLE_ARCH, (13, 0)), "sm_75");
-        assert_eq!(resolve_arch(PORTABLE_ARCH, (14, 1)), "sm_75");
-    }
 
     #[test]
     fn cccl_includes_are_recognised_and_others_are_not() {
@@ -154,11 +123,5 @@ mod tests {
         assert!(includes_cccl("  #  include <cuda/atomic>"));
         assert!(!includes_cccl("#include \"local.h\"\n// <cub/x>\n"));
         assert!(!includes_cccl("__global__ void k() {}"));
-    }
-
-    #[test]
-    fn named_architectures_are_passed_through() {
-        assert_eq!(resolve_arch("sm_90", (13, 0)), "sm_90");
-        assert_eq!(resolve_arch("sm_70", (13, 0)), "sm_70");
     }
 }

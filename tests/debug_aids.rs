@@ -46,7 +46,7 @@ fn printf_kernels() -> Option<(SimBackend, ModuleId)> {
     gpuwmm::toolchain::tools_for_tests()?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernels/printf.cu");
     let source = std::fs::read_to_string(&path).unwrap();
-    let ptx = gpuwmm::compile::compile_cuda(&path, &source, gpuwmm::compile::PORTABLE_ARCH)
+    let ptx = gpuwmm::compile::compile_cuda(&path, &source, gpuwmm::toolchain::PORTABLE_ARCH)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sim = SimBackend::new(SimModel::Ptx.config(1));
     let module = sim.load_module(&ptx).unwrap();

@@ -32,7 +32,7 @@ fn compile_fixture(name: &str, arch: &str) -> String {
 
 /// The architectures a test compiles its fixture for: the portable one the project uses, and
 /// sm_80 and sm_90, for which NVRTC emits other instructions (`redux.sync`, native bf16).
-const ARCHS: [&str; 3] = [gpuwmm::compile::PORTABLE_ARCH, "sm_80", "sm_90"];
+const ARCHS: [&str; 3] = [gpuwmm::toolchain::PORTABLE_ARCH, "sm_80", "sm_90"];
 
 impl Fixture {
     fn load_for(name: &str, arch: &str) -> Fixture {
@@ -546,7 +546,7 @@ fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
 #[test]
 fn an_unimplemented_instruction_is_refused_naming_the_kernels_source_line() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let ptx = compile_fixture("video.cu", gpuwmm::compile::PORTABLE_ARCH);
+    let ptx = compile_fixture("video.cu", gpuwmm::toolchain::PORTABLE_ARCH);
     let mut sim = SimBackend::new(SimModel::Ptx.config(1));
     let err = sim.load_module(&ptx).unwrap_err();
     let gpuwmm::backend::BackendError::Unsupported {

@@ -56,7 +56,7 @@ use thiserror::Error;
 
 /// The architecture app kernels are compiled for: the oldest the NVRTC at hand supports (see
 /// [`crate::compile`]); its PTX JIT-compiles for every newer chip and is what the simulator runs.
-pub const DEFAULT_ARCH: &str = crate::compile::PORTABLE_ARCH;
+pub const DEFAULT_ARCH: &str = crate::toolchain::PORTABLE_ARCH;
 
 /// Which input size to run an app at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

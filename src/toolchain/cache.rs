@@ -154,7 +154,7 @@ pub fn cache_key(
     field(b"gpuwmm-ptx-cache-v2");
     field(format!("{}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
     field(file_name.as_bytes());
-    for arg in opts.to_args()? {
+    for arg in opts.to_args(nvrtc_version)? {
         field(arg.as_bytes());
     }
     for (name, text) in &opts.headers {

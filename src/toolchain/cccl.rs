@@ -135,9 +135,7 @@ mod tests {
         let source = "#include <cub/agent/single_pass_scan_operators.cuh>\n\
             extern \"C\" __global__ void k(unsigned *s) { \
             cub::ScanTileState<int, false> t; t.d_tile_status = s; t.InitializeStatus(1); }\n";
-        let arch = crate::compile::oldest_arch(nvrtc.version()).to_string();
         let bare = CompileOptions {
-            arch: arch.clone(),
             extra: cccl_compile_args(&include),
             ..CompileOptions::default()
         };

@@ -60,9 +60,8 @@ pub enum NvrtcError {
 /// How to compile: the defaults are what gpuwmm's passes expect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
-    /// `sm_XY` (compiled for the virtual `compute_XY`) or `compute_XY`. Default `sm_70`, which
-    /// NVRTC 13 refuses: [`crate::compile::resolve_arch`] names the oldest one a given NVRTC
-    /// compiles for.
+    /// `sm_XY` (compiled for the virtual `compute_XY`), `compute_XY`, or [`PORTABLE_ARCH`]
+    /// (the default): the oldest the NVRTC that compiles accepts, see [`resolve_arch`].
     pub arch: String,
     /// Emit `.loc` line information (`-lineinfo`). Default true.
     pub line_info: bool,
@@ -83,7 +82,7 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     fn default() -> Self {
         Self {
-            arch: "sm_70".to_string(),
+            arch: PORTABLE_ARCH.to_string(),
             line_info: true,
             extra: Vec::new(),
             headers: Vec::new(),
@@ -94,9 +93,11 @@ impl Default for CompileOptions {
 }
 
 impl CompileOptions {
-    /// The NVRTC command-line options these stand for.
-    pub fn to_args(&self) -> Result<Vec<String>, NvrtcError> {
-        let mut args = vec![format!("--gpu-architecture={}", virtual_arch(&self.arch)?)];
+    /// The command-line options these stand for to NVRTC `version` (which resolves
+    /// [`PORTABLE_ARCH`]).
+    pub fn to_args(&self, version: (i32, i32)) -> Result<Vec<String>, NvrtcError> {
+        let arch = resolve_arch(&self.arch, version);
+        let mut args = vec![format!("--gpu-architecture={}", virtual_arch(arch)?)];
         if self.line_info {
             args.push("-lineinfo".to_string());
         }
@@ -105,6 +106,31 @@ impl CompileOptions {
         }
         args.extend(self.extra.iter().cloned());
         Ok(args)
+    }
+}
+
+/// The architecture name that stands for the oldest one the NVRTC at hand accepts. Its PTX
+/// JIT-compiles for every newer chip and is what the simulator runs. CUDA 12 accepts `sm_70`;
+/// CUDA 13 dropped Volta, so there it is `sm_75`. Resolving it from the NVRTC actually loaded
+/// lets the same binary use pinned CUDA 12 wheels in CI and a machine's CUDA 13 toolkit.
+pub const PORTABLE_ARCH: &str = "portable";
+
+/// `arch` as NVRTC `version` should be asked for it: [`PORTABLE_ARCH`] becomes that NVRTC's
+/// oldest architecture; any other name is kept, so an explicit `sm_70` on CUDA 13 is NVRTC's
+/// error to report.
+pub fn resolve_arch(arch: &str, version: (i32, i32)) -> &str {
+    match arch {
+        PORTABLE_ARCH => oldest_arch(version),
+        named => named,
+    }
+}
+
+/// The oldest architecture NVRTC `version` compiles for (CUDA 13 removed Maxwell to Volta).
+pub fn oldest_arch(version: (i32, i32)) -> &'static str {
+    if version.0 >= 13 {
+        "sm_75"
+    } else {
+        "sm_70"
     }
 }
 
@@ -238,7 +264,7 @@ impl Nvrtc {
         file_name: &str,
         opts: &CompileOptions,
     ) -> Result<CompiledPtx, NvrtcError> {
-        let args = opts.to_args()?;
+        let args = opts.to_args(self.version)?;
         let c_source = c_string(source, "source")?;
         let c_name = c_string(file_name, "file name")?;
         let c_args = args
@@ -559,9 +585,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_options_target_compute_70_with_line_info() {
-        let args = CompileOptions::default().to_args().unwrap();
+    fn default_options_target_compute_70_with_line_info_before_cuda_13() {
+        let args = CompileOptions::default().to_args((12, 9)).unwrap();
         assert_eq!(args, ["--gpu-architecture=compute_70", "-lineinfo"]);
+    }
+
+    /// Regression: the default said `sm_70`, which NVRTC 13 refuses (H100, CUDA 13.0); every
+    /// caller had to remember to resolve the architecture itself.
+    #[test]
+    fn default_options_ask_nvrtc_13_for_compute_75() {
+        let args = CompileOptions::default().to_args((13, 0)).unwrap();
+        assert_eq!(args, ["--gpu-architecture=compute_75", "-lineinfo"]);
+    }
+
+    #[test]
+    fn portable_is_volta_before_cuda_13_and_turing_from_it() {
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (12, 9)), "sm_70");
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (13, 0)), "sm_75");
+        assert_eq!(resolve_arch(PORTABLE_ARCH, (14, 1)), "sm_75");
+    }
+
+    #[test]
+    fn named_architectures_are_passed_through() {
+        assert_eq!(resolve_arch("sm_90", (13, 0)), "sm_90");
+        assert_eq!(resolve_arch("sm_70", (13, 0)), "sm_70");
     }
 
     #[test]
@@ -573,7 +620,7 @@ mod tests {
             ..CompileOptions::default()
         };
         assert_eq!(
-            opts.to_args().unwrap(),
+            opts.to_args((13, 0)).unwrap(),
             ["--gpu-architecture=compute_90a", "-DN=4"]
         );
     }
@@ -586,7 +633,7 @@ mod tests {
                 ..CompileOptions::default()
             };
             assert!(
-                matches!(opts.to_args(), Err(NvrtcError::InvalidInput(_))),
+                matches!(opts.to_args((12, 9)), Err(NvrtcError::InvalidInput(_))),
                 "{arch}"
             );
         }

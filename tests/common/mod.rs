@@ -6,7 +6,6 @@ pub mod cli;
 
 use gpuwmm::backend::cuda::CudaBackend;
 use gpuwmm::backend::BackendError;
-use gpuwmm::compile::{resolve_arch, PORTABLE_ARCH};
 use gpuwmm::ptx::{parse, print, Module};
 use gpuwmm::toolchain::{
     assemble, disassemble, parse_sass, CompileOptions, CudaTools, Nvrtc, SassFunction,
@@ -40,12 +39,8 @@ pub fn compile_corpus(tools: &CudaTools, relative: &str) -> Module {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
     let source = std::fs::read_to_string(&path).unwrap();
     let nvrtc = nvrtc(tools);
-    let options = CompileOptions {
-        arch: resolve_arch(PORTABLE_ARCH, nvrtc.version()).to_string(),
-        ..CompileOptions::default()
-    };
     let ptx = nvrtc
-        .compile(&source, &path.to_string_lossy(), &options)
+        .compile(&source, &path.to_string_lossy(), &CompileOptions::default())
         .unwrap_or_else(|e| panic!("{relative}: {e}"))
         .ptx;
     parse(&ptx).unwrap_or_else(|e| panic!("{relative}: {e}"))
