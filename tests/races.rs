@@ -343,3 +343,38 @@ fn cub_scan_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_rac
 fn cccl_scan_without_fences_names_racing_lines_and_fenced_leaves_no_orderable_race() {
     assert_built_in_races_named_and_fenced_away("cccl-scan-nf", 10);
 }
+
+/// Bug: `replay` ran a `--races` check's run without recording races, and recording changes
+/// how the simulator defers read-modify-writes, so in an app with atomics the replayed run was
+/// another run ("differs: recorded pass, replayed fail"). Every pass of a recording check of
+/// sdk-red-nf (most of its runs fail, and fewer pass without recording) replays as a pass.
+#[test]
+fn replay_of_a_races_check_records_races_as_the_run_did() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let document = check_races_in(dir.path(), "sdk-red-nf", false, 60, &["--races"]);
+    let journal = std::fs::read_to_string(dir.path().join("j.csv")).unwrap();
+    let mut rows = journal.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (run, outcome) = (column("run"), column("outcome"));
+    let passes: Vec<String> = rows
+        .map(|row| row.split(',').collect::<Vec<_>>())
+        .filter(|fields| fields[outcome] == "pass")
+        .map(|fields| fields[run].to_string())
+        .collect();
+    assert!(
+        !passes.is_empty(),
+        "no run passed: {}",
+        document["outcomes"]
+    );
+    for run in &passes {
+        let out = common::cli::gpuwmm(&["replay", "j.csv", run], dir.path());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("reproduced: pass"), "run {run}: {stdout}");
+    }
+}

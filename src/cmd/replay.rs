@@ -50,6 +50,9 @@ fn print_run(journal: &Path, subject: &Subject) -> std::io::Result<()> {
     outln!("  seed          {}", r.seed)?;
     outln!("  environment   {}", r.env)?;
     outln!("  fences        {}", subject.fences.label())?;
+    if subject.races {
+        outln!("  races         recorded, as in the check (it changes how the simulator defers read-modify-writes)")?;
+    }
     if r.env.stresses() {
         outln!(
             "  stress        {} iterations of '{}', {}% of each launch's blocks added as \

@@ -35,6 +35,9 @@ pub struct Subject {
     pub recorded: RunRecord,
     /// The app's hashes the run ran with (`None`: the journal recorded none).
     pub app_hash: Option<AppHash>,
+    /// The run recorded races (`check --races`): while it records, the simulator defers no
+    /// read-modify-write, so the run is replayed recording them too.
+    pub races: bool,
 }
 
 impl Subject {
@@ -47,7 +50,7 @@ impl Subject {
             env: r.env,
             fences: self.fences.clone(),
             stress_iterations: r.stress_iterations,
-            races: false,
+            races: self.races,
         }
     }
 }
@@ -139,6 +142,7 @@ fn check_subject(journal: &Path, meta: CheckMeta, run: u64) -> Result<(Subject, 
         sites: meta.sites,
         recorded,
         app_hash: meta.app_hash,
+        races: meta.races.is_some(),
     };
     Ok((subject, row))
 }
@@ -183,6 +187,9 @@ fn harden_subject(
         sites: meta.sites,
         recorded: row.record(),
         app_hash: meta.app_hash,
+        // A hardening journals only runs that record no races (those that do guide the search
+        // and are not journaled).
+        races: false,
     };
     Ok((subject, index))
 }
