@@ -132,7 +132,7 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
     );
     let stdout = ok(&out);
     assert!(
-        stdout.contains("round 0 all #0: fences {0 1 2 3 4 5 6} x 32 runs -> passes"),
+        stdout.contains("round 0 all #0: fences {0 1 2 3 4 5 6 7} x 32 runs -> passes"),
         "{stdout}"
     );
     assert!(stdout.contains("stable: yes"), "{stdout}");
@@ -165,7 +165,7 @@ fn harden_stops_at_once_on_a_lockstep_warp_reduction_fences_cannot_fix() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("round 0 all #0: fences {0 1 2 3 4 5 6 7} x 32 runs -> fails"),
+        stdout.contains("round 0 all #0: fences {0 1 2 3 4 5 6 7 8} x 32 runs -> fails"),
         "{stdout}"
     );
     // The diagnosis is the command's error.

@@ -851,3 +851,23 @@ fn inner_line_granularity_fences_a_barrier_helper_once_per_line_that_needs_it() 
     let stdout = ok(&common::cli::gpuwmm(&check, dir.path()));
     assert!(stdout.contains("pass 100, fail 0, timeout 0"), "{stdout}");
 }
+
+/// Bug (a grid barrier written fresh): every thread writes, `__syncthreads()`, then thread 0
+/// signals with atomics. No fence site lay between the barrier and the signal, so harden kept
+/// `fence.sc` fences elsewhere, which order the other threads' writes only when fence-SC order
+/// happens to (the patched app still failed 8 of 2,000 runs). The barrier is a site now: the
+/// patch fences right after the helper's `__syncthreads()`, every kept fence is
+/// `fence.acq_rel.gpu`, and the patched app records no race.
+#[test]
+fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
+    let (kinds, stdout) = common::or_skip!(hardened_fixture("grid-barrier-signal"));
+    assert!(!kinds.is_empty(), "{stdout}");
+    for (site, kind) in &kinds {
+        assert_eq!(kind, "fence.acq_rel.gpu", "{site}\n{stdout}");
+    }
+    let barrier_then_fence = "     __syncthreads();\n+    cuda::atomic_thread_fence(";
+    assert!(
+        stdout.contains(&format!("{{\n{barrier_then_fence}")),
+        "no fence after the helper's first __syncthreads():\n{stdout}"
+    );
+}

@@ -5,6 +5,12 @@
 //! stays correct under stress. This module finds those
 //! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
 //! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
+//!
+//! Beyond the paper, a CTA barrier (`__syncthreads()`) is a site too: a fence after it is the
+//! only place a fence can release, to another block, what the block's other threads wrote before
+//! the barrier (a fence before the barrier releases only its own thread's writes: PTX's release
+//! pattern is a fence followed by a write of the same thread). A grid barrier or a last-block
+//! reduction in which every thread writes and one thread then signals needs it.
 
 use crate::ir::{Function, Instruction, Module, SourcePos, Statement};
 use crate::lines::{attribute_statements, statement_frames};
@@ -65,7 +71,7 @@ impl fmt::Display for SourceLine {
     }
 }
 
-/// One access instruction after which a fence may go.
+/// One access instruction (or CTA barrier) after which a fence may go.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Access {
     /// Index of the instruction's statement in its function's body.
@@ -180,12 +186,14 @@ parse_by_name!(FenceKind, opcode, String, |s| {
 
 /// Every candidate fence site of the module: first the sites holding an access that may touch
 /// global memory, in module order of their first such access, then the sites whose accesses are
-/// all to shared memory, in module order. So a kernel's global sites keep their ids whatever
-/// shared-memory code sits between them, the ids they had before shared accesses were sites.
-/// At line granularity a line's site holds all its accesses, shared ones too.
+/// all to shared memory, in module order, then the sites that are CTA barriers only. So a
+/// kernel's global sites keep their ids whatever shared-memory code or barriers sit between
+/// them, the ids they had before shared accesses and barriers were sites. At line granularity
+/// a line's site holds all its accesses, shared ones and barriers too.
 pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> {
     let mut global: Vec<FenceSite> = Vec::new();
     let mut shared_only: Vec<FenceSite> = Vec::new();
+    let mut barriers_only: Vec<FenceSite> = Vec::new();
     for function in module.functions() {
         let mut groups = function_accesses(module, function, granularity);
         groups.sort_by_key(|g| g.first_global);
@@ -196,13 +204,17 @@ pub fn fence_sites(module: &Module, granularity: Granularity) -> Vec<FenceSite> 
                 source: group.source,
                 accesses: group.accesses,
             };
-            match group.first_global {
-                Some(_) => global.push(site),
-                None => shared_only.push(site),
+            match (group.first_global, group.memory) {
+                (Some(_), _) => global.push(site),
+                (None, true) => shared_only.push(site),
+                (None, false) => barriers_only.push(site),
             }
         }
     }
-    let mut sites: Vec<FenceSite> = global.into_iter().chain(shared_only).collect();
+    let mut sites: Vec<FenceSite> = (global.into_iter())
+        .chain(shared_only)
+        .chain(barriers_only)
+        .collect();
     for (id, site) in sites.iter_mut().enumerate() {
         site.id = id;
     }
@@ -215,6 +227,8 @@ struct AccessGroup {
     accesses: Vec<Access>,
     /// The statement of its first access that may touch global memory, if any.
     first_global: Option<usize>,
+    /// Whether it holds a memory access (else only CTA barriers).
+    memory: bool,
 }
 
 /// The groups of one function so far, and the group of each source line seen.
@@ -242,6 +256,7 @@ impl Groups {
                     source: outer,
                     accesses: Vec::new(),
                     first_global: None,
+                    memory: false,
                 });
                 self.list.len() - 1
             }
@@ -250,7 +265,8 @@ impl Groups {
     }
 }
 
-/// The accesses of one function, grouped by site, in order of first appearance.
+/// The accesses (and CTA barriers) of one function, grouped by site, in order of first
+/// appearance.
 fn function_accesses(
     module: &Module,
     function: &Function,
@@ -264,9 +280,10 @@ fn function_accesses(
         let Statement::Instruction(instruction) = statement else {
             continue;
         };
-        let Some(memory) = instruction.memory_access().filter(|a| a.may_communicate()) else {
+        let memory = instruction.memory_access().filter(|a| a.may_communicate());
+        if memory.is_none() && !instruction.waits_at_cta_barrier() {
             continue;
-        };
+        }
         let access = Access {
             statement: index,
             ptx: crate::print::instruction_text(instruction),
@@ -282,8 +299,11 @@ fn function_accesses(
         };
         let group = groups.join(key, granularity);
         group.accesses.push(access);
-        if memory.may_be_global() {
-            group.first_global.get_or_insert(index);
+        if let Some(memory) = memory {
+            group.memory = true;
+            if memory.may_be_global() {
+                group.first_global.get_or_insert(index);
+            }
         }
     }
     groups.list
@@ -478,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn sites_per_instruction_cover_every_global_then_every_shared_access() {
+    fn sites_per_instruction_cover_every_global_then_every_shared_access_then_every_barrier() {
         let sites = fence_sites(&module(), Granularity::Instruction);
         let opcodes: Vec<_> = sites
             .iter()
@@ -510,7 +530,53 @@ mod tests {
                 "ld.shared.f32",
                 "st.shared.f32",
                 "ld.shared.f32",
+                "bar.sync",
+                "bar.sync",
             ]
+        );
+    }
+
+    /// Bug (a grid barrier written fresh): every thread wrote, `__syncthreads()`, then thread 0
+    /// signalled with an atomic; no site put a fence between the barrier and the atomic, so
+    /// harden kept `fence.sc` fences that order the other threads' writes only when fence-SC
+    /// order happens to (8 failures in 2,000 runs of the patched app). A barrier is a site of
+    /// its own line, after the accesses' sites; `bar.arrive` (no wait) and `bar.warp.sync` are
+    /// not.
+    #[test]
+    fn a_cta_barrier_is_a_site_after_the_access_sites_and_gets_its_fence_after_it() {
+        let text = "\
+.version 8.8
+.target sm_70
+.address_size 64
+.file 1 \"k.cu\"
+
+.visible .entry k(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	.reg .b32 %r<2>;
+	ld.param.u64 %rd1, [p];
+	.loc 1 3 5
+	st.global.u32 [%rd1], 1;
+	.loc 1 4 5
+	bar.sync 0;
+	.loc 1 5 5
+	bar.arrive 1, 64;
+	bar.warp.sync -1;
+	.loc 1 6 5
+	atom.global.add.u32 %r1, [%rd1+4], 1;
+	ret;
+}
+";
+        let module = parse(text).unwrap();
+        let sites = fence_sites(&module, Granularity::SourceLine);
+        let lines: Vec<u32> = (sites.iter())
+            .map(|s| s.source.as_ref().unwrap().line)
+            .collect();
+        assert_eq!(lines, [3, 6, 4]);
+        let fenced = print(&insert_fences(&module, &[&sites[2]], FenceKind::AcqRelGpu));
+        assert!(
+            fenced.contains("bar.sync \t0;\n\tfence.acq_rel.gpu;\n"),
+            "{fenced}"
         );
     }
 
@@ -533,10 +599,11 @@ mod tests {
             .map(|s| (s.source.as_ref().unwrap().line, s.accesses.len()))
             .collect();
         // Line 11 holds a shared store besides its four global accesses; lines 9 and 10 hold
-        // shared accesses only, and come after every line with a global one.
+        // shared accesses only (and a `__syncthreads()` each), and come after every line with a
+        // global one.
         assert_eq!(
             lines,
-            [(8, 2), (11, 5), (12, 1), (13, 2), (14, 1), (9, 2), (10, 3)]
+            [(8, 2), (11, 5), (12, 1), (13, 2), (14, 1), (9, 3), (10, 4)]
         );
     }
 
