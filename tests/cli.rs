@@ -363,3 +363,54 @@ fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
     assert!(second.contains("/b/kernel.cu:1"), "{second}");
     assert!(!second.contains("/a/kernel.cu"), "{second}");
 }
+
+/// A copy of the fixture app `handoff-grid` in `dir`, its app.toml edited by `edit`.
+fn handoff_copy(dir: &std::path::Path, edit: impl Fn(String) -> String) -> std::path::PathBuf {
+    let app = dir.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    let fixture = common::fixture_app("handoff-grid");
+    for file in ["kernel.cu", "app.toml"] {
+        std::fs::copy(fixture.join(file), app.join(file)).unwrap();
+    }
+    let manifest = app.join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, edit(text)).unwrap();
+    app
+}
+
+/// Bug: `--app-dir DIR` without the app's name (the form the README teaches) took the name from
+/// a manifest that could not be read as a failure (exit code 1), where the same folder with the
+/// name given is bad input (exit code 2).
+#[test]
+fn an_app_dir_without_a_name_whose_manifest_is_malformed_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = handoff_copy(dir.path(), |text| text + "x = = 1\n");
+    let lines = std::fs::read_to_string(broken.join("app.toml"))
+        .unwrap()
+        .lines()
+        .count();
+    let no_kernel = handoff_copy(&dir.path().join("k"), |text| {
+        text.replacen("kernel = \"handoff\"", "# no kernel", 1)
+    });
+    let commands: [&[&str]; 2] = [&["check", "--runs", "3"], &["harden"]];
+    for args in commands {
+        let run = |app: &std::path::Path| {
+            let app_dir = ["--app-dir", app.to_str().unwrap(), "--backend", "sim"];
+            common::cli::gpuwmm(&[args, &app_dir].concat(), dir.path())
+        };
+        let out = run(&broken);
+        assert_bad_input(&out, "app/app.toml: invalid TOML");
+        assert!(
+            stderr(&out).contains(&format!("line {lines}")),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        let out = run(&no_kernel);
+        assert_bad_input(&out, "app/app.toml:30: launches[0].kernel: missing");
+        for missing in [dir.path().join("no-such-app"), broken.join("kernel.cu")] {
+            let out = run(&missing);
+            let manifest = missing.join("app.toml");
+            assert_bad_input(&out, &format!("cannot read {}", manifest.display()));
+        }
+    }
+}
