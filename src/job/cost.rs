@@ -3,7 +3,7 @@
 //! `emp` needs), each app measured into `cost.csv`, and the summaries and charts written at the
 //! end, with the result recorded in the sidecar.
 
-use super::naming::{choose_folder, default_folder, Output};
+use super::naming::{choose_folder, default_folder, refuse_folder_clash, Output};
 use super::settings::{
     app_hash, differences, hash_differences, refuse_or_force, stop_settings, target_settings,
     Settings,
@@ -103,7 +103,9 @@ fn choose_out(options: &CostOptions, say: Say) -> Result<PathBuf, JobError> {
                 base.display()
             ))
         })?;
-    super::interrupt::resumes("--out", &out, &out.join(JOURNAL));
+    let journal = out.join(JOURNAL);
+    refuse_folder_clash(&out, &journal, options.out.resume, "cost measurement")?;
+    super::interrupt::resumes("--out", &out, &journal);
     Ok(out)
 }
 
