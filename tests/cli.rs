@@ -392,7 +392,11 @@ fn an_app_dir_without_a_name_whose_manifest_is_malformed_exits_2() {
     let no_kernel = handoff_copy(&dir.path().join("k"), |text| {
         text.replacen("kernel = \"handoff\"", "# no kernel", 1)
     });
-    let commands: [&[&str]; 2] = [&["check", "--runs", "3"], &["harden"]];
+    let commands: [&[&str]; 3] = [
+        &["check", "--runs", "3"],
+        &["harden"],
+        &["cost", "--runs", "2"],
+    ];
     for args in commands {
         let run = |app: &std::path::Path| {
             let app_dir = ["--app-dir", app.to_str().unwrap(), "--backend", "sim"];
