@@ -619,7 +619,8 @@ fn runs_help(what: &str, default: u64) -> String {
     gpuwmm::cost::DEFAULT_REPETITIONS,
 ))))]
 pub struct CostArgs {
-    /// The applications (`gpuwmm apps` lists them); not needed with --resume.
+    /// The applications (`gpuwmm apps` lists them); not needed with --resume, nor with
+    /// --app-dir alone (the app of that folder).
     pub apps: Vec<String>,
     /// Which fence sets to measure, separated by commas; `no` is the baseline and required.
     #[arg(long, default_value = "no,emp,cons")]

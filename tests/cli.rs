@@ -363,3 +363,140 @@ fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
     assert!(second.contains("/b/kernel.cu:1"), "{second}");
     assert!(!second.contains("/a/kernel.cu"), "{second}");
 }
+
+/// A copy of the fixture app `handoff-grid` in `dir`, its app.toml edited by `edit`.
+fn handoff_copy(dir: &std::path::Path, edit: impl Fn(String) -> String) -> std::path::PathBuf {
+    let app = dir.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    let fixture = common::fixture_app("handoff-grid");
+    for file in ["kernel.cu", "app.toml"] {
+        std::fs::copy(fixture.join(file), app.join(file)).unwrap();
+    }
+    let manifest = app.join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, edit(text)).unwrap();
+    app
+}
+
+/// Bug: `--app-dir DIR` without the app's name (the form the README teaches) took the name from
+/// a manifest that could not be read as a failure (exit code 1), where the same folder with the
+/// name given is bad input (exit code 2).
+#[test]
+fn an_app_dir_without_a_name_whose_manifest_is_malformed_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = handoff_copy(dir.path(), |text| text + "x = = 1\n");
+    let lines = std::fs::read_to_string(broken.join("app.toml"))
+        .unwrap()
+        .lines()
+        .count();
+    let no_kernel = handoff_copy(&dir.path().join("k"), |text| {
+        text.replacen("kernel = \"handoff\"", "# no kernel", 1)
+    });
+    let commands: [&[&str]; 3] = [
+        &["check", "--runs", "3"],
+        &["harden"],
+        &["cost", "--runs", "2"],
+    ];
+    for args in commands {
+        let run = |app: &std::path::Path| {
+            let app_dir = ["--app-dir", app.to_str().unwrap(), "--backend", "sim"];
+            common::cli::gpuwmm(&[args, &app_dir].concat(), dir.path())
+        };
+        let out = run(&broken);
+        assert_bad_input(&out, "app/app.toml: invalid TOML");
+        assert!(
+            stderr(&out).contains(&format!("line {lines}")),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        let out = run(&no_kernel);
+        assert_bad_input(&out, "app/app.toml:30: launches[0].kernel: missing");
+        for missing in [dir.path().join("no-such-app"), broken.join("kernel.cu")] {
+            let out = run(&missing);
+            let manifest = missing.join("app.toml");
+            assert_bad_input(&out, &format!("cannot read {}", manifest.display()));
+        }
+    }
+}
+
+/// Bug: a check or hardening given a `--journal` that exists calibrated stress first (about
+/// 10 s on the simulator) and only then refused the journal; a cost measurement planned its apps
+/// (and could run a hardening) before refusing its `--out`. The app here does not compile, so
+/// anything the commands did before the refusal would end in that error instead.
+#[test]
+fn an_existing_journal_is_refused_before_calibrating_or_compiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = handoff_copy(dir.path(), |text| text);
+    std::fs::write(app.join("kernel.cu"), "this is not CUDA\n").unwrap();
+    let app = app.to_str().unwrap();
+    for (path, what) in [("mine.csv", ""), ("c/cost.csv", ""), ("t/tune.csv", "")] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, what).unwrap();
+    }
+    let commands: [(&[&str], &str); 4] = [
+        (
+            &[
+                "check",
+                "--app-dir",
+                app,
+                "--runs",
+                "50",
+                "--journal",
+                "mine.csv",
+            ],
+            "journal mine.csv already exists: pass --resume",
+        ),
+        (
+            &["harden", "--app-dir", app, "--journal", "mine.csv"],
+            "journal mine.csv already exists: pass --resume",
+        ),
+        (
+            &["cost", "--app-dir", app, "--out", "c"],
+            "c already holds a cost measurement (c/cost.csv exists): pass --resume",
+        ),
+        (
+            &["tune", "--out", "t"],
+            "t already holds a tuning (t/tune.csv exists): pass --resume",
+        ),
+    ];
+    for (args, refusal) in commands {
+        let out = common::cli::gpuwmm(&[args, &["--backend", "sim"]].concat(), dir.path());
+        assert_bad_input(&out, refusal);
+        assert!(
+            !stderr(&out).contains("NVRTC"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// Bug: `--resume --journal does-not-exist.csv` said "journal does-not-exist.json: No such file
+/// or directory", naming the sidecar rather than the journal given.
+#[test]
+fn a_resume_of_a_journal_that_does_not_exist_names_the_journal_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let commands: [&[&str]; 3] = [
+        &[
+            "check",
+            "cbe-dot",
+            "--runs",
+            "5",
+            "--journal",
+            "does-not-exist.csv",
+        ],
+        &["harden", "cbe-dot", "--journal", "does-not-exist.csv"],
+        &["cost", "--out", "does-not-exist"],
+    ];
+    for args in commands {
+        let args = [args, &["--resume", "--backend", "sim"]].concat();
+        let out = common::cli::gpuwmm(&args, dir.path());
+        assert_bad_input(&out, "does-not-exist");
+        assert_bad_input(&out, "does not exist: leave out --resume");
+        assert!(
+            !stderr(&out).contains(".json"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -221,3 +221,38 @@ fn emp_auto_takes_the_newest_stable_hardening_of_the_app_on_the_backend() {
     let md = std::fs::read_to_string(dir.path().join("c/summary.md")).unwrap();
     assert!(md.contains("from results/harden/cbe-dot-quick.csv"), "{md}");
 }
+
+/// Bug: `cost --app-dir DIR` without the app's name said "name at least one app", though check
+/// and harden take the name from the folder's app.toml.
+///
+/// Bug: when every run of `no` failed its post-condition, the table showed `| no | 0 | N | — |`
+/// and no overheads, without a word of why. (Here the post-condition never holds, so no
+/// variant passes.)
+#[test]
+fn cost_takes_the_app_of_app_dir_and_says_when_the_baseline_never_passed() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = dir.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    let fixture = common::fixture_app("handoff-grid");
+    std::fs::copy(fixture.join("app.toml"), app.join("app.toml")).unwrap();
+    let kernel = std::fs::read_to_string(fixture.join("kernel.cu")).unwrap();
+    let never = kernel.replace("out[0] == 3 ? 0 : 1", "out[0] == 4 ? 0 : 1");
+    assert_ne!(never, kernel);
+    std::fs::write(app.join("kernel.cu"), never).unwrap();
+    let line = "cost --app-dir app --backend sim --variants no,cons --runs 4 --out c";
+    let stdout = ok(&gpuwmm(&words(line), dir.path()));
+    assert!(stdout.contains("## handoff-grid"), "{stdout}");
+    assert!(stdout.contains("| no | 0 | 4 | — |"), "{stdout}");
+    let note = "the baseline `no` never passed: all 4 of its timing runs were discarded";
+    assert!(stdout.contains(note), "{stdout}");
+    assert!(
+        stdout.contains("(the first: check kernel handoff_check reported code 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("harden it first"), "{stdout}");
+    assert!(stdout.contains("`cons` never passed"), "{stdout}");
+    let summary = std::fs::read_to_string(dir.path().join("c/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let notes = summary["apps"][0]["notes"].to_string();
+    assert!(notes.contains(note), "{notes}");
+}

@@ -124,13 +124,26 @@ fn edit_kernel(dir: &Path) {
 
 /// Bug: a `kernel.cu` edited between two `--resume`s was picked up silently, so runs 0–4 of one
 /// journal came from the old kernel and 5–9 from the new one.
+///
+/// Bug: the refusal then said only "sources recorded sha256 …, now sha256 …; give the journal's
+/// values …", advice for an option that does not apply to a source edit.
 #[test]
 fn edited_kernel_is_refused_on_resume() {
     let dir = common::or_skip!(checked_then_edited_app());
     let refused = app_check(dir.path(), "6", "--resume");
-    assert_bad_input(&refused, "cannot resume j.csv: sources recorded sha256 ");
+    assert_bad_input(
+        &refused,
+        "cannot resume j.csv: the app changed since the journal was written (sources recorded \
+         sha256 ",
+    );
     assert_bad_input(&refused, "now sha256 ");
-    assert_bad_input(&refused, "--force");
+    assert_bad_input(
+        &refused,
+        "start a new journal, or pass --force to go on with the app as it is now (recorded in its \
+         sidecar)",
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!said.contains("journal's values"), "{said}");
     assert_eq!(runs(&dir.path().join("j.csv")), [0, 1, 2], "nothing ran");
 }
 
@@ -190,7 +203,8 @@ fn a_journal_without_app_hashes_is_refused_unless_forced() {
     let refused = check(dir.path(), "5", "--resume");
     assert_bad_input(
         &refused,
-        "sources recorded no hash (written before gpuwmm recorded one)",
+        "the journal records no hash of the app, so nothing shows it is unchanged (sources \
+         recorded no hash (written before gpuwmm recorded one)",
     );
     assert_bad_input(&refused, "pass --force");
     let replay = gpuwmm(&words("replay j.csv 0"), dir.path());

@@ -123,19 +123,6 @@ pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
     Ok(Arc::new(app))
 }
 
-/// The name of the app a command line gives: `name` when given, else the name in the manifest
-/// of `dir` (`--app-dir` alone). `None` for both is an error naming what is missing.
-pub fn app_name(name: Option<&str>, dir: Option<&Path>) -> Result<String, AppError> {
-    match (name, dir) {
-        (Some(name), _) => Ok(name.to_string()),
-        (None, Some(dir)) => Ok(load_app_dir(dir)?.name().to_string()),
-        (None, None) => Err(AppError::UnknownApp {
-            name: String::new(),
-            known: BUILTIN_APP_NAMES.join(", "),
-        }),
-    }
-}
-
 /// The app in `dir` ([`load_app_dir`]), which must be the one named `name` on the command line:
 /// a folder whose manifest names another app is an error naming both (the runs, journal and
 /// report would otherwise carry one name for another app).

@@ -35,9 +35,7 @@ pub mod module_vars;
 pub mod words;
 
 pub use crate::backend::words::Word;
-pub use builtin::{
-    app_name, builtin_apps, find_app, load_app_dir, load_named_app_dir, StrippedVariant,
-};
+pub use builtin::{builtin_apps, find_app, load_app_dir, load_named_app_dir, StrippedVariant};
 pub use manifest::{ManifestError, Problem};
 pub use manifest_app::ManifestApp;
 pub use words::ElemType;

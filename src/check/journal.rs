@@ -33,6 +33,12 @@ pub enum JournalError {
         .0.display()
     )]
     Exists(PathBuf),
+    #[error(
+        "journal {} does not exist: leave out --resume to start a new one, or name one that \
+         exists",
+        .0.display()
+    )]
+    Missing(PathBuf),
     #[error("{}: line {line}: {message}", .path.display())]
     BadRow {
         path: PathBuf,
@@ -99,6 +105,17 @@ pub fn hold_writes() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What [`Journal::create`] (`resume` false) or [`Journal::resume`] (`resume` true) would refuse
+/// at `path` for where it stands, found before a job does any work: a new journal where one
+/// exists, a resume of one that does not.
+pub fn refuse_clash(path: &Path, resume: bool) -> Result<(), JournalError> {
+    match (resume, path.exists()) {
+        (false, true) => Err(JournalError::Exists(path.to_path_buf())),
+        (true, false) => Err(JournalError::Missing(path.to_path_buf())),
+        _ => Ok(()),
+    }
+}
+
 /// An open journal of rows of type `R`.
 pub struct Journal<R> {
     path: PathBuf,
@@ -116,9 +133,7 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
     /// the two leaves a journal without a sidecar, which `--resume` refuses.
     pub fn create(path: &Path, meta: &impl Serialize) -> Result<Journal<R>, JournalError> {
         let _writing = hold_writes();
-        if path.exists() {
-            return Err(JournalError::Exists(path.to_path_buf()));
-        }
+        refuse_clash(path, false)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
@@ -153,6 +168,7 @@ impl<R: Serialize + DeserializeOwned> Journal<R> {
     pub fn resume<M: DeserializeOwned>(
         path: &Path,
     ) -> Result<(Journal<R>, M, Vec<R>), JournalError> {
+        refuse_clash(path, true)?;
         let meta = read_meta(path)?;
         let file = OpenOptions::new()
             .append(true)

@@ -19,7 +19,7 @@ use indicatif::ProgressBar;
 pub fn run(args: &CheckArgs, given: GivenOptions) -> CmdResult {
     let stop = stop_of(args.stop.runs, args.stop.duration);
     let target = target_options(&args.target, given);
-    let app = gpuwmm::apps::app_name(args.app.as_deref(), args.target.app_dir.as_deref())?;
+    let app = gpuwmm::job::target::app_name(args.app.as_deref(), args.target.app_dir.as_deref())?;
     let (app, env) = (app.as_str(), args.env);
     let output = super::output(&args.journal);
     let path = check_journal((app, env), output, stop, &target, &say)?;

@@ -20,7 +20,7 @@ use std::time::Instant;
 pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
     let clock = Instant::now();
     let target = super::target_options(&args.target, given);
-    let app = gpuwmm::apps::app_name(args.app.as_deref(), args.target.app_dir.as_deref())?;
+    let app = gpuwmm::job::target::app_name(args.app.as_deref(), args.target.app_dir.as_deref())?;
     let options = HardenOptions {
         app: &app,
         env: args.env,

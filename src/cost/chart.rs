@@ -235,6 +235,7 @@ mod tests {
                     variant(Variant::Emp, 1610.0),
                     variant(Variant::Cons, 2210.0),
                 ],
+                notes: Vec::new(),
             }],
         };
         let svg = cost_chart(&summary, Quantity::Time, "note")

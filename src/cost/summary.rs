@@ -33,6 +33,10 @@ pub struct AppSummary {
     /// Fences of each variant (`emp`: from which harden result).
     pub fences: BTreeMap<Variant, String>,
     pub variants: Vec<VariantSummary>,
+    /// What the figures cannot show, in words: a variant none of whose runs passed (the
+    /// baseline's, which leaves no overhead to measure, with what to do).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One variant of one app.
@@ -213,8 +217,41 @@ impl AppSummary {
                 .iter()
                 .map(|&v| variant_summary(v, rows, &by_rep, &windows))
                 .collect(),
+            notes: variants
+                .iter()
+                .filter_map(|&v| never_passed(v, rows))
+                .collect(),
         }
     }
+}
+
+/// A note on `variant` when it was timed and every timing run of it was discarded: for the
+/// baseline, that no overhead can be measured and what to do; for a fenced variant, that it has
+/// no figures.
+fn never_passed(variant: Variant, rows: &[&CostRow]) -> Option<String> {
+    let timing: Vec<&&CostRow> = rows
+        .iter()
+        .filter(|r| r.phase == Phase::Time && r.variant == variant)
+        .collect();
+    let first = timing.first()?;
+    if timing.iter().any(|r| r.passed) {
+        return None;
+    }
+    let runs = timing.len();
+    let discarded = format!(
+        "all {runs} of its timing runs were discarded, failing the post-condition, hanging or \
+         faulting (the first: {})",
+        first.reason.trim()
+    );
+    Some(match variant {
+        Variant::No => format!(
+            "the baseline `no` never passed: {discarded}, so no overhead can be measured against \
+             it. Without fences the app is wrong on this backend: harden it first (`gpuwmm \
+             harden`) to see which fences it needs; on the simulator, `--sim-model sc` measures \
+             it without weak-memory effects"
+        ),
+        fenced => format!("`{fenced}` never passed: {discarded}; it has no figures"),
+    })
 }
 
 fn variant_summary(
@@ -311,6 +348,9 @@ impl CostSummary {
             let _ = writeln!(md, "## {}\n", app.app);
             md.push_str(&app.markdown_table(self.time_unit));
             md.push('\n');
+            for note in &app.notes {
+                let _ = writeln!(md, "**Note:** {note}.\n");
+            }
             for (variant, fences) in &app.fences {
                 let _ = writeln!(md, "- `{variant}`: {fences}");
             }

@@ -3,13 +3,13 @@
 //! `emp` needs), each app measured into `cost.csv`, and the summaries and charts written at the
 //! end, with the result recorded in the sidecar.
 
-use super::naming::{choose_folder, default_folder, Output};
+use super::naming::{choose_folder, default_folder, refuse_folder_clash, Output};
 use super::settings::{
     app_hash, differences, hash_differences, refuse_or_force, stop_settings, target_settings,
     Settings,
 };
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
-use super::target::{resolve, TargetOptions};
+use super::target::{app_name, resolve, TargetOptions};
 use super::{JobError, Say};
 use crate::apps::find_app;
 use crate::backend::select::provenance;
@@ -76,12 +76,8 @@ pub fn open_cost(options: &CostOptions, say: Say) -> Result<OpenCost, JobError> 
             rows,
         });
     }
-    if options.apps.is_empty() {
-        return Err(JobError::refused(
-            "name at least one app (`gpuwmm apps` lists them)",
-        ));
-    }
-    let meta = plan(options, say)?;
+    let apps = cost_apps(options)?;
+    let meta = plan(options, &apps, say)?;
     std::fs::create_dir_all(&out)?;
     let journal = create_journal(&path, JobKind::Cost, &meta).map_err(super::bad_journal)?;
     Ok(OpenCost {
@@ -103,7 +99,9 @@ fn choose_out(options: &CostOptions, say: Say) -> Result<PathBuf, JobError> {
                 base.display()
             ))
         })?;
-    super::interrupt::resumes("--out", &out, &out.join(JOURNAL));
+    let journal = out.join(JOURNAL);
+    refuse_folder_clash(&out, &journal, options.out.resume, "cost measurement")?;
+    super::interrupt::resumes("--out", &out, &journal);
     Ok(out)
 }
 
@@ -194,12 +192,21 @@ fn asked(options: &CostOptions, meta: &CostMeta, say: Say) -> Result<Settings, J
     }))
 }
 
-/// Resolves every app and its fences, and how they will be measured.
-fn plan(options: &CostOptions, say: Say) -> Result<CostMeta, JobError> {
+/// The apps a new measurement measures: those named, else the app of `--app-dir` (as `check`
+/// and `harden` take it).
+fn cost_apps(options: &CostOptions) -> Result<Vec<String>, JobError> {
+    if !options.apps.is_empty() {
+        return Ok(options.apps.to_vec());
+    }
+    Ok(vec![app_name(None, options.target.app_dir.as_deref())?])
+}
+
+/// Resolves every app (`names`) and its fences, and how they will be measured.
+fn plan(options: &CostOptions, names: &[String], say: Say) -> Result<CostMeta, JobError> {
     let variants = parse_variants(options.variants)
         .map_err(|e| JobError::refused(format!("--variants {}: {e}", options.variants)))?;
     let mut apps = Vec::new();
-    for (i, name) in options.apps.iter().enumerate() {
+    for (i, name) in names.iter().enumerate() {
         let target = resolve(name, options.target, say)?.target;
         let app = target_app(&target).map_err(JobError::BadApp)?;
         let emp = match variants.contains(&Variant::Emp) {

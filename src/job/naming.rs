@@ -3,6 +3,7 @@
 //! unfinished member (see [`crate::naming`] for the families).
 
 use super::{JobError, Say};
+use crate::check::journal::{refuse_clash, JournalError};
 use crate::check::BackendChoice;
 use crate::env::Environment;
 use crate::naming;
@@ -61,6 +62,7 @@ pub fn choose_journal(
     say: Say,
 ) -> Result<PathBuf, JobError> {
     if let Some(path) = output.given {
+        refuse_clash(path, output.resume).map_err(super::bad_journal)?;
         return Ok(path.to_path_buf());
     }
     let base = default_journal(command, app, env, parts);
@@ -97,6 +99,26 @@ pub fn choose_folder(
         return Ok(Some(naming::fresh(base)));
     }
     newest_to_resume(base, what, unfinished, say)
+}
+
+/// Refuses, before any work, a new job whose folder `out` already holds its `journal` (a
+/// cost measurement's, a tuning's: `what`) and a resume of a folder without one, naming
+/// `--out`.
+pub fn refuse_folder_clash(
+    out: &Path,
+    journal: &Path,
+    resume: bool,
+    what: &str,
+) -> Result<(), JobError> {
+    refuse_clash(journal, resume).map_err(|e| match e {
+        JournalError::Exists(_) => JobError::refused(format!(
+            "{} already holds a {what} ({} exists): pass --resume to continue it, or --out to \
+             write another",
+            out.display(),
+            journal.display()
+        )),
+        e => super::bad_journal(e),
+    })
 }
 
 /// For `--resume` without a name: the newest member of `base`'s family (`what`, in words) that

@@ -165,6 +165,8 @@ pub const APP_HASH_ENTRY: &str = "app_hash";
 const SOURCES: &str = "sources";
 /// PTX, in a [`Difference`].
 const PTX: &str = "PTX";
+/// The journal's value of sources or PTX when its sidecar records no hashes.
+const NOT_RECORDED: &str = "no hash (written before gpuwmm recorded one)";
 
 /// The hashes of `target`'s app as it is now.
 pub fn app_hash(target: &Target) -> Result<AppHash, JobError> {
@@ -182,7 +184,6 @@ pub fn hash_entry(now: &AppHash) -> (&'static str, serde_json::Value) {
 
 /// What the journal's app hashes (`None`: not recorded) and the app's now differ in.
 pub fn hash_differences(recorded: Option<&AppHash>, now: &AppHash) -> Vec<Difference> {
-    const NOT_RECORDED: &str = "no hash (written before gpuwmm recorded one)";
     let pairs = [
         (
             SOURCES,
@@ -252,13 +253,7 @@ pub fn refuse_or_force(
     }
     let listed: Vec<String> = differences.iter().map(Difference::to_string).collect();
     if !given.force() {
-        return Err(JobError::refused(format!(
-            "cannot resume {}: {}; give the journal's values (or leave those options out), start \
-             a new journal, or pass --force to go on with the journal's options and the app as \
-             it is now (recorded in its sidecar)",
-            journal.display(),
-            listed.join("; ")
-        )));
+        return Err(JobError::refused(refusal(journal, &differences)));
     }
     let app_changed = differences.iter().any(|d| !d.option.starts_with("--"));
     record_forced(journal, rows, differences)?;
@@ -271,6 +266,40 @@ pub fn refuse_or_force(
         listed.join("; ")
     ));
     Ok(())
+}
+
+/// Why a resume of `journal` is refused for `differences` (options given with other values, an
+/// app whose hashes differ), and what to do: give the journal's values for an option; for the
+/// app, start a new journal or `--force` (which goes on with the journal's options and the app
+/// as it is now).
+fn refusal(journal: &Path, differences: &[Difference]) -> String {
+    let (options, app): (Vec<&Difference>, Vec<&Difference>) =
+        differences.iter().partition(|d| d.option.starts_with("--"));
+    let list = |ds: &[&Difference]| ds.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+    let mut reasons = list(&options);
+    if !app.is_empty() {
+        let unrecorded = app.iter().all(|d| d.journal == NOT_RECORDED);
+        let what = match unrecorded {
+            true => "the journal records no hash of the app, so nothing shows it is unchanged",
+            false => "the app changed since the journal was written",
+        };
+        reasons.push(format!("{what} ({})", list(&app).join("; ")));
+    }
+    let forced = match (options.is_empty(), app.is_empty()) {
+        (false, false) => "the journal's options and the app as it is now",
+        (false, true) => "the journal's options",
+        (true, _) => "the app as it is now",
+    };
+    let values = match options.is_empty() {
+        true => "",
+        false => "give the journal's values (or leave those options out), ",
+    };
+    format!(
+        "cannot resume {}: {}; {values}start a new journal, or pass --force to go on with \
+         {forced} (recorded in its sidecar)",
+        journal.display(),
+        reasons.join("; ")
+    )
 }
 
 /// Adds a [`Forced`] entry to the sidecar of `journal` (which holds `rows` rows): from now, and

@@ -3,7 +3,7 @@
 //! cells), and stress calibrated before a journal exists.
 
 use super::{JobError, Say};
-use crate::apps::Size;
+use crate::apps::{load_app_dir, Size};
 use crate::backend::select::{probe_backend, BackendChoice};
 use crate::backend::sim::SimConfig;
 use crate::backend::BackendKind;
@@ -12,7 +12,7 @@ use crate::check::{Executor, Fences, LocalExecutor, SimModel, Supervisor, Target
 use crate::env::Environment;
 use crate::profile::{self, StressProfile};
 use crate::ptx::passes::fences::{FenceKind, Granularity};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Which backend runs the kernels as asked for, the simulator's model, and the seed.
@@ -56,6 +56,24 @@ pub struct TargetOptions {
     /// `--force`.
     pub given: super::settings::GivenOptions,
 }
+
+/// The name of the app a command line gives: `name` when given, else the name in the manifest
+/// of `dir` (`--app-dir` alone). A folder that cannot be loaded (no such folder, no or a
+/// malformed `app.toml`) is bad input, as it is when the name is given; `None` for both is
+/// refused, naming what is missing.
+pub fn app_name(name: Option<&str>, dir: Option<&Path>) -> Result<String, JobError> {
+    match (name, dir) {
+        (Some(name), _) => Ok(name.to_string()),
+        (None, Some(dir)) => Ok(load_app_dir(dir)
+            .map_err(JobError::BadApp)?
+            .name()
+            .to_string()),
+        (None, None) => Err(JobError::refused(NO_APP)),
+    }
+}
+
+/// What a job says when neither an app nor `--app-dir` is given.
+pub const NO_APP: &str = "name at least one app (`gpuwmm apps` lists them), or give --app-dir";
 
 /// A target and where its stress profile came from.
 pub struct Resolved {

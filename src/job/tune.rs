@@ -2,7 +2,7 @@
 //! (new, or with `--resume` the newest unfinished tuning of the same settings), the profile it
 //! may replace, and the summary, charts and stress profile written at the end.
 
-use super::naming::Output;
+use super::naming::{refuse_folder_clash, Output};
 use super::settings::{all_differences, record_forced, Settings};
 use super::sidecar::{create_journal, now, resume_journal, unfinished, JobKind};
 use super::{JobError, Say};
@@ -99,6 +99,7 @@ pub fn open_tuning(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| profile::default_dir().join(format!("{chip}.toml")));
     let journal_path = out.join("tune.csv");
+    refuse_folder_clash(&out, &journal_path, options.out.resume, "tuning")?;
     refuse_to_overwrite(&profile_path, options, &journal_path)?;
     let resume = (options.out.resume, options.force);
     let (journal, recorded, meta) = open_journal(&journal_path, meta, resume, say)?;
