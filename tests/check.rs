@@ -277,7 +277,11 @@ fn a_check_with_fences_by_id_records_the_sites_and_refuses_to_resume_when_they_c
     let sidecar_path = journal.with_extension("json");
     let original = std::fs::read_to_string(&sidecar_path).unwrap();
     let meta: CheckMeta = read_meta(&journal).unwrap();
-    assert_eq!(meta.sites.len(), 6, "cbe-dot's six line sites: {original}");
+    assert_eq!(
+        meta.sites.len(),
+        8,
+        "cbe-dot's eight line sites: {original}"
+    );
     let mut sidecar: serde_json::Value = serde_json::from_str(&original).unwrap();
     sidecar["sites"][2]["ptx"] = serde_json::json!(["ld.global.u32 %r9, [%rd9]"]);
     std::fs::write(&sidecar_path, sidecar.to_string()).unwrap();

@@ -49,7 +49,7 @@ fn sites_lists_the_inlined_lock_accesses_with_their_lines() {
         "atom.global.cas.b32  %r19, [%rd20], %r18, %r17   (inlined from /tmp/nv/k.cu:2)"
     ));
     assert!(
-        text.ends_with("7 fence sites, 16 access instructions\n"),
+        text.ends_with("7 fence sites, 18 access instructions\n"),
         "{text}"
     );
 }

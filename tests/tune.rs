@@ -103,7 +103,18 @@ fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
         dir.path(),
     );
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
-    assert!(text(&again).contains("p.toml exists"), "{}", text(&again));
+    assert!(
+        text(&again).contains("t/tune.csv exists"),
+        "{}",
+        text(&again)
+    );
+    // A new tuning may not replace another's profile without --force.
+    let other = run(
+        &small(&["--out", "t2", "--profile-out", "p.toml"]),
+        dir.path(),
+    );
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other));
+    assert!(text(&other).contains("p.toml exists"), "{}", text(&other));
 
     let resumed = run(
         &small(&words("--out t --profile-out p.toml --resume --force")),
