@@ -16,7 +16,9 @@
 //! manifest's own "no kernel" error for the launch that uses it.
 
 use super::expr::is_identifier;
-use super::host_code::{first_host_line, first_include_of, included_name, unopened_includes};
+use super::host_code::{
+    first_host_line, first_include_of, included_name, unopened_include_sites, unopened_includes,
+};
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
@@ -215,14 +217,25 @@ impl AppProgram {
         let ToolchainError::Nvrtc(NvrtcError::Compile { log, .. }) = &error else {
             return compile_error(error.to_string());
         };
+        // NVRTC names the generated unit; say what it is.
+        let failed = || match &self.listed {
+            Some(_) => compile_error(format!(
+                "NVRTC failed to compile {} ({UNIT_FILE} in its messages is the file gpuwmm \
+                 generates to #include them as one unit):\n{log}",
+                manifest.source_names()
+            )),
+            None => compile_error(error.to_string()),
+        };
         if let Some(host) = self.host_code(source, unit, log) {
             return host;
         }
-        if let Some(name) = unresolved_name(log, &program.name_expressions) {
-            return unknown_kernel(manifest, program, arch, &name, log)
-                .unwrap_or_else(|| compile_error(error.to_string()));
+        if let Some(unopened) = unopened_header(log) {
+            return unopened;
         }
-        compile_error(error.to_string())
+        if let Some(name) = unresolved_name(log, &program.name_expressions) {
+            return unknown_kernel(manifest, program, arch, &name, log).unwrap_or_else(failed);
+        }
+        failed()
     }
 
     /// The error for the first listed file of `unit` that includes a CUDA runtime header NVRTC
@@ -264,6 +277,24 @@ impl AppProgram {
             })
         })
     }
+}
+
+/// The error for the first include NVRTC could not open, at the file and line it is in (a header
+/// of the app, where the listed files hold no host line), naming the standard headers gpuwmm
+/// stands in for.
+fn unopened_header(log: &str) -> Option<AppError> {
+    let (path, line, header) = unopened_include_sites(log).into_iter().next()?;
+    let cccl = crate::toolchain::CudaTools::locate().cccl_include.is_some();
+    let supplied: Vec<String> = crate::toolchain::std_header_names(cccl)
+        .iter()
+        .map(|n| format!("<{n}>"))
+        .collect();
+    Some(AppError::UnopenedHeader {
+        path,
+        line,
+        header,
+        supplied: supplied.join(", "),
+    })
 }
 
 /// The name an `#include` line names (the line itself if it names none).
