@@ -438,9 +438,13 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
     for (name, expected) in [
         (
             "stepReduse<int>",
-            "launches[0].kernel: no kernel 'stepReduse<int>",
+            "launches[0].kernel: no kernel 'stepReduse<int>' in stepred.cu, check.cu: NVRTC says: \
+             identifier \"stepReduse\" is undefined (kernels: ",
         ),
-        ("checkStep", "check.kernel: no kernel 'checkStep'"),
+        (
+            "checkStep",
+            "check.kernel: no kernel 'checkStep' in stepred.cu, check.cu (kernels: ",
+        ),
     ] {
         let changed = match name {
             "checkStep" => text.replace("kernel = \"checkSteps\"", "kernel = \"checkStep\""),
@@ -455,10 +459,43 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
         let message = err.to_string();
         assert!(matches!(err, AppError::Manifest(_)), "{message}");
         assert!(message.contains(expected), "{expected} not in {message}");
-        assert!(
-            message.contains("in stepred.cu, check.cu (kernels: "),
-            "{message}"
-        );
+    }
+}
+
+/// Kernels were listed by their mangled PTX names (`_Z10checkStepsPKiS0_Pjii`) and template
+/// kernels not at all, so a template named without its arguments got no hint; and NVRTC's
+/// reason for a misspelt name was spliced into the quoted name. Kernels are listed by their C++
+/// names, templates as `name<...>`, and a template's bare name says what to write.
+#[test]
+fn a_template_kernel_named_without_arguments_is_told_so_with_kernels_by_cxx_names() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, text) = copy_stepred(dir.path());
+    for (from, to, expected) in [
+        (
+            "stepReduce<int>",
+            "stepReduce",
+            "launches[0].kernel: no kernel 'stepReduce' in stepred.cu, check.cu: 'stepReduce' is \
+             a template kernel (template <typename T>): name it with its template arguments, \
+             e.g. \"stepReduce<float>\" (kernels: ",
+        ),
+        (
+            "kernel = \"checkSteps\"",
+            "kernel = \"checkStep\"",
+            "check.kernel: no kernel 'checkStep' in stepred.cu, check.cu (kernels: ",
+        ),
+    ] {
+        std::fs::write(&manifest, text.replace(from, to)).unwrap();
+        let err = load_app_dir(dir.path())
+            .unwrap()
+            .module(DEFAULT_ARCH, Size::Sim)
+            .err()
+            .unwrap();
+        let message = err.to_string();
+        assert!(message.contains(expected), "{expected} not in {message}");
+        assert!(message.contains("stepReduce<...>"), "{message}");
+        assert!(!message.contains("_Z"), "{message}");
+        assert!(!message.contains(")'"), "{message}");
     }
 }
 

@@ -19,6 +19,7 @@ use super::expr::is_identifier;
 use super::host_code::{
     first_host_line, first_include_of, included_name, unopened_include_sites, unopened_includes,
 };
+use super::kernel_names::{cxx_kernel_name, template_kernels};
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
@@ -233,7 +234,8 @@ impl AppProgram {
             return unopened;
         }
         if let Some(name) = unresolved_name(log, &program.name_expressions) {
-            return unknown_kernel(manifest, program, arch, &name, log).unwrap_or_else(failed);
+            return unknown_kernel(manifest, source, program, arch, &name, log)
+                .unwrap_or_else(failed);
         }
         failed()
     }
@@ -339,9 +341,12 @@ fn unresolved_name(log: &str, names: &[String]) -> Option<String> {
 }
 
 /// The manifest's "no kernel" error for `name`, at the first launch that uses it, listing the
-/// kernels the source has (compiled again without name expressions to list them).
+/// kernels the source has by their C++ names (compiled again without name expressions to list
+/// them; the template kernels its files declare are added as `name<...>`), and saying why where
+/// it can: a template named without its arguments, or NVRTC's reason for a name expression.
 fn unknown_kernel(
     manifest: &Manifest,
+    source: &KernelSource,
     program: &CudaProgram,
     arch: &str,
     name: &str,
@@ -352,7 +357,12 @@ fn unknown_kernel(
         ..program.clone()
     };
     let module = crate::ptx::parse(&compile_program(&bare, arch).ok()?.ptx).ok()?;
-    let kernels: Vec<&str> = module.kernels().map(|f| f.name.as_str()).collect();
+    let templates = template_kernels(source.files().map(|(_, text)| text));
+    let kernels: Vec<String> = module
+        .kernels()
+        .map(|f| cxx_kernel_name(&f.name))
+        .chain(templates.iter().map(|t| format!("{}<...>", t.name)))
+        .collect();
     let field = manifest
         .sim
         .launches
@@ -360,19 +370,30 @@ fn unknown_kernel(
         .chain([&manifest.sim.check])
         .find(|l| l.kernel == name)
         .map(|l| format!("{}.kernel", l.field))?;
-    let why = (!is_identifier(name))
-        .then(|| log.lines())
-        .into_iter()
-        .flatten()
-        .find(|l| l.contains("__nv_name_map") && l.contains("error:"))
-        .and_then(|l| l.split("error: ").nth(1))
-        .filter(|w| !w.starts_with("Error in parsing"))
-        .map(|w| format!(" ({w})"))
-        .unwrap_or_default();
+    let template = templates.iter().find(|t| t.name == name.trim());
+    let detail = match template {
+        Some(t) => format!(
+            "'{}' is a template kernel (template <{}>): name it with its template arguments, \
+             e.g. \"{}\"",
+            t.name,
+            t.params,
+            t.example()
+        ),
+        None => (!is_identifier(name))
+            .then(|| log.lines())
+            .into_iter()
+            .flatten()
+            .find(|l| l.contains("__nv_name_map") && l.contains("error:"))
+            .and_then(|l| l.split("error: ").nth(1))
+            .filter(|w| !w.starts_with("Error in parsing"))
+            .map(|w| format!("NVRTC says: {}", w.trim()))
+            .unwrap_or_default(),
+    };
     Some(AppError::Manifest(manifest.field_error(
         field,
         Problem::NoSuchKernel {
-            name: format!("{name}{why}"),
+            name: name.to_string(),
+            detail,
             kernels: kernels.join(", "),
             source: manifest.source_names(),
         },

@@ -29,6 +29,7 @@ pub mod cbe;
 pub mod expr;
 pub mod hash;
 pub mod host_code;
+pub mod kernel_names;
 pub mod manifest;
 pub mod manifest_app;
 pub mod module_vars;

@@ -286,10 +286,10 @@ impl Manifest {
         module: &Module,
         lowered: &dyn Fn(&str) -> String,
     ) -> Result<(), ManifestError> {
-        let kernels: Vec<&str> = module
+        let kernels: Vec<String> = module
             .functions()
             .filter(|f| f.kind == FunctionKind::Entry)
-            .map(|f| f.name.as_str())
+            .map(|f| crate::apps::kernel_names::cxx_kernel_name(&f.name))
             .collect();
         let launches = self.sim.launches.iter().chain([&self.sim.check]);
         for planned in launches {
@@ -300,6 +300,7 @@ impl Manifest {
                     format!("{}.kernel", spec.field),
                     Problem::NoSuchKernel {
                         name: spec.kernel.clone(),
+                        detail: String::new(),
                         kernels: kernels.join(", "),
                         source: self.source_names(),
                     },
