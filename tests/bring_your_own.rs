@@ -642,3 +642,68 @@ fn a_stand_in_never_hides_a_header_the_app_brings_in_an_include_folder() {
     let module = app.module(DEFAULT_ARCH, Size::Sim);
     assert!(module.is_ok(), "{}", module.err().unwrap());
 }
+
+/// `defines` took only sizes: `REAL = "float"` was "unknown parameter 'float'" and `DEBUG = true`
+/// was refused, so type and flag macros could not be passed. `{ text = "float" }` gives
+/// `-DREAL=float`, `true` gives `-DDEBUG`, `false` leaves the macro undefined; the fixture's
+/// check passes only if all three held.
+#[test]
+fn typed_and_flag_defines_reach_the_source_and_the_check_passes() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let verdicts = common::fixture_verdicts_on_sim("typed-defines", 2);
+    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+}
+
+/// A plain string stays a size expression (a misspelt parameter is still an error), and the
+/// error names the text and flag forms; a text table with another key is refused.
+#[test]
+fn a_define_string_that_is_no_size_names_the_text_and_flag_forms() {
+    let from = fixture_app("typed-defines").join("app.toml");
+    let text = std::fs::read_to_string(&from).unwrap();
+    for (to, expected) in [
+        (
+            "REAL = \"float\"",
+            "source.defines.REAL: unknown parameter 'float' (parameters of size sim: blocks, \
+             threads); a define's string is a size expression: for a text value write \
+             `REAL = { text = \"...\" }` (-DREAL=...), for a flag `REAL = true` (-DREAL)",
+        ),
+        (
+            "REAL = { txt = \"float\" }",
+            "source.defines.REAL.txt: unknown key (allowed here: text)",
+        ),
+        (
+            "REAL = { text = \"\" }",
+            "source.defines.REAL.text: a define's text is one line, not empty",
+        ),
+    ] {
+        let changed = text.replace("REAL = { text = \"float\" }", to);
+        let err = Manifest::parse(&from, &changed).err().unwrap().to_string();
+        assert!(err.contains(expected), "{expected} not in {err}");
+        assert!(err.contains("app.toml:9:"), "{err}");
+    }
+}
+
+/// A resume compares the app's hashes: a changed text or flag define must change them (the
+/// manifest is hashed, and the PTX the defines give).
+#[test]
+fn a_changed_typed_or_flag_define_changes_the_app_hash() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let hash = |from: &str, to: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["app.toml", "kernel.cu"] {
+            let text = std::fs::read_to_string(fixture_app("typed-defines").join(file)).unwrap();
+            std::fs::write(dir.path().join(file), text.replace(from, to)).unwrap();
+        }
+        let app = load_app_dir(dir.path()).unwrap();
+        gpuwmm::apps::hash::AppHash::of(&*app, Size::Sim, Some(dir.path())).unwrap()
+    };
+    let base = hash("", "");
+    for (from, to) in [
+        ("DEBUG = true", "DEBUG = false"),
+        ("text = \"float\"", "text = \"unsigned\""),
+    ] {
+        let changed = hash(from, to);
+        assert_ne!(changed.sources_sha256, base.sources_sha256, "{to}");
+        assert_ne!(changed.ptx_sha256, base.ptx_sha256, "{to}");
+    }
+}

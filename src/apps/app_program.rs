@@ -187,12 +187,7 @@ impl AppProgram {
             path,
             source: text,
             include_dirs: self.include_dirs.clone(),
-            defines: manifest
-                .plan(size)
-                .defines
-                .iter()
-                .map(|(name, value)| (name.clone(), value.to_string()))
-                .collect(),
+            defines: manifest.plan(size).defines.clone(),
             name_expressions: kernels.to_vec(),
         };
         match compile_program(&program, arch) {
