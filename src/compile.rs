@@ -4,8 +4,8 @@
 //! NVRTC at hand accepts ([`crate::toolchain::PORTABLE_ARCH`], resolved by the NVRTC layer).
 
 use crate::toolchain::{
-    cccl_compile_args, nvrtc_builtin_shims, nvrtc_std_shims, CompileOptions, CompiledPtx,
-    CudaTools, Nvrtc, PtxCache, ToolchainError,
+    cccl_compile_args, local_includes, nvrtc_std_headers, nvrtc_std_shims, without_shadowing,
+    CompileOptions, CompiledPtx, CudaTools, Nvrtc, PtxCache, ToolchainError,
 };
 use std::path::{Path, PathBuf};
 
@@ -65,7 +65,8 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
             .collect(),
         ..CompileOptions::default()
     };
-    options.headers = nvrtc_builtin_shims();
+    // Stand-ins for the standard headers NVRTC cannot open (<cstdio>, <cstdint>, ...).
+    options.headers = nvrtc_std_headers(tools.cccl_include.is_some());
     match &tools.cccl_include {
         Some(include) => {
             options.extra.extend(cccl_compile_args(include));
@@ -87,12 +88,31 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
     // NVRTC makes a relative name absolute against the working directory; naming the file
     // absolutely keeps the cache key and the `.file` directive in step.
     let name = absolute(program.path);
+    // A stand-in never hides a file of the app's: NVRTC would take it first.
+    let headers = std::mem::take(&mut options.headers);
+    options.headers = without_shadowing(headers, &app_folders(&name, program, &options));
     PtxCache::with_default_dir().get_or_compile(
         &nvrtc,
         program.source,
         &name.to_string_lossy(),
         &options,
     )
+}
+
+/// The folders an `#include` of the app may be found in: its include folders, and the folders of
+/// the source and of every local file it includes (a quoted name is looked for beside its
+/// includer).
+fn app_folders(path: &Path, program: &CudaProgram, options: &CompileOptions) -> Vec<PathBuf> {
+    let mut folders = options.include_dirs.clone();
+    let files = local_includes(path, program.source, &options.include_dirs);
+    for file in std::iter::once(path).chain(files.iter().map(|(p, _)| p.as_path())) {
+        if let Some(dir) = file.parent() {
+            if !folders.iter().any(|f| f == dir) {
+                folders.push(dir.to_path_buf());
+            }
+        }
+    }
+    folders
 }
 
 /// True when `source` includes a CCCL header (`<cub/...>`, `<cuda/...>`, `<thrust/...>`).

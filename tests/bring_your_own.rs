@@ -411,17 +411,18 @@ fn a_listed_host_file_gets_one_error_naming_its_first_host_line() {
     let err = app.module(DEFAULT_ARCH, Size::Sim).err().unwrap();
     let message = err.to_string();
     let main = std::fs::read_to_string(dir.path().join("main.cu")).unwrap();
-    // NVRTC has no <cstdio>: the include it cannot open is the first host line.
+    // gpuwmm stands in for <cstdio>; NVRTC has no <vector>: the include it cannot open is the
+    // first host line.
     let first_host = main
         .lines()
-        .position(|l| l.contains("#include <cstdio>"))
+        .position(|l| l.contains("#include <vector>"))
         .unwrap()
         + 1;
     assert!(
         message.contains(&format!("main.cu:{first_host}: host code")),
         "{message}"
     );
-    assert!(message.contains("`#include <cstdio>`"), "{message}");
+    assert!(message.contains("`#include <vector>`"), "{message}");
     assert!(message.contains("#ifndef __CUDACC_RTC__"), "{message}");
     assert!(message.contains("list only the device files"), "{message}");
     assert_eq!(message.lines().count(), 1, "{message}");
@@ -437,9 +438,13 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
     for (name, expected) in [
         (
             "stepReduse<int>",
-            "launches[0].kernel: no kernel 'stepReduse<int>",
+            "launches[0].kernel: no kernel 'stepReduse<int>' in stepred.cu, check.cu: NVRTC says: \
+             identifier \"stepReduse\" is undefined (kernels: ",
         ),
-        ("checkStep", "check.kernel: no kernel 'checkStep'"),
+        (
+            "checkStep",
+            "check.kernel: no kernel 'checkStep' in stepred.cu, check.cu (kernels: ",
+        ),
     ] {
         let changed = match name {
             "checkStep" => text.replace("kernel = \"checkSteps\"", "kernel = \"checkStep\""),
@@ -454,10 +459,43 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
         let message = err.to_string();
         assert!(matches!(err, AppError::Manifest(_)), "{message}");
         assert!(message.contains(expected), "{expected} not in {message}");
-        assert!(
-            message.contains("in stepred.cu, check.cu (kernels: "),
-            "{message}"
-        );
+    }
+}
+
+/// Kernels were listed by their mangled PTX names (`_Z10checkStepsPKiS0_Pjii`) and template
+/// kernels not at all, so a template named without its arguments got no hint; and NVRTC's
+/// reason for a misspelt name was spliced into the quoted name. Kernels are listed by their C++
+/// names, templates as `name<...>`, and a template's bare name says what to write.
+#[test]
+fn a_template_kernel_named_without_arguments_is_told_so_with_kernels_by_cxx_names() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, text) = copy_stepred(dir.path());
+    for (from, to, expected) in [
+        (
+            "stepReduce<int>",
+            "stepReduce",
+            "launches[0].kernel: no kernel 'stepReduce' in stepred.cu, check.cu: 'stepReduce' is \
+             a template kernel (template <typename T>): name it with its template arguments, \
+             e.g. \"stepReduce<float>\" (kernels: ",
+        ),
+        (
+            "kernel = \"checkSteps\"",
+            "kernel = \"checkStep\"",
+            "check.kernel: no kernel 'checkStep' in stepred.cu, check.cu (kernels: ",
+        ),
+    ] {
+        std::fs::write(&manifest, text.replace(from, to)).unwrap();
+        let err = load_app_dir(dir.path())
+            .unwrap()
+            .module(DEFAULT_ARCH, Size::Sim)
+            .err()
+            .unwrap();
+        let message = err.to_string();
+        assert!(message.contains(expected), "{expected} not in {message}");
+        assert!(message.contains("stepReduce<...>"), "{message}");
+        assert!(!message.contains("_Z"), "{message}");
+        assert!(!message.contains(")'"), "{message}");
     }
 }
 
@@ -514,4 +552,158 @@ fn a_missing_cuda_runtime_header_is_named_not_called_host_code() {
     );
     assert!(stderr.contains("gpuwmm setup"), "{stderr}");
     assert!(!stderr.contains("host code"), "{stderr}");
+}
+
+/// A header shared by host and device code (`util.cuh`) that includes `<cstdio>`, `<cstdlib>`,
+/// `<cstdint>`, `<cmath>`, `<climits>`, `<cstring>`, their C spellings and `<type_traits>` failed
+/// with NVRTC's raw "cannot open source file" error: NVRTC has no host C++ library. gpuwmm
+/// stands in for those headers; the app compiles as it is and its check passes.
+#[test]
+fn an_app_header_including_common_standard_headers_compiles_and_runs() {
+    common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
+    let verdicts = common::fixture_verdicts_on_sim("std-headers", 3);
+    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+}
+
+/// A copy of the std-headers fixture in a temporary folder; returns the folder and the path of
+/// its `src/util.cuh`.
+fn copy_std_headers() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let from = fixture_app("std-headers");
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    for file in ["app.toml", "src/kernel.cu", "src/util.cuh"] {
+        std::fs::copy(from.join(file), dir.path().join(file)).unwrap();
+    }
+    let util = dir.path().join("src/util.cuh");
+    (dir, util)
+}
+
+/// A header NVRTC still cannot open was reported as NVRTC's raw error, naming the generated
+/// unit and giving no hint. The error names the header's file and line, says why, lists the
+/// headers gpuwmm supplies and how to fix it, and is bad input.
+#[test]
+fn an_unopenable_header_in_an_app_header_is_named_with_the_hint() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let (dir, util) = copy_std_headers();
+    let text = std::fs::read_to_string(&util).unwrap();
+    let text = text.replace(
+        "#include <cstring>\n",
+        "#include <cstring>\n#include <map>\n",
+    );
+    std::fs::write(&util, &text).unwrap();
+    let line = text.lines().position(|l| l == "#include <map>").unwrap() + 1;
+    let work = tempfile::tempdir().unwrap();
+    let out = gpuwmm(
+        &[
+            &words("check std-headers --backend sim --runs 1 --journal j.csv --app-dir")[..],
+            &[dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+        work.path(),
+    );
+    assert_bad_input(
+        &out,
+        &format!("src/util.cuh:{line}: NVRTC cannot open <map>: NVRTC compiles device code only"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "no host C++ library",
+        "<cstdio>",
+        "<cstdint>",
+        "<climits>",
+        "#ifndef __CUDACC_RTC__",
+        "add it to `include` in `[source]` of app.toml",
+    ] {
+        assert!(stderr.contains(needle), "{needle} not in {stderr}");
+    }
+    assert!(!stderr.contains("gpuwmm-sources.cu"), "{stderr}");
+}
+
+/// NVRTC takes an in-memory header before any folder, so a stand-in would hide an app's own
+/// header of the same name: gpuwmm leaves the stand-in out then.
+#[test]
+fn a_stand_in_never_hides_a_header_the_app_brings_in_an_include_folder() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let (dir, util) = copy_std_headers();
+    std::fs::create_dir_all(dir.path().join("stubs")).unwrap();
+    std::fs::write(
+        dir.path().join("stubs/climits"),
+        "#pragma once\n#define APP_CLIMITS 1\n#include <limits.h>\n",
+    )
+    .unwrap();
+    let manifest = dir.path().join("app.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replace("[source]\n", "[source]\ninclude = [\"stubs\"]\n");
+    std::fs::write(&manifest, text).unwrap();
+    let mut header = std::fs::read_to_string(&util).unwrap();
+    header.push_str("#ifndef APP_CLIMITS\n#error the app's own <climits> was hidden\n#endif\n");
+    std::fs::write(&util, header).unwrap();
+    let app = load_app_dir(dir.path()).unwrap();
+    let module = app.module(DEFAULT_ARCH, Size::Sim);
+    assert!(module.is_ok(), "{}", module.err().unwrap());
+}
+
+/// `defines` took only sizes: `REAL = "float"` was "unknown parameter 'float'" and `DEBUG = true`
+/// was refused, so type and flag macros could not be passed. `{ text = "float" }` gives
+/// `-DREAL=float`, `true` gives `-DDEBUG`, `false` leaves the macro undefined; the fixture's
+/// check passes only if all three held.
+#[test]
+fn typed_and_flag_defines_reach_the_source_and_the_check_passes() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let verdicts = common::fixture_verdicts_on_sim("typed-defines", 2);
+    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+}
+
+/// A plain string stays a size expression (a misspelt parameter is still an error), and the
+/// error names the text and flag forms; a text table with another key is refused.
+#[test]
+fn a_define_string_that_is_no_size_names_the_text_and_flag_forms() {
+    let from = fixture_app("typed-defines").join("app.toml");
+    let text = std::fs::read_to_string(&from).unwrap();
+    for (to, expected) in [
+        (
+            "REAL = \"float\"",
+            "source.defines.REAL: unknown parameter 'float' (parameters of size sim: blocks, \
+             threads); a define's string is a size expression: for a text value write \
+             `REAL = { text = \"...\" }` (-DREAL=...), for a flag `REAL = true` (-DREAL)",
+        ),
+        (
+            "REAL = { txt = \"float\" }",
+            "source.defines.REAL.txt: unknown key (allowed here: text)",
+        ),
+        (
+            "REAL = { text = \"\" }",
+            "source.defines.REAL.text: a define's text is one line, not empty",
+        ),
+    ] {
+        let changed = text.replace("REAL = { text = \"float\" }", to);
+        let err = Manifest::parse(&from, &changed).err().unwrap().to_string();
+        assert!(err.contains(expected), "{expected} not in {err}");
+        assert!(err.contains("app.toml:9:"), "{err}");
+    }
+}
+
+/// A resume compares the app's hashes: a changed text or flag define must change them (the
+/// manifest is hashed, and the PTX the defines give).
+#[test]
+fn a_changed_typed_or_flag_define_changes_the_app_hash() {
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let hash = |from: &str, to: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["app.toml", "kernel.cu"] {
+            let text = std::fs::read_to_string(fixture_app("typed-defines").join(file)).unwrap();
+            std::fs::write(dir.path().join(file), text.replace(from, to)).unwrap();
+        }
+        let app = load_app_dir(dir.path()).unwrap();
+        gpuwmm::apps::hash::AppHash::of(&*app, Size::Sim, Some(dir.path())).unwrap()
+    };
+    let base = hash("", "");
+    for (from, to) in [
+        ("DEBUG = true", "DEBUG = false"),
+        ("text = \"float\"", "text = \"unsigned\""),
+    ] {
+        let changed = hash(from, to);
+        assert_ne!(changed.sources_sha256, base.sources_sha256, "{to}");
+        assert_ne!(changed.ptx_sha256, base.ptx_sha256, "{to}");
+    }
 }

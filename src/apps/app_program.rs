@@ -16,7 +16,10 @@
 //! manifest's own "no kernel" error for the launch that uses it.
 
 use super::expr::is_identifier;
-use super::host_code::{first_host_line, first_include_of, included_name, unopened_includes};
+use super::host_code::{
+    first_host_line, first_include_of, included_name, unopened_include_sites, unopened_includes,
+};
+use super::kernel_names::{cxx_kernel_name, template_kernels};
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
@@ -184,12 +187,7 @@ impl AppProgram {
             path,
             source: text,
             include_dirs: self.include_dirs.clone(),
-            defines: manifest
-                .plan(size)
-                .defines
-                .iter()
-                .map(|(name, value)| (name.clone(), value.to_string()))
-                .collect(),
+            defines: manifest.plan(size).defines.clone(),
             name_expressions: kernels.to_vec(),
         };
         match compile_program(&program, arch) {
@@ -215,14 +213,26 @@ impl AppProgram {
         let ToolchainError::Nvrtc(NvrtcError::Compile { log, .. }) = &error else {
             return compile_error(error.to_string());
         };
+        // NVRTC names the generated unit; say what it is.
+        let failed = || match &self.listed {
+            Some(_) => compile_error(format!(
+                "NVRTC failed to compile {} ({UNIT_FILE} in its messages is the file gpuwmm \
+                 generates to #include them as one unit):\n{log}",
+                manifest.source_names()
+            )),
+            None => compile_error(error.to_string()),
+        };
         if let Some(host) = self.host_code(source, unit, log) {
             return host;
         }
-        if let Some(name) = unresolved_name(log, &program.name_expressions) {
-            return unknown_kernel(manifest, program, arch, &name, log)
-                .unwrap_or_else(|| compile_error(error.to_string()));
+        if let Some(unopened) = unopened_header(log) {
+            return unopened;
         }
-        compile_error(error.to_string())
+        if let Some(name) = unresolved_name(log, &program.name_expressions) {
+            return unknown_kernel(manifest, source, program, arch, &name, log)
+                .unwrap_or_else(failed);
+        }
+        failed()
     }
 
     /// The error for the first listed file of `unit` that includes a CUDA runtime header NVRTC
@@ -264,6 +274,24 @@ impl AppProgram {
             })
         })
     }
+}
+
+/// The error for the first include NVRTC could not open, at the file and line it is in (a header
+/// of the app, where the listed files hold no host line), naming the standard headers gpuwmm
+/// stands in for.
+fn unopened_header(log: &str) -> Option<AppError> {
+    let (path, line, header) = unopened_include_sites(log).into_iter().next()?;
+    let cccl = crate::toolchain::CudaTools::locate().cccl_include.is_some();
+    let supplied: Vec<String> = crate::toolchain::std_header_names(cccl)
+        .iter()
+        .map(|n| format!("<{n}>"))
+        .collect();
+    Some(AppError::UnopenedHeader {
+        path,
+        line,
+        header,
+        supplied: supplied.join(", "),
+    })
 }
 
 /// The name an `#include` line names (the line itself if it names none).
@@ -308,9 +336,12 @@ fn unresolved_name(log: &str, names: &[String]) -> Option<String> {
 }
 
 /// The manifest's "no kernel" error for `name`, at the first launch that uses it, listing the
-/// kernels the source has (compiled again without name expressions to list them).
+/// kernels the source has by their C++ names (compiled again without name expressions to list
+/// them; the template kernels its files declare are added as `name<...>`), and saying why where
+/// it can: a template named without its arguments, or NVRTC's reason for a name expression.
 fn unknown_kernel(
     manifest: &Manifest,
+    source: &KernelSource,
     program: &CudaProgram,
     arch: &str,
     name: &str,
@@ -321,7 +352,12 @@ fn unknown_kernel(
         ..program.clone()
     };
     let module = crate::ptx::parse(&compile_program(&bare, arch).ok()?.ptx).ok()?;
-    let kernels: Vec<&str> = module.kernels().map(|f| f.name.as_str()).collect();
+    let templates = template_kernels(source.files().map(|(_, text)| text));
+    let kernels: Vec<String> = module
+        .kernels()
+        .map(|f| cxx_kernel_name(&f.name))
+        .chain(templates.iter().map(|t| format!("{}<...>", t.name)))
+        .collect();
     let field = manifest
         .sim
         .launches
@@ -329,19 +365,30 @@ fn unknown_kernel(
         .chain([&manifest.sim.check])
         .find(|l| l.kernel == name)
         .map(|l| format!("{}.kernel", l.field))?;
-    let why = (!is_identifier(name))
-        .then(|| log.lines())
-        .into_iter()
-        .flatten()
-        .find(|l| l.contains("__nv_name_map") && l.contains("error:"))
-        .and_then(|l| l.split("error: ").nth(1))
-        .filter(|w| !w.starts_with("Error in parsing"))
-        .map(|w| format!(" ({w})"))
-        .unwrap_or_default();
+    let template = templates.iter().find(|t| t.name == name.trim());
+    let detail = match template {
+        Some(t) => format!(
+            "'{}' is a template kernel (template <{}>): name it with its template arguments, \
+             e.g. \"{}\"",
+            t.name,
+            t.params,
+            t.example()
+        ),
+        None => (!is_identifier(name))
+            .then(|| log.lines())
+            .into_iter()
+            .flatten()
+            .find(|l| l.contains("__nv_name_map") && l.contains("error:"))
+            .and_then(|l| l.split("error: ").nth(1))
+            .filter(|w| !w.starts_with("Error in parsing"))
+            .map(|w| format!("NVRTC says: {}", w.trim()))
+            .unwrap_or_default(),
+    };
     Some(AppError::Manifest(manifest.field_error(
         field,
         Problem::NoSuchKernel {
-            name: format!("{name}{why}"),
+            name: name.to_string(),
+            detail,
             kernels: kernels.join(", "),
             source: manifest.source_names(),
         },

@@ -7,6 +7,8 @@
 //! so that the error can name it and say how to fix it. It runs only on failure: a host line
 //! NVRTC happens to accept (a plain host function) is never reported.
 
+use std::path::PathBuf;
+
 /// A host line: where, and its text (trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostLine {
@@ -54,6 +56,20 @@ pub fn unopened_includes(log: &str) -> Vec<String> {
         .filter_map(|l| l.split("cannot open source file \"").nth(1))
         .filter_map(|rest| rest.split('"').next())
         .map(str::to_string)
+        .collect()
+}
+
+/// Where an NVRTC log says an include could not be opened: the including file, the line
+/// (1-based) and the name, from `/app/util.cuh(3): catastrophic error: cannot open source file
+/// "cstdio"`.
+pub fn unopened_include_sites(log: &str) -> Vec<(PathBuf, usize, String)> {
+    log.lines()
+        .filter_map(|l| {
+            let (place, rest) = l.split_once(": catastrophic error: cannot open source file \"")?;
+            let name = rest.split('"').next()?;
+            let (file, line) = place.strip_suffix(')')?.rsplit_once('(')?;
+            Some((PathBuf::from(file), line.parse().ok()?, name.to_string()))
+        })
         .collect()
 }
 
@@ -124,11 +140,16 @@ impl Conditions {
         let word = directive.split_whitespace().next().unwrap_or("");
         let rest = directive[word.len()..].trim();
         match word {
-            "ifndef" => self.skipped.push(rest.starts_with("__CUDACC_RTC__")),
-            "if" => self.skipped.push(
-                rest.starts_with("!defined(__CUDACC_RTC__)")
-                    || rest.starts_with("!defined __CUDACC_RTC__"),
-            ),
+            // NVRTC defines both: code under either `#ifndef` is host code it never sees.
+            "ifndef" => self
+                .skipped
+                .push(rest.starts_with("__CUDACC_RTC__") || rest.starts_with("__CUDA_ARCH__")),
+            "if" => self
+                .skipped
+                .push(["__CUDACC_RTC__", "__CUDA_ARCH__"].iter().any(|m| {
+                    rest.starts_with(&format!("!defined({m})"))
+                        || rest.starts_with(&format!("!defined {m}"))
+                })),
             "ifdef" => self.skipped.push(false),
             "else" | "elif" => {
                 // The other branch of a guard is what NVRTC sees; of any other, either may be.
@@ -155,9 +176,10 @@ mod tests {
     #[test]
     fn the_first_unguarded_host_line_is_found() {
         let text = "#include \"own.cuh\"\n__global__ void k() {}\n#ifndef __CUDACC_RTC__\n\
-                    int main() { cudaMalloc(&p, 4); }\n#endif\nvoid run() { k<<<1, 1>>>(); }\n";
+                    int main() { cudaMalloc(&p, 4); }\n#endif\n#if !defined(__CUDA_ARCH__)\n\
+                    void host() { cudaFree(p); }\n#endif\nvoid run() { k<<<1, 1>>>(); }\n";
         let host = first_host_line(text, &[]).unwrap();
-        assert_eq!(host.line, 6);
+        assert_eq!(host.line, 9);
         assert_eq!(host.text, "void run() { k<<<1, 1>>>(); }");
     }
 
@@ -179,6 +201,16 @@ mod tests {
         ] {
             assert_eq!(first_host_line(device, &[]), None, "{device}");
         }
+    }
+
+    #[test]
+    fn the_file_and_line_of_an_unopened_include_are_read_from_the_log() {
+        let log = "nvrtc: warning: old arch\n/app/src/util.cuh(3): catastrophic error: cannot \
+                   open source file \"vector\"\n  #include <vector>\n";
+        assert_eq!(
+            unopened_include_sites(log),
+            [(PathBuf::from("/app/src/util.cuh"), 3, "vector".to_string())]
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod cbe;
 pub mod expr;
 pub mod hash;
 pub mod host_code;
+pub mod kernel_names;
 pub mod manifest;
 pub mod manifest_app;
 pub mod module_vars;
@@ -160,6 +161,23 @@ pub enum AppError {
         /// The first host line (1-based) and its text.
         line: usize,
         text: String,
+    },
+    /// A file of the app includes a header NVRTC cannot open: a host header of the C++ library
+    /// (NVRTC has none) outside those gpuwmm stands in for, or a file that is not there.
+    #[error(
+        "{}:{line}: NVRTC cannot open <{header}>: NVRTC compiles device code only and has no host \
+         C++ library (gpuwmm stands in for {supplied}). Guard host-only includes with `#ifndef \
+         __CUDACC_RTC__` ... `#endif`, or put stub headers in a folder and add it to `include` \
+         in `[source]` of app.toml",
+        .path.display()
+    )]
+    UnopenedHeader {
+        path: PathBuf,
+        /// The `#include` line (1-based).
+        line: usize,
+        header: String,
+        /// The standard headers gpuwmm supplies, as `<cstdio>, <cstdint>, ...`.
+        supplied: String,
     },
     /// A source file includes a device header of the CUDA runtime that NVRTC cannot open: no
     /// toolkit and no `.cuda-tools` with the runtime's headers was found.

@@ -137,7 +137,8 @@ fn setup_is_bad_input(e: &ExecError) -> bool {
             AppError::UnknownApp { .. }
                 | AppError::Manifest(_)
                 | AppError::Compile { .. }
-                | AppError::HostCode { .. },
+                | AppError::HostCode { .. }
+                | AppError::UnopenedHeader { .. },
         ) | ExecError::NoSuchSite { .. }
     )
 }

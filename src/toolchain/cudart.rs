@@ -36,18 +36,6 @@ const DEVICE_HEADERS: [&str; 14] = [
     "crt/",
 ];
 
-/// In-memory headers (name, text) for the C headers whose device part NVRTC builds in:
-/// `assert` needs no header under NVRTC, but kernels include `<assert.h>` or `<cassert>` for
-/// it, which NVRTC cannot open.
-pub fn nvrtc_builtin_shims() -> Vec<(String, String)> {
-    let text = "// gpuwmm: NVRTC defines assert itself; this header only lets the include be.\n\
-                #pragma once\n";
-    ["assert.h", "cassert"]
-        .iter()
-        .map(|name| (name.to_string(), text.to_string()))
-        .collect()
-}
-
 /// The runtime's device-header folder under `root`, if it has one.
 pub fn find_cudart_include(root: &Path) -> Option<PathBuf> {
     CUDART_INCLUDE_DIRS
@@ -80,12 +68,6 @@ mod tests {
         std::fs::create_dir_all(&wheel).unwrap();
         std::fs::write(wheel.join(CUDART_MARKER), "").unwrap();
         assert_eq!(find_cudart_include(tmp.path()), Some(wheel));
-    }
-
-    #[test]
-    fn both_spellings_of_the_assert_header_are_shimmed() {
-        let names: Vec<String> = nvrtc_builtin_shims().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(names, ["assert.h", "cassert"]);
     }
 
     #[test]

@@ -28,10 +28,11 @@ mod nvrtc;
 mod ptxas;
 mod sass;
 mod setup;
+mod std_headers;
 
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
-pub use cudart::{find_cudart_include, is_cudart_device_header, nvrtc_builtin_shims};
+pub use cudart::{find_cudart_include, is_cudart_device_header};
 pub use includes::{include_names, local_includes};
 pub use nvrtc::{
     oldest_arch, resolve_arch, CompileOptions, CompiledPtx, Nvrtc, NvrtcError, PORTABLE_ARCH,
@@ -39,6 +40,7 @@ pub use nvrtc::{
 pub use ptxas::{assemble, disassemble};
 pub use sass::{parse_sass, SassFunction, SassInstruction};
 pub use setup::{install_pinned_tools, InstalledTools, SETUP_SCRIPT};
+pub use std_headers::{nvrtc_std_headers, std_header_names, without_shadowing};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

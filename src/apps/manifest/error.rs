@@ -122,6 +122,9 @@ pub enum Problem {
     },
     NoSuchKernel {
         name: String,
+        /// Why, where known (`'x' is a template kernel ...`, NVRTC's reason), else empty.
+        detail: String,
+        /// The kernels the source has, by their C++ names.
         kernels: String,
         /// The app's source files, as the manifest names them.
         source: String,
@@ -170,9 +173,16 @@ impl fmt::Display for Problem {
             Problem::BadValue { message } => f.write_str(message),
             Problem::NoSuchKernel {
                 name,
+                detail,
                 kernels,
                 source,
-            } => write!(f, "no kernel '{name}' in {source} (kernels: {kernels})"),
+            } => {
+                write!(f, "no kernel '{name}' in {source}")?;
+                if !detail.is_empty() {
+                    write!(f, ": {detail}")?;
+                }
+                write!(f, " (kernels: {kernels})")
+            }
             Problem::ParameterCount {
                 kernel,
                 expected,

@@ -138,8 +138,9 @@ pub struct PlannedLaunch {
 pub struct Plan {
     /// Element count of each buffer, in declaration order.
     pub lengths: Vec<usize>,
-    /// The preprocessor defines of `[source]`, evaluated.
-    pub defines: Vec<(String, i64)>,
+    /// The preprocessor defines of `[source]`, evaluated: `-DNAME=value` (a flag's value is
+    /// `1`, which `-DNAME` means); a define set to `false` is not among them.
+    pub defines: Vec<(String, String)>,
     pub launches: Vec<PlannedLaunch>,
     pub check: PlannedLaunch,
 }
@@ -156,10 +157,21 @@ pub struct SourceSpec {
     pub check_files: Vec<PathBuf>,
     /// Folders searched by `#include`, after the app's folder.
     pub include: Vec<PathBuf>,
-    /// `-D NAME=value`, the values expressions over the size's parameters.
-    pub defines: Vec<(String, Expr)>,
+    /// `-D NAME=value`, in order (a define set to `false` is left out).
+    pub defines: Vec<(String, Define)>,
     /// Whether the manifest has a `[source]` table (without one: `kernel.cu`, compiled alone).
     pub declared: bool,
+}
+
+/// The value of a define of `[source]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Define {
+    /// `NAME = 4`, `NAME = "blocks*2"`: an expression over the size's parameters.
+    Size(Expr),
+    /// `NAME = true`: `-DNAME`.
+    Flag,
+    /// `NAME = { text = "float" }`: `-DNAME=float`, the text as it is.
+    Text(String),
 }
 
 impl Default for SourceSpec {
@@ -286,10 +298,10 @@ impl Manifest {
         module: &Module,
         lowered: &dyn Fn(&str) -> String,
     ) -> Result<(), ManifestError> {
-        let kernels: Vec<&str> = module
+        let kernels: Vec<String> = module
             .functions()
             .filter(|f| f.kind == FunctionKind::Entry)
-            .map(|f| f.name.as_str())
+            .map(|f| crate::apps::kernel_names::cxx_kernel_name(&f.name))
             .collect();
         let launches = self.sim.launches.iter().chain([&self.sim.check]);
         for planned in launches {
@@ -300,6 +312,7 @@ impl Manifest {
                     format!("{}.kernel", spec.field),
                     Problem::NoSuchKernel {
                         name: spec.kernel.clone(),
+                        detail: String::new(),
                         kernels: kernels.join(", "),
                         source: self.source_names(),
                     },

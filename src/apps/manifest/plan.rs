@@ -8,7 +8,8 @@
 use super::error::{join_keys, FieldErrors, ManifestError, Problem};
 use super::validate::Params;
 use super::{
-    ArgSpec, BufferSpec, CheckSpec, LaunchSpec, Plan, PlannedArg, PlannedLaunch, SourceSpec, STEP,
+    ArgSpec, BufferSpec, CheckSpec, Define, LaunchSpec, Plan, PlannedArg, PlannedLaunch,
+    SourceSpec, STEP,
 };
 use crate::apps::expr::{EvalError, Expr};
 use crate::apps::words::ElemType;
@@ -58,7 +59,12 @@ pub(super) fn plan(
         .iter()
         .map(|(name, value)| {
             let field = format!("source.defines.{name}");
-            Ok((name.clone(), planner.eval(value, &field)?))
+            let value = match value {
+                Define::Size(expr) => planner.eval(expr, &field)?.to_string(),
+                Define::Flag => "1".to_string(),
+                Define::Text(text) => text.clone(),
+            };
+            Ok((name.clone(), value))
         })
         .collect::<R<Vec<_>>>()?;
     let lengths = buffers

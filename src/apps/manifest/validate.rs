@@ -10,8 +10,8 @@ use super::error::{join_keys, FieldErrors, ManifestError, Problem};
 use super::plan::{eval, plan};
 use super::raw::{RawBuffer, RawCheck, RawLaunch, RawManifest, RawSizes, RawSource};
 use super::{
-    ArgSpec, BufferSpec, CheckSpec, Init, LaunchSpec, Manifest, SourceSpec, MAX_BUFFER_BYTES, STEP,
-    UNWRITTEN_RESULT,
+    ArgSpec, BufferSpec, CheckSpec, Define, Init, LaunchSpec, Manifest, SourceSpec,
+    MAX_BUFFER_BYTES, STEP, UNWRITTEN_RESULT,
 };
 use crate::apps::expr::{is_identifier, Expr};
 use crate::apps::words::ElemType;
@@ -141,6 +141,43 @@ struct Scope<'a> {
     step: bool,
 }
 
+/// The text of a define written `{ text = "..." }`: one line, not empty.
+fn define_text(table: toml::Table, field: &str, errors: &FieldErrors) -> R<String> {
+    let mut text = None;
+    for (key, value) in table {
+        match (key.as_str(), value) {
+            ("text", Value::String(s)) => text = Some(s),
+            ("text", other) => {
+                return Err(errors.wrong_type(&format!("{field}.text"), "a string", &other))
+            }
+            (other, _) => {
+                return Err(errors.err(
+                    format!("{field}.{other}"),
+                    Problem::UnknownKey {
+                        allowed: "text".to_string(),
+                    },
+                ))
+            }
+        }
+    }
+    let text = text.ok_or_else(|| errors.bad_value(field, "expected { text = \"...\" }"))?;
+    if text.trim().is_empty() || text.contains(['\n', '\r']) {
+        return Err(errors.bad_value(
+            format!("{field}.text"),
+            "a define's text is one line, not empty",
+        ));
+    }
+    Ok(text)
+}
+
+/// An unknown parameter in a define's value, with the forms for values that are not sizes.
+fn hint_of(problem: &Problem, name: &str) -> String {
+    format!(
+        "{problem}; a define's string is a size expression: for a text value write \
+         `{name} = {{ text = \"...\" }}` (-D{name}=...), for a flag `{name} = true` (-D{name})"
+    )
+}
+
 /// `[source]`: paths kept relative (the app's folder is the base), defines checked for both sizes.
 fn source(raw: RawSource, scope: &Scope) -> R<SourceSpec> {
     let errors = scope.errors;
@@ -167,11 +204,26 @@ fn source(raw: RawSource, scope: &Scope) -> R<SourceSpec> {
             if !is_identifier(&name) {
                 return Err(errors.bad_value(field, format!("'{name}' is not a macro name")));
             }
-            let value = expr(&value, &field, errors)?;
-            for (size, params) in scope.params {
-                eval(&value, &field, size, params, errors)?;
-            }
-            defines.push((name, value));
+            let define = match value {
+                Value::Boolean(true) => Define::Flag,
+                Value::Boolean(false) => continue,
+                Value::Table(text) => Define::Text(define_text(text, &field, errors)?),
+                value => {
+                    let value = expr(&value, &field, errors)?;
+                    for (size, params) in scope.params {
+                        eval(&value, &field, size, params, errors).map_err(|e| match e {
+                            ManifestError::Field { ref problem, .. }
+                                if matches!(**problem, Problem::UnknownParameter { .. }) =>
+                            {
+                                errors.bad_value(&field, hint_of(problem, &name))
+                            }
+                            other => other,
+                        })?;
+                    }
+                    Define::Size(value)
+                }
+            };
+            defines.push((name, define));
         }
     }
     Ok(SourceSpec {
