@@ -38,7 +38,7 @@ pub use crate::backend::words::Word;
 pub use builtin::{
     app_name, builtin_apps, find_app, load_app_dir, load_named_app_dir, StrippedVariant,
 };
-pub use manifest::{ManifestError, Problem};
+pub use manifest::{Manifest, ManifestError, Problem};
 pub use manifest_app::ManifestApp;
 pub use words::ElemType;
 
@@ -255,6 +255,11 @@ pub trait App: Send + Sync {
 
     /// For a `-nf` variant, the app whose fences it strips (reports compare fence sets with it).
     fn unstripped(&self) -> Option<&dyn App> {
+        None
+    }
+
+    /// The manifest the app is described by (`None` for an app written in Rust).
+    fn manifest(&self) -> Option<&Manifest> {
         None
     }
 
