@@ -363,3 +363,36 @@ fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
     assert!(second.contains("/b/kernel.cu:1"), "{second}");
     assert!(!second.contains("/a/kernel.cu"), "{second}");
 }
+
+/// Bugs seen with an installed binary run outside the checkout: the top-level help suggested
+/// `gpuwmm ptx sites apps/cbe-dot/kernel.cu` ("No such file or directory", exit 2), and
+/// `gpuwmm ptx sites cbe-dot` warned "/built-in/gpuwmm/apps/cbe-dot/kernel.cu: source lines not
+/// shown: cannot read it", while harden showed the lines from the source in the binary.
+#[test]
+fn an_installed_binary_runs_the_helps_suggestions_and_shows_built_in_lines() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let help = ok(&common::cli::gpuwmm_installed(&["--help"], dir.path()));
+    let footer = &help[help.find("Start with").expect("the footer")..];
+    let suggested: Vec<&str> = footer.split('`').skip(1).step_by(2).collect();
+    assert!(suggested.len() >= 2, "{footer}");
+    for command in suggested.iter().filter(|c| c.starts_with("gpuwmm ")) {
+        let out = common::cli::gpuwmm_installed(&words(command)[1..], dir.path());
+        ok(&out);
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+    let out = common::cli::gpuwmm_installed(&words("ptx sites cbe-dot"), dir.path());
+    let text = ok(&out);
+    assert!(
+        !stderr(&out).contains("source lines not shown"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        text.contains("/built-in/gpuwmm/apps/cbe-dot/kernel.cu:38  [dot]\n       | while (atomicCAS(lock, 0, 1) != 0) {"),
+        "{text}"
+    );
+}

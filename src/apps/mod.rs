@@ -139,6 +139,33 @@ impl KernelSource {
         std::iter::once((self.path.as_path(), self.text.as_str()))
             .chain(self.others.iter().map(|(p, t)| (p.as_path(), t.as_str())))
     }
+
+    /// The file of the source that `name` names, with its text (see [`source_file`]).
+    pub fn file(&self, name: &Path) -> Option<(&Path, &str)> {
+        source_file(self.files(), name)
+    }
+}
+
+/// The text of an app's source file: the one of `files` (an app's, as [`KernelSource::files`]
+/// gives them) that `name` names, as its path or another spelling of it. Reports read an app's
+/// lines here, never from the disk: a built-in app's sources are compiled into the binary, under
+/// a path that exists nowhere for an installed one ([`builtin_apps_dir`]).
+pub fn source_file<'f>(
+    mut files: impl Iterator<Item = (&'f Path, &'f str)>,
+    name: &Path,
+) -> Option<(&'f Path, &'f str)> {
+    files.find(|(path, _)| same_file(name, path))
+}
+
+/// Whether two spellings name the same source: equal, or one relative and the other ending in
+/// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
+/// absolutely).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || (b.is_relative() && a.ends_with(b))
+        || (a.is_relative() && b.ends_with(a))
+        || a.canonicalize()
+            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Everything that can go wrong with an app, other than a failed post-condition.

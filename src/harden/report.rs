@@ -7,7 +7,7 @@
 
 use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
-use crate::apps::KernelSource;
+use crate::apps::{source_file, KernelSource};
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -322,11 +322,9 @@ fn join_notes(placement: Option<String>, notes: Vec<String>) -> Option<String> {
     (!all.is_empty()).then(|| all.join("; "))
 }
 
-/// The one of `files` that `file` names, if any.
-fn app_file<'f>(files: &'f [(&'f Path, &'f str)], file: &str) -> Option<&'f (&'f Path, &'f str)> {
-    files
-        .iter()
-        .find(|(path, _)| same_file(Path::new(file), path))
+/// The one of `files` that `file` names, if any ([`source_file`]).
+fn app_file<'f>(files: &[(&'f Path, &'f str)], file: &str) -> Option<(&'f Path, &'f str)> {
+    source_file(files.iter().copied(), Path::new(file))
 }
 
 /// Where a fence goes ([`PlacedFence::anchors`]) and, when not just after its site's line, in
@@ -439,17 +437,6 @@ fn common_root<'p>(mut paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> Pat
 /// `path` as a diff applied in `root` names it.
 fn diff_name(path: &Path, root: &Path) -> String {
     diff_path(path, root).1
-}
-
-/// Whether two spellings name the same source: equal, or one relative and the other ending in
-/// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
-/// absolutely).
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || (b.is_relative() && a.ends_with(b))
-        || (a.is_relative() && b.ends_with(a))
-        || a.canonicalize()
-            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
