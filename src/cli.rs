@@ -174,7 +174,18 @@ On a Slurm cluster, one job per GPU kind (node feature):
   gpuwmm cost cbe-dot --variants no,cons --runs 100       # no harden result needed
   gpuwmm cost --resume --out results/cost/cuda-seed1      # continue an interrupted measurement")]
     Cost(CostArgs),
-    /// List the applications gpuwmm knows: name, idiom, post-condition.
+    /// List the applications gpuwmm knows: name, idiom, post-condition; or show one as a check
+    /// reads it.
+    ///
+    /// With a name or --app-dir, the app is compiled at both sizes and its launches resolved
+    /// against the kernels compiled, as a check does before its first run: a wrong kernel name,
+    /// argument count or a source NVRTC refuses exits with code 2, naming the file and line.
+    /// Otherwise it shows the sizes, buffers (name, type, length, contents), launches (kernel as
+    /// resolved, grid, block, arguments, repeat) and the check kernel with its inputs.
+    #[command(after_help = "Examples:
+  gpuwmm apps                      # every app: name, idiom, post-condition
+  gpuwmm apps sdk-red              # one built-in app as a check reads it
+  gpuwmm apps --app-dir myapp      # your app: is it read as intended?")]
     Apps(AppsArgs),
     /// Internal: the worker process of `check` and `harden` (JSON lines on stdin and stdout).
     #[command(hide = true)]
@@ -601,7 +612,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct AppsArgs {
-    /// Also load a bring-your-own app: a folder with `kernel.cu` and `app.toml` (see apps/README.md).
+    /// One app to show as a check reads it: compiled at both sizes, its launches resolved
+    /// (sizes, buffers, launches, check); without it (and --app-dir), every app in a list.
+    pub name: Option<String>,
+    /// A bring-your-own app to show as a check reads it: a folder with `kernel.cu` and
+    /// `app.toml` (see apps/README.md); exit code 2 on the errors a check would give.
     #[arg(long)]
     pub app_dir: Option<PathBuf>,
 }

@@ -261,6 +261,10 @@ impl App for StrippedVariant {
         self.base.manifest()
     }
 
+    fn resolved_kernel(&self, size: Size, kernel: &str) -> String {
+        self.base.resolved_kernel(size, kernel)
+    }
+
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
         self.base.run(ctx)
     }

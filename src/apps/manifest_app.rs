@@ -209,6 +209,10 @@ impl App for ManifestApp {
         Some(&self.manifest)
     }
 
+    fn resolved_kernel(&self, size: Size, kernel: &str) -> String {
+        self.lowered(&self.lowered_names(size), kernel)
+    }
+
     fn kernels(&self, size: Size) -> Vec<String> {
         let names = self.lowered_names(size);
         let kernels = self.manifest.app_kernels();

@@ -26,6 +26,7 @@
 pub mod app_program;
 pub mod builtin;
 pub mod cbe;
+pub mod describe;
 pub mod expr;
 pub mod hash;
 pub mod host_code;
@@ -288,6 +289,12 @@ pub trait App: Send + Sync {
     /// The manifest the app is described by (`None` for an app written in Rust).
     fn manifest(&self) -> Option<&Manifest> {
         None
+    }
+
+    /// The name in the module at `size` of the kernel the app names `kernel` (a manifest may
+    /// name a template instance, compiled under a mangled name).
+    fn resolved_kernel(&self, _size: Size, kernel: &str) -> String {
+        kernel.to_string()
     }
 
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
