@@ -426,11 +426,23 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
 }
 
 /// The folder a diff of all `paths` applies in: `cwd` when each lies under it (or is
-/// relative), else the file system's root.
-fn common_root<'p>(mut paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
-    match paths.all(|p| diff_path(p, cwd).0 == cwd) {
-        true => cwd.to_path_buf(),
-        false => PathBuf::from("/"),
+/// relative), else the deepest folder that holds them all (the app's folder for an app whose
+/// files are all in it; the file system's root at worst).
+fn common_root<'p>(paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
+    let paths: Vec<&Path> = paths.collect();
+    if paths.iter().all(|p| diff_path(p, cwd).0 == cwd) {
+        return cwd.to_path_buf();
+    }
+    let mut root = paths
+        .first()
+        .and_then(|p| p.parent())
+        .unwrap_or(Path::new("/"));
+    while !paths.iter().all(|p| p.starts_with(root)) {
+        root = root.parent().unwrap_or(Path::new("/"));
+    }
+    match root.as_os_str().is_empty() {
+        true => PathBuf::from("/"),
+        false => root.to_path_buf(),
     }
 }
 
@@ -549,6 +561,26 @@ mod tests {
             fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
         assert_eq!(report.root, PathBuf::from("/"));
         assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
+    }
+
+    /// Bug: an app folder outside the working directory gave a patch to apply in `/`, its
+    /// files named `a/tmp/proj/kernel.cu`; it applies in the deepest folder holding them all
+    /// now, the app's own.
+    #[test]
+    fn a_patch_outside_the_working_directory_applies_in_the_apps_folder() {
+        let mut source = source();
+        source.path = PathBuf::from("/tmp/proj/src/kernel.cu");
+        source.others = vec![(PathBuf::from("/tmp/proj/inc/util.cuh"), "int x;\n".into())];
+        let sites = vec![site(0, Some("/tmp/proj/src/kernel.cu"), Some(2))];
+        let report =
+            fence_report(&[0], &sites, &source, FenceKind::ScGpu, Path::new("/w")).unwrap();
+        assert_eq!(report.root, PathBuf::from("/tmp/proj"));
+        assert_eq!(report.placed[0].path, "src/kernel.cu");
+        assert!(
+            report.patch.starts_with("--- a/src/kernel.cu\n"),
+            "{}",
+            report.patch
+        );
     }
 
     #[test]
