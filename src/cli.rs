@@ -21,8 +21,8 @@ use std::time::Duration;
 to expose weak-memory bugs, finds a minimal set of fences that makes them stable, and measures \
 what those fences cost. Everything works on a real GPU (--backend cuda) and on a simulator with \
 an operational weak-memory model (--backend sim) for machines without one.",
-    after_help = "Start with `gpuwmm devices`, then `gpuwmm ptx sites apps/cbe-dot/kernel.cu` to see \
-where fences could go."
+    after_help = "Start with `gpuwmm devices`, then `gpuwmm ptx sites cbe-dot` to see where fences \
+could go in a built-in app (`gpuwmm apps` lists them)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -69,7 +69,7 @@ pub enum Command {
     /// r0=1,r1=1; CoRR r0=1,r1=0. `gpuwmm litmus run --help` runs tests written as files.
     #[command(after_help = "Examples:
   gpuwmm litmus mp --backend sim --iterations 10000 --fence-t0 fence.sc.gpu
-  gpuwmm litmus run tests/litmus --backend sim --expect tests/litmus/expected.csv")]
+  gpuwmm litmus generate --out generated && gpuwmm litmus run generated/MP --backend sim")]
     Litmus(LitmusArgs),
     /// Tune memory stress for this chip: critical patch size, access sequence, spread.
     ///
@@ -174,7 +174,18 @@ On a Slurm cluster, one job per GPU kind (node feature):
   gpuwmm cost cbe-dot --variants no,cons --runs 100       # no harden result needed
   gpuwmm cost --resume --out results/cost/cuda-seed1      # continue an interrupted measurement")]
     Cost(CostArgs),
-    /// List the applications gpuwmm knows: name, idiom, post-condition.
+    /// List the applications gpuwmm knows: name, idiom, post-condition; or show one as a check
+    /// reads it.
+    ///
+    /// With a name or --app-dir, the app is compiled at both sizes and its launches resolved
+    /// against the kernels compiled, as a check does before its first run: a wrong kernel name,
+    /// argument count or a source NVRTC refuses exits with code 2, naming the file and line.
+    /// Otherwise it shows the sizes, buffers (name, type, length, contents), launches (kernel as
+    /// resolved, grid, block, arguments, repeat) and the check kernel with its inputs.
+    #[command(after_help = "Examples:
+  gpuwmm apps                      # every app: name, idiom, post-condition
+  gpuwmm apps sdk-red              # one built-in app as a check reads it
+  gpuwmm apps --app-dir myapp      # your app: is it read as intended?")]
     Apps(AppsArgs),
     /// Internal: the worker process of `check` and `harden` (JSON lines on stdin and stdout).
     #[command(hide = true)]
@@ -601,7 +612,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct AppsArgs {
-    /// Also load a bring-your-own app: a folder with `kernel.cu` and `app.toml` (see apps/README.md).
+    /// One app to show as a check reads it: compiled at both sizes, its launches resolved
+    /// (sizes, buffers, launches, check); without it (and --app-dir), every app in a list.
+    pub name: Option<String>,
+    /// A bring-your-own app to show as a check reads it: a folder with `kernel.cu` and
+    /// `app.toml` (see apps/README.md); exit code 2 on the errors a check would give.
     #[arg(long)]
     pub app_dir: Option<PathBuf>,
 }
@@ -859,10 +874,11 @@ pub enum LitmusCommand {
     /// Exit code 1 when a test is UNSOUND, 2 when a file or the CSV is malformed.
     #[command(verbatim_doc_comment)]
     #[command(after_help = "Examples:
-  gpuwmm litmus run ../shared/litmus/ptx/tests --backend sim --executions 2000 \\
-      --expect ../shared/litmus/ptx/expected.csv --csv conformance.csv
-  gpuwmm litmus run tests/litmus/MP+membar.gl.litmus --backend sim --sim-model sc
-  gpuwmm litmus run tests/litmus --backend cuda --instances 1024 --expect tests/litmus/expected.csv")]
+  gpuwmm litmus generate --out generated     # test files and their expected.csv, from the model
+  gpuwmm litmus run generated --backend sim --executions 2000 \\
+      --expect generated/expected.csv --csv conformance.csv
+  gpuwmm litmus run generated/MP/MP+weak+fence.sc+gpu-gpu+cta-each.litmus --backend sim --sim-model sc
+  gpuwmm litmus run generated/MP --backend cuda --instances 1024 --expect generated/expected.csv")]
     Run(LitmusRunArgs),
     /// Print every final state the PTX memory model allows for litmus files, exactly, and with
     /// --expect compare the verdicts with known ones.
@@ -887,8 +903,9 @@ pub enum LitmusCommand {
     /// Exit code 1 when a verdict disagrees with --expect, 2 when a file or the CSV is malformed.
     #[command(verbatim_doc_comment)]
     #[command(after_help = "Examples:
-  gpuwmm litmus model tests/litmus/MP+membar.gl.litmus
-  gpuwmm litmus model ../shared/litmus/ptx/tests --expect ../shared/litmus/ptx/expected.csv")]
+  gpuwmm litmus generate --out generated     # test files and their expected.csv
+  gpuwmm litmus model generated/MP/MP+weak+fence.sc+gpu-gpu+cta-each.litmus
+  gpuwmm litmus model generated --expect generated/expected.csv")]
     Model(LitmusModelArgs),
     /// Write families of litmus tests, with an expected.csv whose verdicts come from the model.
     ///
@@ -1056,6 +1073,35 @@ read_by_name!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every help text of `cmd` and its subcommands, rendered as `--help` prints it.
+    fn help_texts(cmd: &mut clap::Command, into: &mut Vec<(String, String)>) {
+        into.push((
+            cmd.get_name().to_string(),
+            cmd.render_long_help().to_string(),
+        ));
+        for sub in cmd.get_subcommands_mut() {
+            help_texts(sub, into);
+        }
+    }
+
+    /// Regression: the top-level help suggested `gpuwmm ptx sites apps/cbe-dot/kernel.cu` and
+    /// the litmus helps `tests/litmus/…` and `../shared/…`, paths of the build tree that an
+    /// installed binary run from another folder does not have ("No such file or directory").
+    #[test]
+    fn help_examples_name_no_build_tree_path() {
+        use clap::CommandFactory;
+        let mut texts = Vec::new();
+        help_texts(&mut Cli::command(), &mut texts);
+        assert!(texts.len() > 20, "{}", texts.len());
+        for (name, text) in texts {
+            for line in text.lines().filter(|l| l.contains("gpuwmm ")) {
+                for tree in ["apps/", "tests/", "../shared", "results/gpu"] {
+                    assert!(!line.contains(tree), "`{name} --help` suggests {line:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn durations_read_as_people_write_them() {

@@ -6,6 +6,7 @@
 //! wrote there (`/dev/zero`, a FIFO), so it is read only when it is a regular file of at most
 //! [`MAX_SOURCE_BYTES`].
 
+use crate::apps::KernelSource;
 use crate::ptx::{self, Module};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -105,13 +106,29 @@ pub fn read_named_source(path: &Path) -> Result<String, String> {
 pub struct SourceLines {
     files: HashMap<String, Option<Vec<String>>>,
     warnings: Vec<String>,
+    /// The app whose files are read from its source, not from the disk.
+    app: Option<KernelSource>,
 }
 
 impl SourceLines {
+    /// Lines of the files of `app` taken from its source ([`KernelSource::file`], as harden
+    /// takes them: a built-in app's files are in the binary), other files read from the disk.
+    pub fn of_app(app: &KernelSource) -> SourceLines {
+        SourceLines {
+            app: Some(app.clone()),
+            ..SourceLines::default()
+        }
+    }
+
     /// Line `line` (1-based) of `file`; `None` when the file is not read or is shorter.
     pub fn line(&mut self, file: &str, line: u32) -> Option<String> {
         let warnings = &mut self.warnings;
+        let app = self.app.as_ref();
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            let own = app.and_then(|source| source.file(Path::new(file)));
+            if let Some((_, text)) = own {
+                return Some(text.lines().map(str::to_string).collect());
+            }
             match read_named_source(Path::new(file)) {
                 Ok(text) => Some(text.lines().map(str::to_string).collect()),
                 Err(why) => {

@@ -500,3 +500,129 @@ fn a_resume_of_a_journal_that_does_not_exist_names_the_journal_given() {
         );
     }
 }
+
+/// Bugs seen with an installed binary run outside the checkout: the top-level help suggested
+/// `gpuwmm ptx sites apps/cbe-dot/kernel.cu` ("No such file or directory", exit 2), and
+/// `gpuwmm ptx sites cbe-dot` warned "/built-in/gpuwmm/apps/cbe-dot/kernel.cu: source lines not
+/// shown: cannot read it", while harden showed the lines from the source in the binary.
+#[test]
+fn an_installed_binary_runs_the_helps_suggestions_and_shows_built_in_lines() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let help = ok(&common::cli::gpuwmm_installed(&["--help"], dir.path()));
+    let footer = &help[help.find("Start with").expect("the footer")..];
+    let suggested: Vec<&str> = footer.split('`').skip(1).step_by(2).collect();
+    assert!(suggested.len() >= 2, "{footer}");
+    for command in suggested.iter().filter(|c| c.starts_with("gpuwmm ")) {
+        let out = common::cli::gpuwmm_installed(&words(command)[1..], dir.path());
+        ok(&out);
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+    let out = common::cli::gpuwmm_installed(&words("ptx sites cbe-dot"), dir.path());
+    let text = ok(&out);
+    assert!(
+        !stderr(&out).contains("source lines not shown"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        text.contains("/built-in/gpuwmm/apps/cbe-dot/kernel.cu:38  [dot]\n       | while (atomicCAS(lock, 0, 1) != 0) {"),
+        "{text}"
+    );
+}
+
+/// A copy of the fixture app `name` in `dir/<copy>`, with `edit` applied to the text of its
+/// file `file`.
+fn edited_fixture(
+    dir: &std::path::Path,
+    name: &str,
+    copy: &str,
+    file: &str,
+    edit: fn(String) -> String,
+) {
+    let to = dir.join(copy);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(common::fixture_app(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    let path = to.join(file);
+    std::fs::write(&path, edit(std::fs::read_to_string(&path).unwrap())).unwrap();
+}
+
+/// Bug: `gpuwmm apps --app-dir DIR`, offered as "is it read as intended?", passed a wrong
+/// kernel name, a launch with too few arguments and a source NVRTC refuses with exit code 0,
+/// showing only name, idiom, post-condition and source. It now compiles and resolves the app as
+/// a check does (exit 2 on the same errors) and shows what it read.
+#[test]
+fn apps_app_dir_compiles_and_resolves_the_app_as_check_does() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let apps = |copy: &str| common::cli::gpuwmm(&["apps", "--app-dir", copy], dir.path());
+    edited_fixture(dir.path(), "handoff-grid", "name", "app.toml", |t| {
+        t.replace("kernel = \"handoff\"", "kernel = \"handof\"")
+    });
+    assert_bad_input(
+        &apps("name"),
+        "name/app.toml:31: launches[0].kernel: no kernel 'handof'",
+    );
+    edited_fixture(dir.path(), "handoff-grid", "args", "app.toml", |t| {
+        t.replace("[\"data\", \"flag\", \"out\"]", "[\"data\", \"flag\"]")
+    });
+    assert_bad_input(
+        &apps("args"),
+        "args/app.toml:34: launches[0].args: kernel 'handoff' takes 3 parameters, but 2 arguments are given",
+    );
+    edited_fixture(dir.path(), "handoff-grid", "nvrtc", "kernel.cu", |t| {
+        t + "garbage here;\n"
+    });
+    assert_bad_input(&apps("nvrtc"), "identifier \"garbage\" is undefined");
+
+    let shown = ok(&common::cli::gpuwmm(
+        &[
+            "apps",
+            "--app-dir",
+            common::fixture_app("stepred").to_str().unwrap(),
+        ],
+        dir.path(),
+    ));
+    for expected in [
+        "size sim: blocks = 4, steps = 3, threads = 32\n",
+        "      in           i32 x 128      from file input.txt\n",
+        "      input        i32 x 128      copy of in\n",
+        "      launches[0]: stepReduce<int> -> _Z10stepReduceIiEvPKT_PVS0_PS0_ii, grid 4, block 32, repeat 3\n",
+        "        args (step 2): in, partial, out, 2, 3\n",
+        "    check (verdict in result[0], 0 = pass):\n      check: checkSteps -> _Z10checkStepsPKiS0_Pjii, grid 1, block 1\n        args: input, out, result, 128, 3\n",
+        "size gpu: blocks = 32, steps = 8, threads = 128\n",
+        "        args (step 2): in, partial, out, 2, 3\n        …\n        args (step 7): in, partial, out, 7, 8\n",
+    ] {
+        assert!(shown.contains(expected), "{expected:?} not in:\n{shown}");
+    }
+    // A built-in app by its name, its manifest read from the binary.
+    let sdk = ok(&gpuwmm(&words("apps sdk-red")));
+    assert!(sdk.contains("      launches[0]: reduce, grid 4, block 64\n        args: input, partial, out, counter, 512\n"), "{sdk}");
+    let dot = ok(&gpuwmm(&words("apps cbe-dot")));
+    assert!(
+        dot.contains("    kernels: dot (host code in Rust)\n"),
+        "{dot}"
+    );
+}
+
+/// The list of every app compiles none: it works where no NVRTC can be found.
+#[test]
+fn the_list_of_apps_compiles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(common::cli::installed_gpuwmm())
+        .arg("apps")
+        .env("GPUWMM_CUDA_TOOLS", dir.path().join("no-tools"))
+        .env("HOME", dir.path())
+        .env("GPUWMM_CACHE_DIR", dir.path().join("cache"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("cccl-scan-rlx\n"), "{text}");
+    assert!(!dir.path().join("cache").exists(), "nothing compiled");
+}

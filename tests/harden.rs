@@ -871,3 +871,45 @@ fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
         "no fence after the helper's first __syncthreads():\n{stdout}"
     );
 }
+
+/// Bug: `cd /tmp/x && gpuwmm harden --app-dir /tmp/proj` listed the fences as
+/// `tmp/proj/kernel.cu:15` (the leading `/` dropped), and said to apply the patch in `/`, its
+/// files named `a/tmp/proj/kernel.cu`. The list names files outside the working folder
+/// absolutely, and the patch applies in the app's folder with paths relative to it.
+#[test]
+fn a_harden_of_an_app_outside_the_working_folder_patches_in_its_folder() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = dir.path().join("proj");
+    std::fs::create_dir_all(&app).unwrap();
+    for file in ["app.toml", "kernel.cu"] {
+        std::fs::copy(fixture_app("handoff-grid").join(file), app.join(file)).unwrap();
+    }
+    let work = dir.path().join("x");
+    std::fs::create_dir_all(&work).unwrap();
+    let args = [
+        "harden",
+        "--app-dir",
+        app.to_str().unwrap(),
+        "--backend",
+        "sim",
+    ];
+    let out = common::cli::gpuwmm(&[&args[..], &["--stable-runs", "100"]].concat(), &work);
+    let text = ok(&out);
+    let spin = fixture_kernel_line("handoff-grid", "while (*flag == 0)");
+    let listed = format!(
+        "  #0   {}:{spin}  [handoff]",
+        app.join("kernel.cu").display()
+    );
+    assert!(text.contains(&listed), "{listed:?} not in:\n{text}");
+    let apply = format!(
+        "apply it in {} with `git apply` or `patch -p1`",
+        app.display()
+    );
+    assert!(text.contains(&apply), "{apply:?} not in:\n{text}");
+    let patch = &text[text.find("--- a/").expect("a patch")..];
+    assert!(
+        patch.starts_with("--- a/kernel.cu\n+++ b/kernel.cu\n"),
+        "{patch}"
+    );
+    common::git_apply(&app, patch);
+}

@@ -189,6 +189,58 @@ fn force_resumes_an_edited_kernel_and_the_sidecar_records_it() {
     assert_bad_input(&before, "sources recorded sha256 ");
 }
 
+/// `from` and every folder under it, copied into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_tree(&entry.path(), &to.join(entry.file_name())),
+            false => drop(std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap()),
+        }
+    }
+}
+
+/// Bug: the data file a buffer is read from (`init = { file = "input.txt" }`) edited after
+/// `check --journal` started: `--resume` appended runs with other inputs without a word, and
+/// `replay` reported "reproduced: fail (with a different reason)". Both refuse it now, naming
+/// the file, as they refuse an edited kernel.
+#[test]
+fn an_edited_input_file_is_refused_on_resume_and_replay() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/stepred");
+    copy_tree(&fixture, &dir.path().join("app"));
+    let line = "check stepred --app-dir app --env no-str- --backend sim --journal j.csv";
+    assert!(gpuwmm_with(line, "--runs 3", dir.path()).status.success());
+    let journal = dir.path().join("j.csv");
+    assert!(gpuwmm(&words("replay j.csv 1"), dir.path())
+        .status
+        .success());
+    let input = dir.path().join("app/input.txt");
+    let text = std::fs::read_to_string(&input).unwrap();
+    std::fs::write(&input, text.replacen("-9 ", "7 ", 1)).unwrap();
+    let refused = gpuwmm_with(line, "--runs 6 --resume", dir.path());
+    assert_bad_input(
+        &refused,
+        "cannot resume j.csv: the app changed since the journal was written (input file \
+         input.txt recorded sha256 ",
+    );
+    assert_eq!(runs(&journal), [0, 1, 2], "nothing ran");
+    let replay = gpuwmm(&words("replay j.csv 1"), dir.path());
+    assert_bad_input(
+        &replay,
+        "cannot replay a run of j.csv: input file input.txt recorded sha256 ",
+    );
+    // The sources did not change: only the input file is named.
+    assert!(!String::from_utf8_lossy(&replay.stderr).contains("sources recorded"));
+    // Put back, the journal goes on.
+    std::fs::write(&input, text).unwrap();
+    assert!(gpuwmm_with(line, "--runs 5 --resume", dir.path())
+        .status
+        .success());
+    assert_eq!(runs(&journal), [0, 1, 2, 3, 4]);
+}
+
 /// A sidecar written before gpuwmm recorded app hashes cannot show that the app is unchanged:
 /// resume and replay refuse it, and `--force` goes on.
 #[test]

@@ -115,7 +115,9 @@ pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
             app: app.name().to_string(),
             message: format!(
                 "{}: `name` is a built-in app's name; give the app in {} a name of its own",
-                app.manifest().file.display(),
+                App::manifest(&app)
+                    .map_or(dir.join("app.toml"), |m| m.file.clone())
+                    .display(),
                 dir.display()
             ),
         });
@@ -240,6 +242,14 @@ impl App for StrippedVariant {
 
     fn unstripped(&self) -> Option<&dyn App> {
         Some(self.base.as_ref())
+    }
+
+    fn manifest(&self) -> Option<&Manifest> {
+        self.base.manifest()
+    }
+
+    fn resolved_kernel(&self, size: Size, kernel: &str) -> String {
+        self.base.resolved_kernel(size, kernel)
     }
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {

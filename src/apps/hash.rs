@@ -2,9 +2,11 @@
 //! whether the app it runs is the one whose runs the journal holds (see
 //! [`crate::job::settings`]).
 
+use super::manifest::Init;
 use super::{App, AppError, Size, DEFAULT_ARCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// What an app's runs are made of, hashed: its sources and its PTX.
@@ -17,6 +19,12 @@ pub struct AppHash {
     /// SHA-256 over the PTX the app runs at the size: its kernels and its check kernels, as the
     /// NVRTC at hand compiles them, with the app's folder left out of the file names.
     pub ptx_sha256: String,
+    /// SHA-256 of each data file the app's buffers are read from (`init = { file = ... }`), by
+    /// its name as the manifest gives it: over the elements read from it. Empty for an app
+    /// without one, and in journals written before gpuwmm recorded them (which then resume and
+    /// replay without comparing them: their sources hash covers which files are read).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs_sha256: BTreeMap<String, String>,
 }
 
 impl AppHash {
@@ -55,8 +63,23 @@ impl AppHash {
         Ok(AppHash {
             sources_sha256: sources.finish(),
             ptx_sha256: ptx.finish(),
+            inputs_sha256: inputs_hash(app),
         })
     }
+}
+
+/// The hash of each data file `app`'s buffers are read from, by its name in the manifest.
+fn inputs_hash(app: &dyn App) -> BTreeMap<String, String> {
+    let buffers = app.manifest().map_or(&[][..], |m| &m.buffers[..]);
+    let mut hashes = BTreeMap::new();
+    for buffer in buffers {
+        if let (Some(file), Init::Data(data)) = (&buffer.file, &buffer.init) {
+            let mut hasher = Hasher::default();
+            hasher.field(data);
+            hashes.insert(file.to_string_lossy().into_owned(), hasher.finish());
+        }
+    }
+    hashes
 }
 
 /// SHA-256 over length-prefixed fields, so that no two field lists hash the same byte stream.

@@ -53,10 +53,6 @@ impl ManifestApp {
         })
     }
 
-    pub fn manifest(&self) -> &Manifest {
-        &self.manifest
-    }
-
     /// The kernel names a unit is asked to lower: the check unit all, the app unit those it
     /// holds (the check kernel too when it is among the app's files).
     fn unit_kernels(&self, unit: Unit) -> Vec<String> {
@@ -207,6 +203,14 @@ impl App for ManifestApp {
 
     fn source(&self) -> &KernelSource {
         &self.source
+    }
+
+    fn manifest(&self) -> Option<&Manifest> {
+        Some(&self.manifest)
+    }
+
+    fn resolved_kernel(&self, size: Size, kernel: &str) -> String {
+        self.lowered(&self.lowered_names(size), kernel)
     }
 
     fn kernels(&self, size: Size) -> Vec<String> {

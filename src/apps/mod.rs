@@ -26,6 +26,7 @@
 pub mod app_program;
 pub mod builtin;
 pub mod cbe;
+pub mod describe;
 pub mod expr;
 pub mod hash;
 pub mod host_code;
@@ -37,7 +38,7 @@ pub mod words;
 
 pub use crate::backend::words::Word;
 pub use builtin::{builtin_apps, find_app, load_app_dir, load_named_app_dir, StrippedVariant};
-pub use manifest::{ManifestError, Problem};
+pub use manifest::{Manifest, ManifestError, Problem};
 pub use manifest_app::ManifestApp;
 pub use words::ElemType;
 
@@ -138,6 +139,33 @@ impl KernelSource {
         std::iter::once((self.path.as_path(), self.text.as_str()))
             .chain(self.others.iter().map(|(p, t)| (p.as_path(), t.as_str())))
     }
+
+    /// The file of the source that `name` names, with its text (see [`source_file`]).
+    pub fn file(&self, name: &Path) -> Option<(&Path, &str)> {
+        source_file(self.files(), name)
+    }
+}
+
+/// The text of an app's source file: the one of `files` (an app's, as [`KernelSource::files`]
+/// gives them) that `name` names, as its path or another spelling of it. Reports read an app's
+/// lines here, never from the disk: a built-in app's sources are compiled into the binary, under
+/// a path that exists nowhere for an installed one ([`builtin_apps_dir`]).
+pub fn source_file<'f>(
+    mut files: impl Iterator<Item = (&'f Path, &'f str)>,
+    name: &Path,
+) -> Option<(&'f Path, &'f str)> {
+    files.find(|(path, _)| same_file(name, path))
+}
+
+/// Whether two spellings name the same source: equal, or one relative and the other ending in
+/// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
+/// absolutely).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || (b.is_relative() && a.ends_with(b))
+        || (a.is_relative() && b.ends_with(a))
+        || a.canonicalize()
+            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Everything that can go wrong with an app, other than a failed post-condition.
@@ -272,6 +300,17 @@ pub trait App: Send + Sync {
     /// For a `-nf` variant, the app whose fences it strips (reports compare fence sets with it).
     fn unstripped(&self) -> Option<&dyn App> {
         None
+    }
+
+    /// The manifest the app is described by (`None` for an app written in Rust).
+    fn manifest(&self) -> Option<&Manifest> {
+        None
+    }
+
+    /// The name in the module at `size` of the kernel the app names `kernel` (a manifest may
+    /// name a template instance, compiled under a mangled name).
+    fn resolved_kernel(&self, _size: Size, kernel: &str) -> String {
+        kernel.to_string()
     }
 
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.

@@ -7,7 +7,7 @@
 
 use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
-use crate::apps::KernelSource;
+use crate::apps::{source_file, KernelSource};
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -322,11 +322,9 @@ fn join_notes(placement: Option<String>, notes: Vec<String>) -> Option<String> {
     (!all.is_empty()).then(|| all.join("; "))
 }
 
-/// The one of `files` that `file` names, if any.
-fn app_file<'f>(files: &'f [(&'f Path, &'f str)], file: &str) -> Option<&'f (&'f Path, &'f str)> {
-    files
-        .iter()
-        .find(|(path, _)| same_file(Path::new(file), path))
+/// The one of `files` that `file` names, if any ([`source_file`]).
+fn app_file<'f>(files: &[(&'f Path, &'f str)], file: &str) -> Option<(&'f Path, &'f str)> {
+    source_file(files.iter().copied(), Path::new(file))
 }
 
 /// Where a fence goes ([`PlacedFence::anchors`]) and, when not just after its site's line, in
@@ -428,28 +426,29 @@ fn placement_note(anchors: &[(String, Anchor)], outside: &[String], own: (&str, 
 }
 
 /// The folder a diff of all `paths` applies in: `cwd` when each lies under it (or is
-/// relative), else the file system's root.
-fn common_root<'p>(mut paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
-    match paths.all(|p| diff_path(p, cwd).0 == cwd) {
-        true => cwd.to_path_buf(),
-        false => PathBuf::from("/"),
+/// relative), else the deepest folder that holds them all (the app's folder for an app whose
+/// files are all in it; the file system's root at worst).
+fn common_root<'p>(paths: impl Iterator<Item = &'p Path>, cwd: &Path) -> PathBuf {
+    let paths: Vec<&Path> = paths.collect();
+    if paths.iter().all(|p| diff_path(p, cwd).0 == cwd) {
+        return cwd.to_path_buf();
+    }
+    let mut root = paths
+        .first()
+        .and_then(|p| p.parent())
+        .unwrap_or(Path::new("/"));
+    while !paths.iter().all(|p| p.starts_with(root)) {
+        root = root.parent().unwrap_or(Path::new("/"));
+    }
+    match root.as_os_str().is_empty() {
+        true => PathBuf::from("/"),
+        false => root.to_path_buf(),
     }
 }
 
 /// `path` as a diff applied in `root` names it.
 fn diff_name(path: &Path, root: &Path) -> String {
     diff_path(path, root).1
-}
-
-/// Whether two spellings name the same source: equal, or one relative and the other ending in
-/// it (a bring-your-own app given as a relative `--app-dir`, while NVRTC names files
-/// absolutely).
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || (b.is_relative() && a.ends_with(b))
-        || (a.is_relative() && b.ends_with(a))
-        || a.canonicalize()
-            .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// Where a diff of `path` applies and the path it names: relative to `cwd` when `path` lies
@@ -562,6 +561,26 @@ mod tests {
             fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
         assert_eq!(report.root, PathBuf::from("/"));
         assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
+    }
+
+    /// Bug: an app folder outside the working directory gave a patch to apply in `/`, its
+    /// files named `a/tmp/proj/kernel.cu`; it applies in the deepest folder holding them all
+    /// now, the app's own.
+    #[test]
+    fn a_patch_outside_the_working_directory_applies_in_the_apps_folder() {
+        let mut source = source();
+        source.path = PathBuf::from("/tmp/proj/src/kernel.cu");
+        source.others = vec![(PathBuf::from("/tmp/proj/inc/util.cuh"), "int x;\n".into())];
+        let sites = vec![site(0, Some("/tmp/proj/src/kernel.cu"), Some(2))];
+        let report =
+            fence_report(&[0], &sites, &source, FenceKind::ScGpu, Path::new("/w")).unwrap();
+        assert_eq!(report.root, PathBuf::from("/tmp/proj"));
+        assert_eq!(report.placed[0].path, "src/kernel.cu");
+        assert!(
+            report.patch.starts_with("--- a/src/kernel.cu\n"),
+            "{}",
+            report.patch
+        );
     }
 
     #[test]

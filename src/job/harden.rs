@@ -495,7 +495,7 @@ fn fence_places(fences: &[OwnFence]) -> String {
 }
 
 /// `file` relative to `cwd` when it lies under it, else as it is.
-fn shown_path(file: &str, cwd: &Path) -> String {
+pub(super) fn shown_path(file: &str, cwd: &Path) -> String {
     let path = Path::new(file);
     match path.strip_prefix(cwd_as_spelled_in(path, cwd)) {
         Ok(relative) if path.is_absolute() => relative.display().to_string(),

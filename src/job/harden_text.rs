@@ -4,7 +4,7 @@
 
 use super::harden::{
     braces, communication_source, first_failure, first_failure_of, original_fences_note,
-    race_kept_text, replay_command, Hardening, REQUIRED,
+    race_kept_text, replay_command, shown_path, Hardening, REQUIRED,
 };
 use super::naming::resuming_note;
 use super::JobError;
@@ -100,7 +100,10 @@ impl<'a> HardenText<'a> {
             )?;
         }
         let show_kind = !(hardened.kinds.is_empty() && hardened.required.is_none());
+        let cwd = std::env::current_dir().unwrap_or_default();
         for fence in &report.placed {
+            // Relative to the working folder when the file lies in it, else absolute.
+            let path = shown_path(&report.root.join(&fence.path).to_string_lossy(), &cwd);
             let kind = match show_kind {
                 true => format!("{}  ", fence.kind),
                 false => String::new(),
@@ -109,7 +112,7 @@ impl<'a> HardenText<'a> {
                 f,
                 "  #{:<3} {}:{}  [{}]  {kind}{}",
                 fence.site.id,
-                fence.path,
+                path,
                 fence.line,
                 source_name(&fence.site.function),
                 fence.text

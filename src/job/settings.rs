@@ -167,6 +167,8 @@ const SOURCES: &str = "sources";
 const PTX: &str = "PTX";
 /// The journal's value of sources or PTX when its sidecar records no hashes.
 const NOT_RECORDED: &str = "no hash (written before gpuwmm recorded one)";
+/// An input data file, in a [`Difference`]: this, then the file's name.
+const INPUT_FILE: &str = "input file ";
 
 /// The hashes of `target`'s app as it is now.
 pub fn app_hash(target: &Target) -> Result<AppHash, JobError> {
@@ -196,7 +198,7 @@ pub fn hash_differences(recorded: Option<&AppHash>, now: &AppHash) -> Vec<Differ
             &now.ptx_sha256,
         ),
     ];
-    pairs
+    let mut found: Vec<Difference> = pairs
         .into_iter()
         .filter(|(_, journal, now)| *journal != Some(now.as_str()))
         .map(|(option, journal, now)| Difference {
@@ -204,7 +206,25 @@ pub fn hash_differences(recorded: Option<&AppHash>, now: &AppHash) -> Vec<Differ
             journal: journal.unwrap_or(NOT_RECORDED).to_string(),
             given: now.clone(),
         })
-        .collect()
+        .collect();
+    // A journal that records no input file was written before gpuwmm recorded them, or its app
+    // reads none (a manifest that reads one now differs in its sources).
+    let recorded_inputs = recorded.map(|h| &h.inputs_sha256).filter(|i| !i.is_empty());
+    if let Some(recorded) = recorded_inputs {
+        let files: BTreeSet<&String> = recorded.keys().chain(now.inputs_sha256.keys()).collect();
+        for file in files {
+            let (journal, given) = (recorded.get(file), now.inputs_sha256.get(file));
+            if journal != given {
+                let value = |v: Option<&String>| v.cloned().unwrap_or_else(|| "none".to_string());
+                found.push(Difference {
+                    option: format!("{INPUT_FILE}{file}"),
+                    journal: value(journal),
+                    given: value(given),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// A resume of the check or harden `journal` (`rows` rows recorded): the options `given` whose
@@ -335,6 +355,14 @@ pub fn hash_at(current: Option<AppHash>, forced: &[Forced], row: usize) -> Optio
                 }),
                 (PTX, Some(h), Some(v)) => Some(AppHash { ptx_sha256: v, ..h }),
                 (SOURCES | PTX, _, None) => None,
+                (option, Some(mut h), value) if option.starts_with(INPUT_FILE) => {
+                    let file = option[INPUT_FILE.len()..].to_string();
+                    match value {
+                        Some(v) => h.inputs_sha256.insert(file, v),
+                        None => h.inputs_sha256.remove(&file),
+                    };
+                    Some(h)
+                }
                 (_, h, _) => h,
             };
         }
@@ -379,6 +407,7 @@ mod tests {
         AppHash {
             sources_sha256: s.to_string().repeat(64),
             ptx_sha256: p.to_string().repeat(64),
+            inputs_sha256: BTreeMap::new(),
         }
     }
 
@@ -404,6 +433,43 @@ mod tests {
             edited[0].to_string(),
             "sources recorded sha256 aaaaaaaaaaaa…, now sha256 cccccccccccc…"
         );
+    }
+
+    /// `hash(s, p)` reading the input files `inputs` (name, hash digit).
+    fn with_inputs(s: char, p: char, inputs: &[(&str, char)]) -> AppHash {
+        let inputs = inputs
+            .iter()
+            .map(|(f, h)| (f.to_string(), h.to_string().repeat(64)));
+        AppHash {
+            inputs_sha256: inputs.collect(),
+            ..hash(s, p)
+        }
+    }
+
+    /// Bug: a resume or replay did not notice an edited input data file (`init = { file = … }`):
+    /// its runs went on with other inputs. Each input file is compared now, by name; a journal
+    /// that recorded none (written before) compares sources and PTX only.
+    #[test]
+    fn a_changed_input_file_is_a_difference_unless_the_journal_recorded_none() {
+        let recorded = with_inputs('a', 'b', &[("in.txt", 'e'), ("w.bin", 'f')]);
+        let now = with_inputs('a', 'b', &[("in.txt", '1'), ("w.bin", 'f')]);
+        let found = hash_differences(Some(&recorded), &now);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].to_string(),
+            "input file in.txt recorded sha256 eeeeeeeeeeee…, now sha256 111111111111…"
+        );
+        assert!(hash_differences(Some(&recorded), &recorded).is_empty());
+        // A journal from before input files were hashed resumes as it did.
+        assert!(hash_differences(Some(&hash('a', 'b')), &now).is_empty());
+        // A forced resume past the edit: earlier rows replay with the file they read.
+        let forced = vec![Forced {
+            at: "t".into(),
+            from_row: 5,
+            differences: found,
+        }];
+        assert_eq!(hash_at(Some(now.clone()), &forced, 4), Some(recorded));
+        assert_eq!(hash_at(Some(now.clone()), &forced, 5), Some(now));
     }
 
     #[test]

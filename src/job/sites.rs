@@ -2,7 +2,9 @@
 //! number them, or the sites of a kernel file as it is. One place decides which, so the
 //! command only prints.
 
-use crate::apps::{app_sites, find_app, load_app_dir, load_named_app_dir, AppError, Size};
+use crate::apps::{
+    app_sites, find_app, load_app_dir, load_named_app_dir, AppError, KernelSource, Size,
+};
 use crate::input::{load_kernel_file, InputError, SourceLines};
 use crate::ptx::demangle::source_name;
 use crate::ptx::passes::fences::{fence_sites, FenceSite, Granularity};
@@ -22,14 +24,15 @@ pub enum SitesError {
 /// kernel), or the sites of an app or a PTX file, as they are numbered when it runs.
 pub enum Listed {
     Cuda(Vec<FenceSite>),
-    App(Vec<FenceSite>),
+    /// An app's sites with its source (whose lines are shown from it), or a PTX file's.
+    App(Vec<FenceSite>, Option<KernelSource>),
 }
 
 impl Listed {
     /// The sites, in id order.
     pub fn sites(&self) -> &[FenceSite] {
         match self {
-            Listed::Cuda(sites) | Listed::App(sites) => sites,
+            Listed::Cuda(sites) | Listed::App(sites, _) => sites,
         }
     }
 
@@ -55,7 +58,10 @@ impl Listed {
     /// The listing as text (each site with its place, source line and PTX accesses, then the
     /// count and any note), and warnings about source files whose lines are not shown.
     pub fn render(&self) -> (String, Vec<String>) {
-        let mut sources = SourceLines::default();
+        let mut sources = match self {
+            Listed::App(_, Some(source)) => SourceLines::of_app(source),
+            _ => SourceLines::default(),
+        };
         let mut text = String::new();
         for (i, site) in self.sites().iter().enumerate() {
             if let Some(heading) = self.heading(i) {
@@ -93,7 +99,7 @@ pub fn list_sites(
             let sites = fence_sites(&load_kernel_file(input, arch)?.module, granularity);
             return Ok(match input.extension().is_some_and(|e| e == "cu") {
                 true => Listed::Cuda(sites),
-                false => Listed::App(sites),
+                false => Listed::App(sites, None),
             });
         }
     }
@@ -103,7 +109,8 @@ pub fn list_sites(
         (None, Some(name)) => find_app(&name.to_string_lossy())?,
         (None, None) => find_app("")?,
     };
-    Ok(Listed::App(app_sites(&*app, Size::Sim, granularity)?))
+    let sites = app_sites(&*app, Size::Sim, granularity)?;
+    Ok(Listed::App(sites, Some(app.source().clone())))
 }
 
 /// Whether `path` names a file rather than an app: it exists, or has an extension or a folder.
@@ -136,5 +143,45 @@ fn site_text(text: &mut String, site: &FenceSite, sources: &mut SourceLines) {
             _ => String::new(),
         };
         let _ = writeln!(text, "       > {}{inner}", access.ptx.replace('\t', " "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::passes::fences::SourceLine;
+    use std::path::PathBuf;
+
+    /// Bug: `ptx sites cbe-dot` from an installed binary warned "source lines not shown: cannot
+    /// read it" for `/built-in/gpuwmm/apps/cbe-dot/kernel.cu`, while harden showed the lines: an
+    /// app's lines now come from its source, as harden takes them, never from the disk.
+    #[test]
+    fn an_apps_site_lines_come_from_its_source_not_the_disk() {
+        let file = "/built-in/gpuwmm/apps/nowhere/kernel.cu";
+        assert!(!Path::new(file).exists());
+        let source = KernelSource::single(PathBuf::from(file), "a();\nb = 1;\n".into());
+        let site = FenceSite {
+            id: 0,
+            function: "k".into(),
+            source: Some(SourceLine {
+                file: file.into(),
+                line: 2,
+            }),
+            accesses: Vec::new(),
+        };
+        let listed = Listed::App(vec![site.clone()], Some(source));
+        let (text, warnings) = listed.render();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(
+            text.contains(&format!("#0   {file}:2  [k]\n       | b = 1;\n")),
+            "{text}"
+        );
+        // A PTX file's sites (no app) still read the disk, and say why a line is missing.
+        let (text, warnings) = Listed::App(vec![site], None).render();
+        assert!(!text.contains("b = 1;"), "{text}");
+        assert!(
+            warnings[0].contains("source lines not shown"),
+            "{warnings:?}"
+        );
     }
 }

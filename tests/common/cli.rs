@@ -110,3 +110,38 @@ pub fn campaign_args<'a>(
         out,
     ]
 }
+
+/// A copy of the built `gpuwmm` outside the checkout, as `cargo install` leaves it: it takes
+/// built-in apps from the binary and names their sources under `/built-in/gpuwmm/apps`. One
+/// copy per test binary.
+#[allow(dead_code)]
+pub fn installed_gpuwmm() -> &'static Path {
+    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, exe) = COPY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("gpuwmm");
+        std::fs::copy(env!("CARGO_BIN_EXE_gpuwmm"), &exe).unwrap();
+        (dir, exe)
+    });
+    exe
+}
+
+/// Runs the [`installed_gpuwmm`] with `args` in `dir` (a folder outside the checkout), with the
+/// tests' CUDA tools (`$GPUWMM_CUDA_TOOLS`) and a PTX cache and home in `dir`.
+#[allow(dead_code)]
+pub fn gpuwmm_installed(args: &[&str], dir: &Path) -> Output {
+    let mut command = Command::new(installed_gpuwmm());
+    if let Some(root) = gpuwmm::toolchain::tools_for_tests().and_then(|t| t.root) {
+        command.env("GPUWMM_CUDA_TOOLS", root);
+    }
+    command
+        .args(args)
+        .env("GPUWMM_CACHE_DIR", dir.join(".cache"))
+        .env("HOME", dir)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}

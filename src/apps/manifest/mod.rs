@@ -75,6 +75,9 @@ pub struct BufferSpec {
     pub elem: ElemType,
     pub length: Expr,
     pub init: Init,
+    /// The data file `init` was read from (`{ file = "..." }`), as the manifest names it
+    /// (relative to its folder).
+    pub file: Option<PathBuf>,
 }
 
 /// A launch argument as written.

@@ -289,13 +289,18 @@ fn buffer(raw: RawBuffer, field: &str, earlier: &[BufferSpec], scope: &Scope) ->
         }
     }
     let init_field = format!("{field}.init");
-    let init = match raw.init {
+    let raw_init = raw.init;
+    let init = match &raw_init {
         None => Init::Zero,
         Some(Value::Table(t)) if t.len() == 1 && t.contains_key("copy") => {
             let source_field = format!("{init_field}.copy");
             copy_of(&t["copy"], &source_field, elem, &length, earlier, scope)?
         }
-        Some(v) => init(&v, &init_field, elem, errors)?,
+        Some(v) => init(v, &init_field, elem, errors)?,
+    };
+    let file = match &raw_init {
+        Some(Value::Table(t)) => t.get("file").and_then(Value::as_str).map(PathBuf::from),
+        _ => None,
     };
     if let Init::Data(image) = &init {
         long_enough(
@@ -311,6 +316,7 @@ fn buffer(raw: RawBuffer, field: &str, earlier: &[BufferSpec], scope: &Scope) ->
         elem,
         length,
         init,
+        file,
     })
 }
 
