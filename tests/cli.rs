@@ -626,3 +626,19 @@ fn the_list_of_apps_compiles_nothing() {
     assert!(text.contains("cccl-scan-rlx\n"), "{text}");
     assert!(!dir.path().join("cache").exists(), "nothing compiled");
 }
+
+/// Bug: an installed binary's harden of a built-in app said "apply it in
+/// /built-in/gpuwmm/apps/sdk-red", a folder that exists nowhere; the patch applies to a copy of
+/// the app's folder of the repository, with paths relative to it.
+#[test]
+fn an_installed_binarys_patch_of_a_built_in_app_names_where_it_applies() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let args = words("harden sdk-red-nf --backend sim --stable-runs 50 --journal h.csv");
+    let text = ok(&common::cli::gpuwmm_installed(&args, dir.path()));
+    assert!(
+        text.contains("apply it in a copy of apps/sdk-red of gpuwmm's repository"),
+        "{text}"
+    );
+    assert!(!text.contains("apply it in /built-in"), "{text}");
+    assert!(text.contains("--- a/kernel.cu\n"), "{text}");
+}

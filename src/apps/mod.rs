@@ -714,6 +714,21 @@ pub fn builtin_apps_dir() -> &'static Path {
     &DIR
 }
 
+/// Where a patch whose paths are relative to `root` applies, as a report says it: `root`
+/// itself, or, for a built-in app's folder that exists nowhere (an installed binary, see
+/// [`builtin_apps_dir`]), a copy of that folder of gpuwmm's repository.
+pub fn patch_destination(root: &Path) -> String {
+    let dir = builtin_apps_dir();
+    match root.strip_prefix(dir) {
+        Ok(app) if !dir.exists() => format!(
+            "a copy of apps/{} of gpuwmm's repository (the built-in app's sources are compiled \
+             into this binary)",
+            app.display()
+        ),
+        _ => root.display().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,5 +747,19 @@ mod tests {
         // Reports that print the cause chain (anyhow's `{:#}`) would repeat a source.
         assert!(std::error::Error::source(&e).is_none());
         assert!(matches!(e.backend_error(), Some(BackendError::Fault(_))));
+    }
+
+    /// Bug: an installed binary's harden of a built-in app said to apply the patch in
+    /// `/built-in/gpuwmm/apps/sdk-red`, which exists nowhere.
+    #[test]
+    fn a_patch_of_a_built_in_app_applies_to_a_copy_of_its_folder_when_there_is_none() {
+        let root = builtin_apps_dir().join("sdk-red");
+        let said = patch_destination(&root);
+        match builtin_apps_dir().exists() {
+            true => assert_eq!(said, root.display().to_string()),
+            false => assert!(said.starts_with("a copy of apps/sdk-red of"), "{said}"),
+        }
+        let elsewhere = Path::new("/tmp/proj");
+        assert_eq!(patch_destination(elsewhere), "/tmp/proj");
     }
 }

@@ -199,7 +199,7 @@ impl<'a> HardenText<'a> {
             f,
             "\npatch (written to {}; apply it in {} with `git apply` or `patch -p1`):",
             patch_path.display(),
-            report.root.display()
+            crate::apps::patch_destination(&report.root)
         )?;
         write!(f, "{}", report.patch)
     }
