@@ -451,15 +451,22 @@ fn an_unknown_cxx_kernel_name_is_a_manifest_error_at_its_launch() {
             _ => text.replace("stepReduce<int>", name),
         };
         std::fs::write(&manifest, changed).unwrap();
-        let err = load_app_dir(dir.path())
-            .unwrap()
-            .module(DEFAULT_ARCH, Size::Sim)
-            .err()
-            .unwrap();
-        let message = err.to_string();
-        assert!(matches!(err, AppError::Manifest(_)), "{message}");
+        let message = manifest_error_of_module(dir.path());
         assert!(message.contains(expected), "{expected} not in {message}");
     }
+}
+
+/// The manifest error building the module of the app in `dir` gives (panics on another error or
+/// none).
+fn manifest_error_of_module(dir: &Path) -> String {
+    let err = load_app_dir(dir)
+        .unwrap()
+        .module(DEFAULT_ARCH, Size::Sim)
+        .err()
+        .unwrap();
+    let message = err.to_string();
+    assert!(matches!(err, AppError::Manifest(_)), "{message}");
+    message
 }
 
 /// Kernels were listed by their mangled PTX names (`_Z10checkStepsPKiS0_Pjii`) and template
@@ -486,12 +493,7 @@ fn a_template_kernel_named_without_arguments_is_told_so_with_kernels_by_cxx_name
         ),
     ] {
         std::fs::write(&manifest, text.replace(from, to)).unwrap();
-        let err = load_app_dir(dir.path())
-            .unwrap()
-            .module(DEFAULT_ARCH, Size::Sim)
-            .err()
-            .unwrap();
-        let message = err.to_string();
+        let message = manifest_error_of_module(dir.path());
         assert!(message.contains(expected), "{expected} not in {message}");
         assert!(message.contains("stepReduce<...>"), "{message}");
         assert!(!message.contains("_Z"), "{message}");
