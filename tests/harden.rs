@@ -886,14 +886,7 @@ fn a_harden_of_an_app_outside_the_working_folder_patches_in_its_folder() {
     }
     let work = dir.path().join("x");
     std::fs::create_dir_all(&work).unwrap();
-    let args = [
-        "harden",
-        "--app-dir",
-        app.to_str().unwrap(),
-        "--backend",
-        "sim",
-    ];
-    let out = common::cli::gpuwmm(&[&args[..], &["--stable-runs", "100"]].concat(), &work);
+    let out = common::cli::harden_on_sim(&app, &work, &["--stable-runs", "100"]);
     let text = ok(&out);
     let spin = fixture_kernel_line("handoff-grid", "while (*flag == 0)");
     let listed = format!(

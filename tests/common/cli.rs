@@ -22,14 +22,18 @@ pub fn gpuwmm(args: &[&str], dir: &Path) -> Output {
 /// `gpuwmm harden --app-dir <the fixture app> --backend sim --journal h.csv <extra…>` in `dir`.
 pub fn harden_fixture_on_sim(app: &str, dir: &Path, extra: &[&str]) -> Output {
     let app = super::fixture_app(app);
+    harden_on_sim(&app, dir, &[&["--journal", "h.csv"], extra].concat())
+}
+
+/// `gpuwmm harden --app-dir <app_dir> --backend sim <extra…>` in `dir`.
+#[allow(dead_code)]
+pub fn harden_on_sim(app_dir: &Path, dir: &Path, extra: &[&str]) -> Output {
     let args = [
         "harden",
         "--app-dir",
-        app.to_str().unwrap(),
+        app_dir.to_str().unwrap(),
         "--backend",
         "sim",
-        "--journal",
-        "h.csv",
     ];
     gpuwmm(&[&args[..], extra].concat(), dir)
 }
