@@ -101,7 +101,7 @@ fn a_site_range_past_the_last_site_is_refused_before_it_is_expanded() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let args = words("check cbe-dot --backend sim --runs 1 --fences 0-4294967295");
     let out = gpuwmm(&args, dir.path());
-    assert_bad_input(&out, "no fence site 4294967295 (the module has 6 sites");
+    assert_bad_input(&out, "no fence site 4294967295 (the module has 8 sites");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ fn ptx_sites_of_an_app_numbers_what_check_numbers_and_a_cu_file_lists_per_kernel
     assert!(file.contains("8 fence sites") && file.contains("note: numbered over every"));
     // A built-in app by name.
     let cbe = stdout_of(&gpuwmm(&words("ptx sites cbe-dot"), dir.path()));
-    assert!(cbe.contains("6 fence sites"), "{cbe}");
+    assert!(cbe.contains("8 fence sites"), "{cbe}");
 }
 
 // ---------------------------------------------------------------------------------------------
