@@ -19,10 +19,11 @@ use super::expr::is_identifier;
 use super::host_code::{
     first_host_line, first_include_of, included_name, unopened_include_sites, unopened_includes,
 };
-use super::kernel_names::{cxx_kernel_name, template_kernels};
+use super::kernel_names::template_kernels;
 use super::manifest::{Manifest, Problem};
 use super::{AppError, KernelSource, Size};
 use crate::compile::{compile_program, CudaProgram};
+use crate::ptx::demangle::call_name;
 use crate::toolchain::{is_cudart_device_header, CompiledPtx, NvrtcError, ToolchainError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -355,7 +356,7 @@ fn unknown_kernel(
     let templates = template_kernels(source.files().map(|(_, text)| text));
     let kernels: Vec<String> = module
         .kernels()
-        .map(|f| cxx_kernel_name(&f.name))
+        .map(|f| call_name(&f.name))
         .chain(templates.iter().map(|t| format!("{}<...>", t.name)))
         .collect();
     let field = manifest

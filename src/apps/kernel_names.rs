@@ -2,24 +2,10 @@
 //!
 //! The PTX of a C++ kernel names it by its mangled symbol (`_Z10checkChainPKfS0_iiPi`), and a
 //! template kernel is in the PTX only once instantiated, so listing the PTX's entries told a user
-//! neither what to write in `kernel = ...` nor that a template exists. This file demangles PTX
-//! names to the form the manifest takes (`checkChain`, `chainStep<float, 256>`: no parameters,
-//! no return type) and finds the template kernels a source declares, with their parameter lists,
-//! so the error can say that a name needs its template arguments.
-
-use cpp_demangle::{DemangleOptions, Symbol};
-
-/// `name` (a PTX entry name) as C++ writes it: demangled without parameters or return type; an
-/// `extern "C"` or otherwise unmangled name as it is.
-pub fn cxx_kernel_name(name: &str) -> String {
-    Symbol::new(name.as_bytes())
-        .ok()
-        .and_then(|symbol| {
-            let options = DemangleOptions::new().no_params().no_return_type();
-            symbol.demangle_with_options(&options).ok()
-        })
-        .unwrap_or_else(|| name.to_string())
-}
+//! neither what to write in `kernel = ...` nor that a template exists. The error lists PTX names
+//! in the form the manifest takes ([`crate::ptx::demangle::call_name`]: `checkChain`,
+//! `chainStep<float, 256>`), and this file finds the template kernels a source declares, with
+//! their parameter lists, so the error can say that a name needs its template arguments.
 
 /// A `__global__` function template a source declares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,16 +151,6 @@ fn split_top_level(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mangled_kernel_names_are_shown_as_cxx_names() {
-        assert_eq!(cxx_kernel_name("_Z10checkChainPKfS0_iiPi"), "checkChain");
-        assert_eq!(
-            cxx_kernel_name("_Z9chainStepIfLi256EEvPfi"),
-            "chainStep<float, 256>"
-        );
-        assert_eq!(cxx_kernel_name("handoff_check"), "handoff_check");
-    }
 
     #[test]
     fn template_kernels_are_found_with_their_parameters() {

@@ -12,6 +12,19 @@ pub fn source_name(name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
+/// `name` as C++ code names the function (a manifest's `kernel = ...`): demangled without
+/// parameters or return type (`pipe<4>`, `checkChain`), or `name` itself where it is not a
+/// mangled C++ name or cannot be demangled.
+pub fn call_name(name: &str) -> String {
+    let options = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|symbol| symbol.demangle_with_options(&options).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -25,5 +38,15 @@ mod tests {
         assert_eq!(source_name("_Z3fooi"), "foo(int)");
         assert_eq!(source_name("handoff"), "handoff");
         assert_eq!(source_name("_Zbroken"), "_Zbroken");
+    }
+
+    #[test]
+    fn call_names_have_no_parameters_or_return_type() {
+        assert_eq!(call_name("_Z10checkChainPKfS0_iiPi"), "checkChain");
+        assert_eq!(
+            call_name("_Z9chainStepIfLi256EEvPfi"),
+            "chainStep<float, 256>"
+        );
+        assert_eq!(call_name("handoff_check"), "handoff_check");
     }
 }

@@ -304,7 +304,7 @@ impl Manifest {
         let kernels: Vec<String> = module
             .functions()
             .filter(|f| f.kind == FunctionKind::Entry)
-            .map(|f| crate::apps::kernel_names::cxx_kernel_name(&f.name))
+            .map(|f| crate::ptx::demangle::call_name(&f.name))
             .collect();
         let launches = self.sim.launches.iter().chain([&self.sim.check]);
         for planned in launches {
