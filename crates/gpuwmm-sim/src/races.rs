@@ -19,9 +19,9 @@
 //! release and acquire the two sides did have, and whether the location carries communication
 //! itself (a flag spun on, a lock word). Classifying is the tool's business.
 //!
-//! Not exact, in these directions: a read is checked against the write it read and the writes
-//! kept after it (the last four per location), a write against the newest write and the reads
-//! since it (older accesses can hide a pair: races missed, never invented); observation through a chain of read-modify-writes and
+//! Not exact, in these directions: a read is checked against the write it read and the newest
+//! write, a write against the newest write and the reads since it (older accesses can hide a
+//! pair: races missed, never invented); observation through a chain of read-modify-writes and
 //! communication through a third thread are not followed (a pair may be called
 //! uncommunicated); an access is compared with the newest write (and the reads since it) of
 //! each location of another extent it overlaps, and a read observes those newest writes, as if
@@ -513,17 +513,13 @@ impl RaceTracker {
             Some(ts) => shadow.writes.iter().rposition(|w| w.ts == ts),
             None => shadow.writes.len().checked_sub(1),
         };
+        let newest = shadow.writes.len().checked_sub(1);
         let mut checks: Vec<(WriteEntry, bool)> = Vec::new();
         if let Some(i) = read {
             checks.push((shadow.writes[i].clone(), true));
         }
-        // Every kept write newer than the one read: the read missed each of them, and the one
-        // its thread had heard past (a seqlock's counter read again after the data) is a pair
-        // a release and an acquire would have ordered, even if it is not the newest.
-        let newer = read.map_or(0, |i| i + 1);
-        if check_newest {
-            let missed = shadow.writes[newer..].iter();
-            checks.extend(missed.map(|w| (w.clone(), false)));
+        if let Some(i) = newest.filter(|&i| check_newest && Some(i) != read) {
+            checks.push((shadow.writes[i].clone(), false));
         }
         for (w, observed) in &checks {
             if w.access.thread != me.thread {
