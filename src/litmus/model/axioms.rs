@@ -108,8 +108,12 @@ impl Causality {
     }
 
     /// Causality, first part: no read precedes in causality order the write it reads from.
+    /// What a read precedes is what base causality orders after it: observation order starts
+    /// at a write, so for a read-modify-write only its write half is observed, and a reader of
+    /// that write does not put the RMW's own read after what the reader's thread does next
+    /// (a relaxed RMW may read a weak write that a later reader of its own write caused).
     pub fn respects_rf(&self, rf: &Relation) -> bool {
-        !rf.cycle_with(&self.cause)
+        !rf.cycle_with(&self.base)
     }
 }
 

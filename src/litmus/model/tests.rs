@@ -318,3 +318,27 @@ fn a_test_past_the_candidate_budget_is_refused_not_run_for_ever() {
         explore::TooBig::Candidates
     );
 }
+
+/// Regression (a relaxed RMW that reads a weak write was forbidden to be read by a thread whose
+/// release that weak write's thread had acquired): observation order starts at a write, so a
+/// reader of the RMW's write orders after it only the RMW's write, not its read. Shape: T2 reads
+/// x then releases y; T0 acquires y, then writes x = 1; T1's RMW adds 2 to x, reading T0's write;
+/// T2's read of x returns the RMW's 3. Allowed when T0's write is weak (the RMW's read observes
+/// nothing); forbidden when it is morally strong with the RMW (observation then runs through
+/// the RMW to T2's read, which precedes T0's write in causality), and forbidden for T2 to read
+/// T0's write itself.
+#[test]
+fn an_rmw_reading_a_weak_write_does_not_order_its_read_after_its_own_readers() {
+    let chain = |t0_store: &str, t2_reads: u32| {
+        let text = format!(
+            "PTX chain\n{{ x=0; y=0; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 | P2@cta 0,gpu 0 ;\n \
+             ld.acquire.gpu r0, y | atom.relaxed.gpu.add r1, x, 2 | ld.relaxed.gpu r2, x ;\n \
+             {t0_store} x, 1 | | st.release.gpu y, 1 ;\n\
+             exists (P0:r0 == 1 /\\ P2:r2 == {t2_reads})\n"
+        );
+        run(&text).expected()
+    };
+    assert_eq!(chain("st.weak", 3), Expected::Allowed);
+    assert_eq!(chain("st.relaxed.gpu", 3), Expected::Forbidden);
+    assert_eq!(chain("st.weak", 1), Expected::Forbidden);
+}
