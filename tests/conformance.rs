@@ -101,15 +101,21 @@ fn the_ptx_suite_is_never_unsound_and_reaches_the_weak_states_the_readme_claims(
     );
 }
 
+/// The project's own files whose allowed weak state the model never reaches, and why (docs,
+/// "Conformance"): a restricted deferred load never reads a morally strong write, and here the
+/// load must read a relaxed RMW's write that observed nothing.
+const OWN_NOT_SEEN: [&str; 1] = ["RMW-chain+weak-source.litmus"];
+
 #[test]
 fn the_projects_own_litmus_files_conform() {
     let own = Path::new(REPO).join("tests/litmus");
     let rows = conformance(&own, &own.join("expected.csv"));
-    assert_eq!(rows.len(), 49);
+    assert_eq!(rows.len(), 51);
     for r in &rows {
-        let no_final_state = r[3].starts_with("no-final-state");
-        let want = if no_final_state {
+        let want = if r[3].starts_with("no-final-state") {
             "ok (no final state)"
+        } else if OWN_NOT_SEEN.contains(&r[0].as_str()) {
+            "not seen"
         } else {
             "ok"
         };

@@ -122,7 +122,9 @@
 //!   per-block clock also makes it be performed: stronger, never weaker.)
 //! - *A restricted deferred load never reads a morally strong write*: load buffering where the
 //!   load observes another thread's write without synchronising, past a fence that other
-//!   threads of its scope could synchronise with, is not shown.
+//!   threads of its scope could synchronise with, is not shown (`tests/litmus/`
+//!   `RMW-chain+weak-source`: the load must read a relaxed RMW's write whose read observed
+//!   nothing, after a thread that acquired its release wrote what the RMW read).
 //! - *No speculation*: a load whose value decides a branch is performed before the branch, so
 //!   shapes that need a later access to overtake it past the branch are not shown.
 //! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
