@@ -965,9 +965,10 @@ pub struct LitmusRunArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Executions of each test (instances in all, over all launches; 1 to 10^9).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
-    pub executions: u64,
+    /// Executions of each test (instances in all, over all launches; default 10,000 on the
+    /// simulator, 1,000 on a GPU; 1 to 10^9).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
+    pub executions: Option<u64>,
     /// Test instances per launch, side by side in their own blocks and memory (default 1 on the
     /// simulator, whose model is coarser when unrelated instances share a launch, 256 on a
     /// GPU); 1 to 4096.

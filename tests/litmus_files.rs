@@ -415,3 +415,17 @@ fn the_isolated_runner_answers_as_an_in_process_run_from_one_worker() {
     assert!(isolated.run(&bad, &mut |_| {}).unwrap().malformed);
     assert_eq!(isolated.starts, 1, "one worker served every file");
 }
+
+/// Without `--executions` the simulator runs each test 10,000 times: at the old default of 1,000
+/// the shared suite's rarest reachable weak state (`Manual/SL-future-minus`, about 2 in 1,000)
+/// was not seen with seed 1.
+#[test]
+fn the_simulator_runs_ten_thousand_executions_a_test_by_default() {
+    let dir = folder_of(&[("a.litmus", "tests/litmus/MP+membar.gl.litmus")], &[]);
+    let stdout = litmus_run_stdout(dir.path(), &[], 0);
+    assert!(stdout.contains("10000 executions each"), "{stdout}");
+    assert!(
+        stdout.contains("Executions 10000 in 10000 launches"),
+        "{stdout}"
+    );
+}

@@ -8,7 +8,9 @@ use gpuwmm::backend::BackendKind;
 use gpuwmm::isolation::WorkerCommand;
 use gpuwmm::litmus::file::collect_files;
 use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Row, Table};
-use gpuwmm::litmus::file::run::{default_instances, default_sim_budget, FileSettings};
+use gpuwmm::litmus::file::run::{
+    default_executions, default_instances, default_sim_budget, FileSettings,
+};
 use gpuwmm::litmus::file::suite::{
     self, InProcess, Isolated, OpenBackend, SuiteError, SuiteRunner,
 };
@@ -73,7 +75,7 @@ fn file_settings(args: &LitmusRunArgs) -> Result<FileSettings, Failure> {
     let backend = backend_options(&args.backend);
     let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
     Ok(FileSettings {
-        executions: args.executions,
+        executions: args.executions.unwrap_or(default_executions(kind)),
         instances: args.instances.unwrap_or(default_instances(kind)).max(1),
         distance: args.distance.max(1),
         deadline: args.deadline,

@@ -41,6 +41,17 @@ const GPU_INSTANCES: u32 = 256;
 /// Simulator instruction budget per instance of a launch, unless the user says otherwise.
 const SIM_BUDGET_PER_INSTANCE: u64 = 100_000;
 
+/// Executions of each test by default. The simulator runs one instance a launch, cheaply, and
+/// the rarest weak state of the shared suite it reaches (`Manual/SL-future-minus`) comes in
+/// about 2 of 1,000 executions: 10,000 make missing such a state unlikely (about e^-22) for a
+/// tenth of a second a test. On a GPU 1,000 (four launches of 256 instances).
+pub fn default_executions(backend: crate::backend::BackendKind) -> u64 {
+    match backend {
+        crate::backend::BackendKind::Sim => 10_000,
+        crate::backend::BackendKind::Cuda => 1_000,
+    }
+}
+
 /// Instances per launch by default: one on the simulator (the paper's one test per launch), many
 /// side by side on a GPU.
 pub fn default_instances(backend: crate::backend::BackendKind) -> u32 {
