@@ -159,7 +159,7 @@ impl Machine<'_> {
             if self.threads[t].deferred != 0 {
                 match self.hazard(t, base, inst) {
                     Hazard::None => {}
-                    Hazard::Boundary if self.overtake_deferred(t) => {}
+                    Hazard::Boundary if self.overtake_deferred(t, is_fence(inst)) => {}
                     // The thread waits for its loads, half the time letting others run first.
                     _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
@@ -1578,15 +1578,20 @@ impl Machine<'_> {
         let pick = self.rng.random::<u32>();
         let a = self.model_access(t, order);
         let fallback = self.model.effectless_value(a, addr, size, newest, pick)?;
-        Some(Restriction { fallback, mark })
+        Some(Restriction {
+            fallback,
+            mark,
+            may_observe: true,
+        })
     }
 
     /// A fence or release of thread `t` about to overtake its deferred loads and RMWs: on the
     /// dice, restricts the loads (each keeps the first release that overtook it), reserves the
     /// write of an RMW (see `ptx_model/overtaken.rs`) and returns true; false when they must be
     /// performed first (the dice, a load with nothing it may still read, an RMW that may not be
-    /// overtaken now).
-    fn overtake_deferred(&mut self, t: usize) -> bool {
+    /// overtaken now). A `fence` overtaking a load keeps it from ever observing (the load and
+    /// the fence would form an acquire pattern).
+    fn overtake_deferred(&mut self, t: usize, fence: bool) -> bool {
         if !self.rng.sample(self.half_coin) {
             return false;
         }
@@ -1622,6 +1627,7 @@ impl Machine<'_> {
         for (i, r) in restrictions.into_iter().enumerate().take(n) {
             self.threads[t].pending[i].restricted = r.map(|r| Restriction {
                 mark: r.mark.or(Some(mark)),
+                may_observe: r.may_observe && !fence,
                 ..r
             });
         }
@@ -1690,9 +1696,14 @@ impl Machine<'_> {
         let newest = self.mem.read(p.addr, size).unwrap_or(0);
         let pick = self.rng.random::<u32>();
         let a = self.model_access(t, p.order);
-        let v = self
-            .model
-            .restricted_load(a, p.addr, size, newest, pick, self.older, r.mark);
+        let v = self.model.restricted_load(
+            a,
+            (p.addr, size),
+            newest,
+            (pick, self.older),
+            r.mark,
+            r.may_observe,
+        );
         if let Some(races) = &mut self.races {
             let pos = self.deferred_race_pos.take();
             let at = Bytes { addr: p.addr, size };
@@ -1849,4 +1860,10 @@ enum Flow {
     Call(u32),
     Return,
     Stop(QuantumEnd),
+}
+
+/// Whether `inst` is a fence (a deferred load it overtakes would form an acquire pattern with
+/// it, reading a release).
+fn is_fence(inst: &Inst) -> bool {
+    matches!(inst.op, Op::Fence { .. })
 }

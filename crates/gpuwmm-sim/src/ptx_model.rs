@@ -64,12 +64,17 @@
 //! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
 //!   overtake them. A fence, release store or acquire load may overtake a deferred load too;
 //!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
-//!   forms no observation or synchronisation with (not morally strong with it; any write for
-//!   a weak load) and that no thread wrote after the thread's first overtaking release
-//!   ([`PtxMemory::mark`]) with that release in its causal past, or else a value it could read
-//!   that way when it was overtaken. Acquire loads are deferred only restricted. So the load
-//!   never synchronises with what it reads, and never reads a write its own later release
-//!   caused (which PTX's Causality axiom forbids).
+//!   forms no synchronisation with and that no thread wrote after the thread's first
+//!   overtaking release ([`PtxMemory::mark`]) with that release in its causal past, or else a
+//!   value it could read that way when it was overtaken. Acquire loads are deferred only
+//!   restricted. So the load never synchronises with what it reads, and never reads a write
+//!   its own later release caused (which PTX's Causality axiom forbids). It observes a write
+//!   (reads one it is morally strong with) only when no fence overtook it (with one it would
+//!   form an acquire pattern), no write below that one in coherence may have been caused by
+//!   the release, and no read of the location since the release read it or older while its
+//!   thread held the release or had seen a newer write ([`PtxMemory::observable_late`], from a
+//!   log of the newest 64 reads); every thread holding the release then reads and writes after
+//!   it ([`PtxMemory::late_floor`]).
 //! - A fence, release or acquire that can synchronise with no other thread
 //!   ([`PtxMemory::synchronises_with_nobody`]: at cta scope, its thread is the block's only
 //!   live thread and no other thread of the block wrote; at gpu scope, its GPU runs no other
@@ -120,11 +125,12 @@
 //!   unperformed when another thread synchronises with that release, or where two RMWs must
 //!   be overtaken at once, is not shown. (A view that holds its write only through the
 //!   per-block clock also makes it be performed: stronger, never weaker.)
-//! - *A restricted deferred load never reads a morally strong write*: load buffering where the
-//!   load observes another thread's write without synchronising, past a fence that other
-//!   threads of its scope could synchronise with, is not shown (`tests/litmus/`
-//!   `RMW-chain+weak-source`: the load must read a relaxed RMW's write whose read observed
-//!   nothing, after a thread that acquired its release wrote what the RMW read).
+//! - *A restricted deferred load observes only past a release store, on the terms above*:
+//!   load buffering where the load observes another thread's write without synchronising,
+//!   past a fence that other threads of its scope could synchronise with, is not shown, nor
+//!   where the read log (64 reads) no longer reaches back to the release. (Before 2026-11-28 a
+//!   restricted load never observed, and `tests/litmus/RMW-chain+weak-source`, Dat3M's
+//!   `rmw-chain-2a` and `LB+RMW-a`, were never reached.)
 //! - *No speculation*: a load whose value decides a branch is performed before the branch, so
 //!   shapes that need a later access to overtake it past the branch are not shown.
 //! - *Per-block synchronisation* (above): MP or WRC shapes among threads of one CTA where a
@@ -151,6 +157,8 @@ use std::rc::Rc;
 pub const KEPT: usize = 4;
 /// Threads whose coherence position a location remembers one by one.
 const READERS: usize = 8;
+/// Reads remembered once a release has overtaken a deferred load (see [`ReadNote`]).
+const READ_LOG: usize = 64;
 /// Coherence keys of appended writes are their timestamps shifted by this much, so that a write
 /// placed between two others gets a key between theirs (up to this many times in one gap).
 const CO_SHIFT: u32 = 20;
@@ -199,11 +207,15 @@ pub struct Location {
     readers: [(u32, u64); READERS],
     nreaders: u8,
     floor: u64,
+    /// The newest timestamp among messages no longer kept (and, for a location made anew for
+    /// another width, the clock when it was made): what a restricted load cannot look at.
+    dropped_ts: u32,
 }
 
 impl Location {
-    /// A location first written when the launch clock reads `clock`, which held `value`.
-    fn new(size: u8, value: u64, clock: u32) -> Location {
+    /// A location first written when the launch clock reads `clock`, which held `value`;
+    /// `dropped_ts` as the field says.
+    fn new(size: u8, value: u64, clock: u32, dropped_ts: u32) -> Location {
         let mut msgs = Vec::with_capacity(KEPT);
         msgs.push(Message {
             value,
@@ -216,6 +228,7 @@ impl Location {
             readers: [(0, 0); READERS],
             nreaders: 0,
             floor: 0,
+            dropped_ts,
         }
     }
 
@@ -226,7 +239,8 @@ impl Location {
 
     fn push(&mut self, m: Message) {
         if self.msgs.len() == KEPT {
-            self.msgs.remove(0);
+            let gone = self.msgs.remove(0);
+            self.dropped_ts = self.dropped_ts.max(gone.ts);
         }
         self.msgs.push(m);
     }
@@ -259,9 +273,11 @@ impl Location {
         }
     }
 
-    /// Index of the oldest message thread `t`, with causal past `past`, may read.
-    fn lower_bound(&self, t: u32, past: Option<&View>) -> usize {
-        let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq));
+    /// Index of the oldest message thread `t`, with causal past `past`, may read; `late` is
+    /// the coherence key of the newest message its past holds through a late observation
+    /// ([`PtxMemory::late_floor`]; 0 for none).
+    fn lower_bound(&self, t: u32, past: Option<&View>, late: u64) -> usize {
+        let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq)) || m.co <= late;
         let mut by_causality = self
             .msgs
             .iter()
@@ -361,6 +377,17 @@ pub struct Mark {
     pub seq: u32,
 }
 
+/// A read remembered for restricted loads that may observe ([`PtxMemory::restricted_load`]):
+/// where, by whom, when (the launch clock) and the coherence key of the message it read (0
+/// when unknown).
+#[derive(Debug, Clone, Copy)]
+struct ReadNote {
+    addr: u64,
+    co: u64,
+    ts: u32,
+    thread: u32,
+}
+
 /// A write about to join a location's history.
 struct Write {
     /// What memory held before (the value everybody may read if the location is new).
@@ -453,6 +480,17 @@ pub struct PtxMemory {
     /// The write number the next appended write takes instead of a new one (an overtaken
     /// RMW's reserved number).
     reserved_seq: Option<u32>,
+    /// Late observations: a restricted load overtaken by the release at the mark observed the
+    /// write with this coherence key at this address. Every thread whose causal past holds
+    /// the mark must read, and write after, that write ([`PtxMemory::late_floor`]).
+    late: Vec<(Mark, u64, u64)>,
+    /// The newest reads, from the launch's first mark on, in a ring ([`READ_LOG`]).
+    reads: Vec<ReadNote>,
+    reads_next: usize,
+    /// The newest timestamp among reads the ring no longer holds.
+    reads_lost: Option<u32>,
+    /// Whether reads are being remembered (some release overtook a deferred load).
+    watching: bool,
 }
 
 /// The threads of a block that have written global memory: none, one (which), or several.
@@ -508,6 +546,11 @@ impl PtxMemory {
             last_read: None,
             overtaken: None,
             reserved_seq: None,
+            late: Vec::new(),
+            reads: Vec::new(),
+            reads_next: 0,
+            reads_lost: None,
+            watching: false,
         }
     }
 
@@ -589,6 +632,7 @@ impl PtxMemory {
         if !tracked(size) {
             return newest;
         }
+        let late = self.late_floor(a.thread, addr);
         let Some(loc) = self
             .locations
             .get_mut(&addr)
@@ -597,9 +641,11 @@ impl PtxMemory {
             if self.may_overlap(size) {
                 self.read_overlapping(a, addr, size);
             }
+            // What the location held before the launch wrote it: before every write of it.
+            self.note_read(addr, a.thread, 0);
             return newest;
         };
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref(), late);
         let last = loc.msgs.len() - 1;
         let i = if lower < last && pick < older {
             lower + (pick as usize) % (last - lower)
@@ -613,12 +659,14 @@ impl PtxMemory {
         if strong || own {
             loc.advance(a.thread, loc.msgs[i].co);
         }
-        if !strong {
-            return loc.msgs[i].value;
+        let m = &loc.msgs[i];
+        let (co, value) = (m.co, m.value);
+        let m = strong.then(|| m.clone());
+        self.note_read(addr, a.thread, co);
+        if let Some(m) = m {
+            self.observe(a, addr, &m, !a.reduction, a.acquires);
         }
-        let m = loc.msgs[i].clone();
-        self.observe(a, addr, &m, !a.reduction, a.acquires);
-        m.value
+        value
     }
 
     /// Marks where thread `t` of `block` stands, for a release of it that overtakes a deferred
@@ -626,6 +674,7 @@ impl PtxMemory {
     /// view it passes on from now holds it and views from before do not. (Views that hold it
     /// hold the block's earlier writes too: stronger, never weaker.)
     pub fn mark(&mut self, t: u32, block: u32) -> Mark {
+        self.watching = true;
         self.seq[block as usize] += 1;
         let seq = self.seq[block as usize];
         self.own[t as usize] = (block, seq);
@@ -636,46 +685,133 @@ impl PtxMemory {
         }
     }
 
-    /// The messages of `[addr, addr + size)` that load `a` may read now and that would make no
-    /// synchronisation: not morally strong with it (any, for a weak load), so reading one is
-    /// no observation and no acquire. With `mark`, also none written after it by a thread
-    /// whose causal past holds what the reader passed on at the mark: the reader's release
-    /// that overtook the load may have caused those. `None` for a location without history
-    /// (its value in memory is such a read).
-    fn effectless(
+    /// The messages of `[addr, addr + size)` that load `a` may read now, by index, each with
+    /// whether reading it is an observation. Without one: those that would make no
+    /// synchronisation, not morally strong with it (any, for a weak load), so reading one is
+    /// no observation and no acquire. With `mark`, none written after it by a thread whose
+    /// causal past holds what the reader passed on at the mark: the reader's release that
+    /// overtook the load may have caused those. With `observing` too (no fence overtook the
+    /// load, which is no acquire), also the morally strong ones it may observe late
+    /// ([`PtxMemory::observable_late`]). `None` for a location without history (its value in
+    /// memory is such a read).
+    fn restricted_choices(
         &self,
         a: Access,
         addr: u64,
         size: u64,
         mark: Option<Mark>,
-    ) -> Option<Vec<(u64, u32)>> {
+        observing: bool,
+    ) -> Option<Vec<(usize, bool)>> {
         let loc = self.tracked_location(addr, size)?;
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
-        let caused = |m: &Message| {
-            mark.is_some_and(|k| {
-                m.ts > k.ts
-                    && self.past[m.writer as usize]
-                        .as_ref()
-                        .is_some_and(|p| p.covers(k.block, k.seq))
-            })
+        let past = self.past[a.thread as usize].as_ref();
+        let lower = loc.lower_bound(a.thread, past, self.late_floor(a.thread, addr));
+        let observing = observing && !a.acquires && !a.reduction;
+        let choice = |i: usize| {
+            let m = &loc.msgs[i];
+            if (m.ts != 0 && m.writer == a.thread) || mark.is_some_and(|k| self.caused(k, m)) {
+                return None;
+            }
+            if a.reach == Reach::Weak || !morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
+            {
+                return Some((i, false));
+            }
+            let k = mark.filter(|_| observing)?;
+            self.observable_late(k, loc, addr, i, a.thread)
+                .then_some((i, true))
         };
-        let ok = |m: &&Message| {
-            (a.reach == Reach::Weak || !morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
-                && (m.ts == 0 || m.writer != a.thread)
-                && !caused(m)
+        Some((lower..loc.msgs.len()).filter_map(choice).collect())
+    }
+
+    /// Restricted load `a`, overtaken by the release at mark `k`, observes message `i` at
+    /// `addr` (see [`PtxMemory::observable_late`]): it joins what the load's thread passes on,
+    /// every thread holding the mark must read it or later from now on, and a write the mark
+    /// caused just above it is ordered after it (no longer racing with it).
+    fn observe_late(&mut self, a: Access, addr: u64, i: usize, k: Mark) {
+        let loc = &self.locations[&addr];
+        let m = loc.msgs[i].clone();
+        let caused_above = loc.msgs.get(i + 1).is_some_and(|up| self.caused(k, up));
+        let loc = self.locations.get_mut(&addr).expect("read above");
+        loc.advance(a.thread, m.co);
+        if caused_above {
+            loc.msgs[i + 1].racing = false;
+        }
+        self.observe(a, addr, &m, true, false);
+        self.late.push((k, addr, m.co));
+    }
+
+    /// Whether write `m` may have been caused by the release at mark `k`: written after it by
+    /// a thread whose causal past now holds it.
+    fn caused(&self, k: Mark, m: &Message) -> bool {
+        m.ts > k.ts && self.holds_mark(m.writer, k)
+    }
+
+    /// Whether thread `t`'s causal past holds mark `k`.
+    fn holds_mark(&self, t: u32, k: Mark) -> bool {
+        self.past[t as usize]
+            .as_ref()
+            .is_some_and(|p| p.covers(k.block, k.seq))
+    }
+
+    /// Whether a restricted load of `reader` overtaken by the release at mark `k` may observe
+    /// message `i` of `loc` (at `addr`), which it is morally strong with. The observation puts
+    /// that write before, in causality order, everything after the load in program order: the
+    /// release and whatever synchronised with it since. So no write of the location that one
+    /// of those may have made may precede it in coherence (none below it is caused by the
+    /// mark, and none such is gone from the history), and a caused write above it becomes
+    /// ordered after it: no read of the location since the mark (every one is in the log) may
+    /// have read it or an older write while its thread holds the mark or had seen a newer one
+    /// (such a read would now read before a write it must see). What those threads do from
+    /// now on sees it through [`PtxMemory::late_floor`].
+    fn observable_late(&self, k: Mark, loc: &Location, addr: u64, i: usize, reader: u32) -> bool {
+        let co = loc.msgs[i].co;
+        let none_caused_below = loc.msgs[..i].iter().all(|m| !self.caused(k, m));
+        let log_whole = self.reads_lost.is_none_or(|lost| lost < k.ts);
+        let no_stale_read = self.reads.iter().all(|r| {
+            r.addr != addr
+                || r.ts < k.ts
+                || r.thread == reader
+                || r.co > co
+                || !(self.holds_mark(r.thread, k) || loc.position(r.thread) > co)
+        });
+        loc.dropped_ts <= k.ts && none_caused_below && log_whole && no_stale_read
+    }
+
+    /// The coherence key of the newest write at `addr` that thread `t` must read or write after
+    /// through a late observation: one made by a restricted load whose overtaking release its
+    /// causal past holds (0 for none).
+    fn late_floor(&self, t: u32, addr: u64) -> u64 {
+        self.late
+            .iter()
+            .filter(|(k, at, _)| *at == addr && self.holds_mark(t, *k))
+            .map(|late| late.2)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Remembers a read of the message with coherence key `co` (0: unknown) at `addr` by
+    /// thread `t`, once some release has overtaken a deferred load.
+    fn note_read(&mut self, addr: u64, t: u32, co: u64) {
+        if !self.watching {
+            return;
+        }
+        let note = ReadNote {
+            addr,
+            co,
+            ts: self.clock,
+            thread: t,
         };
-        Some(
-            loc.msgs[lower..]
-                .iter()
-                .filter(ok)
-                .map(|m| (m.value, m.ts))
-                .collect(),
-        )
+        if self.reads.len() < READ_LOG {
+            self.reads.push(note);
+        } else {
+            let gone = std::mem::replace(&mut self.reads[self.reads_next], note);
+            self.reads_lost = Some(self.reads_lost.map_or(gone.ts, |l| l.max(gone.ts)));
+        }
+        self.reads_next = (self.reads_next + 1) % READ_LOG;
     }
 
     /// A value load `a` may read now with no effect on the model (see
-    /// [`PtxMemory::effectless`]), chosen by `pick`; `newest` (memory) for a location without
-    /// history; `None` when every message it may read would synchronise.
+    /// [`PtxMemory::restricted_choices`]), chosen by `pick`; `newest` (memory) for a location
+    /// without history; `None` when every message it may read would synchronise.
     pub fn effectless_value(
         &self,
         a: Access,
@@ -687,42 +823,52 @@ impl PtxMemory {
         if !tracked(size) {
             return Some(newest);
         }
-        match self.effectless(a, addr, size, None) {
-            None => Some(newest),
-            Some(v) if v.is_empty() => None,
-            Some(v) => Some(v[pick as usize % v.len()].0),
-        }
+        let Some(v) = self.restricted_choices(a, addr, size, None, false) else {
+            return Some(newest);
+        };
+        let loc = self.tracked_location(addr, size)?;
+        let (i, _) = *v.get(pick as usize % v.len().max(1))?;
+        Some(loc.msgs[i].value)
     }
 
-    /// A restricted deferred load `a` (overtaken by a fence or release, see `sched.rs`)
-    /// performed now: the newest message it may read with no effect and not caused by the
-    /// release at `mark` or, with `older`, an older such one; `None` when there is none.
-    #[allow(clippy::too_many_arguments)]
+    /// A restricted deferred load `a` of `[addr, addr + size)` (overtaken by a fence or
+    /// release, see `sched.rs`) performed now: the newest message it may read (see
+    /// [`PtxMemory::restricted_choices`]: with no effect and not caused by the release at
+    /// `mark`, or, when `observing`, observed late) or, with the chance `older` out of
+    /// `u32::MAX` against `pick`, an older such one; `None` when there is none. A late
+    /// observation is remembered for the threads holding the mark.
     pub fn restricted_load(
         &mut self,
         a: Access,
-        addr: u64,
-        size: u64,
+        (addr, size): (u64, u64),
         newest: u64,
-        pick: u32,
-        older: u32,
+        (pick, older): (u32, u32),
         mark: Option<Mark>,
+        observing: bool,
     ) -> Option<u64> {
         self.last_read = None;
         if !tracked(size) {
             return Some(newest);
         }
-        let Some(v) = self.effectless(a, addr, size, mark) else {
+        let Some(v) = self.restricted_choices(a, addr, size, mark, observing) else {
             return Some(newest);
         };
-        let last = v.len().checked_sub(1)?;
-        let i = if last > 0 && pick < older {
-            (pick as usize) % last
-        } else {
-            last
+        let Some(last) = v.len().checked_sub(1) else {
+            self.note_read(addr, a.thread, 0);
+            return None;
         };
-        self.last_read = Some(v[i].1);
-        Some(v[i].0)
+        let (i, observes) = if last > 0 && pick < older {
+            v[(pick as usize) % last]
+        } else {
+            v[last]
+        };
+        let m = self.locations[&addr].msgs[i].clone();
+        self.last_read = Some(m.ts);
+        self.note_read(addr, a.thread, m.co);
+        if let (true, Some(k)) = (observes, mark) {
+            self.observe_late(a, addr, i, k);
+        }
+        Some(m.value)
     }
 
     /// A morally strong read of `m` at `addr`: the write alone joins what the reader passes on,
@@ -884,8 +1030,8 @@ impl PtxMemory {
     /// it unordered with, or free to precede, the others. So a later store can take effect
     /// before a racing store that executed earlier: 2+2W, S and `CoRW-WW` end with the older
     /// value.
-    fn placements(&self, a: Access, loc: &Location) -> usize {
-        let position = loc.position(a.thread);
+    fn placements(&self, a: Access, addr: u64, loc: &Location) -> usize {
+        let position = loc.position(a.thread).max(self.late_floor(a.thread, addr));
         loc.placements(|m| {
             m.ts == 0
                 || m.co <= position
@@ -905,7 +1051,7 @@ impl PtxMemory {
         let Some(loc) = self.tracked_location(addr, size) else {
             return 0;
         };
-        match self.placements(a, loc) {
+        match self.placements(a, addr, loc) {
             0 => 0,
             n => place(n).min(n),
         }
@@ -927,7 +1073,11 @@ impl PtxMemory {
         let Some(loc) = self.tracked_location(addr, size) else {
             return 0;
         };
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let lower = loc.lower_bound(
+            a.thread,
+            self.past[a.thread as usize].as_ref(),
+            self.late_floor(a.thread, addr),
+        );
         let strong = loc
             .msgs
             .iter()
@@ -967,12 +1117,16 @@ impl PtxMemory {
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
         let read = match read {
             Some(m) => {
+                self.note_read(addr, a.thread, m.co);
                 if morally_strong(&self.gpus, &m, a.thread, a.block, a.reach) {
                     self.observe(a, addr, &m, !a.reduction, a.acquires);
                 }
                 m
             }
-            None => self.read_overlapping(a, addr, size),
+            None => {
+                self.note_read(addr, a.thread, 0);
+                self.read_overlapping(a, addr, size)
+            }
         };
         let Some(new) = new else {
             return false;
@@ -1003,11 +1157,14 @@ impl PtxMemory {
     /// the two are morally strong.
     fn append(&mut self, a: Access, addr: u64, size: u64, w: Write, below: usize) {
         self.writers[a.block as usize].add(a.thread);
-        self.forget_overlapping(addr, size);
+        let forgot = self.forget_overlapping(addr, size);
         if !tracked(size) {
             return;
         }
         let clock = self.clock;
+        // A location made anew for another width starts with the newest value: the history it
+        // forgot may hold any write up to now.
+        let dropped = if forgot { clock } else { 0 };
         self.clock += 1;
         let ts = self.clock;
         let b = a.block as usize;
@@ -1023,7 +1180,7 @@ impl PtxMemory {
         self.wide |= size == 8;
         self.locations
             .entry(key)
-            .or_insert_with(|| Location::new(size as u8, w.old, clock));
+            .or_insert_with(|| Location::new(size as u8, w.old, clock, dropped));
         let loc = &self.locations[&key];
         let at = loc.msgs.len() - below;
         let prev = &loc.msgs[at - 1];
@@ -1035,7 +1192,8 @@ impl PtxMemory {
             || (a.reach != Reach::Weak
                 && morally_strong(&self.gpus, prev, a.thread, a.block, a.reach))
             || prev.writer == a.thread
-            || self.knows(a.thread, prev);
+            || self.knows(a.thread, prev)
+            || prev.co <= self.late_floor(a.thread, key);
         let own = &mut self.own[a.thread as usize];
         *own = (a.block, seq.max(own.1));
         let m = Message {
@@ -1056,7 +1214,8 @@ impl PtxMemory {
         } else {
             let mut at = at;
             if loc.msgs.len() == KEPT {
-                loc.msgs.remove(0);
+                let gone = loc.msgs.remove(0);
+                loc.dropped_ts = loc.dropped_ts.max(gone.ts);
                 at -= 1;
             }
             loc.msgs.insert(at, m);
@@ -1071,11 +1230,12 @@ impl PtxMemory {
     /// aligned and at most 8 bytes wide, so an overlapping location starts in the aligned 8
     /// bytes around `addr` or inside the access; until a 1- or 2-byte location exists, every
     /// location starts at a multiple of 4.
-    fn forget_overlapping(&mut self, addr: u64, size: u64) {
+    fn forget_overlapping(&mut self, addr: u64, size: u64) -> bool {
         let (keys, n) = self.overlapping(addr, size);
         for at in &keys[..n] {
             self.locations.remove(at);
         }
+        n > 0
     }
 
     /// The locations that `[addr, addr + size)` overlaps with another extent (up to 8, and how
@@ -1194,6 +1354,11 @@ mod tests {
             last_read: None,
             overtaken: m.overtaken,
             reserved_seq: None,
+            late: m.late.clone(),
+            reads: m.reads.clone(),
+            reads_next: m.reads_next,
+            reads_lost: m.reads_lost,
+            watching: m.watching,
         }
     }
 
@@ -1624,7 +1789,7 @@ mod tests {
 
     /// How many of the newest messages of `X` a write of `a` may go below.
     fn placements_of_x(m: &PtxMemory, a: Access) -> usize {
-        m.placements(a, m.tracked_location(X, 4).expect("X was written"))
+        m.placements(a, X, m.tracked_location(X, 4).expect("X was written"))
     }
 
     /// A placement choice that puts a write as low as it may go.
@@ -1704,11 +1869,12 @@ mod tests {
     /// The values a restricted load of `X` by `a` (overtaken by the release at `mark`) may
     /// read.
     fn restricted_values(m: &PtxMemory, a: Access, mark: Option<Mark>) -> Vec<u64> {
+        let loc = m.tracked_location(X, 4).expect("X was written");
         let mut v: Vec<u64> = m
-            .effectless(a, X, 4, mark)
+            .restricted_choices(a, X, 4, mark, false)
             .expect("X was written")
             .into_iter()
-            .map(|(value, _)| value)
+            .map(|(i, _)| loc.msgs[i].value)
             .collect();
         v.sort();
         v
@@ -1876,5 +2042,56 @@ mod tests {
         m.store(access(0, 0, Reach::Sys), X, 4, 0, 1, as_newest);
         assert_eq!(newest_load(&mut m, access(1, 1, Reach::Sys), X, 1), 1);
         assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1]);
+    }
+
+    /// The RMW chain (Dat3M's `rmw-chain-2a`, `LB+RMW-a`): thread 2 defers its relaxed load of
+    /// X, its release of Y overtakes it (mark `k`); thread 0 acquires Y and writes X weakly;
+    /// thread 1's relaxed RMW reads that write and puts its own below it in coherence. Returns
+    /// the model and the mark.
+    fn rmw_chain(t0_reads_x_first: bool) -> (PtxMemory, Mark) {
+        let mut m = PtxMemory::new(3, 3);
+        let k = m.mark(2, 2);
+        m.store(releasing(access(2, 2, Reach::Gpu)), Y, 4, 0, 1, as_newest);
+        assert_eq!(
+            newest_load(&mut m, acquiring(access(0, 0, Reach::Gpu)), Y, 1),
+            1
+        );
+        if t0_reads_x_first {
+            assert_eq!(newest_load(&mut m, access(0, 0, Reach::Weak), X, 0), 0);
+        }
+        m.store(access(0, 0, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 0, 1, Some(3), lowest);
+        (m, k)
+    }
+
+    /// What thread 2's restricted load of X reads in [`rmw_chain`] (the newest it may).
+    fn restricted_read(m: &mut PtxMemory, k: Mark, observing: bool) -> Option<u64> {
+        let a = access(2, 2, Reach::Gpu);
+        m.restricted_load(a, (X, 4), 1, (u32::MAX, 0), Some(k), observing)
+    }
+
+    /// Regression (the simulator never showed Dat3M's `rmw-chain-2a`, allowed by PTX): a
+    /// restricted load overtaken by a release store may observe a morally strong write that
+    /// the release did not cause, and no write before it in coherence was caused by the
+    /// release either; threads holding the release then read it or later.
+    #[test]
+    fn a_load_overtaken_by_a_release_may_observe_an_rmw_that_read_a_weak_write() {
+        let (mut m, k) = rmw_chain(false);
+        assert_eq!(restricted_read(&mut m, k, true), Some(3));
+        // Thread 0 holds the release, so the RMW's write is before its own in coherence now, and
+        // it reads its own; thread 1 may still read the RMW's write.
+        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![1]);
+        assert_eq!(readable(&m, access(1, 1, Reach::Weak), X, 1), vec![1, 3]);
+        // A fence that overtook the load would have made an acquire pattern: no observation.
+        let (mut m, k) = rmw_chain(false);
+        assert_eq!(restricted_read(&mut m, k, false), Some(0));
+    }
+
+    /// A thread holding the release read X before the RMW's write: observing that write would
+    /// put it before that read in causality, with the read reading a write coherence-before it.
+    #[test]
+    fn a_late_observation_is_refused_when_a_thread_holding_the_release_read_older() {
+        let (mut m, k) = rmw_chain(true);
+        assert_eq!(restricted_read(&mut m, k, true), Some(0));
     }
 }

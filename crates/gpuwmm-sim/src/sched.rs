@@ -81,6 +81,10 @@ pub struct Restriction {
     pub fallback: u64,
     /// The thread's first release that overtook it, if any.
     pub mark: Option<super::ptx_model::Mark>,
+    /// No fence overtook it, so it forms no acquire pattern with what overtook it and may
+    /// observe a morally strong write on the terms of
+    /// [`PtxMemory::restricted_load`](super::ptx_model::PtxMemory::restricted_load).
+    pub may_observe: bool,
 }
 
 /// An overtaken read-modify-write's floor (the coherence key of the oldest message it may

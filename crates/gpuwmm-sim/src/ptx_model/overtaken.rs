@@ -85,7 +85,11 @@ impl PtxMemory {
         let Some(loc) = self.tracked_location(addr, size) else {
             return Some(0);
         };
-        let lower = loc.lower_bound(a.thread, self.past[a.thread as usize].as_ref());
+        let lower = loc.lower_bound(
+            a.thread,
+            self.past[a.thread as usize].as_ref(),
+            self.late_floor(a.thread, addr),
+        );
         let floor = loc.msgs[lower].co;
         (!self.overtaken_choices(a, addr, size, floor).is_empty()).then_some(floor)
     }
