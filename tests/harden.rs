@@ -906,3 +906,60 @@ fn a_harden_of_an_app_outside_the_working_folder_patches_in_its_folder() {
     );
     common::git_apply(&app, patch);
 }
+
+/// Regression (a sequence lock of relaxed `cuda::atomic_ref` calls in loops NVRTC unrolls):
+/// the unrolled copies of every call were put at the loop's last call line, and each fence on a
+/// call into the CCCL header was written before and after it. The four fences a seqlock needs
+/// (after the writer's odd store and its last data store, after the reader's first counter read
+/// and its last data read) are the final set, each once after its call in the patch.
+#[test]
+fn a_relaxed_atomic_seqlock_gets_its_four_fences_each_once_after_its_call() {
+    let app = "seqlock-relaxed";
+    let (_, stdout) = common::or_skip!(hardened_fixture(app));
+    let line = |needle| common::fixture_kernel_line(app, needle);
+    for needle in [
+        "seq.store(2 * k - 1",
+        "hi.store(2 * k",
+        "unsigned before = seq.load",
+        "unsigned y = hi.load",
+    ] {
+        let placed = format!("kernel.cu:{}  [seqlock]  fence.acq_rel.gpu", line(needle));
+        assert!(stdout.contains(&placed), "{placed}\n{stdout}");
+    }
+    assert!(stdout.contains("final fences: 4"), "{stdout}");
+    let patch = stdout.split("\n--- a/").nth(1).expect("a patch");
+    assert_eq!(
+        patch
+            .matches("+            cuda::atomic_thread_fence")
+            .count(),
+        4,
+        "{patch}"
+    );
+    assert!(!stdout.contains("before and after the call"), "{stdout}");
+}
+
+/// `ptx sites` of the same seqlock: each call's unrolled copies stay on its own line (16 reads
+/// of each reader line, 8 stores of each writer line).
+#[test]
+fn sites_of_unrolled_atomic_ref_calls_keep_each_copy_on_its_call_line() {
+    let _tools = common::or_skip!(common::temp_dir_with_tools());
+    let app_dir = common::fixture_app("seqlock-relaxed");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
+        .args(["ptx", "sites", "--app-dir"])
+        .arg(&app_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let mut counts: Vec<usize> = Vec::new();
+    for site in stdout.split("\n#") {
+        let accesses = site
+            .lines()
+            .filter(|l| l.trim_start().starts_with("> "))
+            .count();
+        if site.contains(".load(") || site.contains(".store(") {
+            counts.push(accesses);
+        }
+    }
+    assert_eq!(counts, [16, 16, 16, 16, 8, 8, 8, 8], "{stdout}");
+}

@@ -9,6 +9,7 @@ use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
 use crate::apps::{source_file, KernelSource};
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -154,6 +155,15 @@ pub struct PlacedFence {
     pub in_patch: bool,
 }
 
+impl PlacedFence {
+    /// Whether some of its statements go inside functions of the app's files that its line
+    /// calls (not just at its own line): those functions' lines could be sites of their own
+    /// (`--granularity inner-line`).
+    pub fn inside_helpers(&self) -> bool {
+        (self.anchors.iter()).any(|(path, anchor)| (path, anchor.line()) != (&self.path, self.line))
+    }
+}
+
 /// The chosen fences as source changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceReport {
@@ -211,6 +221,7 @@ pub fn styled_fence_report(
 ) -> Result<FenceReport, ReportError> {
     let files: Vec<(&Path, &str)> = source.files().collect();
     let root = common_root(files.iter().map(|(p, _)| *p), cwd);
+    let calls = accesses_per_call(sites);
     let mut placed = Vec::new();
     let mut unplaced = Vec::new();
     for &(id, kind) in chosen {
@@ -218,7 +229,7 @@ pub fn styled_fence_report(
             .iter()
             .find(|s| s.id == id)
             .ok_or(ReportError::UnknownSite(id))?;
-        match place(site, kind, style, &files, &root) {
+        match place(site, kind, style, (&files, &root, &calls)) {
             Some(fence) => placed.push(fence),
             None => unplaced.push(site.clone()),
         }
@@ -284,13 +295,36 @@ pub fn styled_fence_report(
     })
 }
 
-/// `site` placed in the one of `files` its line is in, if any (see [`anchors_of`]).
+/// For each inlined call (keyed by its inlining chain, outermost frame first, the call's own
+/// line last), how many different places its accesses are at, over all the module's sites: the
+/// distinct chains that start with it. The copies of an unrolled loop are one place, so a call
+/// with one place makes one access each time it runs.
+type CallAccesses = HashMap<Vec<SourceLine>, usize>;
+
+/// [`CallAccesses`] of `sites` (those recorded without frames count for nothing).
+fn accesses_per_call(sites: &[SiteSummary]) -> CallAccesses {
+    let mut chains: Vec<&Vec<SourceLine>> = sites.iter().flat_map(|s| &s.frames).collect();
+    chains.sort();
+    chains.dedup();
+    let mut calls = CallAccesses::new();
+    for frames in chains {
+        for depth in 1..=frames.len() {
+            *calls.entry(frames[..depth].to_vec()).or_default() += 1;
+        }
+    }
+    calls
+}
+
+/// What placing a fence needs to know of the app: its files, the folder the diff applies in,
+/// and the accesses of each inlined call.
+type AppView<'a> = (&'a [(&'a Path, &'a str)], &'a Path, &'a CallAccesses);
+
+/// `site` placed in the one of the app's files its line is in, if any (see [`anchors_of`]).
 fn place(
     site: &SiteSummary,
     kind: FenceKind,
     style: FenceStyle,
-    files: &[(&Path, &str)],
-    root: &Path,
+    (files, root, calls): AppView,
 ) -> Option<PlacedFence> {
     let file = site.file.as_deref()?;
     let line = site.line? as usize;
@@ -300,7 +334,7 @@ fn place(
     }
     let text = text.lines().nth(line - 1)?.trim().to_string();
     let path = diff_name(path, root);
-    let (anchors, placement) = anchors_of(site, files, root, (&path, line))?;
+    let (anchors, placement) = anchors_of(site, (files, root, calls), (&path, line))?;
     let (written, note) = written_kind(kind, style);
     Some(PlacedFence {
         site: site.clone(),
@@ -338,15 +372,17 @@ type Placement = (Vec<(String, Anchor)>, Option<String>);
 /// - an access inlined from a function of the app's own files (the site's line calls it): after
 ///   the access's line inside that function, the innermost frame of its inlining chain (the
 ///   fence then also runs wherever else that function is called: more fences, none missing);
-/// - an access inlined from a file that is not the app's (a library header): before and after
-///   the innermost call in the app's files that leads to it, which orders its accesses against
-///   the code around the call but not against each other (the patch cannot change the header).
+/// - an access inlined from a file that is not the app's (a library header): after the innermost
+///   call in the app's files that leads to it when that call's accesses are all at one place (a
+///   `cuda::atomic_ref` load or store, maybe unrolled: after the call is after the access, as
+///   the PTX fence is); else before and
+///   after that call, which orders its accesses against the code around the call but not
+///   against each other (the patch cannot change the header).
 ///
 /// A site recorded without its accesses' inlining chains (an older journal) goes after `own`.
 fn anchors_of(
     site: &SiteSummary,
-    files: &[(&Path, &str)],
-    root: &Path,
+    (files, root, calls): AppView,
     own: (&str, usize),
 ) -> Option<Placement> {
     let after_own = vec![(own.0.to_string(), Anchor::After(own.1))];
@@ -363,7 +399,8 @@ fn anchors_of(
             continue;
         };
         let line = frames[depth].line as usize;
-        if depth + 1 == frames.len() {
+        let alone = || calls.get(&frames[..=depth]).is_some_and(|&n| n == 1);
+        if depth + 1 == frames.len() || alone() {
             anchors.push((path, Anchor::After(line)));
         } else {
             outside.push(frames[depth + 1].file.clone());
@@ -835,6 +872,7 @@ mod tests {
         assert_eq!(report.patch.matches("+    __threadfence();").count(), 2);
         assert_eq!(report.patch.matches("+  __threadfence();").count(), 2);
         assert_eq!(report.placed[0].line, 8, "the site keeps its own line");
+        assert!(report.placed[0].inside_helpers());
         let placement = placement_of(&report);
         assert!(
             placement.contains("inlined at apps/k/kernel.cu:8")
@@ -843,20 +881,26 @@ mod tests {
         );
     }
 
-    /// An access inlined from a library header cannot be fenced where it is: the fence goes
-    /// before and after the app's call that leads to it, and the report says what that misses.
+    /// Accesses inlined from a library header cannot be fenced where they are: with two of them
+    /// in one call, the fence goes before and after the app's call that leads to them, and the
+    /// report says what that misses (the fence between them).
     #[test]
     fn fence_for_a_call_inlined_from_a_library_header_goes_around_the_call() {
         let file = "/repo/apps/k/kernel.cu";
         let mut site = site(0, Some(file), Some(2));
-        site.frames = vec![vec![
-            frame(file, 2),
-            frame("/cuda/include/cub/x.cuh", 50),
-            frame("/cuda/include/cub/y.cuh", 7),
-        ]];
+        site.ptx = vec!["ld a".into(), "atom b".into()];
+        site.frames = vec![
+            vec![
+                frame(file, 2),
+                frame("/cuda/include/cub/x.cuh", 50),
+                frame("/cuda/include/cub/y.cuh", 7),
+            ],
+            vec![frame(file, 2), frame("/cuda/include/cub/x.cuh", 51)],
+        ];
         let report = report_of(site, &source());
         let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
         assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
+        assert!(!report.placed[0].inside_helpers(), "around its own line only");
         assert!(
             report
                 .patch
@@ -870,6 +914,53 @@ mod tests {
                 && placement.contains("not against each other"),
             "{placement}"
         );
+    }
+
+    /// Regression (a seqlock of `cuda::atomic_ref` loads and stores in unrolled loops): each
+    /// call is one access inlined from a CCCL header, yet the patch fenced before and after
+    /// every call, 9 statements for 6 fences. After the call is after its access, as the PTX
+    /// fence is.
+    #[test]
+    fn a_single_access_inlined_from_a_library_header_is_fenced_once_after_the_call() {
+        let file = "/repo/apps/k/kernel.cu";
+        let mut site = site(0, Some(file), Some(2));
+        // The loop is unrolled: two copies of the one access, at one place in the header.
+        let chain = vec![
+            frame(file, 2),
+            frame("/cuda/include/cuda/std/atomic.h", 80),
+            frame("/cuda/include/cuda/std/generated.h", 303),
+        ];
+        site.ptx = vec!["ld a".into(), "ld a".into()];
+        site.frames = vec![chain.clone(), chain];
+        let report = report_of(site, &source());
+        assert_eq!(
+            report.placed[0].anchors,
+            [("apps/k/kernel.cu".to_string(), Anchor::After(2))]
+        );
+        assert_eq!(report.placed[0].placement, None);
+        assert_eq!(report.patch.matches("+  __threadfence();").count(), 1);
+    }
+
+    /// A call that makes one access of this site but is also a call of another site's access
+    /// (inner-line sites split a helper) keeps the fence before and after it.
+    #[test]
+    fn a_call_with_accesses_of_two_sites_keeps_the_fence_around_it() {
+        let file = "/repo/apps/k/kernel.cu";
+        let header = "/cuda/include/cub/x.cuh";
+        let mut first = site(0, Some(file), Some(2));
+        first.frames = vec![vec![frame(file, 2), frame(header, 50)]];
+        let mut second = site(1, Some(file), Some(2));
+        second.frames = vec![vec![frame(file, 2), frame(header, 51)]];
+        let report = fence_report(
+            &[0],
+            &[first, second],
+            &source(),
+            FenceKind::ScGpu,
+            Path::new("/repo"),
+        )
+        .unwrap();
+        let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
+        assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
     }
 
     /// A site recorded without its accesses' frames (a journal from before they were kept)

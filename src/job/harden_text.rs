@@ -128,7 +128,7 @@ impl<'a> HardenText<'a> {
             }
         }
         let inlined: Vec<String> = (report.placed.iter())
-            .filter(|fence| fence.placement.is_some())
+            .filter(|fence| fence.inside_helpers())
             .map(|fence| format!("#{}", fence.site.id))
             .collect();
         if meta.target.granularity == Granularity::SourceLine && !inlined.is_empty() {

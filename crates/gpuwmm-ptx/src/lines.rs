@@ -20,6 +20,18 @@
 //! a branch inside `split`, among code inlined at kernel.cu:392); a position that an earlier
 //! `.loc` of the body named as inlined code keeps that chain.
 //!
+//! Unrolled loops break "the most recent": NVRTC emits the frames of an inlined call once, for
+//! the loop's first copy, and the later copies name only the innermost position, whose call site
+//! every call of the body resolved in turn. A loop of `cuda::atomic_ref` loads at four lines
+//! thus put every later copy of all four at the fourth line. So a call site that resolved to
+//! more than one chain, named again after a line of the body's own function (the loop went on)
+//! or by the same `.loc` twice in a row (a fully unrolled loop: copies that print alike), and
+//! before its frames are emitted anew, takes its chains in the order they first came, one per
+//! copy: a copy starts where an inner position repeats. The copies of an unrolled body keep
+//! the order of its first copy, so each goes back to its own line; where the compiler reorders
+//! them more than that, a copy can land on another line of the same body (the site listing then
+//! names a line of the loop that is not the access's own).
+//!
 //! Besides the two ends of the chain, the whole chain can be had ([`statement_frames`]): a patch
 //! that must put a fence next to an access inside an inlined helper of the app's own source
 //! needs the helper's line, which is a frame between the two ends when helpers call helpers.
@@ -47,6 +59,24 @@ pub struct LocFollower {
     /// For each position a `.loc` has named, the chain it resolved to then (outermost first,
     /// ending with the position itself).
     chain_of: HashMap<SourcePos, Rc<[SourcePos]>>,
+    /// For each position, the distinct chains it resolved to, in the order they first came.
+    history: HashMap<SourcePos, Vec<Rc<[SourcePos]>>>,
+    /// How many `.loc`s of the body's own function (chains of one frame) came so far, and for
+    /// each position that count when it last resolved.
+    own_lines: u64,
+    resolved_at: HashMap<SourcePos, u64>,
+    /// For each call site named in unrolled copies, where the copies are.
+    copies: HashMap<SourcePos, Copies>,
+    /// The last `.loc`'s position and call site.
+    last: Option<(SourcePos, Option<SourcePos>)>,
+}
+
+/// The copies of an unrolled body that name a call site without its frames: the copy being
+/// read (an index into the site's history, wrapping) and the inner positions it named so far.
+#[derive(Debug, Default)]
+struct Copies {
+    copy: usize,
+    named: Vec<SourcePos>,
 }
 
 impl LocFollower {
@@ -56,9 +86,13 @@ impl LocFollower {
         if loc.at.line == 0 {
             return;
         }
+        // The same `.loc` twice in a row is two inlined copies that print alike (a fully
+        // unrolled loop has no line of its own between them).
+        let repeated =
+            self.last.replace((loc.at, loc.inlined_at)) == Some((loc.at, loc.inlined_at));
         let chain: Rc<[SourcePos]> = match loc.inlined_at {
             Some(call_site) => {
-                let mut chain = self.chain_of_call(call_site).to_vec();
+                let mut chain = self.chain_of_call(call_site, loc.at, repeated).to_vec();
                 chain.push(loc.at);
                 chain.into()
             }
@@ -66,14 +100,27 @@ impl LocFollower {
             // without its `inlined_at` (NVRTC does so for some branches): it keeps its chain.
             // A function cannot be inlined into itself, so this is never a line of the body's
             // own function.
-            None => self.chain_of_call(loc.at),
+            None => self.chain_of_call(loc.at, loc.at, repeated),
         };
         self.current = Some(LineAttribution {
             inner: loc.at,
             outer: chain[0],
         });
-        self.chain_of.insert(loc.at, Rc::clone(&chain));
+        self.remember(loc.at, &chain);
         self.frames = Some(chain);
+    }
+
+    /// Records that `position` resolved to `chain`.
+    fn remember(&mut self, position: SourcePos, chain: &Rc<[SourcePos]>) {
+        if chain.len() == 1 {
+            self.own_lines += 1;
+        }
+        let history = self.history.entry(position).or_default();
+        if !history.contains(chain) {
+            history.push(Rc::clone(chain));
+        }
+        self.resolved_at.insert(position, self.own_lines);
+        self.chain_of.insert(position, Rc::clone(chain));
     }
 
     /// The attribution of the statements after the `.loc`s seen so far.
@@ -87,12 +134,31 @@ impl LocFollower {
         self.frames.as_deref().unwrap_or_default()
     }
 
-    /// The chain a `.loc` at `call_site` resolved to, or the call site alone when none named it.
-    fn chain_of_call(&self, call_site: SourcePos) -> Rc<[SourcePos]> {
-        match self.chain_of.get(&call_site) {
-            Some(chain) => Rc::clone(chain),
-            None => Rc::from([call_site].as_slice()),
+    /// The chain a `.loc` at `call_site` resolved to, or the call site alone when none named it;
+    /// for a `.loc` at `inner` in an unrolled copy (after a line of the body's own, or
+    /// `repeated` right after itself), the chain of that copy (see the module doc).
+    fn chain_of_call(
+        &mut self,
+        call_site: SourcePos,
+        inner: SourcePos,
+        repeated: bool,
+    ) -> Rc<[SourcePos]> {
+        let Some(chain) = self.chain_of.get(&call_site) else {
+            return Rc::from([call_site].as_slice());
+        };
+        let history = &self.history[&call_site];
+        let fresh = self.resolved_at.get(&call_site) == Some(&self.own_lines) && !repeated;
+        if history.len() < 2 || fresh {
+            self.copies.remove(&call_site);
+            return Rc::clone(chain);
         }
+        let copies = self.copies.entry(call_site).or_default();
+        if copies.named.contains(&inner) {
+            copies.copy += 1;
+            copies.named.clear();
+        }
+        copies.named.push(inner);
+        Rc::clone(&history[copies.copy % history.len()])
     }
 }
 
@@ -307,5 +373,69 @@ mod tests {
             .map(|(frames, _)| frames.iter().map(|f| f.line).collect())
             .collect();
         assert_eq!(lines, [vec![392, 192, 143], vec![392, 192, 143], vec![7]]);
+    }
+    /// The frames of `atomic_ref::load` at `line`, as NVRTC emits them for the first copy of a
+    /// loop: the kernel line, a header frame, then the access's own position.
+    fn load_frames(line: u32) -> String {
+        format!(
+            "\t.loc 1 {line} 13\n\
+             \t.loc 2 80 3, function_name $L__info_string0, inlined_at 1 {line} 13\n\
+             \t.loc 5 303 1, function_name $L__info_string1, inlined_at 2 80 3\n\
+             \tld.relaxed.gpu.b32 %r1, [%rd{line}];\n"
+        )
+    }
+
+    /// Regression (a seqlock reader: a loop of `atomic_ref` loads at lines 20 and 21, then an
+    /// `if` at 22): the loop's later copies name only `5 303 1`, whose call site both lines
+    /// resolved in turn, and all of them went to line 21. Each copy goes back to its own line.
+    #[test]
+    fn unrolled_copies_of_inlined_calls_go_back_to_their_own_lines() {
+        let again = "\t.loc 5 303 1, function_name $L__info_string1, inlined_at 2 80 3\n\
+                     \tld.relaxed.gpu.b32 %r2, [%rd9];\n";
+        let body = format!(
+            "{}{}\t.loc 1 22 5\n\tsetp.eq.s32 %p1, %r1, %r2;\n{again}{again}\t.loc 1 22 5\n{again}{again}",
+            load_frames(20),
+            load_frames(21)
+        );
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(
+            lines,
+            ["1:20", "1:21", "1:22", "1:20", "1:21", "1:20", "1:21"]
+        );
+    }
+
+    /// A fully unrolled loop (a seqlock writer's stores at lines 13 and 14) has no line of its
+    /// own between copies: the same `.loc` twice in a row starts the next copy.
+    #[test]
+    fn a_fully_unrolled_loop_repeats_its_loc_and_each_copy_keeps_its_line() {
+        let again = "\t.loc 5 303 1, function_name $L__info_string1, inlined_at 2 80 3\n\
+                     \tst.relaxed.gpu.b32 [%rd9], %r2;\n";
+        let body = format!(
+            "{}{}{again}{again}{again}{again}",
+            load_frames(13),
+            load_frames(14)
+        );
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(lines, ["1:13", "1:14", "1:13", "1:14", "1:13", "1:14"]);
+    }
+
+    /// A call site that only one call resolved is not a copy of several: a repeated `.loc` of
+    /// its code keeps that call's line.
+    #[test]
+    fn a_repeated_loc_of_one_call_keeps_its_line() {
+        let again = "\t.loc 5 303 1, function_name $L__info_string1, inlined_at 2 80 3\n\
+                     \tld.relaxed.gpu.b32 %r2, [%rd9];\n";
+        let body = format!("{}\t.loc 1 22 5\n\tret;\n{again}{again}", load_frames(20));
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(lines, ["1:20", "1:22", "1:20", "1:20"]);
     }
 }
