@@ -104,11 +104,11 @@ fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both
     assert_eq!(lines(race), (writer, reader));
     let missing = race["missing"].as_str().unwrap();
     assert!(
-        missing.contains("no release pattern on the writer's side"),
+        missing.contains("no release pattern on the signalling side"),
         "{missing}"
     );
     assert!(
-        missing.contains("no acquire pattern on the reader's side"),
+        missing.contains("no acquire pattern on the waiting side"),
         "{missing}"
     );
     assert!(

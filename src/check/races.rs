@@ -232,8 +232,13 @@ pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
         let mut second = RaceEnd::of(&c.second.site, c.second.kind, c.second.strength);
         let missing = missing(c, class, &first, &second);
         let mut ctas = c.ctas;
-        // Only a fence-orderable race has a direction (who releases, who acquires).
-        if class != RaceClass::FenceCanOrder && second.key() < first.key() {
+        // A race that fences can order has a direction (who releases, who acquires): that
+        // is every fence-can-order pair and every data race the threads communicated across.
+        // Merging such a pair with its reverse lost the reverse's advice (a ring buffer's slot
+        // read before its reuse kept only the write-then-read fences).
+        let directed = class == RaceClass::FenceCanOrder
+            || (class == RaceClass::DataRace && c.facts.communicated);
+        if !directed && second.key() < first.key() {
             std::mem::swap(&mut first, &mut second);
             ctas = (ctas.1, ctas.0);
         }
@@ -328,7 +333,7 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
     let mut parts = Vec::new();
     match c.facts.first_release {
         None => parts.push(format!(
-            "no release pattern on the writer's side: a fence.acq_rel.{scope} after {}, \
+            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
              before the write the other thread reads",
             first.place()
         )),
@@ -340,7 +345,7 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
     }
     match c.facts.second_acquire {
         None => parts.push(format!(
-            "no acquire pattern on the reader's side: a fence.acq_rel.{scope} after the \
+            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
              read that saw the other thread's write, before {}",
             second.place()
         )),
@@ -686,6 +691,36 @@ mod tests {
         assert_eq!(classify(&rmw), Some(RaceClass::DataRace));
     }
 
+    /// Regression (a ring buffer with volatile indices): the slot's write then read and its
+    /// read then reuse are two data races the threads communicate across, each with its own
+    /// fences; they were merged as one pair and the read-then-reuse fences never reported.
+    #[test]
+    fn a_communicated_data_race_and_its_reverse_are_two_races_with_their_own_fences() {
+        let mut write_read = strong_pair();
+        write_read.facts.morally_strong = false;
+        write_read.facts.communicated = true;
+        write_read.first.strength = Strength::Weak;
+        write_read.second.strength = Strength::Weak;
+        let mut read_write = write_read.clone();
+        std::mem::swap(&mut read_write.first, &mut read_write.second);
+        let races = run_races(0, &log_of(vec![write_read, read_write])).races;
+        let ends: Vec<(Option<u32>, Option<u32>)> = races
+            .iter()
+            .map(|r| (r.first.line, r.second.line))
+            .collect();
+        assert_eq!(ends, [(Some(10), Some(20)), (Some(20), Some(10))]);
+        assert!(races[1]
+            .missing
+            .contains("fence.acq_rel.gpu after kernel.cu:20, before"));
+        // Without communication the two are one race, as before.
+        let mut plain = strong_pair();
+        plain.facts.morally_strong = false;
+        plain.first.strength = Strength::Weak;
+        let mut reverse = plain.clone();
+        std::mem::swap(&mut reverse.first, &mut reverse.second);
+        assert_eq!(run_races(0, &log_of(vec![plain, reverse])).races.len(), 1);
+    }
+
     #[test]
     fn a_fence_orderable_race_names_the_missing_sides_and_their_scope() {
         let mut c = strong_pair();
@@ -698,7 +733,7 @@ mod tests {
             "{missing}"
         );
         assert!(
-            missing.contains("no acquire pattern on the reader's side"),
+            missing.contains("no acquire pattern on the waiting side"),
             "{missing}"
         );
         assert!(missing.contains("before kernel.cu:20"), "{missing}");
@@ -722,7 +757,7 @@ mod tests {
             "{missing}"
         );
         assert!(
-            missing.contains("no acquire pattern on the reader's side"),
+            missing.contains("no acquire pattern on the waiting side"),
             "{missing}"
         );
         c.facts.communicated = false;

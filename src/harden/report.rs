@@ -900,7 +900,10 @@ mod tests {
         let report = report_of(site, &source());
         let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
         assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
-        assert!(!report.placed[0].inside_helpers(), "around its own line only");
+        assert!(
+            !report.placed[0].inside_helpers(),
+            "around its own line only"
+        );
         assert!(
             report
                 .patch
