@@ -17,7 +17,8 @@
 //! between them through a morally strong read of a write made after the first access
 //! (`communicated`: a release/acquire pair around that communication would order them), which
 //! release and acquire the two sides did have, and whether the location carries communication
-//! itself (a flag spun on, a lock word). Classifying is the tool's business.
+//! itself (a flag spun on, a lock word, a variable some access releases or acquires at).
+//! Classifying is the tool's business.
 //!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
@@ -135,8 +136,8 @@ pub struct Conflict {
     /// for a release after the first access and an acquire before the second).
     pub via: Option<(RaceSite, RaceSite)>,
     /// The location carries communication itself: a morally strong read of it ordered another
-    /// pair's communication, or a thread read it strongly twice without writing it between
-    /// (a spin).
+    /// pair's communication, a thread read it strongly twice without writing it between (a
+    /// spin), or an access made a release or an acquire at it.
     pub synchronising_location: bool,
     pub occurrences: u64,
     /// Distinct addresses.
@@ -298,6 +299,9 @@ pub struct RaceTracker {
     shadows: Map<u64, Shadow>,
     /// Locations whose communication ordered another pair.
     carrying: HashSet<u64>,
+    /// Locations some access made a release or an acquire at: declared synchronisation
+    /// variables (a semaphore's or lock's word, a flag of `cuda::atomic` release/acquire).
+    declared: HashSet<u64>,
     pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
     /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
     /// its current phase, `bar.arrive` producers included.
@@ -354,6 +358,7 @@ impl RaceTracker {
             sc_cta: HashMap::new(),
             shadows: Map::default(),
             carrying: HashSet::new(),
+            declared: HashSet::new(),
             pairs: HashMap::new(),
             arrived: HashMap::new(),
             edges: HashMap::new(),
@@ -441,6 +446,13 @@ impl RaceTracker {
         })
     }
 
+    /// Notes `at` as a declared synchronisation variable when `order` releases or acquires.
+    fn note_declared(&mut self, at: Bytes, order: Order) {
+        if (order.releases || order.acquires) && order.reach != Reach::Weak {
+            self.declared.insert(at.addr);
+        }
+    }
+
     /// A global load of thread `t` at PTX line `line`, which read the message with timestamp
     /// `read_ts` (`None`: the newest value, for locations the model does not track);
     /// `reserved`: its number, taken with [`RaceTracker::reserve`] when it was deferred.
@@ -456,6 +468,7 @@ impl RaceTracker {
         let Some(me) = self.begin(t, reserved, line, AccessKind::Read, order) else {
             return;
         };
+        self.note_declared(at, order);
         let t = me.thread;
         let others = self.overlapped(at);
         self.read_part(me, at.addr, order, read_ts, true);
@@ -650,6 +663,7 @@ impl RaceTracker {
         let Some(me) = self.begin(t, None, line, AccessKind::Write, order) else {
             return;
         };
+        self.note_declared(at, order);
         let (t, p) = (me.thread, me.pos);
         if order.releases {
             self.release(t, order.reach, p);
@@ -730,6 +744,7 @@ impl RaceTracker {
         let Some(me) = self.begin(t, None, line, AccessKind::Rmw, order) else {
             return;
         };
+        self.note_declared(at, order);
         let (t, p) = (me.thread, me.pos);
         let newest = self.shadows.get(&at.addr).and_then(|s| s.writes.last());
         let carried = newest
@@ -873,8 +888,9 @@ impl RaceTracker {
         type Summed = (u64, u64, (u32, u32));
         let mut merged: HashMap<(PairKey, bool), Summed> = HashMap::new();
         for ((key, addr), (count, ctas)) in self.pairs {
-            let sync =
-                self.carrying.contains(&addr) || self.shadows.get(&addr).is_some_and(|s| s.spun);
+            let sync = self.carrying.contains(&addr)
+                || self.declared.contains(&addr)
+                || self.shadows.get(&addr).is_some_and(|s| s.spun);
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
@@ -1154,6 +1170,35 @@ mod tests {
         let pairs = r.finish().conflicts;
         assert!(!pairs.is_empty());
         assert!(pairs.iter().all(|p| p.synchronising));
+    }
+
+    /// Regression (a device-scope `cuda::binary_semaphore` guarding a counter): its word is
+    /// taken with `atom.exch.acquire` and given back with `st.release`, and in runs where no
+    /// thread spun on it, pairs on it were reported as races the app should fix. A location
+    /// some access releases or acquires at is a declared synchronisation variable.
+    #[test]
+    fn a_word_released_or_acquired_at_is_a_synchronising_location() {
+        let mut r = two_ctas();
+        let acquire = Order {
+            acquires: true,
+            ..order(Reach::Gpu)
+        };
+        let release = Order {
+            releases: true,
+            ..order(Reach::Gpu)
+        };
+        r.atomic(1, 20, w(FLAG), acquire, true, Some(1));
+        r.store(0, 11, w(FLAG), release, Some(2));
+        let pairs = r.finish().conflicts;
+        assert!(!pairs.is_empty());
+        assert!(pairs.iter().all(|p| p.synchronising));
+        // The same two accesses, relaxed, are not declared.
+        let mut r = two_ctas();
+        r.atomic(1, 20, w(FLAG), order(Reach::Gpu), true, Some(1));
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        let relaxed = r.finish().conflicts;
+        assert!(!relaxed.is_empty());
+        assert!(relaxed.iter().all(|p| !p.synchronising));
     }
 
     /// The volatile slot recycler with its read deferred: block 0 issues its slot read
