@@ -543,9 +543,17 @@ impl RaceTracker {
         let Some(i) = read else { return };
         let w = &self.shadows[&addr].writes[i];
         let same_cta = self.block(w.access.thread) == self.block(me.thread);
-        let strong = w.access.thread != me.thread
-            && includes(w.access.strength, same_cta)
-            && includes(me.strength, same_cta);
+        // A read of the thread's own write (an RMW of its own that continued other threads'
+        // release sequences) observes it too: it acquires what the write carries, though no
+        // communication between threads happens there.
+        if w.access.thread == me.thread {
+            if w.access.strength != Strength::Weak && me.strength != Strength::Weak {
+                let carried = w.view_cta.clone();
+                self.acquire_carried(me, order, true, carried);
+            }
+            return;
+        }
+        let strong = includes(w.access.strength, same_cta) && includes(me.strength, same_cta);
         if !strong {
             return;
         }
@@ -573,14 +581,21 @@ impl RaceTracker {
             }
         }
         *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
+        let view = if same_cta { views.0 } else { views.1 };
+        self.acquire_carried(me, order, same_cta, view);
+    }
+
+    /// A morally strong read `me` took the write that carried `view` (the releases it
+    /// continues): kept for the thread's next acquire, or taken now when `me` acquires.
+    fn acquire_carried(&mut self, me: Side, order: Order, same_cta: bool, view: Option<Clock>) {
         if order.reduction {
             return;
         }
         let t = me.thread as usize;
         if same_cta {
-            self.acq_cta[t] = join_clocks(&self.acq_cta[t], &views.0);
+            self.acq_cta[t] = join_clocks(&self.acq_cta[t], &view);
         } else {
-            self.acq_gpu[t] = join_clocks(&self.acq_gpu[t], &views.1);
+            self.acq_gpu[t] = join_clocks(&self.acq_gpu[t], &view);
         }
         if order.acquires {
             self.acquire(me.thread, order.reach, me.pos);
@@ -1098,6 +1113,39 @@ mod tests {
         assert_eq!(payload.len(), 1);
         assert!(payload[0].key.facts.morally_strong && payload[0].key.facts.communicated);
         assert!(!payload[0].synchronising);
+    }
+
+    /// Regression (a `cooperative_groups` grid sync, and any counter of release RMWs): block
+    /// 1 writes a payload and arrives with a release RMW; block 0 arrives after it with its own
+    /// RMW, then reads the counter with an acquire load, which reads block 0's own RMW. PTX's
+    /// observation order runs through that RMW, so the release synchronises with the acquire;
+    /// the recorder skipped reads of a thread's own write and reported the payload as a race.
+    #[test]
+    fn an_acquire_reading_its_own_rmw_continues_the_release_sequence_it_joined() {
+        let release = |reach| Order {
+            releases: true,
+            ..order(reach)
+        };
+        let acquire = Order {
+            acquires: true,
+            ..order(Reach::Gpu)
+        };
+        let run = |first_releases: bool| {
+            let mut r = two_ctas();
+            r.store(1, 10, w(X), order(Reach::Weak), Some(1));
+            let first = if first_releases {
+                release(Reach::Gpu)
+            } else {
+                order(Reach::Gpu)
+            };
+            r.atomic(1, 11, w(FLAG), first, true, Some(1));
+            r.atomic(0, 12, w(FLAG), order(Reach::Gpu), true, Some(2));
+            r.load(0, None, 20, w(FLAG), acquire, Some(2));
+            r.load(0, None, 21, w(X), order(Reach::Weak), Some(1));
+            r.finish().conflicts
+        };
+        assert!(payload_pairs(&run(true)).is_empty());
+        assert_eq!(payload_pairs(&run(false)).len(), 1, "no release: a race");
     }
 
     #[test]
