@@ -62,6 +62,7 @@ fn launch(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
         grid: (blocks, 1, 1),
         block: (threads, 1, 1),
         shared_bytes,
+        cooperative: false,
     }
 }
 

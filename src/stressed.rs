@@ -94,6 +94,7 @@ impl StressedLauncher {
             grid,
             block,
             shared_bytes: app.config.shared_bytes,
+            cooperative: app.config.cooperative,
         };
         backend.launch(app.module, app.kernel, &config, &full_args)?;
         Ok(control)

@@ -514,6 +514,57 @@ fn a_kernel_including_cooperative_groups_compiles_as_it_is_and_runs() {
     assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
 }
 
+/// A persistent kernel split by `cooperative_groups::this_grid().sync()` needs a cooperative
+/// launch: with `cooperative = true` on its launch it runs under stress (stressing blocks
+/// beside it, ids randomised) and passes every run with no race; without the key each run
+/// crashes with the header's trap, naming the sync's line and the key.
+#[test]
+fn a_grid_sync_app_runs_with_a_cooperative_launch_and_names_the_key_without_it() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let fixture = fixture_app("coop-grid-sync");
+    let check = |app_dir: &Path, journal: &str| {
+        let args = words("check --backend sim --env sys-str+ --runs 40 --races --app-dir");
+        let out = gpuwmm(
+            &[
+                &args[..],
+                &[app_dir.to_str().unwrap(), "--journal", journal],
+            ]
+            .concat(),
+            dir.path(),
+        );
+        ok(&out)
+    };
+    let cooperative = check(&fixture, "coop.csv");
+    assert!(
+        cooperative.contains("outcomes: pass 40, fail 0"),
+        "{cooperative}"
+    );
+    assert!(
+        cooperative.contains("races: none recorded"),
+        "{cooperative}"
+    );
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::copy(fixture.join("kernel.cu"), plain.join("kernel.cu")).unwrap();
+    let manifest = std::fs::read_to_string(fixture.join("app.toml")).unwrap();
+    std::fs::write(
+        plain.join("app.toml"),
+        manifest.replace("cooperative = true\n", ""),
+    )
+    .unwrap();
+    let not_cooperative = check(&plain, "plain.csv");
+    assert!(not_cooperative.contains("crash 40"), "{not_cooperative}");
+    let sync_line = common::fixture_kernel_line("coop-grid-sync", "grid.sync();");
+    assert!(
+        not_cooperative.contains(&format!("trap at kernel.cu:{sync_line}")),
+        "{not_cooperative}"
+    );
+    assert!(
+        not_cooperative.contains("`cooperative = true`"),
+        "{not_cooperative}"
+    );
+}
+
 /// Where no tools root has the runtime's headers, the error names the `#include` line and the
 /// header, and says how to get it, instead of calling the include host code.
 #[test]

@@ -58,6 +58,21 @@ fn stressed_runs_of_a_fully_fenced_app_all_pass_on_a_gpu() {
 /// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
 /// supervised worker's answer channel: the supervisor took the printed line for a garbled
 /// answer. Now answers are marked and device output is passed over (and shown by `replay`).
+/// A persistent kernel split by a `cooperative_groups` grid sync is launched cooperatively
+/// (`cuLaunchCooperativeKernel`), stressing blocks included, and passes every run.
+#[test]
+fn a_cooperative_grid_sync_app_passes_every_stressed_run_on_a_gpu() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = fixture_app("coop-grid-sync");
+    let args = ["--app-dir", app.to_str().unwrap(), "--runs", "6"];
+    let rows = check(dir.path(), &args);
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+}
+
 #[test]
 fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
     if !available() {

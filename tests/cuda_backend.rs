@@ -50,6 +50,7 @@ fn one_d(blocks: u32, threads: u32) -> LaunchConfig {
         grid: (blocks, 1, 1),
         block: (threads, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     }
 }
 

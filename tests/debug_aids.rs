@@ -65,6 +65,7 @@ fn launch(
         grid: (grid, 1, 1),
         block: (block, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     };
     sim.launch(module, kernel, &config, args).unwrap();
     sim.synchronize(Duration::from_secs(120)).unwrap();

@@ -25,6 +25,7 @@ const SHAPES: LaunchConfig = LaunchConfig {
     grid: (3, 2, 1),
     block: (5, 4, 3),
     shared_bytes: 5 * 4 * 3 * 4,
+    cooperative: false,
 };
 
 fn out_words() -> usize {

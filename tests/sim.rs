@@ -24,6 +24,7 @@ fn launch(grid: u32, block: u32) -> LaunchConfig {
         grid: (grid, 1, 1),
         block: (block, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     }
 }
 
@@ -151,6 +152,7 @@ fn reduce_once(model: MemoryModel, seed: u64) -> u32 {
         grid: (4, 1, 1),
         block: (64, 1, 1),
         shared_bytes: 64 * 4,
+        cooperative: false,
     };
     b.launch(
         m,
@@ -349,6 +351,7 @@ fn nvrtc_dot_kernel_runs() {
         grid: (1, 1, 1),
         block: (16, 1, 1),
         shared_bytes: 64,
+        cooperative: false,
     };
     let args = [
         KernelArg::ptr(x),

@@ -62,6 +62,7 @@ impl Fixture {
             grid: (blocks, 1, 1),
             block: (threads, 1, 1),
             shared_bytes: shared,
+            cooperative: false,
         };
         let args: Vec<KernelArg> = args.iter().map(|b| KernelArg::ptr(*b)).collect();
         self.sim
@@ -515,11 +516,12 @@ fn libcxx_atomic_wait_and_notify_release_every_waiter_with_the_published_value()
     }
 }
 
-/// A grid-wide `cooperative_groups` sync needs a cooperative launch; the simulator's are not,
-/// and the header's check traps, as on a GPU. The fault says so and names the kernel's line
-/// (before, it said only "trap" at a PTX line).
+/// A grid-wide `cooperative_groups` sync needs a cooperative launch; in a launch that is not,
+/// the header's check traps, as on a GPU. The fault says so and names the kernel's line
+/// (before, it said only "trap" at a PTX line). A cooperative launch gets the grid workspace
+/// and the sync holds: every thread's word is 1 before it, and thread 0 adds its own after.
 #[test]
-fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
+fn a_grid_wide_sync_needs_a_cooperative_launch_and_holds_in_one() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     for arch in ARCHS {
         let mut fx = Fixture::load_for("grid_sync.cu", arch);
@@ -528,6 +530,7 @@ fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
             grid: (2, 1, 1),
             block: (32, 1, 1),
             shared_bytes: 0,
+            cooperative: false,
         };
         let args = [KernelArg::ptr(out)];
         fx.sim
@@ -537,6 +540,22 @@ fn a_grid_wide_sync_faults_naming_its_source_line_and_the_cooperative_launch() {
         let shown = err.to_string();
         assert!(shown.contains("trap at grid_sync.cu:11"), "{shown}");
         assert!(shown.contains("cooperative launch"), "{shown}");
+        assert!(shown.contains("`cooperative = true`"), "{shown}");
+        let mut fx = Fixture::load_for("grid_sync.cu", arch);
+        let out = fx.zeroed(64 * 4);
+        let cooperative = LaunchConfig {
+            cooperative: true,
+            ..config
+        };
+        let args = [KernelArg::ptr(out)];
+        fx.sim
+            .launch(fx.module, "grid_barrier", &cooperative, &args)
+            .unwrap();
+        fx.sim.synchronize(Duration::from_secs(60)).unwrap();
+        let words = fx.read::<i32>(out);
+        assert_eq!(words[0], 2, "{arch}");
+        // Others read thread 0's word after the sync, before or after its own update.
+        assert!(words.iter().all(|&w| w == 2 || w == 3), "{arch}: {words:?}");
     }
 }
 

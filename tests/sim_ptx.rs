@@ -32,6 +32,7 @@ fn launch(grid: u32) -> LaunchConfig {
         grid: (grid, 1, 1),
         block: (32, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     }
 }
 

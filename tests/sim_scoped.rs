@@ -16,6 +16,7 @@ fn launch(grid: u32, block: u32) -> LaunchConfig {
         grid: (grid, 1, 1),
         block: (block, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     }
 }
 

@@ -266,9 +266,13 @@ impl Display for LaunchDescription {
             0 => String::new(),
             n => format!(", shared {n} bytes"),
         };
+        let cooperative = match self.config.cooperative {
+            true => ", cooperative",
+            false => "",
+        };
         writeln!(
             f,
-            "      {}: {}{resolved}, grid {}, block {}{shared}{repeat}",
+            "      {}: {}{resolved}, grid {}, block {}{shared}{cooperative}{repeat}",
             self.field,
             self.kernel,
             dims(self.config.grid),

@@ -698,6 +698,7 @@ pub fn linear(grid: u32, block: u32) -> LaunchConfig {
         grid: (grid, 1, 1),
         block: (block, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     }
 }
 

@@ -1063,22 +1063,39 @@ impl Device for CudaBackend {
         // SAFETY: the context is current and the stream and events are live. `params` holds one
         // pointer per kernel parameter (count and sizes checked above where the driver can tell),
         // each to at least as many bytes as the parameter has; the driver copies them before
-        // cuLaunchKernel returns, and `words`/`params` outlive the call.
+        // the launch call returns, and `words`/`params` outlive the call.
         unsafe {
             check(sys::cuEventRecord(self.start, self.stream), "cuEventRecord")?;
-            let code = sys::cuLaunchKernel(
-                k.function,
-                grid.0,
-                grid.1,
-                grid.2,
-                block.0,
-                block.1,
-                block.2,
-                config.shared_bytes,
-                self.stream,
-                params_ptr,
-                std::ptr::null_mut(),
-            );
+            let code = if config.cooperative {
+                // Every block resident at once, and a grid workspace for cooperative_groups'
+                // grid syncs; the driver refuses a grid larger than the device holds.
+                sys::cuLaunchCooperativeKernel(
+                    k.function,
+                    grid.0,
+                    grid.1,
+                    grid.2,
+                    block.0,
+                    block.1,
+                    block.2,
+                    config.shared_bytes,
+                    self.stream,
+                    params_ptr,
+                )
+            } else {
+                sys::cuLaunchKernel(
+                    k.function,
+                    grid.0,
+                    grid.1,
+                    grid.2,
+                    block.0,
+                    block.1,
+                    block.2,
+                    config.shared_bytes,
+                    self.stream,
+                    params_ptr,
+                    std::ptr::null_mut(),
+                )
+            };
             if code != CUresult::CUDA_SUCCESS {
                 // The start event now belongs to a launch that never happened.
                 self.pending_timing = false;

@@ -46,6 +46,7 @@ pub fn run_litmus(
         grid: (2 * run.instances, 1, 1),
         block: (run.block_threads, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     };
     let args = [KernelArg::ptr(mem), KernelArg::ptr(out)];
     let mut histogram = Histogram::default();

@@ -154,6 +154,7 @@ impl<'b> BackendRunner<'b> {
             grid: (2 * s.instances, 1, 1),
             block: (s.block_threads, 1, 1),
             shared_bytes: 0,
+            cooperative: false,
         };
         let stress = StressSettings {
             stress_blocks: stress_blocks(&s, locations.len() as u32, rng),

@@ -48,6 +48,7 @@ fn run(roles: &[(u32, &str)], threads: u32, seed: u64) -> Result<[u32; 3], Backe
         grid: (1, 1, 1),
         block: (threads, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     };
     sim.launch(module, "k", &config, &[KernelArg::ptr(mem)])?;
     sim.synchronize(LONG)?;

@@ -62,12 +62,16 @@ pub struct ModuleId(pub usize);
 /// A 1-, 2- or 3-D extent.
 pub type Dim3 = (u32, u32, u32);
 
-/// Grid, block and dynamic shared memory of a launch.
+/// Grid, block and dynamic shared memory of a launch, and whether it is cooperative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_bytes: u32,
+    /// A cooperative launch (`cudaLaunchCooperativeKernel`): every block is resident at once
+    /// and the kernel gets a grid workspace, so that `cooperative_groups::this_grid().sync()`
+    /// works.
+    pub cooperative: bool,
 }
 
 /// A kernel to start ([`Device::launch`]): which kernel of which module, on what grid, with what

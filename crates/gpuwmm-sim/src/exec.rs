@@ -99,7 +99,9 @@ impl Machine<'_> {
             Special::LanemaskLe => ((1u64 << (lane + 1)) - 1) as u32,
             Special::LanemaskGt => !(((1u64 << (lane + 1)) - 1) as u32),
             Special::LanemaskGe => !((1u32 << lane) - 1),
-            Special::EnvReg => 0,
+            Special::EnvReg(1) => (self.grid_workspace >> 32) as u32,
+            Special::EnvReg(2) => self.grid_workspace as u32,
+            Special::EnvReg(_) => 0,
         };
         u64::from(v)
     }
@@ -115,10 +117,13 @@ impl Machine<'_> {
     fn trap_reason(&self, line: u32) -> String {
         let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
         match origin {
-            Some((_, o)) if o.contains("cooperative_groups") => format!(
-                "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
-                 (cudaLaunchCooperativeKernel), and the simulator's launches are not cooperative"
-            ),
+            Some((_, o)) if o.contains("cooperative_groups") && self.grid_workspace == 0 => {
+                format!(
+                    "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
+                     (cudaLaunchCooperativeKernel; in an app.toml, `cooperative = true` on the \
+                     launch), and this launch is not cooperative"
+                )
+            }
             Some((_, o)) => format!("trap at {o}"),
             None => "trap".to_string(),
         }

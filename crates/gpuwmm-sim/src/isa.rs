@@ -47,10 +47,11 @@ pub enum Special {
     LanemaskLe,
     LanemaskGt,
     LanemaskGe,
-    /// `%envreg0`..`%envreg31`: the driver's environment registers, all 0 here (so the grid
-    /// workspace of a cooperative launch, which `cooperative_groups::this_grid()` reads, is
-    /// null, as in a launch that is not cooperative).
-    EnvReg,
+    /// `%envreg0`..`%envreg31`: the driver's environment registers. All 0 but in a cooperative
+    /// launch, where `%envreg1` (high half) and `%envreg2` (low half) hold the address of the
+    /// grid workspace that `cooperative_groups::this_grid()` reads (null otherwise, as in a
+    /// launch that is not cooperative).
+    EnvReg(u8),
 }
 
 /// The class of a PTX fundamental type.

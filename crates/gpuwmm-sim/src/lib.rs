@@ -53,6 +53,10 @@ pub const WINDOW_SIZE: u64 = 1 << 32;
 /// SMs the simulator reports (`%smid` is the block index modulo this).
 pub const SM_COUNT: u32 = 16;
 
+/// Bytes of a cooperative launch's grid workspace (`cooperative_groups`' `grid_workspace`: its
+/// size, then the grid barrier's word).
+const GRID_WORKSPACE_BYTES: usize = 8;
+
 /// Which memory model the simulator implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryModel {
@@ -319,6 +323,15 @@ impl SimBackend {
             let kernel = &self.modules[launch.module].kernels[launch.kernel];
             let start = Instant::now();
             self.output.begin_launch();
+            // A cooperative launch's grid workspace: its size, then the barrier word that
+            // `cooperative_groups` grid syncs count arrivals in.
+            let workspace = launch.config.cooperative.then(|| {
+                let (id, address) = self.memory.alloc(GRID_WORKSPACE_BYTES);
+                if let Some(bytes) = self.memory.bytes_mut(id) {
+                    bytes[..4].copy_from_slice(&(GRID_WORKSPACE_BYTES as u32).to_le_bytes());
+                }
+                (id, address)
+            });
             let machine = sched::Machine::new(
                 kernel,
                 &mut self.memory,
@@ -330,8 +343,12 @@ impl SimBackend {
             )
             .ending_with_app(launch.stress_from)
             .on_gpus(&launch.gpus)
+            .with_grid_workspace(workspace.map_or(0, |(_, address)| address))
             .recording_races(self.record_races);
             let ran = machine.run(deadline);
+            if let Some((id, _)) = workspace {
+                self.memory.free(id);
+            }
             // What a launch printed before it failed is kept: it is what one debugs with.
             self.output.end_launch();
             let (executed, longest, races) = ran?;
@@ -672,6 +689,7 @@ mod tests {
             grid: (1, 1, 1),
             block: (1, 1, 1),
             shared_bytes: 0,
+            cooperative: false,
         }
     }
 

@@ -197,6 +197,8 @@ pub struct Machine<'a> {
     pub executed: u64,
     pub block_dim: [u32; 3],
     pub grid_dim: [u32; 3],
+    /// The address of a cooperative launch's grid workspace (0: not cooperative).
+    pub grid_workspace: u64,
     pub weak: bool,
     pub stale: bool,
     pub ptx: bool,
@@ -303,6 +305,7 @@ impl<'a> Machine<'a> {
             executed: 0,
             block_dim,
             grid_dim,
+            grid_workspace: 0,
             weak: cfg.model == MemoryModel::Weak,
             stale: cfg.model == MemoryModel::Weak && cfg.stale_loads,
             ptx: cfg.model == MemoryModel::Ptx,
@@ -345,6 +348,12 @@ impl<'a> Machine<'a> {
             self.app_threads = self.threads.len().min(first as usize * per_block);
             self.app_unfinished = self.app_threads;
         }
+        self
+    }
+
+    /// Gives the launch the grid workspace at `address` (a cooperative launch).
+    pub fn with_grid_workspace(mut self, address: u64) -> Self {
+        self.grid_workspace = address;
         self
     }
 

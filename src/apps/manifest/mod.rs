@@ -104,6 +104,9 @@ pub struct LaunchSpec {
     pub grid: [Expr; 3],
     pub block: [Expr; 3],
     pub shared_bytes: Expr,
+    /// A cooperative launch (`cudaLaunchCooperativeKernel`), for a kernel that synchronises
+    /// its whole grid with `cooperative_groups::this_grid().sync()`.
+    pub cooperative: bool,
     pub args: Vec<ArgSpec>,
 }
 

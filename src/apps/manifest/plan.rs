@@ -144,6 +144,7 @@ impl Planner<'_> {
                 grid,
                 block,
                 shared_bytes,
+                cooperative: spec.cooperative,
             },
             args,
         })

@@ -70,6 +70,7 @@ pub(super) struct RawLaunch {
     pub grid: Option<Value>,
     pub block: Option<Value>,
     pub shared_bytes: Option<Value>,
+    pub cooperative: Option<bool>,
     pub args: Option<Vec<Value>>,
 }
 
@@ -96,6 +97,7 @@ impl RawCheck {
             grid: self.grid,
             block: self.block,
             shared_bytes: self.shared_bytes,
+            cooperative: None,
             args: self.args,
         };
         (launch, self.result, self.codes)

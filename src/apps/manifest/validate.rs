@@ -592,6 +592,7 @@ fn launch(raw: RawLaunch, field: &str, scope: &Scope, dims_optional: bool) -> R<
         grid,
         block,
         shared_bytes,
+        cooperative: raw.cooperative.unwrap_or(false),
         args,
     })
 }

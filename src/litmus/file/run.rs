@@ -358,6 +358,7 @@ fn launches(
             grid: (n as u32 * layout.ctas, 1, 1),
             block: (layout.block_threads, 1, 1),
             shared_bytes: 0,
+            cooperative: false,
         };
         let args = [
             KernelArg::ptr(buffers.mem),

@@ -986,6 +986,53 @@ pub unsafe extern "C" fn cuLaunchKernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    let config = LaunchConfig {
+        grid: (grid_x, grid_y, grid_z),
+        block: (block_x, block_y, block_z),
+        shared_bytes,
+        cooperative: false,
+    };
+    // SAFETY: the caller's parameters, as the driver API requires.
+    unsafe { launch(function, config, stream, (params, extra)) }
+}
+
+/// A cooperative launch: the simulator gives the kernel a grid workspace, and every block of
+/// its grid runs at once (it interleaves them all), so `cooperative_groups` grid syncs work.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    function: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+) -> CUresult {
+    let config = LaunchConfig {
+        grid: (grid_x, grid_y, grid_z),
+        block: (block_x, block_y, block_z),
+        shared_bytes,
+        cooperative: true,
+    };
+    // SAFETY: the caller's parameters, as the driver API requires.
+    unsafe { launch(function, config, stream, (params, std::ptr::null_mut())) }
+}
+
+/// Checks and runs a launch of `function` on `stream` with `cuLaunchKernel`'s `kernelParams`
+/// and `extra` (which the stand-in does not take).
+///
+/// # Safety
+/// `params` holds one pointer per kernel parameter, each to that parameter's bytes.
+unsafe fn launch(
+    function: Handle,
+    config: LaunchConfig,
+    stream: Handle,
+    (params, extra): (*mut *mut c_void, *mut *mut c_void),
+) -> CUresult {
     done((|| {
         let f = self::function(function)?;
         let (ctx, hung) = self::stream(stream)?;
@@ -996,14 +1043,10 @@ pub unsafe extern "C" fn cuLaunchKernel(
         if !extra.is_null() {
             return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
         }
-        let config = LaunchConfig {
-            grid: (grid_x, grid_y, grid_z),
-            block: (block_x, block_y, block_z),
-            shared_bytes,
-        };
+        let ((grid_x, grid_y, grid_z), (block_x, block_y, block_z)) = (config.grid, config.block);
         let dims = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
         let threads = u64::from(block_x) * u64::from(block_y) * u64::from(block_z);
-        if dims.contains(&0) || threads > 1024 || shared_bytes > 96 << 10 {
+        if dims.contains(&0) || threads > 1024 || config.shared_bytes > 96 << 10 {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         // SAFETY: the caller passes one pointer per parameter, as the driver API requires.

@@ -78,7 +78,7 @@ pub(super) fn special(name: &str) -> Option<Special> {
             .and_then(|n| n.parse::<u8>().ok())
             .is_some_and(|n| n < 32) =>
         {
-            Special::EnvReg
+            Special::EnvReg(env["envreg".len()..].parse().unwrap_or(0))
         }
         _ => return None,
     })

@@ -44,6 +44,7 @@ pub fn run(body: &str) -> u64 {
         grid: (1, 1, 1),
         block: (1, 1, 1),
         shared_bytes: 0,
+        cooperative: false,
     };
     sim.launch(m, "k", &one, &[KernelArg::ptr(out)])
         .expect("launch");

@@ -305,6 +305,7 @@ mod on_the_simulator {
             grid: (1, 1, 1),
             block: (n, 1, 1),
             shared_bytes: 0,
+            cooperative: false,
         }
     }
 
