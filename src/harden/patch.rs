@@ -735,6 +735,10 @@ fn apply_inline(
                         statement, side, ..
                     } => match side {
                         Side::Open => content.push_str(&format!("{statement} ")),
+                        // In an empty block on one line: `{ fence; }`.
+                        Side::Inner if text[e.offset..].starts_with('}') => {
+                            content.push_str(&format!(" {statement} "))
+                        }
                         _ => content.push_str(&format!(" {statement}")),
                     },
                     What::Text(t) => content.push_str(t),
@@ -1041,6 +1045,12 @@ mod tests {
         assert_eq!(
             fenced_after(one_line, &[1]),
             "while (atomicCAS(l, 0, 1) != 0) { F; }\nF;\nx = 1;\n"
+        );
+        // An empty block with no space in it: `{}` becomes `{ F; }`, not `{ F;}`.
+        let closed = "while (flag[0] == 0) {}\nx = 1;\n";
+        assert_eq!(
+            fenced_after(closed, &[1]),
+            "while (flag[0] == 0) { F; }\nF;\nx = 1;\n"
         );
     }
 
