@@ -375,9 +375,11 @@ type Placement = (Vec<(String, Anchor)>, Option<String>);
 /// - an access inlined from a file that is not the app's (a library header): after the innermost
 ///   call in the app's files that leads to it when that call's accesses are all at one place (a
 ///   `cuda::atomic_ref` load or store, maybe unrolled: after the call is after the access, as
-///   the PTX fence is); else before and
-///   after that call, which orders its accesses against the code around the call but not
-///   against each other (the patch cannot change the header).
+///   the PTX fence is); else before and after that call, which orders its accesses against the
+///   code around the call but not against each other (the patch cannot change the header).
+///   Frames carry no column, so two such calls on one line (`a.load() + b.load()`) are one
+///   place: the fence after the line does not order the two against each other, as the PTX
+///   fence between them does, and no fence outside the header could.
 ///
 /// A site recorded without its accesses' inlining chains (an older journal) goes after `own`.
 fn anchors_of(

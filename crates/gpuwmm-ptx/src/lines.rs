@@ -374,6 +374,7 @@ mod tests {
             .collect();
         assert_eq!(lines, [vec![392, 192, 143], vec![392, 192, 143], vec![7]]);
     }
+
     /// The frames of `atomic_ref::load` at `line`, as NVRTC emits them for the first copy of a
     /// loop: the kernel line, a header frame, then the access's own position.
     fn load_frames(line: u32) -> String {
