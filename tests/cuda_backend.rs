@@ -46,12 +46,7 @@ const MALFORMED: &str = r#"
 const GENEROUS: Duration = Duration::from_secs(20);
 
 fn one_d(blocks: u32, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: (blocks, 1, 1),
-        block: (threads, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    }
+    LaunchConfig::new((blocks, 1, 1), (threads, 1, 1))
 }
 
 #[test]

@@ -61,12 +61,7 @@ fn launch(
     block: u32,
     args: &[KernelArg],
 ) {
-    let config = LaunchConfig {
-        grid: (grid, 1, 1),
-        block: (block, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    };
+    let config = LaunchConfig::new((grid, 1, 1), (block, 1, 1));
     sim.launch(module, kernel, &config, args).unwrap();
     sim.synchronize(Duration::from_secs(120)).unwrap();
 }

@@ -20,12 +20,7 @@ fn sim(model: MemoryModel, seed: u64) -> SimBackend {
 }
 
 fn launch(grid: u32, block: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: (grid, 1, 1),
-        block: (block, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    }
+    LaunchConfig::new((grid, 1, 1), (block, 1, 1))
 }
 
 fn read_u32s(b: &mut SimBackend, buf: Buffer) -> Vec<u32> {

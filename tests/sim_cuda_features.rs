@@ -526,12 +526,7 @@ fn a_grid_wide_sync_needs_a_cooperative_launch_and_holds_in_one() {
     for arch in ARCHS {
         let mut fx = Fixture::load_for("grid_sync.cu", arch);
         let out = fx.zeroed(64 * 4);
-        let config = LaunchConfig {
-            grid: (2, 1, 1),
-            block: (32, 1, 1),
-            shared_bytes: 0,
-            cooperative: false,
-        };
+        let config = LaunchConfig::new((2, 1, 1), (32, 1, 1));
         let args = [KernelArg::ptr(out)];
         fx.sim
             .launch(fx.module, "grid_barrier", &config, &args)

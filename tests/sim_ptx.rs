@@ -28,12 +28,7 @@ const PLAIN_UNLOCK: &str = "st.global.u32 [%rd1], 0;";
 const RELAXED_UNLOCK: &str = "atom.global.exch.b32 %r6, [%rd1], 0;";
 
 fn launch(grid: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: (grid, 1, 1),
-        block: (32, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    }
+    LaunchConfig::new((grid, 1, 1), (32, 1, 1))
 }
 
 fn read_u32(b: &mut SimBackend, buf: gpuwmm::backend::Buffer) -> u32 {

@@ -12,12 +12,7 @@ const LONG: Duration = Duration::from_secs(600);
 const PTX: &str = include_str!("fixtures/ptx/sim_scoped.ptx");
 
 fn launch(grid: u32, block: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: (grid, 1, 1),
-        block: (block, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    }
+    LaunchConfig::new((grid, 1, 1), (block, 1, 1))
 }
 
 fn sim(seed: u64) -> (SimBackend, ModuleId) {

@@ -694,12 +694,7 @@ impl Drop for RunContext<'_> {
 
 /// A 1-D launch configuration.
 pub fn linear(grid: u32, block: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: (grid, 1, 1),
-        block: (block, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    }
+    LaunchConfig::new((grid, 1, 1), (block, 1, 1))
 }
 
 /// The folder reports name the built-in apps' sources under (the sources themselves are compiled

@@ -42,12 +42,7 @@ pub fn run_litmus(
     let mem = backend.alloc(words * 4)?;
     let out = backend.alloc(run.instances as usize * 8)?;
     let module = backend.load_module(&test.ptx())?;
-    let config = LaunchConfig {
-        grid: (2 * run.instances, 1, 1),
-        block: (run.block_threads, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    };
+    let config = LaunchConfig::new((2 * run.instances, 1, 1), (run.block_threads, 1, 1));
     let args = [KernelArg::ptr(mem), KernelArg::ptr(out)];
     let mut histogram = Histogram::default();
     for launch in 0..run.iterations {

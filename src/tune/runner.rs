@@ -150,12 +150,7 @@ impl<'b> BackendRunner<'b> {
     ) -> Result<u64, BackendError> {
         let s = self.settings;
         let locations = locations(&cell.target, rng);
-        let app = LaunchConfig {
-            grid: (2 * s.instances, 1, 1),
-            block: (s.block_threads, 1, 1),
-            shared_bytes: 0,
-            cooperative: false,
-        };
+        let app = LaunchConfig::new((2 * s.instances, 1, 1), (s.block_threads, 1, 1));
         let stress = StressSettings {
             stress_blocks: stress_blocks(&s, locations.len() as u32, rng),
             stress_iterations: s.stress_iterations,

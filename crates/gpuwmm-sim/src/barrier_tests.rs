@@ -44,12 +44,7 @@ fn run(roles: &[(u32, &str)], threads: u32, seed: u64) -> Result<[u32; 3], Backe
     let module = sim.load_module(&kernel(roles))?;
     let mem: Buffer = sim.alloc(12)?;
     sim.memset(mem, 0)?;
-    let config = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (threads, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    };
+    let config = LaunchConfig::new((1, 1, 1), (threads, 1, 1));
     sim.launch(module, "k", &config, &[KernelArg::ptr(mem)])?;
     sim.synchronize(LONG)?;
     let mut bytes = [0u8; 12];

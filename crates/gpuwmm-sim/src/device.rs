@@ -74,6 +74,19 @@ pub struct LaunchConfig {
     pub cooperative: bool,
 }
 
+impl LaunchConfig {
+    /// A launch of `grid` blocks of `block` threads, without dynamic shared memory, not
+    /// cooperative.
+    pub const fn new(grid: Dim3, block: Dim3) -> LaunchConfig {
+        LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+            cooperative: false,
+        }
+    }
+}
+
 /// A kernel to start ([`Device::launch`]): which kernel of which module, on what grid, with what
 /// arguments.
 #[derive(Debug, Clone, Copy)]

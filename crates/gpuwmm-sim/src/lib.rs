@@ -685,12 +685,7 @@ mod tests {
     const PAIR: &str = include_str!("../../../tests/fixtures/ptx/small/put.ptx");
 
     fn one_thread() -> LaunchConfig {
-        LaunchConfig {
-            grid: (1, 1, 1),
-            block: (1, 1, 1),
-            shared_bytes: 0,
-            cooperative: false,
-        }
+        LaunchConfig::new((1, 1, 1), (1, 1, 1))
     }
 
     const VARIABLES: &str = include_str!("../../../tests/fixtures/ptx/small/variables.ptx");

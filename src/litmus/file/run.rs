@@ -354,12 +354,8 @@ fn launches(
         backend.copy_in(buffers.mem, 0, &bytes_of(&memory))?;
         backend.memset(buffers.out, 0)?;
         backend.reseed(run_seed(seed, outcome.launches));
-        let config = LaunchConfig {
-            grid: (n as u32 * layout.ctas, 1, 1),
-            block: (layout.block_threads, 1, 1),
-            shared_bytes: 0,
-            cooperative: false,
-        };
+        let config =
+            LaunchConfig::new((n as u32 * layout.ctas, 1, 1), (layout.block_threads, 1, 1));
         let args = [
             KernelArg::ptr(buffers.mem),
             KernelArg::ptr(buffers.out),

@@ -40,12 +40,7 @@ pub fn run(body: &str) -> u64 {
         .expect("test kernel loads");
     let out = sim.alloc(8).expect("alloc");
     sim.memset(out, 0).expect("memset");
-    let one = LaunchConfig {
-        grid: (1, 1, 1),
-        block: (1, 1, 1),
-        shared_bytes: 0,
-        cooperative: false,
-    };
+    let one = LaunchConfig::new((1, 1, 1), (1, 1, 1));
     sim.launch(m, "k", &one, &[KernelArg::ptr(out)])
         .expect("launch");
     sim.synchronize(Duration::from_secs(60)).expect("runs");

@@ -301,12 +301,7 @@ mod on_the_simulator {
     const PRINTF: &str = include_str!("../../../../tests/fixtures/ptx/small/printf.ptx");
 
     fn threads(n: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: (1, 1, 1),
-            block: (n, 1, 1),
-            shared_bytes: 0,
-            cooperative: false,
-        }
+        LaunchConfig::new((1, 1, 1), (n, 1, 1))
     }
 
     #[test]
