@@ -812,7 +812,7 @@ fn compiled_manifest_error(text: &str) -> ManifestError {
 /// to the letter as those of the hand-written reader they replaced, at the same field paths.
 #[test]
 fn manifest_shape_errors_found_by_serde_keep_their_wording() {
-    let cases: [(&str, &str, &str); 10] = [
+    let cases: [(&str, &str, &str); 11] = [
         (
             "description = \"a toy\"",
             "description = \"a toy\"\nsim = 1",
@@ -828,7 +828,12 @@ fn manifest_shape_errors_found_by_serde_keep_their_wording() {
             "kernel = \"toy\"",
             "kernel = \"toy\"\nblocks = 2",
             "launches[0].blocks: unknown key (allowed here: kernel, repeat, grid, block, \
-             shared_bytes, args)",
+             shared_bytes, cooperative, args)",
+        ),
+        (
+            "kernel = \"toy\"",
+            "kernel = \"toy\"\ncooperative = 1",
+            "launches[0].cooperative: expected a boolean, found the integer 1",
         ),
         (
             "result = \"status\"",

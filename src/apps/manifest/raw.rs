@@ -199,6 +199,7 @@ fn backquoted(message: &str) -> Vec<&str> {
 fn expected_form(field: &str, serde_expected: &str) -> &'static str {
     match serde_expected {
         "a string" => "a string",
+        "a boolean" => "a boolean",
         "a sequence" if field == "buffers" => "an array of [[buffers]] tables",
         "a sequence" if field == "launches" => "an array of [[launches]] tables",
         "a sequence" if field.starts_with("source.") => "an array of paths",
