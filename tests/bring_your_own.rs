@@ -760,3 +760,45 @@ fn a_changed_typed_or_flag_define_changes_the_app_hash() {
         assert_ne!(changed.ptx_sha256, base.ptx_sha256, "{to}");
     }
 }
+
+/// An app folder whose kernel has fences of its own gets a `-nf` variant, as the built-in apps
+/// do: `NAME-nf` with `--app-dir` strips them from the PTX, so a check shows what they prevent
+/// and a hardening searches without them. The as-is hardening's warning names that command (it
+/// named `gpuwmm harden sdk-red-nf`, a built-in app, whatever the app).
+#[test]
+fn an_app_folder_with_fences_of_its_own_has_a_no_fences_variant() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app_dir = fixture_app("shared-handoff-fenced");
+    let app = app_dir.to_str().unwrap();
+    let name = "shared-handoff-fenced-nf";
+    let check = [
+        "check",
+        name,
+        "--app-dir",
+        app,
+        "--backend",
+        "sim",
+        "--runs",
+        "200",
+    ];
+    let stdout = ok(&gpuwmm(&check, dir.path()));
+    assert!(stdout.contains(&format!("app {name} |")), "{stdout}");
+    assert!(
+        !stdout.contains(" fail 0,"),
+        "the stripped handoff never failed:\n{stdout}"
+    );
+    let described = ok(&gpuwmm(&["apps", name, "--app-dir", app], dir.path()));
+    assert!(described.contains("own fences removed"), "{described}");
+    let as_is = common::cli::harden_on_sim(&app_dir, dir.path(), &["--stable-runs", "50"]);
+    let stderr = String::from_utf8_lossy(&as_is.stderr);
+    let hint = format!("`gpuwmm harden {name} --app-dir {app}`");
+    assert!(stderr.contains(&hint), "{hint} not in:\n{stderr}");
+    let other = gpuwmm(
+        &["check", "other-nf", "--app-dir", app, "--runs", "1"],
+        dir.path(),
+    );
+    assert_bad_input(
+        &other,
+        "or 'shared-handoff-fenced-nf' for it without its own fences",
+    );
+}

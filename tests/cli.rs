@@ -69,8 +69,9 @@ fn instrument_inserts_the_chosen_fences_and_rejects_bad_ids() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out).matches("membar.gl;").count(),
-        1 + 5,
-        "the original plus one per access (four global, one shared)"
+        1 + 3,
+        "the original, and one after each run of the line's accesses: the lock's CAS (its spin \
+         loop branches back), the critical section, the unlock (each from its own inlined call)"
     );
     let out = gpuwmm(&["ptx", "instrument", fixture, "--fences", "9"]);
     assert_bad_input(&out, "no fence site 9");

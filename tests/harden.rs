@@ -963,3 +963,48 @@ fn sites_of_unrolled_atomic_ref_calls_keep_each_copy_on_its_call_line() {
     }
     assert_eq!(counts, [16, 16, 16, 16, 8, 8, 8, 8], "{stdout}");
 }
+
+/// Regression (a ring buffer whose consumer reads `buf[*head % SLOTS]`): a line's fence went
+/// after each of its PTX accesses, so the read of `head` acquired for the read of the slot, and
+/// harden kept two fences whose patch failed 98.8% of runs. The fence now goes where the patch
+/// can put it, after the line's last access: harden keeps the four fences a ring needs (on
+/// both spins, after both slot accesses), and the patched ring, checked as a user would check
+/// it, passes every run with no race left.
+#[test]
+fn a_ring_buffers_patch_passes_as_its_hardening_did() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = dir.path().join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    for file in ["app.toml", "kernel.cu"] {
+        std::fs::copy(fixture_app("ring-buffer").join(file), app.join(file)).unwrap();
+    }
+    let out = common::cli::harden_on_sim(&app, dir.path(), &["--stable-runs", "1000"]);
+    let text = ok(&out);
+    assert!(text.contains("final fences: 4"), "{text}");
+    for needle in [
+        "while (*tail - *head == SLOTS)",
+        "buf[*tail % SLOTS] = i * 3 + 1;",
+        "while (*head == *tail)",
+        "sum += buf[*head % SLOTS];",
+    ] {
+        let line = fixture_kernel_line("ring-buffer", needle);
+        assert!(
+            text.contains(&format!("kernel.cu:{line}  [ring]")),
+            "{needle}\n{text}"
+        );
+    }
+    common::git_apply(dir.path(), &text[text.find("--- a/").expect("a patch")..]);
+    let check = [
+        "check",
+        "--app-dir",
+        "app",
+        "--backend",
+        "sim",
+        "--runs",
+        "500",
+        "--races",
+    ];
+    let stdout = ok(&common::cli::gpuwmm(&check, dir.path()));
+    assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
+    assert!(stdout.contains("races: none recorded"), "{stdout}");
+}

@@ -125,20 +125,26 @@ pub fn load_app_dir(dir: &Path) -> Result<Arc<dyn App>, AppError> {
     Ok(Arc::new(app))
 }
 
-/// The app in `dir` ([`load_app_dir`]), which must be the one named `name` on the command line:
-/// a folder whose manifest names another app is an error naming both (the runs, journal and
-/// report would otherwise carry one name for another app).
+/// The app in `dir` ([`load_app_dir`]), which must be the one named `name` on the command line,
+/// or its `-nf` variant (`NAME-nf`: the app with its own fences stripped from the PTX, as the
+/// built-in variants are): a folder whose manifest names another app is an error naming both
+/// (the runs, journal and report would otherwise carry one name for another app).
 pub fn load_named_app_dir(dir: &Path, name: &str) -> Result<Arc<dyn App>, AppError> {
     let app = load_app_dir(dir)?;
     if app.name() == name {
         return Ok(app);
     }
+    if name.strip_suffix("-nf") == Some(app.name()) {
+        return Ok(StrippedVariant::arc(app, name));
+    }
     Err(AppError::Invalid {
         app: name.to_string(),
         message: format!(
             "--app-dir {} holds the app '{}' (its app.toml's `name`), not '{name}'; give '{}' as \
-             the app's name, or the folder of '{name}'",
+             the app's name (or '{}-nf' for it without its own fences), or the folder of \
+             '{name}'",
             dir.display(),
+            app.name(),
             app.name(),
             app.name(),
         ),

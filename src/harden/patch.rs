@@ -10,7 +10,9 @@
 //! directly from where the changes are, with no longest-common-subsequence search.
 //!
 //! A fence "after a line" must end up, on every path the program can take from that line's
-//! accesses, between them and the accesses that follow, as the PTX fence after each access is.
+//! accesses, between them and the accesses that follow, as the PTX fence after each run of the
+//! line's accesses is (`gpuwmm_ptx::passes::fences`: never between two accesses of one
+//! expression, where no statement can go).
 //! Lines do not say where that is, so the placement works from the statements the line holds
 //! ([`super::statements`]); each that can hold an access gets the fence on every way out of it:
 //! - a simple statement (an expression, a declaration): after it, on its own line when the

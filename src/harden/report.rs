@@ -366,8 +366,8 @@ fn app_file<'f>(files: &[(&'f Path, &'f str)], file: &str) -> Option<(&'f Path, 
 type Placement = (Vec<(String, Anchor)>, Option<String>);
 
 /// Where the fence of `site` (whose own line is `own`, a file as the diff names it and a line)
-/// goes, so that in the source it sits between the same accesses as the PTX fence after each of
-/// the site's accesses, with a note when that is not just after `own`:
+/// goes, so that in the source it sits between the same accesses as the PTX fence after each run
+/// of the site's accesses, with a note when that is not just after `own`:
 /// - an access on the site's own line: after that line;
 /// - an access inlined from a function of the app's own files (the site's line calls it): after
 ///   the access's line inside that function, the innermost frame of its inlining chain (the

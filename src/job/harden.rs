@@ -12,6 +12,7 @@ use super::sidecar::{
 use super::target::{calibrate, executor, find_and_compile_app, resolve, worker_executor};
 use super::target::{BackendOptions, TargetOptions};
 use super::{JobError, Say};
+use crate::apps::builtin::BUILTIN_APP_NAMES;
 use crate::apps::{Size, DEFAULT_ARCH};
 use crate::backend::select::BackendChoice;
 use crate::check::journal::{read_rows, set_meta_entry};
@@ -473,14 +474,28 @@ fn warn_about_own_fences(target: &Target, say: Say) -> Result<(), JobError> {
     if !own.is_empty() {
         say(&format!(
             "warning: {} already has {} fence(s) ({}); they are kept in every run, and the \
-             search only decides about the candidate sites (for a search without them, harden \
-             the `-nf` variant, e.g. `gpuwmm harden sdk-red-nf`)",
+             search only decides about the candidate sites{}",
             target.app,
             own.len(),
-            fence_places(&own)
+            fence_places(&own),
+            without_own_fences(target)
         ));
     }
     Ok(())
+}
+
+/// How to harden `target` without its own fences, where a `-nf` variant of it exists: every
+/// app folder's, and the built-in ones listed.
+fn without_own_fences(target: &Target) -> String {
+    let variant = format!("{}-nf", target.app);
+    let command = match &target.app_dir {
+        Some(dir) => format!("gpuwmm harden {variant} --app-dir {}", dir.display()),
+        None if BUILTIN_APP_NAMES.contains(&variant.as_str()) => {
+            format!("gpuwmm harden {variant}")
+        }
+        None => return String::new(),
+    };
+    format!(" (for a search without them, harden the `-nf` variant: `{command}`)")
 }
 
 /// `apps/sdk-red/kernel.cu:46 (membar.gl), …`: where fences are, by source line where the PTX

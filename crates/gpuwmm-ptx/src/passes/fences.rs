@@ -4,7 +4,8 @@
 //! communicate (global, generic and shared memory) and removes fences while the application
 //! stays correct under stress. This module finds those
 //! candidate sites (with the source line each came from), inserts a chosen kind of fence at a
-//! chosen subset of them, and strips existing fences to make the `-nf` variants of applications.
+//! chosen subset of them (after each run of a site's accesses, where a fence in the source can
+//! go: [`fence_points`]), and strips existing fences to make the `-nf` variants of applications.
 //!
 //! Beyond the paper, a CTA barrier (`__syncthreads()`) is a site too: a fence after it is the
 //! only place a fence can release, to another block, what the block's other threads wrote before
@@ -83,9 +84,13 @@ pub struct Access {
     /// Every frame of the inlining chain, outermost first (the site's line, the lines of the
     /// inlined calls, then `inner`); frames without a file or line are left out.
     pub frames: Vec<SourceLine>,
+    /// Whether the site's fence goes right after this access: it ends a run of the site's
+    /// accesses ([`fence_points`]).
+    pub fenced: bool,
 }
 
-/// A candidate fence site: one or more accesses that get a fence after each of them.
+/// A candidate fence site: one or more accesses, with a fence after each run of them
+/// ([`fence_points`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FenceSite {
     /// Position in [`fence_sites`]' order (global sites first), starting at 0; stable for a given
@@ -291,6 +296,7 @@ fn function_accesses(
             frames: (frames[index].iter())
                 .filter_map(|&pos| source_line(module, pos))
                 .collect(),
+            fenced: true,
         };
         let outer = attribution.and_then(|a| source_line(module, a.outer));
         let key = match granularity {
@@ -306,7 +312,79 @@ fn function_accesses(
             }
         }
     }
+    for group in &mut groups.list {
+        fence_points(body, &mut group.accesses);
+    }
     groups.list
+}
+
+/// Marks where a site's fence goes: after the last access of each run of its accesses, not
+/// after every one. Two accesses of a site are one run when they come from the same source
+/// line through the same inlined calls (the same frames), and, between them, the thread can do
+/// nothing else that a fence orders or that skips the later one: no other access or CTA
+/// barrier, no label, branch, call or exit, and the later one is unguarded or guarded as the
+/// earlier one by a predicate nothing between mentions.
+///
+/// This is where the patch can put the fence. A source line's accesses are one expression or
+/// statement (`sum += buf[*head % N];` reads `head`, then `buf`), and a fence after it in the
+/// source orders them all with what follows, but not with each other. A fence after each of
+/// them also made the first one (`head`, or the spin's last read of a flag) an acquire for
+/// the second, so harden found stable a set of fences whose patch was not (a ring buffer's
+/// patched consumer failed 98.8% of runs on the simulator). Code inlined from the app's
+/// helpers is fenced after each of the helper's lines in the patch, so each line there ends a
+/// run of its own.
+fn fence_points(body: &[Statement], accesses: &mut [Access]) {
+    for i in 1..accesses.len() {
+        let (earlier, later) = (&accesses[i - 1], &accesses[i]);
+        if earlier.frames == later.frames && one_run(body, earlier.statement, later.statement) {
+            accesses[i - 1].fenced = false;
+        }
+    }
+}
+
+/// Whether a fence after the access at statement `later` does all that one after `earlier`
+/// does for what follows them ([`fence_points`]).
+fn one_run(body: &[Statement], earlier: usize, later: usize) -> bool {
+    let (Statement::Instruction(first), Statement::Instruction(second)) =
+        (&body[earlier], &body[later])
+    else {
+        return false;
+    };
+    let guard_kept = match (&second.guard, &first.guard) {
+        (None, _) => true,
+        (Some(g), Some(f)) => g == f,
+        (Some(_), None) => false,
+    };
+    let guard_register = second.guard.as_ref().map(|g| g.predicate.as_str());
+    guard_kept
+        && body[earlier + 1..later]
+            .iter()
+            .all(|statement| match statement {
+                Statement::Instruction(i) => {
+                    !separates_accesses(i) && guard_register.is_none_or(|p| !mentions(i, p))
+                }
+                Statement::Label(_) => false,
+                _ => true,
+            })
+}
+
+/// Whether an instruction between two accesses of a site keeps them in separate runs: an
+/// access a fence orders, a CTA barrier, or a change of control flow.
+fn separates_accesses(instruction: &Instruction) -> bool {
+    instruction
+        .memory_access()
+        .is_some_and(|a| a.may_communicate())
+        || instruction.waits_at_cta_barrier()
+        || matches!(
+            instruction.opcode.base.as_str(),
+            "bra" | "brx" | "call" | "ret" | "exit" | "trap" | "bar" | "barrier"
+        )
+}
+
+/// Whether an instruction's text holds `register` (or a longer name that starts with it: a
+/// run too many is split, never one too few joined).
+fn mentions(instruction: &Instruction, register: &str) -> bool {
+    crate::print::instruction_text(instruction).contains(register)
 }
 
 /// A fence the module already has: where it is, for reports that compare fence sets.
@@ -349,22 +427,24 @@ fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
     })
 }
 
-/// Inserts a `kind` fence after every access of the given sites. A guarded access gets a fence
-/// with the same guard, so the fence executes exactly when the access does.
+/// Inserts a `kind` fence after each run of accesses of the given sites ([`fence_points`]). A
+/// guarded access gets a fence with the same guard, so the fence executes exactly when the
+/// access does.
 pub fn insert_fences(module: &Module, sites: &[&FenceSite], kind: FenceKind) -> Module {
     let kinded: Vec<(&FenceSite, FenceKind)> = sites.iter().map(|s| (*s, kind)).collect();
     insert_kinded_fences(module, &kinded)
 }
 
-/// Inserts after every access of each site a fence of that site's kind. Where two sites share
-/// an access (with different kinds), the access gets one fence: the first of the strongest.
+/// Inserts after each run of accesses of each site ([`fence_points`]) a fence of that site's
+/// kind. Where two sites share an access (with different kinds), the access gets one fence: the
+/// first of the strongest.
 pub fn insert_kinded_fences(module: &Module, sites: &[(&FenceSite, FenceKind)]) -> Module {
     let mut module = module.clone();
     for function in module.functions_mut() {
         let mut after: Vec<(usize, FenceKind)> = sites
             .iter()
             .filter(|(s, _)| s.function == function.name)
-            .flat_map(|(s, k)| s.accesses.iter().map(move |a| (a.statement, *k)))
+            .flat_map(|(s, k)| s.fence_points().map(move |statement| (statement, *k)))
             .collect();
         after.sort_by_key(|&(statement, kind)| (statement, kind.scope(), kind.is_sc()));
         after.reverse();
@@ -387,7 +467,17 @@ pub fn insert_kinded_fences(module: &Module, sites: &[(&FenceSite, FenceKind)]) 
 
 /// The number of fences [`insert_fences`] adds for these sites.
 pub fn fence_count(sites: &[&FenceSite]) -> usize {
-    sites.iter().map(|s| s.accesses.len()).sum()
+    sites.iter().map(|s| s.fence_points().count()).sum()
+}
+
+impl FenceSite {
+    /// The statements after which the site's fence goes ([`fence_points`]).
+    pub fn fence_points(&self) -> impl Iterator<Item = usize> + '_ {
+        self.accesses
+            .iter()
+            .filter(|a| a.fenced)
+            .map(|a| a.statement)
+    }
 }
 
 /// Removes every ordering fence (`membar.*`, `fence.sc.*`, `fence.acq_rel.*`); proxy fences stay.
@@ -675,6 +765,75 @@ mod tests {
             fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"),
             "{fenced}"
         );
+    }
+
+    /// The fenced PTX of a kernel whose body is `body`, with line 7 of file 1 fenced at line
+    /// granularity.
+    fn line_seven_fenced(body: &str) -> String {
+        let text = format!(
+            ".version 7.0\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
+             .visible .entry k(\n.param .u64 p\n)\n{{\n{body}\tret;\n}}\n"
+        );
+        let m = parse(&text).unwrap();
+        let sites = fence_sites(&m, Granularity::SourceLine);
+        let seven = (sites.iter())
+            .find(|s| s.source.as_ref().is_some_and(|l| l.line == 7))
+            .unwrap();
+        print(&insert_fences(&m, &[seven], FenceKind::AcqRelGpu))
+    }
+
+    /// Regression (a ring buffer's consumer, `sum += buf[*head % N];`): the line reads `head`,
+    /// then `buf`, and a fence after each made the first an acquire for the second, which the
+    /// patch's one fence after the statement is not: harden kept two fences whose patch failed
+    /// 98.8% of runs. The line's fence now goes after its last access only.
+    #[test]
+    fn a_lines_accesses_in_one_run_get_one_fence_after_the_last() {
+        let fenced = line_seven_fenced(
+            "\t.loc 1 7 3\n\tld.volatile.global.u32 %r1, [%rd1];\n\tshl.b32 %r2, %r1, 2;\n\
+             \tld.global.u32 %r3, [%rd2];\n\tadd.s32 %r4, %r3, 1;\n\t.loc 1 8 3\n\
+             \tst.global.u32 [%rd3], %r4;\n",
+        );
+        assert_eq!(fenced.matches("fence.acq_rel.gpu").count(), 1, "{fenced}");
+        assert!(
+            fenced.contains("ld.global.u32 \t%r3, [%rd2];\n\tfence.acq_rel.gpu;"),
+            "{fenced}"
+        );
+    }
+
+    /// What the thread may do between two accesses of a line keeps a fence after each: an
+    /// access of another line, a label or branch (the second may be skipped, or reached from
+    /// elsewhere), or a guard the first access lacks.
+    #[test]
+    fn a_lines_accesses_separated_by_control_flow_another_access_or_a_new_guard_keep_their_fences()
+    {
+        let separated = [
+            "\t.loc 1 8 3\n\tst.global.u32 [%rd3], 1;\n\t.loc 1 7 3\n",
+            "$L__BB0_1:\n",
+            "\t@%p1 bra $L__BB0_2;\n",
+        ];
+        for between in separated {
+            let fenced = line_seven_fenced(&format!(
+                "\t.loc 1 7 3\n\tld.global.u32 %r1, [%rd1];\n{between}\tld.global.u32 %r3, [%rd2];\n$L__BB0_2:\n"
+            ));
+            assert_eq!(fenced.matches("fence.acq_rel.gpu").count(), 2, "{fenced}");
+        }
+        let guarded = line_seven_fenced(
+            "\t.loc 1 7 3\n\tld.global.u32 %r1, [%rd1];\n\t@%p1 ld.global.u32 %r3, [%rd2];\n",
+        );
+        assert_eq!(guarded.matches("fence.acq_rel.gpu").count(), 2, "{guarded}");
+        let same_guard = line_seven_fenced(
+            "\t.loc 1 7 3\n\t@%p1 ld.global.u32 %r1, [%rd1];\n\t@%p1 ld.global.u32 %r3, [%rd2];\n",
+        );
+        assert_eq!(
+            same_guard.matches("fence.acq_rel.gpu").count(),
+            1,
+            "{same_guard}"
+        );
+        let guard_redefined = line_seven_fenced(
+            "\t.loc 1 7 3\n\t@%p1 ld.global.u32 %r1, [%rd1];\n\tsetp.eq.s32 %p1, %r1, 0;\n\
+             \t@%p1 ld.global.u32 %r3, [%rd2];\n",
+        );
+        assert_eq!(guard_redefined.matches("fence.acq_rel.gpu").count(), 2);
     }
 
     #[test]
