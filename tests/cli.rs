@@ -367,12 +367,7 @@ fn a_relative_source_compiled_from_two_folders_names_each_folders_file() {
 
 /// A copy of the fixture app `handoff-grid` in `dir`, its app.toml edited by `edit`.
 fn handoff_copy(dir: &std::path::Path, edit: impl Fn(String) -> String) -> std::path::PathBuf {
-    let app = dir.join("app");
-    std::fs::create_dir_all(&app).unwrap();
-    let fixture = common::fixture_app("handoff-grid");
-    for file in ["kernel.cu", "app.toml"] {
-        std::fs::copy(fixture.join(file), app.join(file)).unwrap();
-    }
+    let app = common::copy_fixture_app("handoff-grid", &dir.join("app"));
     let manifest = app.join("app.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, edit(text)).unwrap();

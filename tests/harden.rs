@@ -835,21 +835,25 @@ fn inner_line_granularity_fences_a_barrier_helper_once_per_line_that_needs_it() 
         .output()
         .unwrap();
     ok(&applied);
-    let check = [
+    let extra = ["--sim-budget", "2000000", "--journal", "patched.csv"];
+    let stdout = check_patched_app(dir.path(), 100, &extra);
+    assert!(stdout.contains("pass 100, fail 0, timeout 0"), "{stdout}");
+}
+
+/// `check` of the app in `dir/app` (patched by the test) on the simulator, `runs` runs and
+/// `extra`: its report.
+fn check_patched_app(dir: &Path, runs: u32, extra: &[&str]) -> String {
+    let runs = runs.to_string();
+    let args = [
         "check",
         "--app-dir",
         "app",
         "--backend",
         "sim",
         "--runs",
-        "100",
-        "--sim-budget",
-        "2000000",
-        "--journal",
-        "patched.csv",
+        &runs,
     ];
-    let stdout = ok(&common::cli::gpuwmm(&check, dir.path()));
-    assert!(stdout.contains("pass 100, fail 0, timeout 0"), "{stdout}");
+    ok(&common::cli::gpuwmm(&[&args[..], extra].concat(), dir))
 }
 
 /// Bug (a grid barrier written fresh): every thread writes, `__syncthreads()`, then thread 0
@@ -879,11 +883,7 @@ fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
 #[test]
 fn a_harden_of_an_app_outside_the_working_folder_patches_in_its_folder() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = dir.path().join("proj");
-    std::fs::create_dir_all(&app).unwrap();
-    for file in ["app.toml", "kernel.cu"] {
-        std::fs::copy(fixture_app("handoff-grid").join(file), app.join(file)).unwrap();
-    }
+    let app = common::copy_fixture_app("handoff-grid", &dir.path().join("proj"));
     let work = dir.path().join("x");
     std::fs::create_dir_all(&work).unwrap();
     let out = common::cli::harden_on_sim(&app, &work, &["--stable-runs", "100"]);
@@ -973,11 +973,7 @@ fn sites_of_unrolled_atomic_ref_calls_keep_each_copy_on_its_call_line() {
 #[test]
 fn a_ring_buffers_patch_passes_as_its_hardening_did() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = dir.path().join("app");
-    std::fs::create_dir_all(&app).unwrap();
-    for file in ["app.toml", "kernel.cu"] {
-        std::fs::copy(fixture_app("ring-buffer").join(file), app.join(file)).unwrap();
-    }
+    let app = common::copy_fixture_app("ring-buffer", &dir.path().join("app"));
     let out = common::cli::harden_on_sim(&app, dir.path(), &["--stable-runs", "1000"]);
     let text = ok(&out);
     assert!(text.contains("final fences: 4"), "{text}");
@@ -994,17 +990,7 @@ fn a_ring_buffers_patch_passes_as_its_hardening_did() {
         );
     }
     common::git_apply(dir.path(), &text[text.find("--- a/").expect("a patch")..]);
-    let check = [
-        "check",
-        "--app-dir",
-        "app",
-        "--backend",
-        "sim",
-        "--runs",
-        "500",
-        "--races",
-    ];
-    let stdout = ok(&common::cli::gpuwmm(&check, dir.path()));
+    let stdout = check_patched_app(dir.path(), 500, &["--races"]);
     assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
     assert!(stdout.contains("races: none recorded"), "{stdout}");
 }

@@ -156,6 +156,16 @@ pub fn fixture_app(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A copy of the fixture app `name` (its `app.toml` and `kernel.cu`) in the new folder `to`;
+/// returns `to`.
+pub fn copy_fixture_app(name: &str, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    for file in ["app.toml", "kernel.cu"] {
+        std::fs::copy(fixture_app(name).join(file), to.join(file)).unwrap();
+    }
+    to.to_path_buf()
+}
+
 /// The 1-based line of the fixture app `app`'s kernel.cu that contains `needle`.
 pub fn fixture_kernel_line(app: &str, needle: &str) -> usize {
     let path = fixture_app(app).join("kernel.cu");
