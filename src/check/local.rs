@@ -16,6 +16,7 @@ use crate::apps::{
 use crate::backend::select::{open_backend, provenance};
 use crate::backend::{Backend, BackendError, ModuleId};
 use crate::env::{Environment, StressKind};
+use crate::ptx::loops::{blind_loops, BlindLoop};
 use crate::ptx::passes::fences::{fence_sites, insert_kinded_fences, FenceKind, FenceSite};
 use crate::ptx::passes::harness::{harness_kernels, HarnessOptions};
 use crate::ptx::{self, Module};
@@ -95,6 +96,13 @@ pub fn target_app(target: &Target) -> Result<Arc<dyn App>, AppError> {
 /// The target's fence sites, from its PTX alone (no backend needed).
 pub fn target_sites(target: &Target) -> Result<Vec<FenceSite>, AppError> {
     crate::apps::app_sites(&*target_app(target)?, target.size, target.granularity)
+}
+
+/// The target's blind loops ([`crate::ptx::loops`]): spins that, once they go round, never
+/// leave, what a run that timed out may be stuck in.
+pub fn target_blind_loops(target: &Target) -> Result<Vec<BlindLoop>, AppError> {
+    let module = target_app(target)?.module(crate::apps::DEFAULT_ARCH, target.size)?;
+    Ok(blind_loops(&module))
 }
 
 /// Opens the backend a target names.

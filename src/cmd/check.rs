@@ -8,10 +8,10 @@ use crate::cli::CheckArgs;
 use gpuwmm::check::races::{describe, races_path};
 use gpuwmm::check::{Stop, Tally};
 use gpuwmm::job::check::{
-    check_journal, open_check, race_summary, record_confidence, stop_of, write_chart,
-    CheckDocument, CheckJob,
+    blind_loops_after, check_journal, open_check, race_summary, record_confidence, stop_of,
+    write_chart, CheckDocument, CheckJob,
 };
-use gpuwmm::job::check_text::{start_text, summary_text};
+use gpuwmm::job::check_text::{blind_loop_lines, start_text, summary_text};
 use gpuwmm::job::settings::GivenOptions;
 use gpuwmm::job::target::Executors;
 use indicatif::ProgressBar;
@@ -43,15 +43,20 @@ pub fn run(args: &CheckArgs, given: GivenOptions) -> CmdResult {
     let confidence = record_confidence(&path, &tally, &say);
     let chart = write_chart(&check.meta, &path, &say);
     let races = race_summary(&check.meta, &path)?;
+    let blind_loops = blind_loops_after(&check.meta, &tally);
     if args.json {
         let mut document = CheckDocument::new(&check.meta, &tally, &path, chart);
         document.races = races;
+        document.blind_loops = blind_loops;
         return print_json(&document);
     }
     outln!(
         "{}",
         summary_text(&check.meta, &tally, &path, confidence.as_ref())
     )?;
+    for line in blind_loop_lines(&blind_loops) {
+        outln!("{line}")?;
+    }
     if let Some(chart) = chart {
         outln!("chart: {}", chart.display())?;
     }

@@ -11,12 +11,13 @@ use super::sidecar::{
 use super::target::{calibrate, resolve, Executors, TargetOptions};
 use super::{JobError, Say};
 use crate::check::journal::{read_rows, refuse_misnumbered, set_meta_entry};
-use crate::check::local::target_sites;
+use crate::check::local::{target_blind_loops, target_sites};
 use crate::check::races::{summarise, RaceMode, RaceReport};
 use crate::check::spec::SiteSummary;
 use crate::check::{run_check, BackendKind, CheckMeta, Fences, Journal, RunRecord, Stop, Tally};
 use crate::env::Environment;
 use crate::plot::{running_rate, running_rate_chart, MAX_POINTS};
+use crate::ptx::loops::BlindLoop;
 use crate::ptx::passes::fences::select_sites;
 use crate::stats::{Rate, ZeroErrorBound};
 use serde::Serialize;
@@ -280,6 +281,9 @@ pub struct CheckDocument<'a> {
     /// With `--races`: the races summed over the runs (simulator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub races: Option<Vec<RaceReport>>,
+    /// Where runs timed out: loops that, once they go round, never leave ([`blind_loops_after`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blind_loops: Vec<BlindLoop>,
 }
 
 /// Runs per outcome.
@@ -347,6 +351,7 @@ impl<'a> CheckDocument<'a> {
             journal,
             chart,
             races: None,
+            blind_loops: Vec::new(),
         }
     }
 }
@@ -360,6 +365,15 @@ pub fn race_summary(meta: &CheckMeta, journal: &Path) -> std::io::Result<Option<
     let rows: Vec<RunRecord> = crate::check::journal::read_rows(journal)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     summarise(journal, rows.iter().map(|r| r.run), mode).map(Some)
+}
+
+/// The app's blind loops when some runs timed out ([`crate::ptx::loops`]; none otherwise, or
+/// when the app cannot be compiled here): where those runs may be stuck, for the report.
+pub fn blind_loops_after(meta: &CheckMeta, tally: &Tally) -> Vec<BlindLoop> {
+    if tally.count(crate::check::Outcome::Timeout) == 0 {
+        return Vec::new();
+    }
+    target_blind_loops(&meta.target).unwrap_or_default()
 }
 
 /// Draws the running error rate of the whole journal next to it (`<journal>.svg`) and returns

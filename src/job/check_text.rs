@@ -3,6 +3,7 @@
 
 use super::naming::resuming_note;
 use crate::check::{CheckMeta, Outcome, Tally};
+use crate::ptx::loops::BlindLoop;
 use crate::stats::ZeroErrorBound;
 use std::fmt::Write;
 use std::path::Path;
@@ -75,4 +76,30 @@ pub fn summary_text(
     }
     let _ = write!(t, "journal: {}", path.display());
     t
+}
+
+/// What a report says of each blind loop ([`crate::ptx::loops`]) where runs timed out: the line,
+/// why it cannot leave, and the fix.
+pub fn blind_loop_lines(loops: &[BlindLoop]) -> Vec<String> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    loops
+        .iter()
+        .map(|l| {
+            let place = match &l.source {
+                Some(line) => format!(
+                    "{}:{}",
+                    super::harden::shown_path(&line.file, &cwd),
+                    line.line
+                ),
+                None => "a loop".to_string(),
+            };
+            format!(
+                "hang: {place} [{}] spins without reading memory, and nothing in the loop \
+                 changes what decides it, so once it goes round it never leaves: the compiler \
+                 read a plain (non-volatile, non-atomic) variable once, before the loop, as it \
+                 may; read it through `volatile`, `cuda::atomic_ref` or an atomic",
+                l.function
+            )
+        })
+        .collect()
 }

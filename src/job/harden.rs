@@ -3,6 +3,7 @@
 //! report and a patch beside the journal, and the result recorded in the sidecar and given as
 //! the `--json` document.
 
+use super::check_text::blind_loop_lines;
 use super::naming::{choose_journal, Output};
 use super::settings::{app_hash, refuse_changed_resume, stop_settings, target_settings, Settings};
 use super::sidecar::{
@@ -16,9 +17,9 @@ use crate::apps::builtin::BUILTIN_APP_NAMES;
 use crate::apps::{Size, DEFAULT_ARCH};
 use crate::backend::select::BackendChoice;
 use crate::check::journal::{read_rows, set_meta_entry};
-use crate::check::local::target_app;
+use crate::check::local::{target_app, target_blind_loops};
 use crate::check::races::RunRace;
-use crate::check::{BackendKind, Executor, Fences, Journal, Pool, SimModel, Stop, Target};
+use crate::check::{BackendKind, Executor, Fences, Journal, Outcome, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
 use crate::harden::communication::UnorderableRace;
@@ -200,6 +201,10 @@ fn fences_cannot_help(
             let races = races_with_every_fence(executor.as_mut(), meta, RUNS_FOR_RACES_LEFT)?;
             lines.extend(races_left_lines(&races));
         }
+    }
+    if matches!(&hardened.totals.first_error, Some((_, Outcome::Timeout, _))) {
+        let loops = target_blind_loops(target).unwrap_or_default();
+        lines.extend(blind_loop_lines(&loops).iter().map(|l| format!("  {l}")));
     }
     lines.push(format!("  journal: {}", journal.display()));
     Ok(lines.join("\n"))

@@ -17,6 +17,7 @@ pub mod access;
 pub mod demangle;
 pub mod ir;
 pub mod lines;
+pub mod loops;
 pub mod parse;
 pub mod passes;
 pub mod print;

@@ -417,7 +417,8 @@ pub fn own_fences(module: &Module) -> Vec<OwnFence> {
     fences
 }
 
-fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
+/// The file and line `pos` names, if it names one.
+pub(crate) fn source_line(module: &Module, pos: SourcePos) -> Option<SourceLine> {
     if pos.line == 0 {
         return None;
     }
