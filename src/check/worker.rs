@@ -127,6 +127,9 @@ fn answer(
             (Answer::Record { record, races }, stop)
         }
         Ok(answer) => (answer, false),
+        // The supervisor makes a calibration error of it again: its reason alone, so that
+        // the warning does not say "stress calibration failed" twice.
+        Err(ExecError::Calibration(why)) => (Answer::Error(why), true),
         Err(e) => (Answer::Error(e.to_string()), true),
     }
 }
