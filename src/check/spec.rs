@@ -181,6 +181,11 @@ pub struct SiteSummary {
     /// was recorded, and left out of comparisons (`ptx` and `line` name the site).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<Vec<SourceLine>>,
+    /// The accesses (indices into `ptx`) the site's fence follows: the last of each run of them
+    /// (`gpuwmm_ptx::passes::fences::fence_points`). Empty in journals made before: a fence then
+    /// followed every access ([`SiteSummary::fenced_accesses`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fence_after: Vec<usize>,
 }
 
 impl From<&FenceSite> for SiteSummary {
@@ -192,11 +197,24 @@ impl From<&FenceSite> for SiteSummary {
             line: site.source.as_ref().map(|s| s.line),
             ptx: site.accesses.iter().map(|a| a.ptx.clone()).collect(),
             frames: site.accesses.iter().map(|a| a.frames.clone()).collect(),
+            fence_after: (site.accesses.iter().enumerate())
+                .filter(|(_, a)| a.fenced)
+                .map(|(i, _)| i)
+                .collect(),
         }
     }
 }
 
 impl SiteSummary {
+    /// The accesses the site's fence follows (indices into `ptx`): `fence_after`, or every
+    /// access for a journal made before it was recorded.
+    pub fn fenced_accesses(&self) -> Vec<usize> {
+        match self.fence_after.is_empty() {
+            true => (0..self.ptx.len()).collect(),
+            false => self.fence_after.clone(),
+        }
+    }
+
     /// Where the site is and what it accesses, for messages.
     pub fn describe(&self) -> String {
         let place = match (&self.file, self.line) {
@@ -221,6 +239,18 @@ pub fn changed_sites(recorded: &[SiteSummary], now: &[SiteSummary]) -> Option<St
             was.id,
             was.describe(),
             is.describe()
+        ));
+    }
+    let moved =
+        |(was, is): &(&SiteSummary, &SiteSummary)| was.fenced_accesses() != is.fenced_accesses();
+    if let Some((was, is)) = recorded.iter().zip(now).find(moved) {
+        return Some(format!(
+            "site {}'s fence went after its accesses {:?}, and now goes after {:?}: a fence \
+             goes after each run of a line's accesses, where the patch can put it, no longer \
+             after each access",
+            was.id,
+            was.fenced_accesses(),
+            is.fenced_accesses()
         ));
     }
     (recorded.len() != now.len()).then(|| {
@@ -252,6 +282,7 @@ pub(crate) fn test_site(id: usize) -> SiteSummary {
         line: Some(10 + id as u32),
         ptx: vec!["st.global.u32 [%rd1], %r1".into()],
         frames: Vec::new(),
+        fence_after: vec![0],
     }
 }
 
@@ -293,6 +324,26 @@ mod tests {
         let mut moved_checkout = sites.clone();
         moved_checkout[0].file = Some("/elsewhere/k.cu".into());
         assert_eq!(changed_sites(&sites, &moved_checkout), None);
+    }
+
+    /// A journal recorded when a fence followed every access of a site: resuming it where a
+    /// line's fence now goes after its last access only would mix two placements in one search.
+    /// Sites whose fences stay where they were (one access, or every access a run) still match.
+    #[test]
+    fn a_site_whose_fence_now_goes_after_fewer_of_its_accesses_is_a_change() {
+        let mut old = test_site(0);
+        old.ptx.push("ld.global.u32 %r2, [%rd2]".into());
+        old.fence_after.clear();
+        let mut now = old.clone();
+        now.fence_after = vec![1];
+        let message = changed_sites(&[old.clone()], &[now.clone()]).unwrap();
+        assert!(message.contains("after its accesses [0, 1], and now goes after [1]"));
+        now.fence_after = vec![0, 1];
+        assert_eq!(changed_sites(&[old.clone()], &[now]), None);
+        let single = test_site(1);
+        let mut single_old = single.clone();
+        single_old.fence_after.clear();
+        assert_eq!(changed_sites(&[single_old], &[single]), None);
     }
 
     #[test]

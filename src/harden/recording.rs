@@ -166,6 +166,7 @@ mod tests {
             line,
             ptx: Vec::new(),
             frames: Vec::new(),
+            fence_after: Vec::new(),
         }
     }
 

@@ -534,6 +534,7 @@ mod tests {
             line,
             ptx: vec![format!("st.global.u32 [%rd{id}], 1")],
             frames: Vec::new(),
+            fence_after: vec![0],
         }
     }
 
