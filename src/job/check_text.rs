@@ -95,9 +95,10 @@ pub fn blind_loop_lines(loops: &[BlindLoop]) -> Vec<String> {
             };
             format!(
                 "hang: {place} [{}] spins without reading memory, and nothing in the loop \
-                 changes what decides it, so once it goes round it never leaves: the compiler \
-                 read a plain (non-volatile, non-atomic) variable once, before the loop, as it \
-                 may; read it through `volatile`, `cuda::atomic_ref` or an atomic",
+                 changes what decides it, so once it goes round it never leaves (a spin on a \
+                 plain, non-volatile, non-atomic variable ends so: the compiler may read it \
+                 once, before the loop); read such a variable through `volatile`, \
+                 `cuda::atomic_ref` or an atomic",
                 l.function
             )
         })
