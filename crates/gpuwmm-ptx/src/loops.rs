@@ -96,33 +96,33 @@ fn is_blind(body: &[Statement]) -> bool {
 }
 
 /// Whether an instruction does, or may do, something outside its thread's registers: any
-/// memory access (local ones too: a spilled counter), a call, a barrier, a vote or shuffle
+/// memory access (local ones too: a spilled counter; by opcode, so asynchronous and bulk copies
+/// count too), a call, a barrier, a vote or shuffle
 /// (other lanes' registers), an indirect branch. A fence does not: it changes no register, and
 /// `while (!flag) __threadfence();` on a flag read once spins as blindly.
 fn has_outside_effect(instruction: &Instruction) -> bool {
-    instruction.memory_access().is_some()
-        || matches!(
-            instruction.opcode.base.as_str(),
-            "ld" | "ldu"
-                | "st"
-                | "atom"
-                | "red"
-                | "call"
-                | "bar"
-                | "barrier"
-                | "vote"
-                | "shfl"
-                | "match"
-                | "activemask"
-                | "brx"
-                | "trap"
-                | "suld"
-                | "sust"
-                | "tex"
-                | "tld4"
-                | "cp"
-                | "mbarrier"
-        )
+    matches!(
+        instruction.opcode.base.as_str(),
+        "ld" | "ldu"
+            | "st"
+            | "atom"
+            | "red"
+            | "call"
+            | "bar"
+            | "barrier"
+            | "vote"
+            | "shfl"
+            | "match"
+            | "activemask"
+            | "brx"
+            | "trap"
+            | "suld"
+            | "sust"
+            | "tex"
+            | "tld4"
+            | "cp"
+            | "mbarrier"
+    )
 }
 
 /// The registers the loop changes (module doc): written by an instruction of the body that

@@ -369,12 +369,11 @@ fn one_run(body: &[Statement], earlier: usize, later: usize) -> bool {
 }
 
 /// Whether an instruction between two accesses of a site keeps them in separate runs: an
-/// access a fence orders, a CTA barrier, or a change of control flow.
+/// access a fence orders, a barrier of any kind, or a change of control flow.
 fn separates_accesses(instruction: &Instruction) -> bool {
     instruction
         .memory_access()
         .is_some_and(|a| a.may_communicate())
-        || instruction.waits_at_cta_barrier()
         || matches!(
             instruction.opcode.base.as_str(),
             "bra" | "brx" | "call" | "ret" | "exit" | "trap" | "bar" | "barrier"
