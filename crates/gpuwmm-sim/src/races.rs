@@ -1061,6 +1061,22 @@ mod tests {
         }
     }
 
+    /// A release at `reach`.
+    fn releasing(reach: Reach) -> Order {
+        Order {
+            releases: true,
+            ..order(reach)
+        }
+    }
+
+    /// An acquire at `reach`.
+    fn acquiring(reach: Reach) -> Order {
+        Order {
+            acquires: true,
+            ..order(reach)
+        }
+    }
+
     /// Threads 0 and 1 in blocks of one thread each (different CTAs).
     fn two_ctas() -> RaceTracker {
         RaceTracker::new(2, 1)
@@ -1122,19 +1138,12 @@ mod tests {
     /// the recorder skipped reads of a thread's own write and reported the payload as a race.
     #[test]
     fn an_acquire_reading_its_own_rmw_continues_the_release_sequence_it_joined() {
-        let release = |reach| Order {
-            releases: true,
-            ..order(reach)
-        };
-        let acquire = Order {
-            acquires: true,
-            ..order(Reach::Gpu)
-        };
+        let acquire = acquiring(Reach::Gpu);
         let run = |first_releases: bool| {
             let mut r = two_ctas();
             r.store(1, 10, w(X), order(Reach::Weak), Some(1));
             let first = if first_releases {
-                release(Reach::Gpu)
+                releasing(Reach::Gpu)
             } else {
                 order(Reach::Gpu)
             };
@@ -1227,16 +1236,8 @@ mod tests {
     #[test]
     fn a_word_released_or_acquired_at_is_a_synchronising_location() {
         let mut r = two_ctas();
-        let acquire = Order {
-            acquires: true,
-            ..order(Reach::Gpu)
-        };
-        let release = Order {
-            releases: true,
-            ..order(Reach::Gpu)
-        };
-        r.atomic(1, 20, w(FLAG), acquire, true, Some(1));
-        r.store(0, 11, w(FLAG), release, Some(2));
+        r.atomic(1, 20, w(FLAG), acquiring(Reach::Gpu), true, Some(1));
+        r.store(0, 11, w(FLAG), releasing(Reach::Gpu), Some(2));
         let pairs = r.finish().conflicts;
         assert!(!pairs.is_empty());
         assert!(pairs.iter().all(|p| p.synchronising));
@@ -1329,17 +1330,9 @@ mod tests {
     #[test]
     fn a_word_acquire_over_a_byte_release_orders_the_payload() {
         let mut r = two_ctas();
-        let releasing = Order {
-            releases: true,
-            ..order(Reach::Gpu)
-        };
-        let acquiring = Order {
-            acquires: true,
-            ..order(Reach::Gpu)
-        };
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.store(0, 11, bytes(FLAG + 2, 1), releasing, Some(2));
-        r.load(1, None, 20, w(FLAG), acquiring, None);
+        r.store(0, 11, bytes(FLAG + 2, 1), releasing(Reach::Gpu), Some(2));
+        r.load(1, None, 20, w(FLAG), acquiring(Reach::Gpu), None);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         let pairs = r.finish().conflicts;
         assert!(payload_pairs(&pairs).is_empty());
