@@ -1627,17 +1627,26 @@ mod tests {
             0,
             0,
         );
-        assert_eq!(read, 1);
+        assert_eq!(read, 1, "a {reader_width}-byte acquire of the flag");
     }
 
     #[test]
-    fn release_and_acquire_through_a_one_byte_flag_synchronise() {
-        // Regression: 1- and 2-byte accesses had no history, so an acquire of a `bool` or
-        // `char` flag took nothing and the reader could still read the payload as 0 (233 of
-        // 300 runs of a correct release/acquire handoff failed on the simulator).
-        let mut m = PtxMemory::new(2, 2);
-        byte_flag_handoff(&mut m, 1);
-        payload_is_seen(&m, 1, 1);
+    fn an_acquire_of_a_one_byte_released_flag_synchronises() {
+        let cases = [
+            // Regression: 1- and 2-byte accesses had no history, so an acquire of a `bool` or
+            // `char` flag took nothing and the reader could still read the payload as 0 (233 of
+            // 300 runs of a correct release/acquire handoff failed on the simulator).
+            ("release and acquire through a one-byte flag synchronise", 1),
+            // The 4-byte read has no history of its own width there: it reads the byte's newest
+            // write and observes it.
+            ("a wider acquire over a one-byte release synchronises", 4),
+        ];
+        for (case, reader_width) in cases {
+            let mut m = PtxMemory::new(2, 2);
+            byte_flag_handoff(&mut m, reader_width);
+            let payload = readable(&m, access(1, 1, Reach::Weak), X, 1);
+            assert_eq!(payload, vec![1], "{case}");
+        }
     }
 
     #[test]
@@ -1647,15 +1656,6 @@ mod tests {
         m.store(access(0, 0, Reach::Gpu), Y, 1, 0, 1, as_newest);
         assert_eq!(m.load(access(1, 1, Reach::Gpu), Y, 1, 1, 0, 0), 1);
         payload_may_be_stale(&m, 1, 1);
-    }
-
-    #[test]
-    fn a_wider_acquire_over_a_one_byte_release_synchronises() {
-        // The 4-byte read has no history of its own width there: it reads the byte's newest
-        // write and observes it.
-        let mut m = PtxMemory::new(2, 2);
-        byte_flag_handoff(&mut m, 4);
-        payload_is_seen(&m, 1, 1);
     }
 
     #[test]
