@@ -53,14 +53,17 @@ fn run(roles: &[(u32, &str)], threads: u32, seed: u64) -> Result<[u32; 3], Backe
     Ok([word(0), word(1), word(2)])
 }
 
-#[test]
-fn a_thread_count_is_met_by_warps_whose_other_lanes_exited() {
-    let (store, load) = (
-        store_x("barrier.sync 1, 64;"),
-        load_x("barrier.sync 1, 64;"),
-    );
+/// Asserts that thread `loader`, loading `x` after `barrier`, sees the 1 thread `storer` stored
+/// before it, in a block of `threads` under 50 seeds.
+fn assert_the_load_after_the_barrier_sees_the_store(
+    barrier: &str,
+    storer: u32,
+    loader: u32,
+    threads: u32,
+) {
+    let (store, load) = (store_x(barrier), load_x(barrier));
     for seed in 0..50 {
-        let got = run(&[(0, &store), (32, &load)], 96, seed).unwrap();
+        let got = run(&[(storer, &store), (loader, &load)], threads, seed).unwrap();
         assert_eq!(
             got[1], 1,
             "seed {seed}: the load after the barrier saw {got:?}"
@@ -69,15 +72,13 @@ fn a_thread_count_is_met_by_warps_whose_other_lanes_exited() {
 }
 
 #[test]
+fn a_thread_count_is_met_by_warps_whose_other_lanes_exited() {
+    assert_the_load_after_the_barrier_sees_the_store("barrier.sync 1, 64;", 0, 32, 96);
+}
+
+#[test]
 fn two_lanes_of_one_warp_meet_a_count_of_one_warp() {
-    let (store, load) = (
-        store_x("barrier.sync 3, 32;"),
-        load_x("barrier.sync 3, 32;"),
-    );
-    for seed in 0..50 {
-        let got = run(&[(1, &store), (0, &load)], 32, seed).unwrap();
-        assert_eq!(got[1], 1, "seed {seed}: {got:?}");
-    }
+    assert_the_load_after_the_barrier_sees_the_store("barrier.sync 3, 32;", 1, 0, 32);
 }
 
 #[test]
