@@ -287,28 +287,20 @@ mod tests {
     fn a_morally_strong_write_of_another_thread_waits_for_the_overtaken_rmw() {
         let mut m = PtxMemory::new(3, 2);
         overtake_then_publish(&mut m);
-        let write = |access, size| Syncing::Write {
-            access,
-            addr: X,
-            size,
+        // The thread that must perform its overtaken RMW before `access` writes `size` bytes at X.
+        let first_before_write = |access: Access, size| {
+            let write = Syncing::Write {
+                access,
+                addr: X,
+                size,
+            };
+            m.must_perform_first(access.thread, write)
         };
-        assert_eq!(
-            m.must_perform_first(1, write(access(1, 0, Reach::Cta), 4)),
-            Some(0)
-        );
-        assert_eq!(
-            m.must_perform_first(2, write(access(2, 1, Reach::Gpu), 4)),
-            None
-        );
-        assert_eq!(
-            m.must_perform_first(2, write(access(2, 1, Reach::Weak), 8)),
-            Some(0)
-        );
+        assert_eq!(first_before_write(access(1, 0, Reach::Cta), 4), Some(0));
+        assert_eq!(first_before_write(access(2, 1, Reach::Gpu), 4), None);
+        assert_eq!(first_before_write(access(2, 1, Reach::Weak), 8), Some(0));
         // Its own thread's accesses wait in the scheduler instead.
-        assert_eq!(
-            m.must_perform_first(0, write(access(0, 0, Reach::Cta), 4)),
-            None
-        );
+        assert_eq!(first_before_write(access(0, 0, Reach::Cta), 4), None);
         // Another block's acquire of the flag cannot take a cta-scope release.
         let acquire = Syncing::Acquire {
             access: access(2, 1, Reach::Gpu),
