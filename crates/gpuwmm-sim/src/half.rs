@@ -295,6 +295,11 @@ mod tests {
     const F16: HalfFormat = HalfFormat::F16;
     const BF16: HalfFormat = HalfFormat::Bf16;
 
+    /// [`arith`] in the default mode (to nearest even, no `.ftz`), without `.sat` or `.relu`.
+    fn default_mode_arith(op: HalfOp, ty: HalfTy, abc: [u64; 3]) -> u64 {
+        arith(op, ty, FloatMode::default(), false, false, abc)
+    }
+
     #[test]
     fn f16_conversions_round_to_nearest_even_with_subnormals_and_overflow() {
         let rn = FloatRound::Nearest;
@@ -342,16 +347,7 @@ mod tests {
             format: F16,
             pair: false,
         };
-        let add = |a, b| {
-            arith(
-                HalfOp::Add,
-                f16,
-                FloatMode::default(),
-                false,
-                false,
-                [a, b, 0],
-            )
-        };
+        let add = |a, b| default_mode_arith(HalfOp::Add, f16, [a, b, 0]);
         // 2048 + 1 = 2049 is halfway between 2048 and 2050: to even
         assert_eq!(add(0x6800, 0x3c00), 0x6800);
         // 2048 + 3 = 2051: to even (2052)
@@ -359,27 +355,13 @@ mod tests {
         // 2048 + (1 + 2^-10): above the halfway point, up, although f64 holds it exactly
         assert_eq!(add(0x6800, 0x3c01), 0x6801);
         // fma: 2049 * 1 ... (1 + 2^-10)^2 + 0 = 1 + 2^-9 + 2^-20: rounds to 1 + 2^-9
-        let fma = arith(
-            HalfOp::Fma,
-            f16,
-            FloatMode::default(),
-            false,
-            false,
-            [0x3c01, 0x3c01, 0],
-        );
+        let fma = default_mode_arith(HalfOp::Fma, f16, [0x3c01, 0x3c01, 0]);
         assert_eq!(fma, 0x3c02);
         let pair = HalfTy {
             format: F16,
             pair: true,
         };
-        let sum = arith(
-            HalfOp::Add,
-            pair,
-            FloatMode::default(),
-            false,
-            false,
-            [0x4000_3c00, 0x3c00_3c00, 0],
-        );
+        let sum = default_mode_arith(HalfOp::Add, pair, [0x4000_3c00, 0x3c00_3c00, 0]);
         assert_eq!(sum, 0x4200_4000);
     }
 
