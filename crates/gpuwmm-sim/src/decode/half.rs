@@ -45,6 +45,14 @@ fn as_bits<'a>(m: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
+/// Whether a 16-bit float comparison has `.ftz`, and its modifiers as [`as_bits`] gives them
+/// without it: those of the comparison on the bits that `setp`/`set` decode.
+fn comparison_as_bits<'a>(m: &[&'a str]) -> (bool, Vec<&'a str>) {
+    let ftz = m.contains(&"ftz");
+    let words = as_bits(m).into_iter().filter(|w| *w != "ftz").collect();
+    (ftz, words)
+}
+
 impl Decoder<'_, '_> {
     /// An instruction whose modifiers name a 16-bit float type.
     pub(super) fn half(&mut self, base: &str, m: &[&str], ops: &[Operand]) -> R<Op> {
@@ -135,8 +143,7 @@ impl Decoder<'_, '_> {
             .iter()
             .find_map(|w| half_ty_of(w))
             .ok_or(Why::Unsupported)?;
-        let ftz = m.contains(&"ftz");
-        let words: Vec<&str> = as_bits(m).into_iter().filter(|w| *w != "ftz").collect();
+        let (ftz, words) = comparison_as_bits(m);
         match self.setp(false, &words, ops)? {
             Op::Setp {
                 cmp,
@@ -181,8 +188,7 @@ impl Decoder<'_, '_> {
             }
             _ => return Err(Why::Unsupported),
         };
-        let ftz = m.contains(&"ftz");
-        let words: Vec<&str> = as_bits(m).into_iter().filter(|w| *w != "ftz").collect();
+        let (ftz, words) = comparison_as_bits(m);
         match self.setp(true, &words, ops)? {
             Op::Set {
                 cmp,

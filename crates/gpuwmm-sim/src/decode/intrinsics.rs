@@ -30,9 +30,7 @@ impl Decoder<'_, '_> {
             ),
             _ => return Err(Why::Unsupported),
         };
-        expect(ops, 4)?;
-        let d = self.dst(&ops[0])?;
-        let (a, b, c) = self.sources3(ops, U32, U32)?;
+        let (d, a, b, c) = self.word_operands(ops)?;
         Ok(Op::Shf {
             left,
             clamp,
@@ -61,9 +59,7 @@ impl Decoder<'_, '_> {
             return Err(Why::Unsupported);
         };
         let (a_signed, b_signed) = (signed(a_ty)?, signed(b_ty)?);
-        expect(ops, 4)?;
-        let d = self.dst(&ops[0])?;
-        let (a, b, c) = self.sources3(ops, U32, U32)?;
+        let (d, a, b, c) = self.word_operands(ops)?;
         Ok(Op::Dot {
             pairs,
             hi,
@@ -171,10 +167,16 @@ impl Decoder<'_, '_> {
     /// `fns.b32 d, mask, base, offset`.
     pub(super) fn fns(&mut self, m: &[&str], ops: &[Operand]) -> R<Op> {
         check(m, &["b32"])?;
+        let (d, a, b, c) = self.word_operands(ops)?;
+        Ok(Op::Fns { d, a, b, c })
+    }
+
+    /// The operands `d, a, b, c` of a four-operand instruction on 32-bit words.
+    fn word_operands(&mut self, ops: &[Operand]) -> R<(Reg, Src, Src, Src)> {
         expect(ops, 4)?;
         let d = self.dst(&ops[0])?;
         let (a, b, c) = self.sources3(ops, U32, U32)?;
-        Ok(Op::Fns { d, a, b, c })
+        Ok((d, a, b, c))
     }
 }
 
