@@ -960,15 +960,7 @@ impl PtxMemory {
         let Some(all) = self.barriers.remove(&key) else {
             return;
         };
-        if all.is_empty() {
-            return;
-        }
-        for &t in waiters {
-            match &mut self.past[t as usize] {
-                Some(past) => past.clone_from(&all),
-                none => *none = Some(all.clone()),
-            }
-        }
+        self.share_past(waiters, &all);
     }
 
     /// `bar.sync` (or `bar.warp.sync`) where every thread in `threads` arrives and waits: each
@@ -981,12 +973,17 @@ impl PtxMemory {
             }
             self.join_passed_on(t, &mut all);
         }
+        self.share_past(threads, &all);
+    }
+
+    /// Every thread in `threads` gets `all` as its causal past; an empty `all` changes nothing.
+    fn share_past(&mut self, threads: &[u32], all: &View) {
         if all.is_empty() {
             return;
         }
         for &t in threads {
             match &mut self.past[t as usize] {
-                Some(past) => past.clone_from(&all),
+                Some(past) => past.clone_from(all),
                 none => *none = Some(all.clone()),
             }
         }
