@@ -196,19 +196,14 @@ mod tests {
     use super::*;
     use crate::parse;
 
-    /// The statements of a kernel `k` whose body is `body`, parsed.
-    fn kernel_body(body: &str) -> Vec<Statement> {
+    /// The attribution of every instruction of kernel `k` in `body`, as `(inner, outer)` lines
+    /// written `file:line`.
+    fn instruction_lines(body: &str) -> Vec<(String, String)> {
         let text = format!(
             ".version 8.8\n.target sm_70\n.address_size 64\n\n.visible .entry k()\n{{\n{body}}}\n"
         );
         let module = parse(&text).unwrap();
-        module.function("k").unwrap().body.clone().unwrap()
-    }
-
-    /// The attribution of every instruction of kernel `k` in `body`, as `(inner, outer)` lines
-    /// written `file:line`.
-    fn instruction_lines(body: &str) -> Vec<(String, String)> {
-        let body = kernel_body(body);
+        let body = module.function("k").unwrap().body.clone().unwrap();
         let show = |p: SourcePos| format!("{}:{}", p.file, p.line);
         attribute_statements(&body)
             .into_iter()
@@ -221,14 +216,6 @@ mod tests {
             .collect()
     }
 
-    /// The outer line of every instruction of kernel `k` in `body`, written `file:line`.
-    fn outer_lines(body: &str) -> Vec<String> {
-        instruction_lines(body)
-            .into_iter()
-            .map(|(_, outer)| outer)
-            .collect()
-    }
-
     fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
         expected
             .iter()
@@ -236,134 +223,149 @@ mod tests {
             .collect()
     }
 
-    /// A body of `.loc`s and instructions, and the `(inner, outer)` lines its instructions
-    /// are attributed to.
-    struct Attribution {
-        case: &'static str,
-        body: &'static str,
-        lines: &'static [(&'static str, &'static str)],
+    #[test]
+    fn code_that_is_not_inlined_is_its_own_outer_line() {
+        let lines =
+            instruction_lines("\t.loc 1 5 3\n\tst.global.u32 [%rd1], 1;\n\t.loc 1 6 3\n\tret;\n");
+        assert_eq!(lines, pairs(&[("1:5", "1:5"), ("1:6", "1:6")]));
     }
 
-    const ATTRIBUTIONS: &[Attribution] = &[
-        Attribution {
-            case: "code that is not inlined is its own outer line",
-            body: "\t.loc 1 5 3\n\tst.global.u32 [%rd1], 1;\n\t.loc 1 6 3\n\tret;\n",
-            lines: &[("1:5", "1:5"), ("1:6", "1:6")],
-        },
-        Attribution {
-            case: "one level of inlining takes the call line",
-            body: "\t.loc 1 11 3\n\
-                   \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 11 3\n\
-                   \tatom.global.exch.b32 %r1, [%rd1], 1;\n",
-            lines: &[("1:2", "1:11")],
-        },
+    #[test]
+    fn one_level_of_inlining_takes_the_call_line() {
+        let lines = instruction_lines(
+            "\t.loc 1 11 3\n\
+             \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 11 3\n\
+             \tatom.global.exch.b32 %r1, [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:2", "1:11")]));
+    }
+
+    #[test]
+    fn inlined_code_takes_its_call_line_not_the_previous_line_of_the_kernel() {
         // The call at line 9 was never named by a `.loc` of its own; the previous kernel line (7)
         // is unrelated to it.
-        Attribution {
-            case: "inlined code takes its call line, not the previous line of the kernel",
-            body: "\t.loc 1 7 3\n\tmov.u32 %r1, 0;\n\
-                   \t.loc 1 2 33, function_name $L__info_string0, inlined_at 1 9 3\n\
-                   \tst.global.u32 [%rd1], %r1;\n",
-            lines: &[("1:7", "1:7"), ("1:2", "1:9")],
-        },
+        let lines = instruction_lines(
+            "\t.loc 1 7 3\n\tmov.u32 %r1, 0;\n\
+             \t.loc 1 2 33, function_name $L__info_string0, inlined_at 1 9 3\n\
+             \tst.global.u32 [%rd1], %r1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:7", "1:7"), ("1:2", "1:9")]));
+    }
+
+    #[test]
+    fn two_levels_of_inlining_resolve_to_the_kernel_line() {
         // kernel.cu:20 calls outer() (line 10), which calls inner() at line 11; inner's store is
         // at line 3.
-        Attribution {
-            case: "two levels of inlining resolve to the kernel line",
-            body: "\t.loc 1 20 5\n\
-                   \t.loc 1 11 5, function_name $L__info_string0, inlined_at 1 20 5\n\
-                   \t.loc 1 3 5, function_name $L__info_string1, inlined_at 1 11 5\n\
-                   \tst.global.u32 [%rd1], 1;\n",
-            lines: &[("1:3", "1:20")],
-        },
+        let lines = instruction_lines(
+            "\t.loc 1 20 5\n\
+             \t.loc 1 11 5, function_name $L__info_string0, inlined_at 1 20 5\n\
+             \t.loc 1 3 5, function_name $L__info_string1, inlined_at 1 11 5\n\
+             \tst.global.u32 [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:3", "1:20")]));
+    }
+
+    #[test]
+    fn three_levels_of_inlining_from_a_header_resolve_to_the_kernel_line() {
         // File 1 is kernel.cu, file 2 a header: kernel.cu:40 calls a (2:100), which calls b at
         // 2:101, which calls c at 2:50; c's load is at 2:7.
-        Attribution {
-            case: "three levels of inlining from a header resolve to the kernel line",
-            body: "\t.loc 1 40 9\n\
-                   \t.loc 2 101 5, function_name $L__info_string0, inlined_at 1 40 9\n\
-                   \t.loc 2 50 7, function_name $L__info_string1, inlined_at 2 101 5\n\
-                   \t.loc 2 7 3, function_name $L__info_string2, inlined_at 2 50 7\n\
-                   \tld.relaxed.gpu.u32 %r1, [%rd1];\n",
-            lines: &[("2:7", "1:40")],
-        },
+        let lines = instruction_lines(
+            "\t.loc 1 40 9\n\
+             \t.loc 2 101 5, function_name $L__info_string0, inlined_at 1 40 9\n\
+             \t.loc 2 50 7, function_name $L__info_string1, inlined_at 2 101 5\n\
+             \t.loc 2 7 3, function_name $L__info_string2, inlined_at 2 50 7\n\
+             \tld.relaxed.gpu.u32 %r1, [%rd1];\n",
+        );
+        assert_eq!(lines, pairs(&[("2:7", "1:40")]));
+    }
+
+    #[test]
+    fn code_moved_past_another_kernel_line_keeps_its_own_call_line() {
         // The cccl-scan bug: the look-back (called at kernel.cu:109) has its frames emitted,
         // then tile 0's branch (lines 104, 105) is laid out, then more of the look-back code
         // names only its innermost frame, whose call site 2:267 was resolved at the start.
-        Attribution {
-            case: "code moved past another kernel line keeps its own call line",
-            body: "\t.loc 1 109 9\n\
-                   \t.loc 2 1266 5, function_name $L__info_string2, inlined_at 1 109 9\n\
-                   \t.loc 2 267 5, function_name $L__info_string10, inlined_at 2 1266 5\n\
-                   \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
-                   \tmov.u32 %r1, 0;\n\
-                   \t.loc 1 105 13\n\
-                   \tst.shared.u32 [%rd2], 0;\n\
-                   \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
-                   \tld.relaxed.gpu.u32 %r2, [%rd1];\n",
-            lines: &[("2:143", "1:109"), ("1:105", "1:105"), ("2:143", "1:109")],
-        },
+        let lines = instruction_lines(
+            "\t.loc 1 109 9\n\
+             \t.loc 2 1266 5, function_name $L__info_string2, inlined_at 1 109 9\n\
+             \t.loc 2 267 5, function_name $L__info_string10, inlined_at 2 1266 5\n\
+             \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
+             \tmov.u32 %r1, 0;\n\
+             \t.loc 1 105 13\n\
+             \tst.shared.u32 [%rd2], 0;\n\
+             \t.loc 2 143 3, function_name $L__info_string11, inlined_at 2 267 5\n\
+             \tld.relaxed.gpu.u32 %r2, [%rd1];\n",
+        );
+        assert_eq!(
+            lines,
+            pairs(&[("2:143", "1:109"), ("1:105", "1:105"), ("2:143", "1:109")])
+        );
+    }
+
+    #[test]
+    fn a_call_site_shared_by_two_inlined_copies_resolves_through_the_most_recent() {
         // SetInclusive (2:897) is inlined both at kernel.cu:104 and, inside the look-back, at
         // 2:1286 (itself called at kernel.cu:109); a store inlined at 2:897 belongs to the copy
         // whose frame was emitted last.
-        Attribution {
-            case: "a call site shared by two inlined copies resolves through the most recent",
-            body: "\t.loc 1 104 13\n\
-                   \t.loc 2 897 5, function_name $L__info_string12, inlined_at 1 104 13\n\
-                   \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
-                   \tst.cg.u32 [%rd1], %r1;\n\
-                   \t.loc 2 1286 7, function_name $L__info_string2, inlined_at 1 109 9\n\
-                   \t.loc 2 897 5, function_name $L__info_string12, inlined_at 2 1286 7\n\
-                   \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
-                   \tst.cg.u32 [%rd2], %r2;\n",
-            lines: &[("4:252", "1:104"), ("4:252", "1:109")],
-        },
+        let lines = instruction_lines(
+            "\t.loc 1 104 13\n\
+             \t.loc 2 897 5, function_name $L__info_string12, inlined_at 1 104 13\n\
+             \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
+             \tst.cg.u32 [%rd1], %r1;\n\
+             \t.loc 2 1286 7, function_name $L__info_string2, inlined_at 1 109 9\n\
+             \t.loc 2 897 5, function_name $L__info_string12, inlined_at 2 1286 7\n\
+             \t.loc 4 252 1, function_name $L__info_string8, inlined_at 2 897 5\n\
+             \tst.cg.u32 [%rd2], %r2;\n",
+        );
+        assert_eq!(lines, pairs(&[("4:252", "1:104"), ("4:252", "1:109")]));
+    }
+
+    #[test]
+    fn inlined_code_repeated_without_inlined_at_keeps_its_chain() {
         // ls-bh's bh_build: split() (line 143 is inside it) is inlined at 192 in insert_body(),
         // inlined at kernel.cu:392; NVRTC repeats `.loc 1 143 9` without `inlined_at` for a
         // branch. The store after it, and the inlined code after that, belong to line 392.
-        Attribution {
-            case: "inlined code repeated without inlined_at keeps its chain",
-            body: "\t.loc 1 392 9\n\
-                   \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
-                   \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
-                   \tsetp.eq.s32 %p1, %r1, %r2;\n\
-                   \t.loc 1 143 9\n\
-                   \tst.global.u32 [%rd1], %r1;\n\
-                   \t.loc 1 125 9, function_name $L__info_string5, inlined_at 1 192 9\n\
-                   \tatom.global.add.u32 %r3, [%rd2], 1;\n",
-            lines: &[("1:143", "1:392"), ("1:143", "1:392"), ("1:125", "1:392")],
-        },
-        Attribution {
-            case: "line zero keeps the previous attribution",
-            body: "\t.loc 1 30 5\n\
-                   \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 30 5\n\
-                   \t.loc 1 0 5\n\
-                   \tst.global.u32 [%rd1], 1;\n",
-            lines: &[("1:2", "1:30")],
-        },
-    ];
+        let lines = instruction_lines(
+            "\t.loc 1 392 9\n\
+             \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
+             \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+             \tsetp.eq.s32 %p1, %r1, %r2;\n\
+             \t.loc 1 143 9\n\
+             \tst.global.u32 [%rd1], %r1;\n\
+             \t.loc 1 125 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+             \tatom.global.add.u32 %r3, [%rd2], 1;\n",
+        );
+        assert_eq!(
+            lines,
+            pairs(&[("1:143", "1:392"), ("1:143", "1:392"), ("1:125", "1:392")])
+        );
+    }
 
     #[test]
-    fn each_instruction_is_attributed_to_its_own_line_and_its_outermost_call() {
-        for a in ATTRIBUTIONS {
-            assert_eq!(instruction_lines(a.body), pairs(a.lines), "{}", a.case);
-        }
+    fn line_zero_keeps_the_previous_attribution() {
+        let lines = instruction_lines(
+            "\t.loc 1 30 5\n\
+             \t.loc 1 2 5, function_name $L__info_string0, inlined_at 1 30 5\n\
+             \t.loc 1 0 5\n\
+             \tst.global.u32 [%rd1], 1;\n",
+        );
+        assert_eq!(lines, pairs(&[("1:2", "1:30")]));
     }
 
     #[test]
     fn frames_name_every_call_between_the_kernel_line_and_the_access() {
         // kernel.cu:392 calls insert_body, whose line 192 calls split, whose line 143 stores;
         // the repeated `.loc 1 143 9` keeps the whole chain.
-        let body = kernel_body(
-            "\t.loc 1 392 9\n\
-             \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
-             \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
-             \tst.global.u32 [%rd1], %r1;\n\
-             \t.loc 1 143 9\n\
-             \tst.global.u32 [%rd2], %r1;\n\
-             \t.loc 1 7 3\n\
-             \tret;\n",
-        );
+        let text = ".version 8.8\n.target sm_70\n.address_size 64\n\n.visible .entry k()\n{\n\
+                    \t.loc 1 392 9\n\
+                    \t.loc 1 192 9, function_name $L__info_string2, inlined_at 1 392 9\n\
+                    \t.loc 1 143 9, function_name $L__info_string5, inlined_at 1 192 9\n\
+                    \tst.global.u32 [%rd1], %r1;\n\
+                    \t.loc 1 143 9\n\
+                    \tst.global.u32 [%rd2], %r1;\n\
+                    \t.loc 1 7 3\n\
+                    \tret;\n}\n";
+        let module = parse(text).unwrap();
+        let body = module.function("k").unwrap().body.clone().unwrap();
         let lines: Vec<Vec<u32>> = statement_frames(&body)
             .into_iter()
             .zip(&body)
@@ -396,7 +398,10 @@ mod tests {
             load_frames(20),
             load_frames(21)
         );
-        let lines = outer_lines(&body);
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
         assert_eq!(
             lines,
             ["1:20", "1:21", "1:22", "1:20", "1:21", "1:20", "1:21"]
@@ -414,7 +419,10 @@ mod tests {
             load_frames(13),
             load_frames(14)
         );
-        let lines = outer_lines(&body);
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
         assert_eq!(lines, ["1:13", "1:14", "1:13", "1:14", "1:13", "1:14"]);
     }
 
@@ -425,7 +433,10 @@ mod tests {
         let again = "\t.loc 5 303 1, function_name $L__info_string1, inlined_at 2 80 3\n\
                      \tld.relaxed.gpu.b32 %r2, [%rd9];\n";
         let body = format!("{}\t.loc 1 22 5\n\tret;\n{again}{again}", load_frames(20));
-        let lines = outer_lines(&body);
+        let lines: Vec<String> = instruction_lines(&body)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
         assert_eq!(lines, ["1:20", "1:22", "1:20", "1:20"]);
     }
 }
