@@ -27,6 +27,22 @@ pub(crate) fn plot_error(e: impl std::fmt::Display) -> PlotError {
     PlotError(e.to_string())
 }
 
+/// A white `width` × `height` SVG, drawn by `draw` on its whole area.
+pub(crate) fn svg_figure(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        draw(&root)?;
+        root.present().map_err(plot_error)?;
+    }
+    Ok(svg)
+}
+
 /// One row of a rate chart: a labelled rate, coloured by `series` (e.g. the environment).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateRow {
@@ -45,10 +61,7 @@ pub fn rate_chart(title: &str, note: &str, rows: &[RateRow]) -> Result<String, P
         .max()
         .unwrap_or(0);
     let x_max = axis_max(rows.iter().map(|r| r.rate.high));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    svg_figure(WIDTH, height, |root| {
         let (chart_area, note_area) = root.split_vertically(height - 24);
         // Row slots, top to bottom; at least two, since a segmented axis of one is degenerate.
         let n = rows.len().max(2) as i32;
@@ -93,10 +106,8 @@ pub fn rate_chart(title: &str, note: &str, rows: &[RateRow]) -> Result<String, P
                 )])
                 .map_err(plot_error)?;
         }
-        draw_note(&note_area, note)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
+        draw_note(&note_area, note)
+    })
 }
 
 /// The running error rate after each of a check's runs, with its interval.
@@ -140,10 +151,7 @@ pub fn running_rate_chart(
     let height = 420;
     let runs = points.last().map_or(1, |p| p.runs.max(1)) as f64;
     let y_max = axis_max(points.iter().map(|p| p.rate.high));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    svg_figure(WIDTH, height, |root| {
         let (chart_area, note_area) = root.split_vertically(height - 24);
         let mut chart = ChartBuilder::on(&chart_area)
             .caption(title, ("sans-serif", 18))
@@ -189,10 +197,8 @@ pub fn running_rate_chart(
                 ))
                 .map_err(plot_error)?;
         }
-        draw_note(&note_area, note)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
+        draw_note(&note_area, note)
+    })
 }
 
 /// The top of a percent axis showing every value in `highs` (fractions) and the threshold:

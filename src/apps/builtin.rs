@@ -170,32 +170,42 @@ enum Weakening {
     Orderings,
 }
 
+impl Weakening {
+    /// How a variant's description says what was weakened.
+    fn described(self) -> &'static str {
+        match self {
+            Weakening::Fences => "the app's own fences removed by the strip-fences pass",
+            Weakening::Orderings => {
+                "its release/acquire accesses weakened to relaxed by the relax-orderings pass; \
+                 fences kept"
+            }
+        }
+    }
+}
+
 impl StrippedVariant {
     pub fn new(base: Arc<dyn App>, name: &str) -> StrippedVariant {
-        let description = format!(
-            "{} (variant: the app's own fences removed by the strip-fences pass)",
-            base.description()
-        );
-        StrippedVariant {
-            base,
-            name: name.to_string(),
-            description,
-            weakening: Weakening::Fences,
-        }
+        StrippedVariant::weakened(base, name, Weakening::Fences)
     }
 
     /// The variant with every release, acquire and acq_rel access of the module weakened to
     /// relaxed by the relax-orderings pass; the app's fences stay.
     pub fn relaxed(base: Arc<dyn App>, name: &str) -> StrippedVariant {
+        StrippedVariant::weakened(base, name, Weakening::Orderings)
+    }
+
+    /// `base` with `weakening` applied, called `name`.
+    fn weakened(base: Arc<dyn App>, name: &str, weakening: Weakening) -> StrippedVariant {
         let description = format!(
-            "{} (variant: its release/acquire accesses weakened to relaxed by the relax-orderings pass; fences kept)",
-            base.description()
+            "{} (variant: {})",
+            base.description(),
+            weakening.described()
         );
         StrippedVariant {
             base,
             name: name.to_string(),
             description,
-            weakening: Weakening::Orderings,
+            weakening,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::PatchStage;
 use crate::litmus::LitmusShape;
-use crate::plot::{plot_error, PlotError};
+use crate::plot::{plot_error, svg_figure, PlotError};
 use plotters::prelude::*;
 
 const WIDTH: u32 = 900;
@@ -20,10 +20,7 @@ pub fn patch_heatmap(title: &str, note: &str, stage: &PatchStage) -> Result<Stri
         }
     }
     let height = 60 + PANEL_HEIGHT * tests.len().max(1) as u32;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    svg_figure(WIDTH, height, |root| {
         let (top, rest) = root.split_vertically(30);
         top.titled(title, ("sans-serif", 18)).map_err(plot_error)?;
         let (panels_area, note_area) = rest.split_vertically(height - 60);
@@ -40,9 +37,8 @@ pub fn patch_heatmap(title: &str, note: &str, stage: &PatchStage) -> Result<Stri
         note_area
             .draw(&Text::new(note, (12, 4), ("sans-serif", 12)))
             .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn draw_panel(
@@ -122,10 +118,7 @@ pub fn score_chart(
     let height = 440;
     let n = labels.len().max(1);
     let y_max = scores.iter().flatten().copied().max().unwrap_or(0).max(1) as f64 * 1.1;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    svg_figure(WIDTH, height, |root| {
         let (chart_area, note_area) = root.split_vertically(height - 24);
         let longest = labels.iter().map(|l| l.len()).max().unwrap_or(1) as u32;
         let mut chart = ChartBuilder::on(&chart_area)
@@ -202,9 +195,8 @@ pub fn score_chart(
                 ("sans-serif", 12),
             ))
             .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 #[cfg(test)]

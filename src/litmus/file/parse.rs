@@ -546,22 +546,27 @@ impl Operands<'_, '_> {
         }
     }
 
-    fn name(&self, i: usize, what: &str) -> Result<String, LitmusFileError> {
+    /// Operand `i`, when `is_one` accepts it as a `what`.
+    fn operand_of_kind(
+        &self,
+        i: usize,
+        is_one: fn(&str) -> bool,
+        what: &str,
+    ) -> Result<String, LitmusFileError> {
         let o = self.list[i];
-        if is_identifier(o) {
+        if is_one(o) {
             Ok(o.to_string())
         } else {
             Err(self.error(format_args!("`{o}` is not a {what}")))
         }
     }
 
+    fn name(&self, i: usize, what: &str) -> Result<String, LitmusFileError> {
+        self.operand_of_kind(i, is_identifier, what)
+    }
+
     fn reg(&self, i: usize) -> Result<String, LitmusFileError> {
-        let o = self.list[i];
-        if is_register(o) {
-            Ok(o.to_string())
-        } else {
-            Err(self.error(format_args!("`{o}` is not a register")))
-        }
+        self.operand_of_kind(i, is_register, "register")
     }
 
     fn loc(&self, i: usize) -> Result<String, LitmusFileError> {

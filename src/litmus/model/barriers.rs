@@ -23,15 +23,18 @@ pub fn barrier_of(sk: &Skeleton, e: usize) -> Option<(BarrierKey, Option<u32>, b
     let EventKind::Barrier { arrive, operands } = &sk.events[e].kind else {
         return None;
     };
-    let (name, quorum) = if operands.len() >= 3 {
-        (
-            operands[..operands.len() - 1].to_vec(),
-            operands.last().copied(),
-        )
+    let (name, quorum) = name_and_quorum(operands);
+    Some(((sk.events[e].cta, name.to_vec()), quorum, *arrive))
+}
+
+/// A barrier instruction's operands split into the barrier's name (all but a third operand)
+/// and its quorum (the third operand, if any).
+pub fn name_and_quorum(operands: &[u32]) -> (&[u32], Option<u32>) {
+    if operands.len() >= 3 {
+        (&operands[..operands.len() - 1], operands.last().copied())
     } else {
-        (operands.clone(), None)
-    };
-    Some(((sk.events[e].cta, name), quorum, *arrive))
+        (operands, None)
+    }
 }
 
 /// The alternative synchronisations of all barriers together (one per choice of which events

@@ -6,6 +6,7 @@
 //! This is the `sc_reachable` column of `expected.csv`: an allowed state SC cannot reach needs
 //! a weak behaviour.
 
+use super::barriers::name_and_quorum;
 use super::explore::{add_states, next_choice};
 use super::program::{Access, EventKind, Program};
 use crate::litmus::file::ast::Observed;
@@ -108,18 +109,11 @@ impl Search<'_> {
             EventKind::Fence { .. } => next.pos[t] += 1,
             EventKind::Barrier { arrive, operands } => {
                 let cta = self.program.threads[t].cta;
-                let (name, quorum) = if operands.len() >= 3 {
-                    (
-                        operands[..operands.len() - 1].to_vec(),
-                        operands.last().copied(),
-                    )
-                } else {
-                    (operands.clone(), None)
-                };
+                let (name, quorum) = name_and_quorum(operands);
                 let count = quorum.unwrap_or_else(|| {
                     self.program.threads.iter().filter(|x| x.cta == cta).count() as u32
                 });
-                let key = (cta, name);
+                let key = (cta, name.to_vec());
                 let n = next.arrived.entry(key.clone()).or_default();
                 *n += 1;
                 if *arrive {
@@ -147,11 +141,7 @@ impl Search<'_> {
             else {
                 continue;
             };
-            let name = if operands.len() >= 3 {
-                &operands[..operands.len() - 1]
-            } else {
-                &operands[..]
-            };
+            let (name, _) = name_and_quorum(operands);
             if self.program.threads[u].cta == key.0 && name == key.1.as_slice() {
                 state.waiting &= !(1 << u);
                 state.pos[u] += 1;
