@@ -92,4 +92,21 @@ impl RunRecord {
             races: None,
         }
     }
+
+    /// What a unit test's mock executor answers `request` with: `outcome`, with no stress
+    /// blocks, no reason and no time.
+    pub(crate) fn answering(request: &super::spec::RunRequest, outcome: Outcome) -> RunRecord {
+        RunRecord {
+            run: request.run,
+            seed: request.seed,
+            env: request.env,
+            stress_blocks: String::new(),
+            stress_iterations: request.stress_iterations,
+            outcome,
+            reason: String::new(),
+            kernel_us: 0.0,
+            wall_ms: 0.0,
+            races: None,
+        }
+    }
 }
