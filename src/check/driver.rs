@@ -299,7 +299,7 @@ mod tests {
                 RunRecord {
                     kernel_us: 1.0,
                     wall_ms: 10.0,
-                    ..RunRecord::answering(r, outcome)
+                    ..RunRecord::unmeasured(r, outcome)
                 }
             },
         }

@@ -100,7 +100,7 @@ mod tests {
                 } else {
                     Outcome::Pass
                 };
-                RunRecord::answering(request, outcome)
+                RunRecord::unmeasured(request, outcome)
             },
         })
     }
