@@ -129,40 +129,30 @@ mod tests {
         move |k, _| Ok(app.max(1.0 + per_iteration * f64::from(k)))
     }
 
-    /// Runs answering `durations` in turn, counting how many were made.
-    fn runs(
-        durations: &[f64],
-    ) -> (
-        impl FnMut(u64) -> Result<f64, ()> + '_,
-        std::rc::Rc<std::cell::Cell<usize>>,
-    ) {
-        let made = std::rc::Rc::new(std::cell::Cell::new(0));
-        let counter = made.clone();
-        let run = move |i: u64| {
-            counter.set(counter.get() + 1);
+    /// What [`count_duration`] decides for `target` from runs answering `durations` in turn,
+    /// and how many runs it made.
+    fn count_of(target: Option<f64>, durations: &[f64]) -> (Result<f64, ()>, usize) {
+        let mut made = 0;
+        let duration = count_duration(target, |i: u64| {
+            made += 1;
             Ok(durations[i as usize])
-        };
-        (run, made)
+        });
+        (duration, made)
     }
 
     #[test]
     fn two_runs_past_the_target_decide_a_count_without_a_third() {
-        let (run, made) = runs(&[3.5, 3.6, 0.0]);
-        assert_eq!(count_duration(Some(0.0278), run), Ok(3.5));
-        assert_eq!(made.get(), 2);
-        let (run, made) = runs(&[0.002, 0.0021, 9.0]);
-        assert_eq!(count_duration(Some(0.0278), run), Ok(0.0021));
-        assert_eq!(made.get(), 2);
+        assert_eq!(count_of(Some(0.0278), &[3.5, 3.6, 0.0]), (Ok(3.5), 2));
+        assert_eq!(
+            count_of(Some(0.0278), &[0.002, 0.0021, 9.0]),
+            (Ok(0.0021), 2)
+        );
     }
 
     #[test]
     fn runs_astride_the_target_or_without_one_take_the_median_of_three() {
-        let (run, made) = runs(&[0.01, 0.05, 0.03]);
-        assert_eq!(count_duration(Some(0.0278), run), Ok(0.03));
-        assert_eq!(made.get(), 3);
-        let (run, made) = runs(&[5.0, 1.0, 3.0]);
-        assert_eq!(count_duration(None, run), Ok(3.0));
-        assert_eq!(made.get(), 3);
+        assert_eq!(count_of(Some(0.0278), &[0.01, 0.05, 0.03]), (Ok(0.03), 3));
+        assert_eq!(count_of(None, &[5.0, 1.0, 3.0]), (Ok(3.0), 3));
     }
 
     #[test]

@@ -297,16 +297,9 @@ mod tests {
                     Outcome::Pass
                 };
                 RunRecord {
-                    run: r.run,
-                    seed: r.seed,
-                    env: r.env,
-                    stress_blocks: String::new(),
-                    stress_iterations: r.stress_iterations,
-                    outcome,
-                    reason: String::new(),
                     kernel_us: 1.0,
                     wall_ms: 10.0,
-                    races: None,
+                    ..RunRecord::unmeasured(r, outcome)
                 }
             },
         }

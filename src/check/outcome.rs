@@ -1,5 +1,6 @@
 //! What one run of an application under test came to, as the journal records it.
 
+use super::spec::RunRequest;
 use crate::env::Environment;
 use serde::{Deserialize, Serialize};
 
@@ -75,9 +76,27 @@ pub struct RunRecord {
     pub races: Option<crate::backend::sim::RaceLog>,
 }
 
-#[cfg(test)]
 impl RunRecord {
+    /// A run of `request` that ended in `outcome` with nothing measured: no stress blocks, no
+    /// reason, no time (a worker that never answered fills in what it knows; unit tests' mock
+    /// executors what they test).
+    pub fn unmeasured(request: &RunRequest, outcome: Outcome) -> RunRecord {
+        RunRecord {
+            run: request.run,
+            seed: request.seed,
+            env: request.env,
+            stress_blocks: String::new(),
+            stress_iterations: request.stress_iterations,
+            outcome,
+            reason: String::new(),
+            kernel_us: 0.0,
+            wall_ms: 0.0,
+            races: None,
+        }
+    }
+
     /// A run of the unit tests: run `run` with that seed under no-str-, taking 1 ms.
+    #[cfg(test)]
     pub(crate) fn for_test(run: u64, outcome: Outcome) -> RunRecord {
         RunRecord {
             run,

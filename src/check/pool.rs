@@ -95,22 +95,12 @@ mod tests {
             state: (),
             answer: |_, request| {
                 std::thread::sleep(Duration::from_millis(20 - request.run % 4 * 5));
-                RunRecord {
-                    run: request.run,
-                    seed: request.seed,
-                    env: request.env,
-                    stress_blocks: String::new(),
-                    stress_iterations: 0,
-                    outcome: if request.seed.is_multiple_of(3) {
-                        Outcome::Fail
-                    } else {
-                        Outcome::Pass
-                    },
-                    reason: String::new(),
-                    kernel_us: 0.0,
-                    wall_ms: 0.0,
-                    races: None,
-                }
+                let outcome = if request.seed.is_multiple_of(3) {
+                    Outcome::Fail
+                } else {
+                    Outcome::Pass
+                };
+                RunRecord::unmeasured(request, outcome)
             },
         })
     }

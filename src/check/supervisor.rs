@@ -136,16 +136,9 @@ impl Executor for Supervisor {
             other => (Outcome::Crash, other.to_string()),
         };
         Ok(RunRecord {
-            run: request.run,
-            seed: request.seed,
-            env: request.env,
-            stress_blocks: String::new(),
-            stress_iterations: request.stress_iterations,
-            outcome,
             reason,
-            kernel_us: 0.0,
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            races: None,
+            ..RunRecord::unmeasured(request, outcome)
         })
     }
 }

@@ -289,16 +289,32 @@ fn timing_row(
     elapsed_s: f64,
 ) -> CostRow {
     CostRow {
+        elapsed_s,
+        ..sample_row(plan, variant, Phase::Time, repetition, seed, sample)
+    }
+}
+
+/// The row of `sample`, a run of `variant` with `seed`, the `repetition` of `phase`: what every
+/// row holds, with no window, energy or elapsed time.
+fn sample_row(
+    plan: &CostPlan,
+    variant: Variant,
+    phase: Phase,
+    repetition: u64,
+    seed: u64,
+    sample: RunSample,
+) -> CostRow {
+    CostRow {
         app: plan.app.clone(),
         variant,
-        phase: Phase::Time,
+        phase,
         repetition,
         window: None,
         seed,
         passed: sample.passed,
         reason: sample.reason,
         duration: sample.duration,
-        elapsed_s,
+        elapsed_s: 0.0,
         energy_mj: None,
         idle_mw: None,
         window_s: None,
@@ -357,19 +373,11 @@ fn measure_window(
         .into_iter()
         .enumerate()
         .map(|(i, (seed, sample))| CostRow {
-            app: plan.app.clone(),
-            variant,
-            phase: Phase::Energy,
-            repetition: i as u64,
             window: Some(window),
-            seed,
-            passed: sample.passed,
-            reason: sample.reason,
-            duration: sample.duration,
-            elapsed_s: 0.0,
             energy_mj: Some(per_run),
             idle_mw: Some(idle_mw),
             window_s: Some(seconds),
+            ..sample_row(plan, variant, Phase::Energy, i as u64, seed, sample)
         });
     Ok(rows.collect())
 }

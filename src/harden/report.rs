@@ -522,8 +522,16 @@ mod tests {
 
     const TEXT: &str = "void k() {\n  x = 1;\n  flag = 1;\n}\n";
 
+    /// Where the app's kernel file is (the working directory being `/repo`).
+    const KERNEL: &str = "/repo/apps/k/kernel.cu";
+
+    /// The app whose kernel file holds `text`.
+    fn source_of(text: impl Into<String>) -> KernelSource {
+        KernelSource::single(PathBuf::from(KERNEL), text.into())
+    }
+
     fn source() -> KernelSource {
-        KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), TEXT.to_string())
+        source_of(TEXT)
     }
 
     fn site(id: usize, file: Option<&str>, line: Option<u32>) -> SiteSummary {
@@ -540,24 +548,31 @@ mod tests {
 
     fn sites() -> Vec<SiteSummary> {
         vec![
-            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
-            site(1, Some("/repo/apps/k/kernel.cu"), Some(3)),
+            site(0, Some(KERNEL), Some(2)),
+            site(1, Some(KERNEL), Some(3)),
             site(2, None, None),
             site(3, Some("/usr/include/other.h"), Some(7)),
         ]
     }
 
+    /// [`sites`] one line further down, for a kernel file with a line put above [`TEXT`].
+    fn sites_a_line_down() -> Vec<SiteSummary> {
+        let mut shifted = sites();
+        for site in &mut shifted {
+            site.line = site.line.map(|l| l + 1);
+        }
+        shifted
+    }
+
+    /// The report of fencing `ids` among `sites` in `source` at gpu scope, seen from `/repo`.
+    fn report_in_repo(ids: &[usize], sites: &[SiteSummary], source: &KernelSource) -> FenceReport {
+        fence_report(ids, sites, source, FenceKind::ScGpu, Path::new("/repo")).unwrap()
+    }
+
     #[test]
     fn a_relative_source_path_matches_the_absolute_one_nvrtc_records() {
         let relative = KernelSource::single(PathBuf::from("apps/k/kernel.cu"), TEXT.to_string());
-        let report = fence_report(
-            &[0],
-            &sites(),
-            &relative,
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
+        let report = report_in_repo(&[0], &sites(), &relative);
         assert_eq!(report.placed.len(), 1);
         assert!(report.unplaced.is_empty());
     }
@@ -570,17 +585,10 @@ mod tests {
         let mut source = source();
         source.others = vec![(PathBuf::from("/repo/apps/k/util.cuh"), header.to_string())];
         let sites = vec![
-            site(0, Some("/repo/apps/k/kernel.cu"), Some(2)),
+            site(0, Some(KERNEL), Some(2)),
             site(1, Some("/repo/apps/k/util.cuh"), Some(3)),
         ];
-        let report = fence_report(
-            &[0, 1],
-            &sites,
-            &source,
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
+        let report = report_in_repo(&[0, 1], &sites, &source);
         let placed: Vec<(&str, usize)> = (report.placed.iter())
             .map(|f| (f.path.as_str(), f.line))
             .collect();
@@ -597,8 +605,7 @@ mod tests {
         // A file outside the working directory moves the root of the whole patch to `/`.
         source.others[0].0 = PathBuf::from("/elsewhere/util.cuh");
         let sites = vec![site(1, Some("/elsewhere/util.cuh"), Some(3))];
-        let report =
-            fence_report(&[1], &sites, &source, FenceKind::ScGpu, Path::new("/repo")).unwrap();
+        let report = report_in_repo(&[1], &sites, &source);
         assert_eq!(report.root, PathBuf::from("/"));
         assert_eq!(report.placed[0].path, "elsewhere/util.cuh");
     }
@@ -663,12 +670,8 @@ mod tests {
     #[test]
     fn a_header_gets_its_include_below_its_pragma_once() {
         let chosen = [(0, FenceKind::AcqRelGpu)];
-        let text = format!("#pragma once\n{TEXT}");
-        let mut shifted = sites();
-        for site in &mut shifted {
-            site.line = site.line.map(|l| l + 1);
-        }
-        let source = KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), text);
+        let shifted = sites_a_line_down();
+        let source = source_of(format!("#pragma once\n{TEXT}"));
         let cwd = Path::new("/repo");
         let patch = kinded_fence_report(&chosen, &shifted, &source, FenceKind::ScGpu, cwd)
             .unwrap()
@@ -683,8 +686,7 @@ mod tests {
     fn a_patch_with_libcudacxx_fences_includes_their_header_once_at_the_top() {
         let chosen = [(0, FenceKind::AcqRelCta), (1, FenceKind::AcqRelGpu)];
         let report = |text: &str| {
-            let source =
-                KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), text.to_string());
+            let source = source_of(text);
             let cwd = Path::new("/repo");
             kinded_fence_report(&chosen, &sites(), &source, FenceKind::ScGpu, cwd).unwrap()
         };
@@ -701,15 +703,10 @@ mod tests {
         let included = format!("# include  <cuda/atomic>\n{TEXT}");
         let sites_moved: String = included.lines().skip(1).collect::<Vec<_>>().join("\n");
         assert_eq!(sites_moved + "\n", TEXT);
-        let mut shifted = sites();
-        for site in &mut shifted {
-            site.line = site.line.map(|l| l + 1);
-        }
-        let source = KernelSource::single(PathBuf::from("/repo/apps/k/kernel.cu"), included);
         let again = kinded_fence_report(
             &chosen,
-            &shifted,
-            &source,
+            &sites_a_line_down(),
+            &source_of(included),
             FenceKind::ScGpu,
             Path::new("/repo"),
         )
@@ -771,14 +768,7 @@ mod tests {
 
     #[test]
     fn a_fence_is_placed_after_its_line_with_a_relative_diff() {
-        let report = fence_report(
-            &[0],
-            &sites(),
-            &source(),
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
+        let report = report_in_repo(&[0], &sites(), &source());
         assert_eq!(report.placed.len(), 1);
         assert_eq!(
             (report.placed[0].line, report.placed[0].text.as_str()),
@@ -818,8 +808,7 @@ mod tests {
 
     #[test]
     fn paths_outside_the_directory_are_relative_to_the_root() {
-        let path = Path::new("/repo/apps/k/kernel.cu");
-        let (root, shown) = diff_path(path, Path::new("/elsewhere"));
+        let (root, shown) = diff_path(Path::new(KERNEL), Path::new("/elsewhere"));
         assert_eq!(
             (root, shown.as_str()),
             ("/".into(), "repo/apps/k/kernel.cu")
@@ -837,11 +826,20 @@ mod tests {
 
     /// The report of the one site `site` (id 0) in `source`.
     fn report_of(site: SiteSummary, source: &KernelSource) -> FenceReport {
-        fence_report(&[0], &[site], source, FenceKind::ScGpu, Path::new("/repo")).unwrap()
+        report_in_repo(&[0], &[site], source)
     }
 
-    fn placement_of(report: &FenceReport) -> &str {
-        report.placed[0].placement.as_deref().unwrap()
+    /// Where the first placed fence goes, as its anchors say (its files aside).
+    fn anchors_of(report: &FenceReport) -> Vec<Anchor> {
+        report.placed[0].anchors.iter().map(|(_, a)| *a).collect()
+    }
+
+    /// Asserts that the first placed fence's placement note says each of `phrases`.
+    fn assert_placement_says(report: &FenceReport, phrases: &[&str]) {
+        let placement = report.placed[0].placement.as_deref().unwrap();
+        for phrase in phrases {
+            assert!(placement.contains(phrase), "{placement}");
+        }
     }
 
     /// Regression (ls-bh-nf's `insert_body(b, t, i);` at kernel.cu:392): a site on a line that
@@ -851,14 +849,13 @@ mod tests {
     #[test]
     fn fence_for_a_call_inlined_from_the_app_goes_after_each_access_inside_it() {
         let text = "void helper(int *p) {\n  p[0] = 1;\n  if (p[1]) {\n    p[2] = 1;\n  }\n}\nvoid k(int *p) {\n  helper(p);\n  x = 1;\n}\n";
-        let file = "/repo/apps/k/kernel.cu";
-        let source = KernelSource::single(PathBuf::from(file), text.to_string());
-        let mut site = site(0, Some(file), Some(8));
+        let source = source_of(text);
+        let mut site = site(0, Some(KERNEL), Some(8));
         site.ptx = vec!["st a".into(), "ld b".into(), "st c".into()];
         site.frames = vec![
-            vec![frame(file, 8), frame(file, 2)],
-            vec![frame(file, 8), frame(file, 3)],
-            vec![frame(file, 8), frame(file, 4)],
+            vec![frame(KERNEL, 8), frame(KERNEL, 2)],
+            vec![frame(KERNEL, 8), frame(KERNEL, 3)],
+            vec![frame(KERNEL, 8), frame(KERNEL, 4)],
         ];
         let report = report_of(site, &source);
         let fenced = insert_statements(
@@ -876,11 +873,12 @@ mod tests {
         assert_eq!(report.patch.matches("+  __threadfence();").count(), 2);
         assert_eq!(report.placed[0].line, 8, "the site keeps its own line");
         assert!(report.placed[0].inside_helpers());
-        let placement = placement_of(&report);
-        assert!(
-            placement.contains("inlined at apps/k/kernel.cu:8")
-                && placement.contains("apps/k/kernel.cu:2, apps/k/kernel.cu:3, apps/k/kernel.cu:4"),
-            "{placement}"
+        assert_placement_says(
+            &report,
+            &[
+                "inlined at apps/k/kernel.cu:8",
+                "apps/k/kernel.cu:2, apps/k/kernel.cu:3, apps/k/kernel.cu:4",
+            ],
         );
     }
 
@@ -889,20 +887,18 @@ mod tests {
     /// report says what that misses (the fence between them).
     #[test]
     fn fence_for_a_call_inlined_from_a_library_header_goes_around_the_call() {
-        let file = "/repo/apps/k/kernel.cu";
-        let mut site = site(0, Some(file), Some(2));
+        let mut site = site(0, Some(KERNEL), Some(2));
         site.ptx = vec!["ld a".into(), "atom b".into()];
         site.frames = vec![
             vec![
-                frame(file, 2),
+                frame(KERNEL, 2),
                 frame("/cuda/include/cub/x.cuh", 50),
                 frame("/cuda/include/cub/y.cuh", 7),
             ],
-            vec![frame(file, 2), frame("/cuda/include/cub/x.cuh", 51)],
+            vec![frame(KERNEL, 2), frame("/cuda/include/cub/x.cuh", 51)],
         ];
         let report = report_of(site, &source());
-        let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
-        assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
+        assert_eq!(anchors_of(&report), [Anchor::Before(2), Anchor::After(2)]);
         assert!(
             !report.placed[0].inside_helpers(),
             "around its own line only"
@@ -914,11 +910,9 @@ mod tests {
             "{}",
             report.patch
         );
-        let placement = placement_of(&report);
-        assert!(
-            placement.contains("inside /cuda/include/cub/x.cuh")
-                && placement.contains("not against each other"),
-            "{placement}"
+        assert_placement_says(
+            &report,
+            &["inside /cuda/include/cub/x.cuh", "not against each other"],
         );
     }
 
@@ -928,11 +922,10 @@ mod tests {
     /// fence is.
     #[test]
     fn a_single_access_inlined_from_a_library_header_is_fenced_once_after_the_call() {
-        let file = "/repo/apps/k/kernel.cu";
-        let mut site = site(0, Some(file), Some(2));
+        let mut site = site(0, Some(KERNEL), Some(2));
         // The loop is unrolled: two copies of the one access, at one place in the header.
         let chain = vec![
-            frame(file, 2),
+            frame(KERNEL, 2),
             frame("/cuda/include/cuda/std/atomic.h", 80),
             frame("/cuda/include/cuda/std/generated.h", 303),
         ];
@@ -951,36 +944,20 @@ mod tests {
     /// (inner-line sites split a helper) keeps the fence before and after it.
     #[test]
     fn a_call_with_accesses_of_two_sites_keeps_the_fence_around_it() {
-        let file = "/repo/apps/k/kernel.cu";
         let header = "/cuda/include/cub/x.cuh";
-        let mut first = site(0, Some(file), Some(2));
-        first.frames = vec![vec![frame(file, 2), frame(header, 50)]];
-        let mut second = site(1, Some(file), Some(2));
-        second.frames = vec![vec![frame(file, 2), frame(header, 51)]];
-        let report = fence_report(
-            &[0],
-            &[first, second],
-            &source(),
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
-        let anchors: Vec<Anchor> = report.placed[0].anchors.iter().map(|(_, a)| *a).collect();
-        assert_eq!(anchors, [Anchor::Before(2), Anchor::After(2)]);
+        let mut first = site(0, Some(KERNEL), Some(2));
+        first.frames = vec![vec![frame(KERNEL, 2), frame(header, 50)]];
+        let mut second = site(1, Some(KERNEL), Some(2));
+        second.frames = vec![vec![frame(KERNEL, 2), frame(header, 51)]];
+        let report = report_in_repo(&[0], &[first, second], &source());
+        assert_eq!(anchors_of(&report), [Anchor::Before(2), Anchor::After(2)]);
     }
 
     /// A site recorded without its accesses' frames (a journal from before they were kept)
     /// goes after its own line, as it did then.
     #[test]
     fn a_site_without_frames_goes_after_its_own_line() {
-        let report = fence_report(
-            &[0],
-            &sites(),
-            &source(),
-            FenceKind::ScGpu,
-            Path::new("/repo"),
-        )
-        .unwrap();
+        let report = report_in_repo(&[0], &sites(), &source());
         assert_eq!(
             report.placed[0].anchors,
             [("apps/k/kernel.cu".to_string(), Anchor::After(2))]

@@ -28,16 +28,11 @@ fn mock() -> MockExecutor<Vec<(Fences, u64)>> {
 /// The record of running `r`: one stress block, 1 µs of kernel time, 1 ms in all.
 fn record(r: &RunRequest, outcome: Outcome, reason: &str) -> RunRecord {
     RunRecord {
-        run: r.run,
-        seed: r.seed,
-        env: r.env,
         stress_blocks: "1".into(),
-        stress_iterations: r.stress_iterations,
-        outcome,
         reason: reason.into(),
         kernel_us: 1.0,
         wall_ms: 1.0,
-        races: None,
+        ..RunRecord::unmeasured(r, outcome)
     }
 }
 
