@@ -7,7 +7,7 @@ use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBac
 use gpuwmm::backend::BackendKind;
 use gpuwmm::isolation::WorkerCommand;
 use gpuwmm::litmus::file::collect_files;
-use gpuwmm::litmus::file::expect::{csv_writable, Expectations, Row, Table};
+use gpuwmm::litmus::file::expect::{csv_writable, test_name, Expectations, Row, Table};
 use gpuwmm::litmus::file::run::{
     default_executions, default_instances, default_sim_budget, FileSettings,
 };
@@ -60,11 +60,10 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         bar.suspend(|| outln!("{}", result.report))?;
         bar.set_position((i as u64 + 1) * settings.executions);
         let expectation = expectations.as_ref().and_then(|e| e.find(file));
-        table.rows.push(Row::new(
-            &file.display().to_string(),
-            expectation,
-            &result.finding,
-        ));
+        let name = test_name(expectations.as_ref(), file);
+        table
+            .rows
+            .push(Row::new(&name, expectation, &result.finding));
     }
     bar.finish_and_clear();
     finish(args, &table, expectations.is_some(), malformed)

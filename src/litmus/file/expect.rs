@@ -206,6 +206,20 @@ fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// `file` relative to `dir` when it is inside it, else as given.
+pub fn relative(file: &Path, dir: &Path) -> String {
+    canonical(file)
+        .strip_prefix(canonical(dir))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| file.display().to_string())
+}
+
+/// How a results table names `file`: relative to the folder of the `expected.csv` when there is
+/// one, as its rows are, whether or not a row is about this file; else as given.
+pub fn test_name(expectations: Option<&Expectations>, file: &Path) -> String {
+    expectations.map_or_else(|| file.display().to_string(), |e| relative(file, &e.dir))
+}
+
 /// What running a test gave, as far as the verdict is concerned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Finding {

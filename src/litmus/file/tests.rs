@@ -770,3 +770,25 @@ fn the_table_summarises_verdicts() {
         "{text}"
     );
 }
+
+/// Bug: with `--expect`, the results tables named a test the CSV had no row for by its path as
+/// given (`/tmp/suite/Manual/x.litmus`) beside rows named relative to the CSV's folder
+/// (`Manual/y.litmus`). Every row is named relative to that folder now.
+#[test]
+fn a_test_without_a_row_is_named_relative_to_the_csv_folder_as_the_rows_are() {
+    use super::expect::{test_name, Expectations};
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("expected.csv");
+    std::fs::write(
+        &csv,
+        "test,expected,sc_reachable\nManual/y.litmus,allowed,yes\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("Manual")).unwrap();
+    let file = dir.path().join("Manual").join("x.litmus");
+    std::fs::write(&file, "").unwrap();
+    let expectations = Expectations::load(&csv).unwrap();
+    assert!(expectations.find(&file).is_none());
+    assert_eq!(test_name(Some(&expectations), &file), "Manual/x.litmus");
+    assert_eq!(test_name(None, &file), file.display().to_string());
+}

@@ -4,7 +4,7 @@
 
 use super::compare::{CsvRow, ModelRow, ModelTable};
 use super::{model_within, ModelOutcome};
-use crate::litmus::file::expect::Expectations;
+use crate::litmus::file::expect::{relative, test_name, Expectations};
 use crate::litmus::file::parse::parse_file;
 use crate::litmus::file::LitmusFileError;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ pub fn model_files(
     let mut run = SuiteRun::default();
     for file in files {
         let expectation = expectations.and_then(|e| e.find(file));
-        let name = file.display().to_string();
+        let name = test_name(expectations, file);
         let test = match parse_file(file) {
             Ok(t) => t,
             Err(e @ LitmusFileError::Syntax { .. }) => {
@@ -90,13 +90,4 @@ pub fn model_files(
         }
     }
     Ok(run)
-}
-
-/// `file` relative to `dir` when it is inside it, else as given.
-pub fn relative(file: &Path, dir: &Path) -> String {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (f, d) = (canonical(file), canonical(dir));
-    f.strip_prefix(&d)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| file.display().to_string())
 }
