@@ -32,6 +32,16 @@ fn check(dir: &Path, args: &[&str]) -> Vec<RunRecord> {
     read_rows(&dir.join("j.csv")).unwrap()
 }
 
+/// [`check`] with `args` and `runs` runs: asserts that the journal holds `runs` rows, every one
+/// a pass, and returns them.
+fn check_every_run_passes(dir: &Path, args: &[&str], runs: usize) -> Vec<RunRecord> {
+    let runs_arg = runs.to_string();
+    let rows = check(dir, &[args, &["--runs", &runs_arg]].concat());
+    assert_eq!(rows.len(), runs);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    rows
+}
+
 fn available() -> bool {
     tools_for_tests().is_some() && gpu().is_some()
 }
@@ -42,22 +52,13 @@ fn stressed_runs_of_a_fully_fenced_app_all_pass_on_a_gpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let rows = check(
-        dir.path(),
-        &[
-            "cbe-dot", "--env", "sys-str+", "--runs", "200", "--fences", "all",
-        ],
-    );
-    assert_eq!(rows.len(), 200);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    let args = ["cbe-dot", "--env", "sys-str+", "--fences", "all"];
+    let rows = check_every_run_passes(dir.path(), &args, 200);
     assert!(rows
         .iter()
         .all(|r| r.kernel_us > 0.0 && !r.stress_blocks.is_empty()));
 }
 
-/// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
-/// supervised worker's answer channel: the supervisor took the printed line for a garbled
-/// answer. Now answers are marked and device output is passed over (and shown by `replay`).
 /// A persistent kernel split by a `cooperative_groups` grid sync is launched cooperatively
 /// (`cuLaunchCooperativeKernel`), stressing blocks included, and passes every run.
 #[test]
@@ -67,12 +68,12 @@ fn a_cooperative_grid_sync_app_passes_every_stressed_run_on_a_gpu() {
     }
     let dir = tempfile::tempdir().unwrap();
     let app = fixture_app("coop-grid-sync");
-    let args = ["--app-dir", app.to_str().unwrap(), "--runs", "6"];
-    let rows = check(dir.path(), &args);
-    assert_eq!(rows.len(), 6);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    check_every_run_passes(dir.path(), &["--app-dir", app.to_str().unwrap()], 6);
 }
 
+/// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
+/// supervised worker's answer channel: the supervisor took the printed line for a garbled
+/// answer. Now answers are marked and device output is passed over (and shown by `replay`).
 #[test]
 fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
     if !available() {
@@ -81,9 +82,7 @@ fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
     let dir = tempfile::tempdir().unwrap();
     let app = fixture_app("printf-assert");
     let args = ["printf-assert", "--app-dir", app.to_str().unwrap()];
-    let rows = check(dir.path(), &[&args[..], &["--runs", "6"]].concat());
-    assert_eq!(rows.len(), 6);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    check_every_run_passes(dir.path(), &args, 6);
     let replay = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .current_dir(dir.path())
         .args(["replay", "j.csv", "2"])
