@@ -510,8 +510,7 @@ fn a_kernel_including_cooperative_groups_compiles_as_it_is_and_runs() {
     let app = load_app_dir(&common::fixture_app("coop-reduce")).unwrap();
     let module = app.module(DEFAULT_ARCH, Size::Sim);
     assert!(module.is_ok(), "{}", module.err().unwrap());
-    let verdicts = common::fixture_verdicts_on_sim("coop-reduce", 5);
-    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+    common::assert_fixture_passes_every_run_on_sim("coop-reduce", 5);
 }
 
 /// A persistent kernel split by `cooperative_groups::this_grid().sync()` needs a cooperative
@@ -614,8 +613,7 @@ fn a_missing_cuda_runtime_header_is_named_not_called_host_code() {
 #[test]
 fn an_app_header_including_common_standard_headers_compiles_and_runs() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    let verdicts = common::fixture_verdicts_on_sim("std-headers", 3);
-    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+    common::assert_fixture_passes_every_run_on_sim("std-headers", 3);
 }
 
 /// A copy of the std-headers fixture in a temporary folder; returns the folder and the path of
@@ -703,8 +701,7 @@ fn a_stand_in_never_hides_a_header_the_app_brings_in_an_include_folder() {
 #[test]
 fn typed_and_flag_defines_reach_the_source_and_the_check_passes() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = common::fixture_verdicts_on_sim("typed-defines", 2);
-    assert!(verdicts.iter().all(|v| v.is_pass()), "{verdicts:?}");
+    common::assert_fixture_passes_every_run_on_sim("typed-defines", 2);
 }
 
 /// A plain string stays a size expression (a misspelt parameter is still an error), and the

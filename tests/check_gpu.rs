@@ -8,7 +8,6 @@ mod common;
 use common::{fixture_app, fixture_kernel_line, gpu};
 use gpuwmm::check::journal::read_rows;
 use gpuwmm::check::{Outcome, RunRecord};
-use gpuwmm::toolchain::tools_for_tests;
 use std::path::Path;
 use std::process::Command;
 
@@ -32,58 +31,51 @@ fn check(dir: &Path, args: &[&str]) -> Vec<RunRecord> {
     read_rows(&dir.join("j.csv")).unwrap()
 }
 
-fn available() -> bool {
-    tools_for_tests().is_some() && gpu().is_some()
+/// [`check`] with `args` and `runs` runs: asserts that the journal holds `runs` rows, every one
+/// a pass, and returns them.
+fn check_every_run_passes(dir: &Path, args: &[&str], runs: usize) -> Vec<RunRecord> {
+    let runs_arg = runs.to_string();
+    let rows = check(dir, &[args, &["--runs", &runs_arg]].concat());
+    assert_eq!(rows.len(), runs);
+    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    rows
+}
+
+/// A temporary folder for a test that needs the CUDA tools and a GPU, or `None` (after the
+/// skip line) where either is missing.
+fn temp_dir_with_tools_and_gpu() -> Option<tempfile::TempDir> {
+    common::gpu_with_tools()?;
+    Some(tempfile::tempdir().unwrap())
 }
 
 #[test]
 fn stressed_runs_of_a_fully_fenced_app_all_pass_on_a_gpu() {
-    if !available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let rows = check(
-        dir.path(),
-        &[
-            "cbe-dot", "--env", "sys-str+", "--runs", "200", "--fences", "all",
-        ],
-    );
-    assert_eq!(rows.len(), 200);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    let dir = common::or_skip!(temp_dir_with_tools_and_gpu());
+    let args = ["cbe-dot", "--env", "sys-str+", "--fences", "all"];
+    let rows = check_every_run_passes(dir.path(), &args, 200);
     assert!(rows
         .iter()
         .all(|r| r.kernel_us > 0.0 && !r.stress_blocks.is_empty()));
 }
 
-/// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
-/// supervised worker's answer channel: the supervisor took the printed line for a garbled
-/// answer. Now answers are marked and device output is passed over (and shown by `replay`).
 /// A persistent kernel split by a `cooperative_groups` grid sync is launched cooperatively
 /// (`cuLaunchCooperativeKernel`), stressing blocks included, and passes every run.
 #[test]
 fn a_cooperative_grid_sync_app_passes_every_stressed_run_on_a_gpu() {
-    if !available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::or_skip!(temp_dir_with_tools_and_gpu());
     let app = fixture_app("coop-grid-sync");
-    let args = ["--app-dir", app.to_str().unwrap(), "--runs", "6"];
-    let rows = check(dir.path(), &args);
-    assert_eq!(rows.len(), 6);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    check_every_run_passes(dir.path(), &["--app-dir", app.to_str().unwrap()], 6);
 }
 
+/// Regression: a GPU's driver writes the kernels' `printf` to standard output, which was the
+/// supervised worker's answer channel: the supervisor took the printed line for a garbled
+/// answer. Now answers are marked and device output is passed over (and shown by `replay`).
 #[test]
 fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
-    if !available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::or_skip!(temp_dir_with_tools_and_gpu());
     let app = fixture_app("printf-assert");
     let args = ["printf-assert", "--app-dir", app.to_str().unwrap()];
-    let rows = check(dir.path(), &[&args[..], &["--runs", "6"]].concat());
-    assert_eq!(rows.len(), 6);
-    assert!(rows.iter().all(|r| r.outcome == Outcome::Pass), "{rows:?}");
+    check_every_run_passes(dir.path(), &args, 6);
     let replay = Command::new(env!("CARGO_BIN_EXE_gpuwmm"))
         .current_dir(dir.path())
         .args(["replay", "j.csv", "2"])
@@ -96,10 +88,7 @@ fn a_kernel_that_printfs_on_a_gpu_leaves_the_workers_answers_intact() {
 
 #[test]
 fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
-    if !available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::or_skip!(temp_dir_with_tools_and_gpu());
     let app = fixture_app("broken");
     let rows = check(
         dir.path(),
@@ -131,10 +120,7 @@ fn hung_and_faulting_kernels_on_a_gpu_are_timeouts_and_crashes() {
 /// from.
 #[test]
 fn a_gpu_hardening_keeps_both_gpu_scoped_fences_from_races_recorded_on_the_simulator() {
-    if !available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::or_skip!(temp_dir_with_tools_and_gpu());
     let app = "slot-recycler-volatile";
     let app_dir = fixture_app(app);
     let size: &[&str] = if gpu().is_some_and(|b| common::is_standin(&b)) {

@@ -15,6 +15,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that `needle` is not in a command's stderr (the message names the command as `what`
+/// and shows the stderr).
+fn assert_not_in_stderr(out: &Output, needle: &str, what: &str) {
+    let stderr = stderr(out);
+    assert!(!stderr.contains(needle), "{what}: {stderr}");
+}
+
 #[test]
 fn malformed_ptx_names_file_and_line_and_exits_2() {
     let bad = ".version 8.8\n.visible .entry k()\n{\n\tmov.u32 %r1, 1;\n\t??? x;\n}\n";
@@ -307,7 +314,7 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        assert_not_in_stderr(&out, "panicked", &format!("{args:?}"));
     }
 }
 
@@ -459,11 +466,7 @@ fn an_existing_journal_is_refused_before_calibrating_or_compiling() {
     for (args, refusal) in commands {
         let out = common::cli::gpuwmm(&[args, &["--backend", "sim"]].concat(), dir.path());
         assert_bad_input(&out, refusal);
-        assert!(
-            !stderr(&out).contains("NVRTC"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
+        assert_not_in_stderr(&out, "NVRTC", &format!("{args:?}"));
     }
 }
 
@@ -489,11 +492,7 @@ fn a_resume_of_a_journal_that_does_not_exist_names_the_journal_given() {
         let out = common::cli::gpuwmm(&args, dir.path());
         assert_bad_input(&out, "does-not-exist");
         assert_bad_input(&out, "does not exist: leave out --resume");
-        assert!(
-            !stderr(&out).contains(".json"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
+        assert_not_in_stderr(&out, ".json", &format!("{args:?}"));
     }
 }
 
@@ -511,19 +510,11 @@ fn an_installed_binary_runs_the_helps_suggestions_and_shows_built_in_lines() {
     for command in suggested.iter().filter(|c| c.starts_with("gpuwmm ")) {
         let out = common::cli::gpuwmm_installed(&words(command)[1..], dir.path());
         ok(&out);
-        assert!(
-            !stderr(&out).contains("warning"),
-            "{command}: {}",
-            stderr(&out)
-        );
+        assert_not_in_stderr(&out, "warning", command);
     }
     let out = common::cli::gpuwmm_installed(&words("ptx sites cbe-dot"), dir.path());
     let text = ok(&out);
-    assert!(
-        !stderr(&out).contains("source lines not shown"),
-        "{}",
-        stderr(&out)
-    );
+    assert_not_in_stderr(&out, "source lines not shown", "ptx sites cbe-dot");
     assert!(
         text.contains("/built-in/gpuwmm/apps/cbe-dot/kernel.cu:38  [dot]\n       | while (atomicCAS(lock, 0, 1) != 0) {"),
         "{text}"

@@ -15,10 +15,11 @@ use gpuwmm::backend::nvml::Nvml;
 use gpuwmm::backend::words::from_bytes;
 use gpuwmm::backend::Device;
 use gpuwmm::backend::{BackendError, KernelArg, LaunchConfig};
+use gpuwmm::litmus::file::ast::LitmusFile;
 use gpuwmm::litmus::file::expect::{Expectations, Finding, Verdict};
 use gpuwmm::litmus::file::parse::parse_file;
 use gpuwmm::litmus::file::run::{run_litmus_file, FileSettings};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Hand-written PTX (ISA 8.8, sm_70, as NVRTC 12.9 emits for our kernels): `add_one` adds 1 to
@@ -410,6 +411,15 @@ fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
     assert!(b.load_module(&ptx).is_ok());
 }
 
+/// The suite's litmus test `name` (in `tests/litmus/`): its path and the test parsed.
+fn suite_litmus_test(name: &str) -> (PathBuf, LitmusFile) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/litmus")
+        .join(name);
+    let test = parse_file(&path).unwrap();
+    (path, test)
+}
+
 /// On a GPU, a proved deadlock was launched anyway: each launch hung for the deadline and cost
 /// the context (a new one had to be opened for the next test), and could show nothing the
 /// proof does not. It is now not launched there, and still compares as no final state. Runs
@@ -417,9 +427,7 @@ fn nvrtc_compiles_after_the_backend_loaded_the_driver() {
 #[test]
 fn a_proved_deadlock_is_not_launched_on_a_gpu() {
     let mut gpu = common::or_skip!(gpu());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/litmus/bar.sync-count-two-reached-three-times.litmus");
-    let test = parse_file(&path).unwrap();
+    let (path, test) = suite_litmus_test("bar.sync-count-two-reached-three-times.litmus");
     let started = Instant::now();
     let outcome = run_litmus_file(&mut gpu, &test, &FileSettings::default(), 1, |_| {}).unwrap();
     assert_eq!((outcome.launches, outcome.not_finished), (0, 0));
@@ -448,9 +456,7 @@ fn a_proved_deadlock_is_not_launched_on_a_gpu() {
 #[test]
 fn a_test_across_gpus_is_refused_on_a_gpu() {
     let mut gpu = common::or_skip!(gpu());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/litmus/MP+relaxed+fence.acq_rel.sys-cross-gpu.litmus");
-    let test = parse_file(&path).unwrap();
+    let (_, test) = suite_litmus_test("MP+relaxed+fence.acq_rel.sys-cross-gpu.litmus");
     let err = run_litmus_file(&mut gpu, &test, &FileSettings::default(), 1, |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(

@@ -8,8 +8,6 @@
 mod common;
 
 use common::cli::{gpuwmm, ok, words};
-use common::fixture_verdicts_on_sim;
-use gpuwmm::apps::Verdict;
 use gpuwmm::backend::sim::{SimBackend, SimModel};
 use gpuwmm::backend::{Device, KernelArg, LaunchConfig, ModuleId};
 use std::path::Path;
@@ -20,8 +18,7 @@ use std::time::Duration;
 #[test]
 fn a_kernel_with_printf_a_local_array_and_assert_runs_and_passes() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = fixture_verdicts_on_sim("printf-assert", 5);
-    assert!(verdicts.iter().all(Verdict::is_pass), "{verdicts:?}");
+    common::assert_fixture_passes_every_run_on_sim("printf-assert", 5);
 }
 
 /// A failed assert faults the thread, as on a GPU: every run is a crash that says so.

@@ -22,8 +22,7 @@ fn fixture(name: &str) -> String {
 #[test]
 fn the_check_kernel_reads_the_count_the_app_left_in_its_device_variable_in_every_run() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = fixture_verdicts_on_sim("devcount", 5);
-    assert!(verdicts.iter().all(Verdict::is_pass), "{verdicts:?}");
+    common::assert_fixture_passes_every_run_on_sim("devcount", 5);
 }
 
 #[test]

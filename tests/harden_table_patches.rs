@@ -249,12 +249,23 @@ fn patched(report: &Report, dir: &Path, style: FenceStyle) -> (Arc<dyn App>, Str
     (Arc::new(app), patch)
 }
 
+/// Calls `check_one` with every report of the table, its app patched in `style` ([`patched`])
+/// in a temporary folder of its own, and the patch.
+fn for_each_patched_report(
+    style: FenceStyle,
+    mut check_one: impl FnMut(&Report, Arc<dyn App>, String),
+) {
+    for report in reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, patch) = patched(&report, dir.path(), style);
+        check_one(&report, app, patch);
+    }
+}
+
 #[test]
 fn every_harden_table_patch_applies_builds_and_passes_where_the_app_without_it_fails() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    for report in reports() {
-        let dir = tempfile::tempdir().unwrap();
-        let (app, patch) = patched(&report, dir.path(), FenceStyle::Exact);
+    for_each_patched_report(FenceStyle::Exact, |report, app, patch| {
         let committed_path = table().join(format!("{}.patch", report.app));
         if std::env::var_os("GPUWMM_BLESS").is_some() {
             std::fs::write(&committed_path, &patch).unwrap();
@@ -275,32 +286,30 @@ fn every_harden_table_patch_applies_builds_and_passes_where_the_app_without_it_f
             usize::from(needs_header),
             "{patch}"
         );
-        let without = check(&report, find_app(&report.app).unwrap(), RUNS);
+        let without = check(report, find_app(&report.app).unwrap(), RUNS);
         assert_ne!(without.last(), Some(&Outcome::Pass), "{} fails", report.app);
-        let with = check(&report, app, RUNS);
+        let with = check(report, app, RUNS);
         assert!(
             with.iter().all(|o| *o == Outcome::Pass) && with.len() as u64 == RUNS,
             "{} patched: {with:?}",
             report.app
         );
-    }
+    });
 }
 
 #[test]
 fn every_harden_table_patch_in_the_threadfence_style_builds_and_passes() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    for report in reports() {
-        let dir = tempfile::tempdir().unwrap();
-        let (app, patch) = patched(&report, dir.path(), FenceStyle::Threadfence);
+    for_each_patched_report(FenceStyle::Threadfence, |report, app, patch| {
         assert!(
             !patch.contains("cuda::") && !patch.contains("#include"),
             "{patch}"
         );
-        let with = check(&report, app, RUNS / 2);
+        let with = check(report, app, RUNS / 2);
         assert!(
             with.iter().all(|o| *o == Outcome::Pass),
             "{} patched: {with:?}",
             report.app
         );
-    }
+    });
 }

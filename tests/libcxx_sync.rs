@@ -6,13 +6,10 @@
 
 mod common;
 
-use common::fixture_verdicts_on_sim;
-use gpuwmm::apps::Verdict;
+use common::assert_fixture_passes_every_run_on_sim;
 
 #[test]
 fn a_semaphore_a_barrier_and_warp_match_run_as_libcxx_and_ptx_define_them() {
     common::or_skip!(gpuwmm::toolchain::cccl_tools_for_tests());
-    let verdicts = fixture_verdicts_on_sim("libcxx-sync", 20);
-    let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.is_pass()).collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_fixture_passes_every_run_on_sim("libcxx-sync", 20);
 }

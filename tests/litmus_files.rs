@@ -223,9 +223,7 @@ fn the_command_exits_1_when_a_forbidden_state_is_reached() {
         &[("MP+volatile.litmus", "tests/litmus/MP+volatile.litmus")],
         &texts,
     );
-    let csv = dir.path().join("expected.csv");
-    let expect = ["--expect", path(&csv)];
-    let stdout = litmus_run_stdout(dir.path(), &[&SC_500[..], &expect].concat(), 1);
+    let stdout = litmus_run_sc_500_against_expected_csv(dir.path(), 1);
     assert!(stdout.contains("UNSOUND"), "{stdout}");
     assert!(stdout.contains("not seen"), "{stdout}");
     assert!(
@@ -245,9 +243,7 @@ fn a_verdict_no_execution_reaches_under_the_suites_barriers_is_not_comparable() 
         ("expected.csv", BARRIER_ID_TWICE_FORBIDDEN),
     ];
     let dir = folder_of(&[], &texts);
-    let csv = dir.path().join("expected.csv");
-    let options = [&SC_500[..], &["--expect", path(&csv)]].concat();
-    let stdout = litmus_run_stdout(dir.path(), &options, 0);
+    let stdout = litmus_run_sc_500_against_expected_csv(dir.path(), 0);
     assert!(
         stdout.contains("1 tests: ok 0, UNSOUND 0, not seen 0, not comparable 1"),
         "{stdout}"
@@ -312,6 +308,16 @@ fn litmus_run_stdout(dir: &Path, options: &[&str], code: i32) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "{stdout}\n{stderr}");
     stdout
+}
+
+/// [`litmus_run_stdout`] under [`SC_500`], compared with the expectations in `dir/expected.csv`.
+fn litmus_run_sc_500_against_expected_csv(dir: &Path, code: i32) -> String {
+    let csv = dir.join("expected.csv");
+    litmus_run_stdout(
+        dir,
+        &[&SC_500[..], &["--expect", path(&csv)]].concat(),
+        code,
+    )
 }
 
 fn path(p: &Path) -> &str {

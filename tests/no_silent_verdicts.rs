@@ -30,6 +30,16 @@ fn stdout_of(out: &Output) -> String {
     text(&out.stdout)
 }
 
+/// Asserts that a command ended in a verdict, pass or fail (exit 0 or 1), not bad input.
+fn assert_a_verdict(out: &Output) {
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{code:?}: {}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_check_kernel_that_never_writes_its_result_is_an_error_never_a_pass() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
@@ -235,13 +245,8 @@ fn an_app_dir_whose_manifest_names_another_app_is_refused_naming_both() {
         &words("check handoff-block --backend sim --runs 1 --app-dir handoff-block"),
         dir.path(),
     );
-    // Its own name runs it (a verdict, pass or fail: exit 0 or 1, not bad input).
-    let code = named.status.code();
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "{code:?}: {}",
-        text(&named.stderr)
-    );
+    // Its own name runs it.
+    assert_a_verdict(&named);
 }
 
 /// With `--app-dir` alone the app is the one its manifest names: `check` and `harden` run it
@@ -254,12 +259,7 @@ fn an_app_dir_without_a_name_runs_the_app_its_manifest_names() {
         &words("check --backend sim --runs 2 --app-dir handoff-block --journal j.csv"),
         dir.path(),
     );
-    let code = check.status.code();
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "{code:?}: {}",
-        text(&check.stderr)
-    );
+    assert_a_verdict(&check);
     assert!(
         text(&check.stderr).contains("checking handoff-block under"),
         "{}",

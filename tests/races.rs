@@ -88,6 +88,17 @@ fn assert_only_class_between(document: &Value, expected: &str, a: u64, b: u64) {
     assert!(found, "no race between lines {a} and {b}: {races:#?}");
 }
 
+/// [`assert_only_class_between`] the lines of the fixture `app` marked `first` and `second`.
+fn assert_only_class_between_markers(
+    document: &Value,
+    app: &str,
+    expected: &str,
+    [first, second]: [&str; 2],
+) {
+    let (a, b) = (marked_line(app, first), marked_line(app, second));
+    assert_only_class_between(document, expected, a, b);
+}
+
 fn assert_nothing_reported(app: &str) {
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     assert_eq!(races(&document), &Vec::<Value>::new());
@@ -97,8 +108,8 @@ fn assert_nothing_reported(app: &str) {
 fn volatile_message_passing_without_fences_is_a_race_a_fence_can_order_with_both_sides_named() {
     let app = "races-volatile-mp";
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
+    assert_only_class_between_markers(&document, app, "fence-can-order", ["writer", "reader"]);
     let (writer, reader) = (marked_line(app, "writer"), marked_line(app, "reader"));
-    assert_only_class_between(&document, "fence-can-order", writer, reader);
     let race = &races(&document)[0];
     // Direction matters here: the writer releases, the reader acquires.
     assert_eq!(lines(race), (writer, reader));
@@ -138,16 +149,17 @@ fn a_locked_volatile_write_against_an_unlocked_write_in_another_block_is_a_race_
 {
     let app = "races-unlocked-write";
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
-    let (locked, unlocked) = (marked_line(app, "locked"), marked_line(app, "unlocked"));
-    assert_only_class_between(&document, "no-fence-can-order", locked, unlocked);
+    let markers = ["locked", "unlocked"];
+    assert_only_class_between_markers(&document, app, "no-fence-can-order", markers);
 }
 
 #[test]
 fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_move_it_inside() {
     let app = "races-read-after-unlock";
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
-    let (locked, after) = (marked_line(app, "locked"), marked_line(app, "after"));
-    assert_only_class_between(&document, "no-fence-can-order", locked, after);
+    let markers = ["locked", "after"];
+    assert_only_class_between_markers(&document, app, "no-fence-can-order", markers);
+    let after = marked_line(app, "after");
     let missing = races(&document)[0]["missing"].as_str().unwrap();
     assert!(missing.contains("move it inside"), "{missing}");
     assert!(missing.contains(&format!(":{after}")), "{missing}");
@@ -160,8 +172,7 @@ fn a_read_after_the_unlock_is_a_race_no_fence_can_order_and_the_advice_is_to_mov
 fn a_byte_written_inside_a_word_another_cta_reads_whole_is_a_data_race() {
     let app = "races-byte-in-word";
     let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
-    let (byte, word) = (marked_line(app, "byte"), marked_line(app, "word"));
-    assert_only_class_between(&document, "data-race", byte, word);
+    assert_only_class_between_markers(&document, app, "data-race", ["byte", "word"]);
 }
 
 /// An access in code inlined from a header is named at the kernel's call line, as fence sites
@@ -170,8 +181,8 @@ fn a_byte_written_inside_a_word_another_cta_reads_whole_is_a_data_race() {
 fn a_race_in_inlined_header_functions_names_the_call_lines_and_the_header_lines() {
     let app = "races-inlined-header";
     let document = common::or_skip!(check_races(app, true, 20, &["--races"]));
-    let (fill_call, read_call) = (marked_line(app, "fill-call"), marked_line(app, "read-call"));
-    assert_only_class_between(&document, "data-race", fill_call, read_call);
+    let markers = ["fill-call", "read-call"];
+    assert_only_class_between_markers(&document, app, "data-race", markers);
     let race = &races(&document)[0];
     let ends = [(&race["first"], "fill"), (&race["second"], "read")];
     for (end, marker) in ends {
@@ -208,8 +219,7 @@ fn an_unfenced_shared_memory_handoff_between_warps_is_a_data_race_in_one_cta() {
 fn cta_scoped_atomics_on_one_word_from_two_ctas_are_a_data_race() {
     let app = "races-cta-atomics";
     let document = common::or_skip!(check_races(app, true, 50, &["--races", "strict"]));
-    let add = marked_line(app, "add");
-    assert_only_class_between(&document, "data-race", add, add);
+    assert_only_class_between_markers(&document, app, "data-race", ["add", "add"]);
     let missing = races(&document)[0]["missing"].as_str().unwrap();
     assert!(missing.contains("leaves out the other CTA"), "{missing}");
 }
@@ -233,8 +243,7 @@ fn a_lock_taken_with_cta_scoped_atomics_by_two_ctas_is_a_data_race_on_the_lock_w
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
-    let counter = marked_line(app, "counter");
-    assert_only_class_between(&document, "data-race", counter, counter);
+    assert_only_class_between_markers(&document, app, "data-race", ["counter", "counter"]);
 }
 
 #[test]

@@ -7,31 +7,18 @@
 
 mod common;
 
-use common::fixture_verdicts_on_sim;
-use gpuwmm::apps::Verdict;
+use common::{assert_fixture_fails_some_run_on_sim, assert_fixture_passes_every_run_on_sim};
 
 #[test]
 fn an_unfenced_handoff_between_warps_through_shared_memory_can_fail() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = fixture_verdicts_on_sim("shared-handoff", 200);
-    let failed = verdicts
-        .iter()
-        .filter(|v| matches!(v, Verdict::Fail { .. }))
-        .count();
-    assert!(failed > 0, "0 of 200 runs failed");
+    assert_fixture_fails_some_run_on_sim("shared-handoff", 200);
 }
 
 #[test]
 fn a_handoff_through_shared_memory_with_cta_fences_never_fails() {
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
-    let verdicts = fixture_verdicts_on_sim("shared-handoff-fenced", 500);
-    let failed: Vec<_> = verdicts.iter().filter(|v| !v.is_pass()).collect();
-    assert!(
-        failed.is_empty(),
-        "{} of 500 failed: {:?}",
-        failed.len(),
-        failed[0]
-    );
+    assert_fixture_passes_every_run_on_sim("shared-handoff-fenced", 500);
 }
 
 /// Regression: shared-memory accesses were no fence sites, so `harden` said fences at every

@@ -76,6 +76,17 @@ impl Fixture {
     }
 }
 
+/// Asserts that the words a fixture wrote, `got`, are the `expected` ones, in order; a word
+/// that is not is named by its index, both values in hex.
+fn assert_words_are<T>(arch: &str, got: &[T], expected: impl IntoIterator<Item = T>)
+where
+    T: PartialEq + std::fmt::Debug + std::fmt::LowerHex,
+{
+    for (k, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
+    }
+}
+
 /// Bit patterns the half fixture must produce, from an independent reference (Python's
 /// `fractions` for the exact values, rounded to nearest even by hand; `struct`'s `e` format for
 /// binary16 bit patterns): inputs a = 1 + 2^-11 + 2^-13, b = 3.14159274 (f32 pi), 2049, 1e-7.
@@ -118,9 +129,7 @@ fn half_and_bfloat16_conversions_and_arithmetic_round_to_nearest_even() {
         let out = fx.zeroed(24 * 4);
         fx.run("half_math", 1, 1, 0, &[input, out]);
         let got: Vec<u32> = fx.read(out);
-        for (k, (g, e)) in got.iter().zip(HALF_EXPECTED).enumerate() {
-            assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
-        }
+        assert_words_are(arch, &got, HALF_EXPECTED);
     }
 }
 
@@ -293,9 +302,7 @@ fn integer_intrinsics_and_64_bit_division_give_the_c_results() {
             ((u64::from(a) + u64::from(b)) >> 1 ^ (u64::from(a) + u64::from(b) + 1) >> 1),
             third_set_bit as u64,
         ];
-        for (k, (g, e)) in got.iter().zip(expected).enumerate() {
-            assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
-        }
+        assert_words_are(arch, &got, expected);
     }
 }
 
@@ -673,8 +680,6 @@ fn simd_within_a_word_intrinsics_give_the_c_results() {
         let out = fx.zeroed(16 * 4);
         fx.run("simd", 1, 1, 0, &[input, out]);
         let got: Vec<u32> = fx.read(out);
-        for (k, (g, e)) in got.iter().zip(expected).enumerate() {
-            assert_eq!(*g, e, "{arch}: out[{k}]: {g:#x}, expected {e:#x}");
-        }
+        assert_words_are(arch, &got, expected);
     }
 }

@@ -207,6 +207,30 @@ pub fn fixture_verdicts_on_sim(name: &str, runs: u64) -> Vec<gpuwmm::apps::Verdi
     run_fixture_app(&mut sim, name, gpuwmm::apps::Size::Sim, runs)
 }
 
+/// Asserts that every one of `runs` runs of fixture app `name` on the simulator passes
+/// ([`fixture_verdicts_on_sim`]); the count that did not and the first of them otherwise.
+pub fn assert_fixture_passes_every_run_on_sim(name: &str, runs: u64) {
+    let verdicts = fixture_verdicts_on_sim(name, runs);
+    let failed: Vec<_> = verdicts.iter().filter(|v| !v.is_pass()).collect();
+    assert!(
+        failed.is_empty(),
+        "{name}: {} of {runs} failed: {:?}",
+        failed.len(),
+        failed[0]
+    );
+}
+
+/// Asserts that at least one of `runs` runs of fixture app `name` on the simulator fails (a
+/// failed check, not a crash or a timeout; [`fixture_verdicts_on_sim`]).
+pub fn assert_fixture_fails_some_run_on_sim(name: &str, runs: u64) {
+    let verdicts = fixture_verdicts_on_sim(name, runs);
+    let failed = verdicts
+        .iter()
+        .filter(|v| matches!(v, gpuwmm::apps::Verdict::Fail { .. }))
+        .count();
+    assert!(failed > 0, "{name}: 0 of {runs} runs failed");
+}
+
 /// A simulator target (PTX model, default deadline and stress factor, `tuning/sim.toml`) for
 /// `app` at its simulator size, from `app_dir` when it is a bring-your-own app.
 pub fn sim_target(
