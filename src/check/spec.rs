@@ -186,6 +186,11 @@ pub struct SiteSummary {
     /// followed every access ([`SiteSummary::fenced_accesses`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fence_after: Vec<usize>,
+    /// Per access (in the order of `ptx`), the column of its outermost frame, 0 where the
+    /// compiler gave none ([`gpuwmm_ptx::passes::fences::Access::column`]). Empty in journals
+    /// made before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<u32>,
 }
 
 impl From<&FenceSite> for SiteSummary {
@@ -200,6 +205,9 @@ impl From<&FenceSite> for SiteSummary {
             fence_after: (site.accesses.iter().enumerate())
                 .filter(|(_, a)| a.fenced)
                 .map(|(i, _)| i)
+                .collect(),
+            columns: (site.accesses.iter())
+                .map(|a| a.column.unwrap_or(0))
                 .collect(),
         }
     }
@@ -283,6 +291,7 @@ pub(crate) fn test_site(id: usize) -> SiteSummary {
         ptx: vec!["st.global.u32 [%rd1], %r1".into()],
         frames: Vec::new(),
         fence_after: vec![0],
+        columns: Vec::new(),
     }
 }
 

@@ -167,6 +167,7 @@ mod tests {
             ptx: Vec::new(),
             frames: Vec::new(),
             fence_after: Vec::new(),
+            columns: Vec::new(),
         }
     }
 

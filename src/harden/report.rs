@@ -234,6 +234,12 @@ pub fn styled_fence_report(
             None => unplaced.push(site.clone()),
         }
     }
+    for fence in &mut placed {
+        if let Some(note) = inseparable_note(&fence.site, sites) {
+            fence.anchors.clear();
+            fence.placement = join_notes(fence.placement.take(), vec![note]);
+        }
+    }
     let mut patch = String::new();
     // Per placed fence: whether any of its statements is in the patch, and the notes on how.
     let mut in_patch = vec![false; placed.len()];
@@ -348,6 +354,40 @@ fn place(
         placement,
         in_patch: true,
     })
+}
+
+/// Why the fence of `site` cannot be written in the source, when a later site of its function
+/// has another kind of access (another opcode) at the same line and column as one the fence
+/// follows: both come from one source construct (a macro's expansion, one expression), so a
+/// fence written after it would follow the later access too, which is not the program the
+/// hardening checked (`--granularity instruction` makes such sites). Accesses of one opcode
+/// there are taken for copies of one access (an unrolled loop), which the statement's fence
+/// follows one by one, as the hardening's did.
+fn inseparable_note(site: &SiteSummary, sites: &[SiteSummary]) -> Option<String> {
+    fn at(s: &SiteSummary, i: usize) -> Option<(Option<&str>, Option<u32>, u32, &str)> {
+        let column = *s.columns.get(i).filter(|&&c| c > 0)?;
+        let opcode = s.ptx.get(i)?.split_whitespace().next()?;
+        Some((s.file.as_deref(), s.line, column, opcode))
+    }
+    let fenced: Vec<_> = (site.fenced_accesses().into_iter())
+        .filter_map(|i| at(site, i))
+        .collect();
+    let other_access_there = |t: &SiteSummary, i: usize| {
+        at(t, i).is_some_and(|(file, line, column, opcode)| {
+            (fenced.iter()).any(|f| (f.0, f.1, f.2) == (file, line, column) && f.3 != opcode)
+        })
+    };
+    let later = sites
+        .iter()
+        .filter(|t| t.id > site.id && t.function == site.function)
+        .find(|t| (0..t.ptx.len()).any(|i| other_access_there(t, i)))?;
+    Some(format!(
+        "left out of the patch: the access it follows and site #{} ({}) come from one place in \
+         the source (same line and column: a macro's expansion, or one expression), and a fence \
+         written there would follow both; split that code and fence between its parts by hand",
+        later.id,
+        later.ptx.join("; ")
+    ))
 }
 
 /// `placement` with `notes` after it, `; ` between.
@@ -543,6 +583,7 @@ mod tests {
             ptx: vec![format!("st.global.u32 [%rd{id}], 1")],
             frames: Vec::new(),
             fence_after: vec![0],
+            columns: Vec::new(),
         }
     }
 
@@ -567,6 +608,44 @@ mod tests {
     /// The report of fencing `ids` among `sites` in `source` at gpu scope, seen from `/repo`.
     fn report_in_repo(ids: &[usize], sites: &[SiteSummary], source: &KernelSource) -> FenceReport {
         fence_report(ids, sites, source, FenceKind::ScGpu, Path::new("/repo")).unwrap()
+    }
+
+    /// Two sites on line 2 of [`TEXT`], both at column 3: the first a plain store, the second a
+    /// store of `opcode`.
+    fn two_accesses_at_one_place(opcode: &str) -> Vec<SiteSummary> {
+        let mut first = site(0, Some(KERNEL), Some(2));
+        let mut second = site(1, Some(KERNEL), Some(2));
+        second.ptx = vec![format!("{opcode} [%rd2], 1")];
+        first.columns = vec![3];
+        second.columns = vec![3];
+        vec![first, second]
+    }
+
+    /// Bug (a handoff written as a macro, `--granularity instruction`): the fence after the
+    /// macro's data store went into the patch after the whole macro, after its flag store too;
+    /// the patched app failed 976 of 2,000 runs. A fence whose access shares its line and column
+    /// with a later access of another kind is left out of the patch, with a note saying why.
+    #[test]
+    fn a_fence_between_two_accesses_of_one_macro_is_left_out_of_the_patch_with_a_note() {
+        let sites = two_accesses_at_one_place("st.volatile.global.u32");
+        let report = report_in_repo(&[0], &sites, &source());
+        let fence = &report.placed[0];
+        assert!(!fence.in_patch);
+        assert!(report.patch.is_empty(), "{}", report.patch);
+        let placement = fence.placement.as_deref().unwrap_or_default();
+        assert!(placement.contains("left out of the patch"), "{placement}");
+        assert!(placement.contains("site #1"), "{placement}");
+    }
+
+    /// Copies of one access at one place (an unrolled loop) are each followed by the statement's
+    /// fence, as by the hardening's: the fence stays in the patch.
+    #[test]
+    fn a_fence_after_one_copy_of_an_unrolled_access_stays_in_the_patch() {
+        let sites = two_accesses_at_one_place("st.global.u32");
+        let report = report_in_repo(&[0], &sites, &source());
+        assert!(report.placed[0].in_patch);
+        assert_eq!(report.placed[0].placement, None);
+        assert!(!report.patch.is_empty());
     }
 
     #[test]
