@@ -994,3 +994,30 @@ fn a_ring_buffers_patch_passes_as_its_hardening_did() {
     assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
     assert!(stdout.contains("races: none recorded"), "{stdout}");
 }
+
+/// A fresh handoff wrote `data[0] = 1; data[1] = 2; *flag = 1;` on one line: harden ended with
+/// "fences cannot fix this" and nothing said why or what to try. A line's fence goes after all
+/// of its accesses, so no line fence can release between the data and the flag: harden now
+/// names the line that writes more than once and points to `--granularity instruction`, with
+/// which it hardens the app, and the patch (a fence between the statements) passes every run.
+#[test]
+fn data_and_flag_written_on_one_line_point_to_instruction_granularity() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = common::copy_fixture_app("one-line-handoff", &dir.path().join("app"));
+    let line = fixture_kernel_line("one-line-handoff", "*flag = 1;");
+    let out = common::cli::harden_on_sim(&app, dir.path(), &["--stable-runs", "1000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("fences cannot fix this"), "{stderr}");
+    let hint = format!("hint: kernel.cu:{line} writes more than once on one line");
+    assert!(stderr.contains(&hint), "{stderr}");
+    assert!(stderr.contains("--granularity instruction"), "{stderr}");
+
+    let extra = ["--stable-runs", "1000", "--granularity", "instruction"];
+    let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
+    assert_stable(&text);
+    common::git_apply(dir.path(), &text[text.find("--- a/").expect("a patch")..]);
+    let stdout = check_patched_app(dir.path(), 500, &["--races"]);
+    assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
+    assert!(stdout.contains("races: none recorded"), "{stdout}");
+}

@@ -8,6 +8,7 @@ use crate::apps::Size;
 use crate::env::Environment;
 use crate::profile::StressProfile;
 use crate::ptx::passes::fences::{FenceKind, FenceSite, Granularity, SourceLine};
+use crate::ptx::{AccessKind, MemoryAccess};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -186,11 +187,6 @@ pub struct SiteSummary {
     /// followed every access ([`SiteSummary::fenced_accesses`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fence_after: Vec<usize>,
-    /// Per access (in the order of `ptx`), the column of its outermost frame, 0 where the
-    /// compiler gave none ([`gpuwmm_ptx::passes::fences::Access::column`]). Empty in journals
-    /// made before it was recorded.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub columns: Vec<u32>,
 }
 
 impl From<&FenceSite> for SiteSummary {
@@ -206,9 +202,6 @@ impl From<&FenceSite> for SiteSummary {
                 .filter(|(_, a)| a.fenced)
                 .map(|(i, _)| i)
                 .collect(),
-            columns: (site.accesses.iter())
-                .map(|a| a.column.unwrap_or(0))
-                .collect(),
         }
     }
 }
@@ -221,6 +214,14 @@ impl SiteSummary {
             true => (0..self.ptx.len()).collect(),
             false => self.fence_after.clone(),
         }
+    }
+
+    /// How many of the site's accesses write: stores, atomics and reductions.
+    pub fn writes(&self) -> usize {
+        (self.ptx.iter())
+            .filter_map(|p| MemoryAccess::of_opcode(p.split_whitespace().next()?))
+            .filter(|a| a.kind != AccessKind::Load)
+            .count()
     }
 
     /// Where the site is and what it accesses, for messages.
@@ -291,7 +292,6 @@ pub(crate) fn test_site(id: usize) -> SiteSummary {
         ptx: vec!["st.global.u32 [%rd1], %r1".into()],
         frames: Vec::new(),
         fence_after: vec![0],
-        columns: Vec::new(),
     }
 }
 

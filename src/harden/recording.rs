@@ -167,7 +167,6 @@ mod tests {
             ptx: Vec::new(),
             frames: Vec::new(),
             fence_after: Vec::new(),
-            columns: Vec::new(),
         }
     }
 

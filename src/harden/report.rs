@@ -7,6 +7,7 @@
 
 use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
+use super::statements::{Part, Statements};
 use crate::apps::{source_file, KernelSource};
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
 use std::collections::HashMap;
@@ -235,7 +236,13 @@ pub fn styled_fence_report(
         }
     }
     for fence in &mut placed {
-        if let Some(note) = inseparable_note(&fence.site, sites) {
+        let Some((_, text)) = files
+            .iter()
+            .find(|(p, _)| diff_name(p, &root) == fence.path)
+        else {
+            continue;
+        };
+        if let Some(note) = inseparable_note(fence, sites, &Statements::parse(text)) {
             fence.anchors.clear();
             fence.placement = join_notes(fence.placement.take(), vec![note]);
         }
@@ -356,35 +363,40 @@ fn place(
     })
 }
 
-/// Why the fence of `site` cannot be written in the source, when a later site of its function
-/// has another kind of access (another opcode) at the same line and column as one the fence
-/// follows: both come from one source construct (a macro's expansion, one expression), so a
-/// fence written after it would follow the later access too, which is not the program the
-/// hardening checked (`--granularity instruction` makes such sites). Accesses of one opcode
-/// there are taken for copies of one access (an unrolled loop), which the statement's fence
-/// follows one by one, as the hardening's did.
-fn inseparable_note(site: &SiteSummary, sites: &[SiteSummary]) -> Option<String> {
-    fn at(s: &SiteSummary, i: usize) -> Option<(Option<&str>, Option<u32>, u32, &str)> {
-        let column = *s.columns.get(i).filter(|&&c| c > 0)?;
-        let opcode = s.ptx.get(i)?.split_whitespace().next()?;
-        Some((s.file.as_deref(), s.line, column, opcode))
+/// Why `fence` cannot be written in the source, when its line is one simple statement and a
+/// later site of its function on that line has another kind of access (another opcode) than
+/// one the fence follows: the statement's fence, the only one the patch can write, would follow
+/// that access too (a macro that stores the data then raises the flag, a load in one expression
+/// before another), which is not the program the hardening checked. `--granularity
+/// instruction` makes such sites. Accesses of one opcode are taken for copies of one access (an
+/// unrolled loop), which the statement's fence follows one by one, as the hardening's did; on a
+/// line of several statements the patch fences after each of them, so nothing is said.
+fn inseparable_note(
+    fence: &PlacedFence,
+    sites: &[SiteSummary],
+    statements: &Statements<'_>,
+) -> Option<String> {
+    let parts = statements.parts_on_line(fence.line);
+    if fence.inside_helpers() || !matches!(parts[..], [(_, Part::Statement)]) {
+        return None;
     }
-    let fenced: Vec<_> = (site.fenced_accesses().into_iter())
-        .filter_map(|i| at(site, i))
+    let site = &fence.site;
+    fn opcode(s: &SiteSummary, i: usize) -> Option<&str> {
+        s.ptx.get(i)?.split_whitespace().next()
+    }
+    let fenced: Vec<&str> = (site.fenced_accesses().into_iter())
+        .filter_map(|i| opcode(site, i))
         .collect();
-    let other_access_there = |t: &SiteSummary, i: usize| {
-        at(t, i).is_some_and(|(file, line, column, opcode)| {
-            (fenced.iter()).any(|f| (f.0, f.1, f.2) == (file, line, column) && f.3 != opcode)
-        })
-    };
     let later = sites
         .iter()
         .filter(|t| t.id > site.id && t.function == site.function)
-        .find(|t| (0..t.ptx.len()).any(|i| other_access_there(t, i)))?;
+        .filter(|t| (&t.file, t.line) == (&site.file, site.line))
+        .find(|t| (0..t.ptx.len()).any(|i| opcode(t, i).is_some_and(|o| !fenced.contains(&o))))?;
     Some(format!(
-        "left out of the patch: the access it follows and site #{} ({}) come from one place in \
-         the source (same line and column: a macro's expansion, or one expression), and a fence \
-         written there would follow both; split that code and fence between its parts by hand",
+        "left out of the patch: line {} is one statement, in which site #{} ({}) comes after \
+         the access this fence follows, and a fence after the statement would follow both (a \
+         macro, or one expression); split the statement and fence between its parts by hand",
+        fence.line,
         later.id,
         later.ptx.join("; ")
     ))
@@ -583,7 +595,6 @@ mod tests {
             ptx: vec![format!("st.global.u32 [%rd{id}], 1")],
             frames: Vec::new(),
             fence_after: vec![0],
-            columns: Vec::new(),
         }
     }
 
@@ -610,25 +621,22 @@ mod tests {
         fence_report(ids, sites, source, FenceKind::ScGpu, Path::new("/repo")).unwrap()
     }
 
-    /// Two sites on line 2 of [`TEXT`], both at column 3: the first a plain store, the second a
-    /// store of `opcode`.
-    fn two_accesses_at_one_place(opcode: &str) -> Vec<SiteSummary> {
-        let mut first = site(0, Some(KERNEL), Some(2));
+    /// Two sites on line 2 of `text` (its kernel file): a plain store, then a store of `opcode`.
+    fn two_accesses_on_line_two(opcode: &str) -> Vec<SiteSummary> {
         let mut second = site(1, Some(KERNEL), Some(2));
         second.ptx = vec![format!("{opcode} [%rd2], 1")];
-        first.columns = vec![3];
-        second.columns = vec![3];
-        vec![first, second]
+        vec![site(0, Some(KERNEL), Some(2)), second]
     }
 
     /// Bug (a handoff written as a macro, `--granularity instruction`): the fence after the
-    /// macro's data store went into the patch after the whole macro, after its flag store too;
-    /// the patched app failed 976 of 2,000 runs. A fence whose access shares its line and column
-    /// with a later access of another kind is left out of the patch, with a note saying why.
+    /// macro's data store went into the patch after the whole statement, after its flag store
+    /// too; the patched app failed 976 of 2,000 runs. On a line of one statement, a fence whose
+    /// access a later access of another kind follows is left out of the patch, with a note.
     #[test]
-    fn a_fence_between_two_accesses_of_one_macro_is_left_out_of_the_patch_with_a_note() {
-        let sites = two_accesses_at_one_place("st.volatile.global.u32");
-        let report = report_in_repo(&[0], &sites, &source());
+    fn a_fence_inside_one_statement_is_left_out_of_the_patch_with_a_note() {
+        let text = "void k() {\n  PUBLISH(x, flag, 1);\n}\n";
+        let sites = two_accesses_on_line_two("st.volatile.global.u32");
+        let report = report_in_repo(&[0], &sites, &source_of(text));
         let fence = &report.placed[0];
         assert!(!fence.in_patch);
         assert!(report.patch.is_empty(), "{}", report.patch);
@@ -637,15 +645,23 @@ mod tests {
         assert!(placement.contains("site #1"), "{placement}");
     }
 
-    /// Copies of one access at one place (an unrolled loop) are each followed by the statement's
-    /// fence, as by the hardening's: the fence stays in the patch.
+    /// Where the line has several statements the patch fences after each, between the two
+    /// accesses; copies of one access (an unrolled loop) are each followed by the statement's
+    /// fence, as by the hardening's. Either way the fence stays in the patch.
     #[test]
-    fn a_fence_after_one_copy_of_an_unrolled_access_stays_in_the_patch() {
-        let sites = two_accesses_at_one_place("st.global.u32");
-        let report = report_in_repo(&[0], &sites, &source());
-        assert!(report.placed[0].in_patch);
-        assert_eq!(report.placed[0].placement, None);
-        assert!(!report.patch.is_empty());
+    fn a_fence_between_statements_or_after_a_copied_access_stays_in_the_patch() {
+        let cases = [
+            ("  x = 1; flag = 1;", "st.volatile.global.u32"),
+            ("  x[i] = 1;", "st.global.u32"),
+        ];
+        for (line, opcode) in cases {
+            let text = format!("void k() {{\n{line}\n}}\n");
+            let report = report_in_repo(&[0], &two_accesses_on_line_two(opcode), &source_of(text));
+            assert!(report.placed[0].in_patch, "{line}");
+            let placement = report.placed[0].placement.as_deref().unwrap_or_default();
+            assert!(!placement.contains("left out"), "{line}: {placement}");
+            assert!(!report.patch.is_empty(), "{line}");
+        }
     }
 
     #[test]

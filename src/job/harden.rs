@@ -177,6 +177,7 @@ fn fences_cannot_help(
         format!("  query #0 ({} sites fenced): {first}", meta.sites.len()),
     ];
     let target = &meta.target;
+    let mut sc_fails = false;
     if target.backend == BackendKind::Sim && target.sim_model != SimModel::Sc {
         let sc = Target {
             sim_model: SimModel::Sc,
@@ -185,6 +186,7 @@ fn fences_cannot_help(
         let mut sc_executor = executor(&sc, in_process)?;
         let runs = meta.initial_iterations;
         let tally = run_with_every_fence(sc_executor.as_mut(), meta, runs)?;
+        sc_fails = tally.first_error.is_some();
         lines.push(match &tally.first_error {
             Some((run, outcome, reason)) => format!(
                 "  fails under sequential consistency too (--sim-model sc, {outcome} at run {run}: \
@@ -202,12 +204,40 @@ fn fences_cannot_help(
             lines.extend(races_left_lines(&races));
         }
     }
+    if !sc_fails && target.granularity != Granularity::Instruction {
+        lines.extend(lines_writing_twice(&meta.sites));
+    }
     if matches!(&hardened.totals.first_error, Some((_, Outcome::Timeout, _))) {
         let loops = target_blind_loops(target).unwrap_or_default();
         lines.extend(blind_loop_lines(&loops).iter().map(|l| format!("  {l}")));
     }
     lines.push(format!("  journal: {}", journal.display()));
     Ok(lines.join("\n"))
+}
+
+/// The hint for sites that write more than once on one line (several statements, a macro that
+/// stores the data then raises the flag): a line's fence goes after all of its accesses, never
+/// between two of them, so a release that must go between cannot be had at this granularity.
+fn lines_writing_twice(sites: &[SiteSummary]) -> Vec<String> {
+    let places: Vec<String> = (sites.iter())
+        .filter(|s| s.writes() > 1)
+        .filter_map(|s| {
+            let file = Path::new(s.file.as_deref()?).file_name()?.to_string_lossy();
+            Some(format!("{file}:{}", s.line?))
+        })
+        .collect();
+    let verb = match places.len() {
+        0 => return Vec::new(),
+        1 => "writes",
+        _ => "write",
+    };
+    vec![format!(
+        "  hint: {} {verb} more than once on one line: a line's fence goes after all of its \
+         accesses, never between them; where the data and the flag are written on one line, \
+         `--granularity instruction` makes each access a site (its patch fences between the \
+         statements of a line, not inside a macro's expansion)",
+        places.join(", ")
+    )]
 }
 
 /// Runs that look for the races fences at every site leave (see [`races_with_every_fence`]).

@@ -87,10 +87,6 @@ pub struct Access {
     /// Whether the site's fence goes right after this access: it ends a run of the site's
     /// accesses ([`fence_points`]).
     pub fenced: bool,
-    /// The column of the outermost frame (the `.loc`'s, or the outermost call's for inlined
-    /// code), when the compiler gave one: two accesses at one line and column are one source
-    /// construct (a macro's expansion, say), which no fence written in the source goes between.
-    pub column: Option<u32>,
 }
 
 /// A candidate fence site: one or more accesses, with a fence after each run of them
@@ -301,7 +297,6 @@ fn function_accesses(
                 .filter_map(|&pos| source_line(module, pos))
                 .collect(),
             fenced: true,
-            column: attribution.map(|a| a.outer.column).filter(|&c| c > 0),
         };
         let outer = attribution.and_then(|a| source_line(module, a.outer));
         let key = match granularity {
@@ -770,21 +765,6 @@ mod tests {
             fenced.contains("@!%p1 st.global.u32 \t[%rd1], %r1;\n\t@!%p1 membar.gl;"),
             "{fenced}"
         );
-    }
-
-    /// A macro's two stores share the `.loc` of its use, column and all; another statement of
-    /// the line has a column of its own; code without a column has none.
-    #[test]
-    fn an_access_keeps_the_column_of_its_outermost_frame() {
-        let text = ".version 7.0\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
-                    .visible .entry k(\n.param .u64 p\n)\n{\n\
-                    \t.loc 1 7 9\n\tst.global.u32 [%rd1], 1;\n\tst.volatile.global.u32 [%rd2], 1;\n\
-                    \t.loc 1 7 40\n\tst.global.u32 [%rd3], 2;\n\
-                    \t.loc 1 8 0\n\tst.global.u32 [%rd4], 3;\n\tret;\n}\n";
-        let m = parse(text).unwrap();
-        let sites = fence_sites(&m, Granularity::Instruction);
-        let columns: Vec<Option<u32>> = sites.iter().map(|s| s.accesses[0].column).collect();
-        assert_eq!(columns, [Some(9), Some(9), Some(40), None]);
     }
 
     /// The fenced PTX of a kernel whose body is `body`, with line 7 of file 1 fenced at line
