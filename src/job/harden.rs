@@ -148,7 +148,7 @@ impl OpenHardening {
         }
         let report = make_report(&self.meta, &hardened, self.fence_style)?;
         let patch_path = self.path.with_extension("patch");
-        std::fs::write(&patch_path, &report.patch)?;
+        write_patch(&patch_path, &report.patch)?;
         Ok(Hardening {
             path: self.path,
             meta: self.meta,
@@ -156,6 +156,18 @@ impl OpenHardening {
             report,
             patch_path,
         })
+    }
+}
+
+/// Writes `patch` to `path`; with no fence to insert, writes nothing and removes a patch an
+/// earlier run of the journal left there (an empty file is no patch: `git apply` refuses it).
+fn write_patch(path: &Path, patch: &str) -> std::io::Result<()> {
+    if !patch.is_empty() {
+        return std::fs::write(path, patch);
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -938,6 +950,21 @@ fn first_error(p: &QueryProgress) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bug: a hardening that kept no fence wrote an empty `<journal>.patch`, which `git apply`
+    /// refuses ("No valid patches in input"), and a rerun of a journal whose patch had fences
+    /// left that stale patch beside a report of none. No fence, no patch file.
+    #[test]
+    fn a_hardening_without_fences_leaves_no_patch_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.patch");
+        write_patch(&path, "").unwrap();
+        assert!(!path.exists());
+        write_patch(&path, "--- a/k.cu\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "--- a/k.cu\n");
+        write_patch(&path, "").unwrap();
+        assert!(!path.exists());
+    }
 
     #[test]
     fn a_source_reached_through_a_link_to_the_working_directory_gets_a_relative_patch() {
