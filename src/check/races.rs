@@ -208,7 +208,8 @@ pub struct RunRace {
     pub first: RaceEnd,
     pub second: RaceEnd,
     pub same_cta: bool,
-    /// The blocks of one occurrence.
+    /// The CTAs of one occurrence, as launched (with randomised block ids, not the kernel's
+    /// `blockIdx`).
     pub ctas: (u32, u32),
     /// What would order the two, in words.
     pub missing: String,
