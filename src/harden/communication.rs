@@ -133,12 +133,12 @@ pub fn cross_cta_sites(
     let mut met: BTreeSet<usize> = BTreeSet::new();
     for log in &logs {
         for c in log.communication.iter().filter(|c| !c.same_cta) {
-            met.extend(site_at(sites, &c.writer));
-            met.extend(site_at(sites, &c.reader));
+            met.extend(sites_at(sites, &c.writer));
+            met.extend(sites_at(sites, &c.reader));
         }
         for c in log.conflicts.iter().filter(|c| !c.facts.same_cta) {
-            met.extend(site_at(sites, &c.first.site));
-            met.extend(site_at(sites, &c.second.site));
+            met.extend(sites_at(sites, &c.first.site));
+            met.extend(sites_at(sites, &c.second.site));
         }
     }
     Ok(Some(CrossCta {
@@ -186,7 +186,7 @@ impl OrderablePairs {
             out.pairs.insert(pair_name(c));
             let via = c.via.iter().flat_map(|(w, r)| [w, r]);
             for at in [&c.first.site, &c.second.site].into_iter().chain(via) {
-                out.sites.extend(site_at(sites, at));
+                out.sites.extend(sites_at(sites, at));
             }
         }
         out
@@ -321,7 +321,7 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     let orders = pair_name(c);
     let mut out = Vec::new();
     let mut need = |at: &RaceSite, role: &'static str| {
-        if let Some(site) = site_at(sites, at) {
+        for site in sites_at(sites, at) {
             out.push(RequiredFence {
                 site,
                 kind,
@@ -339,18 +339,81 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     out
 }
 
-/// The candidate site at `at`'s source line.
-fn site_at(sites: &[SiteSummary], at: &RaceSite) -> Option<usize> {
-    let (file, line) = (at.file.as_ref()?, at.line?);
-    let is_at = |s: &&SiteSummary, file: &String, line: u32| {
+/// The candidate sites of the access `at`: those at its source line (at inner-line
+/// granularity, the line inside the helper it is written on) that hold its instruction, or all
+/// of them when none does. At instruction granularity a line has a site per access, and the
+/// one the race is about is not always the first of them.
+fn sites_at(sites: &[SiteSummary], at: &RaceSite) -> Vec<usize> {
+    let (Some(file), Some(line)) = (at.file.as_ref(), at.line) else {
+        return Vec::new();
+    };
+    let is_at = |s: &SiteSummary, file: &String, line: u32| {
         s.file.as_ref() == Some(file) && s.line == Some(line)
     };
-    // At inner-line granularity a site is the line inside the helper the access is written
-    // on; at the others, the line that calls it.
-    let inner = at.inner.as_ref().and_then(|i| {
-        (sites.iter()).find(|s| s.function == at.function && is_at(s, &i.file, i.line))
-    });
-    inner
-        .or_else(|| sites.iter().find(|s| is_at(s, file, line)))
+    let inner: Vec<&SiteSummary> = (at.inner.iter())
+        .flat_map(|i| {
+            (sites.iter()).filter(|s| s.function == at.function && is_at(s, &i.file, i.line))
+        })
+        .collect();
+    let on_line = match inner.is_empty() {
+        true => sites.iter().filter(|s| is_at(s, file, line)).collect(),
+        false => inner,
+    };
+    let holding: Vec<usize> = (on_line.iter())
+        .filter(|s| s.ptx.contains(&at.ptx))
         .map(|s| s.id)
+        .collect();
+    match holding.is_empty() {
+        true => on_line.iter().map(|s| s.id).collect(),
+        false => holding,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(id: usize, ptx: &str) -> SiteSummary {
+        SiteSummary {
+            id,
+            function: "k".into(),
+            file: Some("k.cu".into()),
+            line: Some(8),
+            ptx: vec![ptx.into()],
+            frames: Vec::new(),
+            fence_after: vec![0],
+        }
+    }
+
+    fn access(ptx: &str) -> RaceSite {
+        RaceSite {
+            function: "k".into(),
+            ptx_line: 40,
+            ptx: ptx.into(),
+            file: Some("k.cu".into()),
+            line: Some(8),
+            inner: None,
+        }
+    }
+
+    /// QA (`data[0] = 1; data[1] = 2; *flag = 1;` hardened at instruction granularity): a race
+    /// on the line's second store was put on the line's first site, so the site of `data[1]`
+    /// was not known to meet another CTA and a `.cta` fence was tried there. An access goes to
+    /// the site holding its instruction; to every site of its line when none does.
+    #[test]
+    fn a_race_goes_to_the_site_of_its_own_access_among_several_on_a_line() {
+        let sites = [
+            site(0, "st.global.u32 \t[%rd1], %r1"),
+            site(1, "st.global.u32 \t[%rd1+4], %r2"),
+            site(2, "st.volatile.global.u32 \t[%rd2], %r1"),
+        ];
+        assert_eq!(
+            sites_at(&sites, &access("st.global.u32 \t[%rd1+4], %r2")),
+            [1]
+        );
+        assert_eq!(
+            sites_at(&sites, &access("st.global.u32 \t[%rd9], %r9")),
+            [0, 1, 2]
+        );
+    }
 }
