@@ -1021,3 +1021,25 @@ fn data_and_flag_written_on_one_line_point_to_instruction_granularity() {
     assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
     assert!(stdout.contains("races: none recorded"), "{stdout}");
 }
+
+/// QA bug (a handoff written as a macro, hardened at `--granularity instruction`): harden kept
+/// a fence after the macro's value store, and the patch wrote it after the whole macro, after
+/// its flag store too, so the patched app failed 976 of 2,000 runs. That fence is now left out
+/// of the patch, with a note at the fence and a line above the patch naming it.
+#[test]
+fn a_fence_inside_a_macro_is_left_out_of_the_patch_and_said_so() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = common::copy_fixture_app("macro-handoff", &dir.path().join("app"));
+    let send = fixture_kernel_line("macro-handoff", "SEND(data[0], flag, 42);");
+    let extra = ["--stable-runs", "1000", "--granularity", "instruction"];
+    let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
+    assert_stable(&text);
+    let note = format!("left out of the patch: line {send} is one statement");
+    assert!(text.contains(&note), "{text}");
+    assert!(text.contains("it leaves out #"), "{text}");
+    let patch = &text[text.find("--- a/").expect("a patch (the receiver's fence)")..];
+    assert!(
+        !patch.contains("SEND(data[0], flag, 42);\n+"),
+        "a fence after the macro:\n{patch}"
+    );
+}

@@ -192,8 +192,22 @@ impl<'a> HardenText<'a> {
 
     fn patch(&self, f: &mut Formatter) -> fmt::Result {
         let (report, patch_path) = (&self.hardening.report, &self.hardening.patch_path);
+        let left_out: Vec<String> = (report.placed.iter())
+            .filter(|fence| !fence.in_patch)
+            .map(|fence| fence.site.id)
+            .chain(report.unplaced.iter().map(|site| site.id))
+            .map(|id| format!("#{id}"))
+            .collect();
+        let left_out = left_out.join(" ");
         if report.patch.is_empty() {
-            return writeln!(f, "\nno patch: no fence to insert in the source");
+            return match left_out.is_empty() {
+                true => writeln!(f, "\nno patch: no fence to insert in the source"),
+                false => writeln!(
+                    f,
+                    "\nno patch: no kept fence could be written in the source ({left_out}: see \
+                     above); add them by hand"
+                ),
+            };
         }
         writeln!(
             f,
@@ -201,6 +215,13 @@ impl<'a> HardenText<'a> {
             patch_path.display(),
             crate::apps::patch_destination(&report.root)
         )?;
+        if !left_out.is_empty() {
+            writeln!(
+                f,
+                "  it leaves out {left_out} (see above): add them by hand, or the patched app is \
+                 not the program harden checked"
+            )?;
+        }
         write!(f, "{}", report.patch)
     }
 
