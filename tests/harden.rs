@@ -856,6 +856,15 @@ fn check_patched_app(dir: &Path, runs: u32, extra: &[&str]) -> String {
     ok(&common::cli::gpuwmm(&[&args[..], extra].concat(), dir))
 }
 
+/// Applies the patch in harden's output `text` to the app copied to `dir/app`, as a user would,
+/// and asserts that the patched app passes 500 stressed runs with no race recorded.
+fn assert_patched_app_passes_without_races(dir: &Path, text: &str) {
+    common::git_apply(dir, &text[text.find("--- a/").expect("a patch")..]);
+    let stdout = check_patched_app(dir, 500, &["--races"]);
+    assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
+    assert!(stdout.contains("races: none recorded"), "{stdout}");
+}
+
 /// Bug (a grid barrier written fresh): every thread writes, `__syncthreads()`, then thread 0
 /// signals with atomics. No fence site lay between the barrier and the signal, so harden kept
 /// `fence.sc` fences elsewhere, which order the other threads' writes only when fence-SC order
@@ -989,10 +998,7 @@ fn a_ring_buffers_patch_passes_as_its_hardening_did() {
             "{needle}\n{text}"
         );
     }
-    common::git_apply(dir.path(), &text[text.find("--- a/").expect("a patch")..]);
-    let stdout = check_patched_app(dir.path(), 500, &["--races"]);
-    assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
-    assert!(stdout.contains("races: none recorded"), "{stdout}");
+    assert_patched_app_passes_without_races(dir.path(), &text);
 }
 
 /// A fresh handoff wrote `data[0] = 1; data[1] = 2; *flag = 1;` on one line: harden ended with
@@ -1016,10 +1022,7 @@ fn data_and_flag_written_on_one_line_point_to_instruction_granularity() {
     let extra = ["--stable-runs", "1000", "--granularity", "instruction"];
     let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
     assert_stable(&text);
-    common::git_apply(dir.path(), &text[text.find("--- a/").expect("a patch")..]);
-    let stdout = check_patched_app(dir.path(), 500, &["--races"]);
-    assert!(stdout.contains("pass 500, fail 0, timeout 0"), "{stdout}");
-    assert!(stdout.contains("races: none recorded"), "{stdout}");
+    assert_patched_app_passes_without_races(dir.path(), &text);
 }
 
 /// QA bug (a handoff written as a macro, hardened at `--granularity instruction`): harden kept
