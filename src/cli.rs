@@ -148,6 +148,9 @@ On a Slurm cluster, one job per GPU kind (node feature):
     /// error. The result must then pass a stability check (--stable-runs or --stable-duration);
     /// if it fails, the search starts again from all fences with I doubled. Every run is appended
     /// to a CSV journal under results/harden/, which `--resume` continues after an interruption.
+    /// The fences are reported as source lines and a patch; the app rebuilt from that patch is
+    /// then run (--patch-runs). Exit code 0: a stable set whose patch passed; 1: no stable set,
+    /// or a patch that does not build or failed a run; 2: bad input.
     #[command(after_help = "Examples:
   gpuwmm harden cbe-dot --backend sim
   gpuwmm harden sdk-red-nf --backend cuda --stable-duration 1h
@@ -519,6 +522,12 @@ pub struct HardenArgs {
     /// sequentially consistent fence of its scope, and the report says so.
     #[arg(long, value_enum, default_value_t = gpuwmm::harden::report::FenceStyle::Exact)]
     pub fence_style: gpuwmm::harden::report::FenceStyle,
+    /// Once the search is stable, build the app from the patch (in memory: your files are not
+    /// touched) and run it this many times under the same environment and stress, stopping at
+    /// the first run that does not pass: a patch that does not compile or does not keep the
+    /// app passing ends harden with exit code 1. 0 skips the check (0 to 10^9).
+    #[arg(long, default_value_t = gpuwmm::harden::verify::DEFAULT_PATCH_RUNS, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    pub patch_runs: u64,
     /// Worker processes that run a query's runs side by side (default: one per core on the
     /// simulator, one on a GPU). Each run's seed depends only on its query and number, and runs
     /// are judged and journaled in order, so the fences found and the journal do not depend on

@@ -1028,14 +1028,19 @@ fn data_and_flag_written_on_one_line_point_to_instruction_granularity() {
 /// QA bug (a handoff written as a macro, hardened at `--granularity instruction`): harden kept
 /// a fence after the macro's value store, and the patch wrote it after the whole macro, after
 /// its flag store too, so the patched app failed 976 of 2,000 runs. That fence is now left out
-/// of the patch, with a note at the fence and a line above the patch naming it.
+/// of the patch, with a note at the fence and a line above the patch naming it; and since the
+/// app built from that patch still fails, harden's check of its own patch ends it with exit
+/// code 1, naming the fence left out.
 #[test]
 fn a_fence_inside_a_macro_is_left_out_of_the_patch_and_said_so() {
     let dir = common::or_skip!(common::temp_dir_with_tools());
     let app = common::copy_fixture_app("macro-handoff", &dir.path().join("app"));
     let send = fixture_kernel_line("macro-handoff", "SEND(data[0], flag, 42);");
     let extra = ["--stable-runs", "1000", "--granularity", "instruction"];
-    let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
+    let out = common::cli::harden_on_sim(&app, dir.path(), &extra);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{stderr}");
     assert_stable(&text);
     let note = format!("left out of the patch: line {send} is one statement");
     assert!(text.contains(&note), "{text}");
@@ -1045,4 +1050,111 @@ fn a_fence_inside_a_macro_is_left_out_of_the_patch_and_said_so() {
         !patch.contains("SEND(data[0], flag, 42);\n+"),
         "a fence after the macro:\n{patch}"
     );
+    assert!(text.contains("patch check: FAILED: the app built from the patch did not pass run"));
+    assert!(stderr.contains("; the patch leaves out #"), "{stderr}");
+}
+
+/// harden builds the app from its own patch and runs it before handing the patch out: the
+/// summary and the `--json` document say how many runs the patched app passed and which races
+/// it recorded; `--patch-runs 0` skips the check and says so.
+#[test]
+fn a_stable_hardening_runs_the_app_built_from_its_patch() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = fixture_app("handoff-grid");
+    let stable = ["--stable-runs", "300", "--patch-runs", "400"];
+    let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &stable));
+    let checked = "  patch check: the app built from the patch passed 400 of 400 runs under \
+                   sys-str+; races: none recorded\n";
+    assert!(text.contains(checked), "{text}");
+
+    let json = [&stable[..], &["--json"]].concat();
+    let out = common::cli::harden_on_sim(&app, dir.path(), &json);
+    let document: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    let check = &document["patch_check"];
+    assert_eq!(check["verdict"], "ran", "{check}");
+    assert_eq!(
+        (check["asked"].as_u64(), check["made"].as_u64()),
+        (Some(400), Some(400))
+    );
+    assert!(check.get("failure").is_none(), "{check}");
+    assert_eq!(check["races"], serde_json::json!([]), "{check}");
+
+    let skipped = ["--stable-runs", "300", "--patch-runs", "0"];
+    let text = ok(&common::cli::harden_on_sim(&app, dir.path(), &skipped));
+    assert!(
+        text.contains("  patch check: not run (--patch-runs 0)\n"),
+        "{text}"
+    );
+}
+
+/// A `-nf` variant's patch goes into the source whose fences the variant strips, so no app
+/// built from it is the one hardened: the check is not run, and the summary says why.
+#[test]
+fn the_patch_of_a_fence_stripped_variant_is_not_run() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = fixture_app("handoff-grid");
+    let out = common::cli::gpuwmm(
+        &[
+            "harden",
+            "handoff-grid-nf",
+            "--app-dir",
+            app.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--stable-runs",
+            "300",
+        ],
+        dir.path(),
+    );
+    let text = ok(&out);
+    let why = "  patch check: not run: handoff-grid-nf strips every fence of its source, the \
+               patch's as well\n";
+    assert!(text.contains(why), "{text}");
+}
+
+/// The library's check of a patch: a patched text that does not compile is `does-not-build`
+/// with NVRTC's error, a change to a file that is not the app's source is refused before
+/// anything is built, no patch is nothing to check, and of two texts that compile the one
+/// without fences fails a run and the fenced one passes every run.
+#[test]
+fn a_patch_that_does_not_compile_or_changes_another_file_fails_or_is_not_run() {
+    use gpuwmm::harden::verify::{check_patch, PatchCheck, PatchCheckPlan};
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let app = fixture_app("handoff-grid");
+    let kind = gpuwmm::ptx::passes::fences::FenceKind::ScGpu;
+    let target = common::sim_target("handoff-grid", Some(app.clone()), kind);
+    let plan = PatchCheckPlan {
+        runs: 10,
+        env: "sys-str+".parse().unwrap(),
+        seed: 1,
+        stress_iterations: 4,
+    };
+    let source = app.join("kernel.cu");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let broken = text.replace("*flag = 1;", "*flag = 1 __threadfence();");
+    let check = |files: &[(PathBuf, String)]| check_patch(&target, files, plan, &mut |_, _| {});
+    match check(&[(source.clone(), broken)]) {
+        PatchCheck::DoesNotBuild { error } => assert!(error.contains("kernel.cu"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    let elsewhere = app.join("other.cuh");
+    match check(&[(elsewhere.clone(), text.clone())]) {
+        PatchCheck::NotPossible { why } => {
+            assert!(why.contains(&elsewhere.display().to_string()), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(check(&[]), PatchCheck::NoPatch);
+    // The app as it is fails (it has no fence); with a release and an acquire it passes.
+    match check(&[(source.clone(), text.clone())]) {
+        PatchCheck::Ran(runs) => assert!(runs.failure.is_some(), "{runs:?}"),
+        other => panic!("{other:?}"),
+    }
+    let fenced = text
+        .replace("*flag = 1;", "__threadfence(); *flag = 1;")
+        .replace("int sum =", "__threadfence(); int sum =");
+    match check(&[(source, fenced)]) {
+        PatchCheck::Ran(runs) => assert_eq!((runs.made, runs.failure), (10, None)),
+        other => panic!("{other:?}"),
+    }
 }

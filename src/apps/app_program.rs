@@ -133,6 +133,11 @@ impl AppProgram {
         }
     }
 
+    /// Whether its files are compiled from disk (a `[source]` table), not from the text held.
+    pub fn compiles_from_disk(&self) -> bool {
+        self.listed.is_some()
+    }
+
     /// Whether the check module is compiled from more than the app module.
     pub fn has_check_files(&self) -> bool {
         self.listed

@@ -9,10 +9,11 @@
 use super::cbe::{CbeDot, CbeHt};
 use super::manifest::Manifest;
 use super::manifest_app::ManifestApp;
-use super::{builtin_apps_dir, App, AppError, KernelSource, RunContext, Size, Verdict};
+use super::Verdict;
+use super::{builtin_apps_dir, App, AppError, KernelSource, RunContext, Size, Unpatchable};
 use crate::ptx::passes::fences::{relax_orderings, strip_fences};
 use crate::ptx::Module;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Names of the built-in apps, in the order of the paper's table 4.
@@ -270,5 +271,11 @@ impl App for StrippedVariant {
 
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
         self.base.run(ctx)
+    }
+
+    fn patched(&self, _files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+        Err(Unpatchable::StripsFences {
+            name: self.name.clone(),
+        })
     }
 }

@@ -6,10 +6,13 @@
 //! lists of the table), so their host side is written here, with the reference computed on the
 //! CPU, rather than as a manifest with a check kernel.
 
-use super::{linear, App, AppError, KernelSource, RunContext, Size, Verdict};
+use super::{linear, replaced_single_source, App, AppError, KernelSource, RunContext, Size};
+use super::{Unpatchable, Verdict};
 use crate::backend::KernelArg;
 use rand::Rng;
 use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Sizes of one run of cbe-dot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +66,13 @@ impl App for CbeDot {
 
     fn source(&self) -> &KernelSource {
         &self.source
+    }
+
+    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+        Ok(Arc::new(CbeDot::new(replaced_single_source(
+            &self.source,
+            files,
+        )?)))
     }
 
     fn kernels(&self, _size: Size) -> Vec<String> {
@@ -186,6 +196,13 @@ impl App for CbeHt {
 
     fn source(&self) -> &KernelSource {
         &self.source
+    }
+
+    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+        Ok(Arc::new(CbeHt::new(replaced_single_source(
+            &self.source,
+            files,
+        )?)))
     }
 
     fn kernels(&self, _size: Size) -> Vec<String> {

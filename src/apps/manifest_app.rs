@@ -9,12 +9,13 @@
 use super::app_program::{AppProgram, Unit};
 use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
-use super::{App, AppError, KernelSource, RunContext, Size, Verdict, DEFAULT_ARCH};
+use super::{replaced_single_source, App, AppError, KernelSource, RunContext, Size};
+use super::{Unpatchable, Verdict, DEFAULT_ARCH};
 use crate::backend::{Buffer, KernelArg};
 use crate::ptx::{FunctionKind, Item, Module};
 use rand::Rng;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// An app defined by a manifest and its CUDA sources.
@@ -191,6 +192,18 @@ fn args(launch: &PlannedLaunch, buffers: &[Buffer]) -> Vec<KernelArg> {
 impl App for ManifestApp {
     fn name(&self) -> &str {
         &self.manifest.name
+    }
+
+    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+        if self.program.compiles_from_disk() {
+            return Err(Unpatchable::ListedSources);
+        }
+        Ok(Arc::new(ManifestApp {
+            manifest: self.manifest.clone(),
+            source: replaced_single_source(&self.source, files)?,
+            program: self.program.clone(),
+            lowered: Arc::default(),
+        }))
     }
 
     fn description(&self) -> &str {

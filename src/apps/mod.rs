@@ -168,6 +168,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
             .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
+/// Why an app cannot be rebuilt from patched texts of its files (see [`App::patched`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Unpatchable {
+    #[error("{name} strips every fence of its source, the patch's as well")]
+    StripsFences { name: String },
+    #[error(
+        "its files are compiled from disk (a `[source]` table in app.toml): apply the patch and \
+         run `gpuwmm check` on the app"
+    )]
+    ListedSources,
+    #[error("the patch changes {}, which is not the app's source file", .0.display())]
+    OtherFile(PathBuf),
+    #[error("{name} is not built from a CUDA source gpuwmm can replace")]
+    NoSource { name: String },
+}
+
 /// Everything that can go wrong with an app, other than a failed post-condition.
 #[derive(Debug, Error)]
 pub enum AppError {
@@ -315,6 +331,34 @@ pub trait App: Send + Sync {
 
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
+
+    /// The same app built from `files` (paths as [`App::source`] names them, each with its new
+    /// text) in place of those files: how `harden` compiles and runs its own patch without
+    /// touching the user's files.
+    fn patched(&self, _files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+        Err(Unpatchable::NoSource {
+            name: self.name().to_string(),
+        })
+    }
+}
+
+/// `source` with its one file replaced by the text `files` give it; an error when `files`
+/// change another file.
+pub fn replaced_single_source(
+    source: &KernelSource,
+    files: &[(PathBuf, String)],
+) -> Result<KernelSource, Unpatchable> {
+    let mut text = source.text.clone();
+    for (path, new) in files {
+        if !same_file(path, &source.path) {
+            return Err(Unpatchable::OtherFile(path.clone()));
+        }
+        text.clone_from(new);
+    }
+    Ok(KernelSource {
+        text,
+        ..source.clone()
+    })
 }
 
 /// The app's fence sites at `granularity`, numbered as `check --fences` and `harden` number

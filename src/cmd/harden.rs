@@ -9,8 +9,8 @@ use crate::cli::HardenArgs;
 use gpuwmm::harden::run::QueryProgress;
 use gpuwmm::job::check::stop_of;
 use gpuwmm::job::harden::{
-    answer_text, not_stable, open_hardening, query_text, record_result, HardenDocument,
-    HardenOptions, StabilityRuns,
+    answer_text, not_stable, open_hardening, patch_checked, query_text, record_result,
+    HardenDocument, HardenOptions, StabilityRuns,
 };
 use gpuwmm::job::harden_text::{start_text, HardenText};
 use gpuwmm::job::settings::GivenOptions;
@@ -32,6 +32,7 @@ pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
         journal: super::output(&args.journal),
         target: &target,
         fence_style: args.fence_style,
+        patch_runs: args.patch_runs,
     };
     let opened = open_hardening(&options, &say)?;
     eprintln!(
@@ -39,7 +40,14 @@ pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
         start_text(&opened.meta, &opened.path, opened.done.len())
     );
     let mut printer = Printer::new(args.json);
-    let hardening = opened.run(&mut |p| printer.update(p))?;
+    let patch_bar = super::progress::bar(args.patch_runs, "{pos}/{len} runs");
+    patch_bar.set_prefix("checking the patch ");
+    let query_bar = printer.bar.clone();
+    let hardening = opened.run(&mut |p| printer.update(p), &mut |made, _| {
+        query_bar.finish_and_clear();
+        patch_bar.set_position(made)
+    })?;
+    patch_bar.finish_and_clear();
     printer.bar.finish_and_clear();
     let wall_s = clock.elapsed().as_secs_f64();
     let document = HardenDocument::new(&hardening, printer.stability, wall_s);
@@ -56,7 +64,7 @@ pub fn run(args: &HardenArgs, given: GivenOptions) -> CmdResult {
         )?;
     }
     match hardening.hardened.insertion.stable {
-        true => Ok(()),
+        true => patch_checked(&hardening).map_err(Into::into),
         false => Err(not_stable(&hardening.hardened.insertion).into()),
     }
 }

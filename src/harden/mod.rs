@@ -12,7 +12,9 @@
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
 //!   diff that `git apply` and `patch -p1` accept;
 //! - [`statements`]: the statement structure of a CUDA source, where the patch places fences;
-//! - [`report`]: the chosen fences as source lines, CUDA statements and a patch.
+//! - [`report`]: the chosen fences as source lines, CUDA statements and a patch;
+//! - [`verify`]: the app rebuilt from its patched source and run, before the patch is handed
+//!   out.
 
 pub mod algorithm;
 pub mod communication;
@@ -21,3 +23,4 @@ pub mod recording;
 pub mod report;
 pub mod run;
 pub mod statements;
+pub mod verify;

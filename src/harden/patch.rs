@@ -94,6 +94,8 @@ pub enum PatchError {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Placed {
     pub diff: String,
+    /// The text with the statements in (the old text when none is placed).
+    pub text: String,
     /// Per insertion, in the order given: false when no statement of it is in the patch.
     pub in_patch: Vec<bool>,
     /// Per insertion: how its statement was placed, or why (part of) it was left out.
@@ -152,6 +154,7 @@ pub fn place_statements(
     let (plan, placed) = Plan::placed(old, insertions)?;
     Ok(Placed {
         diff: plan.diff(path),
+        text: plan.text(),
         ..placed
     })
 }
@@ -859,6 +862,7 @@ impl<'a> Plan<'a> {
         }
         let placed = Placed {
             diff: String::new(),
+            text: String::new(),
             in_patch: placing.in_patch,
             notes: placing.notes,
         };

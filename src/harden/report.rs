@@ -183,6 +183,21 @@ pub struct FenceReport {
     pub unplaced: Vec<SiteSummary>,
     /// The unified diff; empty when no fence is placed.
     pub patch: String,
+    /// Each file the patch changes (its path as the app's source names it) with its text once
+    /// patched: what `gpuwmm harden` compiles and runs to check its own patch.
+    pub patched: Vec<(PathBuf, String)>,
+}
+
+impl FenceReport {
+    /// The kept fences the patch holds none of (`#id`), placed or not.
+    pub fn left_out(&self) -> Vec<String> {
+        (self.placed.iter())
+            .filter(|fence| !fence.in_patch)
+            .map(|fence| fence.site.id)
+            .chain(self.unplaced.iter().map(|site| site.id))
+            .map(|id| format!("#{id}"))
+            .collect()
+    }
 }
 
 /// The report for the fences `chosen` among `sites`, all of `kind`, in `source`, with paths
@@ -248,6 +263,7 @@ pub fn styled_fence_report(
         }
     }
     let mut patch = String::new();
+    let mut patched = Vec::new();
     // Per placed fence: whether any of its statements is in the patch, and the notes on how.
     let mut in_patch = vec![false; placed.len()];
     let mut notes: Vec<Vec<String>> = vec![Vec::new(); placed.len()];
@@ -285,6 +301,9 @@ pub fn styled_fence_report(
                 }
             }
         }
+        if !result.diff.is_empty() {
+            patched.push((path.to_path_buf(), result.text));
+        }
         patch.push_str(&result.diff);
     }
     for ((fence, fenced), notes) in placed.iter_mut().zip(in_patch).zip(notes) {
@@ -305,6 +324,7 @@ pub fn styled_fence_report(
         placed,
         unplaced,
         patch,
+        patched,
     })
 }
 

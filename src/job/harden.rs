@@ -29,6 +29,7 @@ use crate::harden::run::{
     harden_recording_with, races_with_every_fence, run_with_every_fence, HardenMeta, HardenRow,
     Hardened, QueryProgress, SiteSummary,
 };
+use crate::harden::verify::{check_patch, PatchCheck, PatchCheckPlan, PatchRuns};
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
 use crate::stats::ZeroErrorBound;
 use serde::Serialize;
@@ -79,6 +80,8 @@ pub struct HardenOptions<'a> {
     pub target: &'a TargetOptions,
     /// How the patch writes its fences.
     pub fence_style: FenceStyle,
+    /// Runs of the app rebuilt from the patch once the search ends (0: none).
+    pub patch_runs: u64,
 }
 
 /// A hardening whose journal is open, ready to run.
@@ -94,6 +97,7 @@ pub struct OpenHardening {
     fence_style: FenceStyle,
     /// Whether runs go in this process (also those of a diagnosis after the search).
     in_process: bool,
+    patch_runs: u64,
 }
 
 /// A hardening that ran to its end: the fences found, as a report and a patch.
@@ -104,6 +108,8 @@ pub struct Hardening {
     pub report: FenceReport,
     /// Where the patch was written (`<journal>.patch`).
     pub patch_path: PathBuf,
+    /// What came of building the app from the patch and running it.
+    pub patch_check: PatchCheck,
 }
 
 /// Opens the hardening `options` describe: the journal chosen (with `--resume` without a name,
@@ -129,9 +135,14 @@ pub fn open_hardening(options: &HardenOptions, say: Say) -> Result<OpenHardening
 }
 
 impl OpenHardening {
-    /// Runs the search, calling `progress` as queries go, and writes the patch beside the
-    /// journal.
-    pub fn run(mut self, progress: &mut dyn FnMut(&QueryProgress)) -> Result<Hardening, JobError> {
+    /// Runs the search, calling `progress` as queries go, writes the patch beside the journal,
+    /// and (when the search is stable) builds the app from the patch and runs it, calling
+    /// `patch_progress` with the runs made and asked.
+    pub fn run(
+        mut self,
+        progress: &mut dyn FnMut(&QueryProgress),
+        patch_progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Hardening, JobError> {
         let done = std::mem::take(&mut self.done);
         let race_executor = self.race_executor.as_mut().map(|e| e as &mut dyn Executor);
         let hardened = harden_recording_with(
@@ -149,13 +160,33 @@ impl OpenHardening {
         let report = make_report(&self.meta, &hardened, self.fence_style)?;
         let patch_path = self.path.with_extension("patch");
         write_patch(&patch_path, &report.patch)?;
+        let patch_check = match hardened.insertion.stable {
+            true => check_patch(
+                &self.meta.target,
+                &report.patched,
+                self.patch_check_plan(),
+                patch_progress,
+            ),
+            false => PatchCheck::NotStable,
+        };
         Ok(Hardening {
             path: self.path,
             meta: self.meta,
             hardened,
             report,
             patch_path,
+            patch_check,
         })
+    }
+
+    /// The patch check: the hardening's environment, seed and stress.
+    fn patch_check_plan(&self) -> PatchCheckPlan {
+        PatchCheckPlan {
+            runs: self.patch_runs,
+            env: self.meta.env,
+            seed: self.meta.seed,
+            stress_iterations: self.meta.stress.stress_iterations,
+        }
     }
 }
 
@@ -288,6 +319,34 @@ pub fn not_stable(insertion: &Insertion) -> JobError {
     ))
 }
 
+/// Ends a stable hardening: with an error when the app built from the patch does not build or
+/// failed a run (the report above says which), naming the fences the patch left out if any
+/// (their absence is the likely cause), else asking for a report of the app.
+pub fn patch_checked(hardening: &Hardening) -> Result<(), JobError> {
+    let found = match &hardening.patch_check {
+        PatchCheck::DoesNotBuild { error } => format!("the patched source does not build: {error}"),
+        PatchCheck::Ran(PatchRuns {
+            failure: Some(f), ..
+        }) => format!(
+            "the app built from the patch did not pass run {} ({}: {})",
+            f.run, f.outcome, f.reason
+        ),
+        _ => return Ok(()),
+    };
+    let left_out = hardening.report.left_out();
+    let advice = match left_out.is_empty() {
+        true => "the fences the search kept were stable in the PTX, so the patch does not put \
+                 them where the search did: place the fences listed above by hand, and please \
+                 report the app to gpuwmm's developers"
+            .to_string(),
+        false => format!(
+            "the patch leaves out {} (see above): add them by hand where the report says",
+            left_out.join(" ")
+        ),
+    };
+    Err(JobError::Other(format!("{found}; {advice}")))
+}
+
 /// Continues the hardening in the journal, with the settings it records.
 fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardening, JobError> {
     let (journal, mut meta, done): (_, HardenMeta, _) = resume_journal(&path)?;
@@ -323,6 +382,7 @@ fn resume(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHarden
         executor,
         race_executor,
         in_process: options.target.in_process,
+        patch_runs: options.patch_runs,
     })
 }
 
@@ -404,6 +464,7 @@ fn start(path: PathBuf, options: &HardenOptions, say: Say) -> Result<OpenHardeni
         executor,
         race_executor,
         in_process: options.target.in_process,
+        patch_runs: options.patch_runs,
     })
 }
 
@@ -746,6 +807,10 @@ pub struct HardenDocument<'a> {
     journal: &'a Path,
     /// The patch file; `null` when no fence goes into the source.
     patch: Option<&'a Path>,
+    /// The app built from the patch and run: `{"verdict": "ran", "asked", "made", "failure",
+    /// "races"}`, or `no-patch`, `not-stable`, `not-asked`, `not-possible` (`why`),
+    /// `does-not-build` (`error`).
+    patch_check: &'a PatchCheck,
 }
 
 /// One final fence.
@@ -801,6 +866,7 @@ impl<'a> HardenDocument<'a> {
             report,
             path: journal,
             patch_path: patch,
+            patch_check,
         } = hardening;
         let i = &hardened.insertion;
         let t = &hardened.totals;
@@ -842,6 +908,7 @@ impl<'a> HardenDocument<'a> {
             }),
             journal,
             patch: (!report.patch.is_empty()).then_some(patch.as_path()),
+            patch_check,
         }
     }
 }

@@ -9,8 +9,10 @@ use super::harden::{
 use super::naming::resuming_note;
 use super::JobError;
 use crate::check::journal::read_rows;
+use crate::env::Environment;
 use crate::harden::recording::RaceRecording;
 use crate::harden::run::{HardenMeta, HardenRow, Hardened};
+use crate::harden::verify::{PatchCheck, PatchRuns};
 use crate::ptx::demangle::source_name;
 use crate::ptx::passes::fences::{FenceKind, Granularity};
 use crate::stats::ZeroErrorBound;
@@ -192,13 +194,7 @@ impl<'a> HardenText<'a> {
 
     fn patch(&self, f: &mut Formatter) -> fmt::Result {
         let (report, patch_path) = (&self.hardening.report, &self.hardening.patch_path);
-        let left_out: Vec<String> = (report.placed.iter())
-            .filter(|fence| !fence.in_patch)
-            .map(|fence| fence.site.id)
-            .chain(report.unplaced.iter().map(|site| site.id))
-            .map(|id| format!("#{id}"))
-            .collect();
-        let left_out = left_out.join(" ");
+        let left_out = report.left_out().join(" ");
         if report.patch.is_empty() {
             return match left_out.is_empty() {
                 true => writeln!(f, "\nno patch: no fence to insert in the source"),
@@ -270,6 +266,9 @@ impl<'a> HardenText<'a> {
         if let Some(confidence) = self.confidence {
             writeln!(f, "  confidence: {confidence}")?;
         }
+        if let Some(checked) = patch_check_text(&self.hardening.patch_check, meta.env) {
+            writeln!(f, "  patch check: {checked}")?;
+        }
         // The provenance line says when the results are the simulator's.
         writeln!(f, "  {}", meta.provenance)?;
         if let Some(source) = communication_source(meta) {
@@ -299,6 +298,41 @@ impl Display for HardenText<'_> {
         }
         self.patch(f)?;
         self.summary(f)
+    }
+}
+
+/// What the summary says of the patch's check (`None` when there was nothing to check).
+pub fn patch_check_text(check: &PatchCheck, env: Environment) -> Option<String> {
+    Some(match check {
+        PatchCheck::NoPatch | PatchCheck::NotStable => return None,
+        PatchCheck::NotAsked => "not run (--patch-runs 0)".to_string(),
+        PatchCheck::NotPossible { why } => format!("not run: {why}"),
+        PatchCheck::DoesNotBuild { error } => {
+            format!("FAILED: the patched source does not build: {error}")
+        }
+        PatchCheck::Ran(runs) => ran_text(runs, env),
+    })
+}
+
+fn ran_text(runs: &PatchRuns, env: Environment) -> String {
+    let races = match &runs.races {
+        None => String::new(),
+        Some(races) if races.is_empty() => "; races: none recorded".to_string(),
+        Some(races) => format!(
+            "; races recorded (lines of the patched source): {}",
+            races.join(", ")
+        ),
+    };
+    match &runs.failure {
+        None => format!(
+            "the app built from the patch passed {} of {} runs under {env}{races}",
+            runs.made, runs.asked
+        ),
+        Some(f) => format!(
+            "FAILED: the app built from the patch did not pass run {} of {} under {env} ({}: \
+             {}; seed {}){races}",
+            f.run, runs.asked, f.outcome, f.reason, f.seed
+        ),
     }
 }
 
