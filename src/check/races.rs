@@ -267,6 +267,16 @@ pub fn run_races(run: u64, log: &RaceLog) -> RunRaces {
 
 /// What would order a conflict of `class`, in words (`first`, `second` in the order they
 /// happened).
+/// The places of the write and the read of a pair of one plain write and one plain read (in
+/// either order), the two sides of a store-buffering shape when each thread does both.
+fn write_and_read(first: &RaceEnd, second: &RaceEnd) -> Option<(String, String)> {
+    match (first.kind, second.kind) {
+        (RaceAccessKind::Write, RaceAccessKind::Read) => Some((first.place(), second.place())),
+        (RaceAccessKind::Read, RaceAccessKind::Write) => Some((second.place(), first.place())),
+        _ => None,
+    }
+}
+
 fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) -> String {
     let scope = if c.facts.same_cta { "cta" } else { "gpu" };
     match class {
@@ -321,6 +331,16 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                 "an atomic races a plain strong access: make both atomic, or take the lock \
                  around both"
                     .to_string()
+            } else if let Some((write, read)) = write_and_read(first, second) {
+                format!(
+                    "nothing passes between the two threads from one access to the other, so no \
+                     fence orders this pair. If {write} and {read} are sides of a flag \
+                     handshake (each thread writes its own flag, then reads the other's, as in \
+                     Dekker's or Peterson's lock), a fence.sc (`__threadfence()`) between the \
+                     write and the read in each thread makes at least one thread see the \
+                     other's write; otherwise take the same lock around both, or publish one \
+                     to the other through a flag"
+                )
             } else {
                 "nothing passes between the two threads from one access to the other: take \
                  the same lock around both, or publish one to the other through a flag"
@@ -767,6 +787,36 @@ mod tests {
             races.races[0].missing.contains("make both strong"),
             "{}",
             races.races[0].missing
+        );
+    }
+
+    /// QA (Dekker's handshake: each thread raises its volatile flag, then reads the other's):
+    /// the flag pair was told only "take the same lock around both, or publish one to the
+    /// other through a flag", though a `fence.sc` in each thread is what the handshake needs.
+    /// A strong write and read that nothing passes between now name that fix, in either order
+    /// of the two, and stay one race.
+    #[test]
+    fn a_strong_write_and_read_with_nothing_between_name_the_sc_fence_of_a_handshake() {
+        let write_read = strong_pair();
+        let mut read_write = write_read.clone();
+        std::mem::swap(&mut read_write.first, &mut read_write.second);
+        let races = run_races(0, &log_of(vec![write_read, read_write])).races;
+        assert_eq!(races.len(), 1);
+        let missing = &races[0].missing;
+        assert_eq!(races[0].class, RaceClass::NoFenceCanOrder);
+        let handshake = "If kernel.cu:10 and kernel.cu:20 are sides of a flag handshake";
+        assert!(missing.contains(handshake), "{missing}");
+        assert!(
+            missing.contains("a fence.sc (`__threadfence()`) between"),
+            "{missing}"
+        );
+        let mut two_writes = strong_pair();
+        two_writes.second.kind = RaceAccessKind::Write;
+        let races = run_races(0, &log_of(vec![two_writes])).races;
+        assert!(
+            !races[0].missing.contains("handshake"),
+            "{}",
+            races[0].missing
         );
     }
 
