@@ -4,8 +4,8 @@
 //! NVRTC at hand accepts ([`crate::toolchain::PORTABLE_ARCH`], resolved by the NVRTC layer).
 
 use crate::toolchain::{
-    cccl_compile_args, local_includes, nvrtc_std_headers, nvrtc_std_shims, without_shadowing,
-    CompileOptions, CompiledPtx, CudaTools, Nvrtc, PtxCache, ToolchainError,
+    cccl_compile_args, include_names_of, local_includes, nvrtc_std_headers, nvrtc_std_shims,
+    without_shadowing, CompileOptions, CompiledPtx, CudaTools, Nvrtc, PtxCache, ToolchainError,
 };
 use std::path::{Path, PathBuf};
 
@@ -33,6 +33,9 @@ pub struct CudaProgram<'a> {
     /// C++ names whose PTX names [`CompiledPtx::lowered_names`] gives (templates are
     /// instantiated by being named).
     pub name_expressions: Vec<String>,
+    /// Files the source includes (canonical paths) that are compiled from these texts instead
+    /// of their files: NVRTC's in-memory headers, under every name they are included by.
+    pub replaced: Vec<(PathBuf, String)>,
 }
 
 impl<'a> CudaProgram<'a> {
@@ -44,6 +47,7 @@ impl<'a> CudaProgram<'a> {
             include_dirs: Vec::new(),
             defines: Vec::new(),
             name_expressions: Vec::new(),
+            replaced: Vec::new(),
         }
     }
 }
@@ -91,12 +95,47 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
     // A stand-in never hides a file of the app's: NVRTC would take it first.
     let headers = std::mem::take(&mut options.headers);
     options.headers = without_shadowing(headers, &app_folders(&name, program, &options));
+    options
+        .headers
+        .extend(replacing_headers(&name, program, &options.include_dirs)?);
     PtxCache::with_default_dir().get_or_compile(
         &nvrtc,
         program.source,
         &name.to_string_lossy(),
         &options,
     )
+}
+
+/// The in-memory headers that stand in for the program's replaced files: each text under every
+/// name the source and its local files include it by (NVRTC looks among them first).
+fn replacing_headers(
+    path: &Path,
+    program: &CudaProgram,
+    include_dirs: &[PathBuf],
+) -> Result<Vec<(String, String)>, ToolchainError> {
+    if program.replaced.is_empty() {
+        return Ok(Vec::new());
+    }
+    let files: Vec<PathBuf> = program.replaced.iter().map(|(p, _)| p.clone()).collect();
+    let names = include_names_of(path, program.source, include_dirs, &files).map_err(|why| {
+        ToolchainError::Replaced {
+            path: files[0].clone(),
+            why,
+        }
+    })?;
+    if let Some(missing) = files.iter().find(|f| !names.iter().any(|(_, t)| t == *f)) {
+        return Err(ToolchainError::Replaced {
+            path: missing.clone(),
+            why: "no file of the program includes it".to_string(),
+        });
+    }
+    Ok(names
+        .into_iter()
+        .map(|(name, target)| {
+            let text = program.replaced.iter().find(|(p, _)| *p == target);
+            (name, text.expect("a replaced file").1.clone())
+        })
+        .collect())
 }
 
 /// The folders an `#include` of the app may be found in: its include folders, and the folders of

@@ -147,6 +147,49 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
         "{patch}"
     );
     assert_eq!(patch.matches("+    __threadfence();").count(), 2, "{patch}");
+    // The app rebuilt from the patch (its listed file compiled from the patched text in
+    // memory) passed harden's own check of the patch.
+    let checked = "patch check: the app built from the patch passed 1000 of 1000 runs";
+    assert!(stdout.contains(checked), "{stdout}");
+    assert_stepred_untouched(&before);
+}
+
+/// harden's check of its patch builds an app compiled from its files on disk from the patched
+/// texts instead, headers included: a header's text in memory is what NVRTC compiles (a broken
+/// one does not build), the listed file's too, and nothing on disk changes.
+#[test]
+fn a_patch_check_compiles_the_patched_header_and_file_of_an_app_with_a_source_table() {
+    use gpuwmm::harden::verify::{check_patch, PatchCheck, PatchCheckPlan};
+    common::or_skip!(gpuwmm::toolchain::tools_for_tests());
+    let before = stepred_files();
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/stepred");
+    let kind = gpuwmm::ptx::passes::fences::FenceKind::ScGpu;
+    let target = common::sim_target("stepred", Some(app.clone()), kind);
+    let plan = PatchCheckPlan {
+        runs: 20,
+        env: "sys-str+".parse().unwrap(),
+        seed: 1,
+        stress_iterations: 4,
+    };
+    let check = |files: &[(PathBuf, String)]| check_patch(&target, files, plan, &mut |_, _| {});
+    let header = std::path::absolute(app.join("stepred.cuh")).unwrap();
+    let text = std::fs::read_to_string(&header).unwrap();
+    match check(&[(header.clone(), format!("{text}\nthis is not C++;\n"))]) {
+        PatchCheck::DoesNotBuild { error } => assert!(error.contains("stepred.cuh"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    let file = std::path::absolute(app.join("stepred.cu")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let fenced = text
+        .replace(
+            "partial[blockIdx.x] = sum;",
+            "partial[blockIdx.x] = sum; __threadfence();",
+        )
+        .replace("T total = 0;", "__threadfence(); T total = 0;");
+    match check(&[(file, fenced)]) {
+        PatchCheck::Ran(runs) => assert_eq!((runs.made, runs.failure), (20, None)),
+        other => panic!("{other:?}"),
+    }
     assert_stepred_untouched(&before);
 }
 

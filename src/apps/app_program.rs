@@ -49,6 +49,9 @@ pub struct AppProgram {
     /// `None`: the app's one source text is compiled as it is (no `[source]` table).
     listed: Option<Listed>,
     include_dirs: Vec<PathBuf>,
+    /// Files compiled from these texts instead of their files on disk (an app rebuilt from a
+    /// patch), canonical paths.
+    replaced: Vec<(PathBuf, String)>,
 }
 
 /// The files of a `[source]` table, as absolute paths.
@@ -118,6 +121,7 @@ impl AppProgram {
             dir: dir.to_path_buf(),
             listed,
             include_dirs,
+            replaced: Vec::new(),
         };
         let source = program.report_source(texts);
         Ok((program, source))
@@ -130,6 +134,16 @@ impl AppProgram {
             include_dirs: vec![dir.clone()],
             dir,
             listed: None,
+            replaced: Vec::new(),
+        }
+    }
+
+    /// The program with `files` (canonical paths of files it compiles from disk) compiled from
+    /// the texts given instead.
+    pub fn with_replaced(&self, files: Vec<(PathBuf, String)>) -> AppProgram {
+        AppProgram {
+            replaced: files,
+            ..self.clone()
         }
     }
 
@@ -195,6 +209,7 @@ impl AppProgram {
             include_dirs: self.include_dirs.clone(),
             defines: manifest.plan(size).defines.clone(),
             name_expressions: kernels.to_vec(),
+            replaced: self.replaced.clone(),
         };
         match compile_program(&program, arch) {
             Ok(compiled) => Ok(compiled_unit(compiled)),

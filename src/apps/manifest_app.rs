@@ -54,6 +54,29 @@ impl ManifestApp {
         })
     }
 
+    /// For an app compiled from its files on disk: its source for reports and its program, with
+    /// `files` (each one of the app's files, with a new text) compiled from those texts.
+    fn replaced_files(
+        &self,
+        files: &[(PathBuf, String)],
+    ) -> Result<(KernelSource, AppProgram), Unpatchable> {
+        let mut source = self.source.clone();
+        let mut replaced = Vec::new();
+        for (path, text) in files {
+            let slot = match &source.path == path {
+                true => &mut source.text,
+                false => match source.others.iter_mut().find(|(p, _)| p == path) {
+                    Some((_, slot)) => slot,
+                    None => return Err(Unpatchable::OtherFile(path.clone())),
+                },
+            };
+            slot.clone_from(text);
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            replaced.push((canonical, text.clone()));
+        }
+        Ok((source, self.program.with_replaced(replaced)))
+    }
+
     /// The kernel names a unit is asked to lower: the check unit all, the app unit those it
     /// holds (the check kernel too when it is among the app's files).
     fn unit_kernels(&self, unit: Unit) -> Vec<String> {
@@ -195,13 +218,17 @@ impl App for ManifestApp {
     }
 
     fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
-        if self.program.compiles_from_disk() {
-            return Err(Unpatchable::ListedSources);
-        }
+        let (source, program) = match self.program.compiles_from_disk() {
+            false => (
+                replaced_single_source(&self.source, files)?,
+                self.program.clone(),
+            ),
+            true => self.replaced_files(files)?,
+        };
         Ok(Arc::new(ManifestApp {
             manifest: self.manifest.clone(),
-            source: replaced_single_source(&self.source, files)?,
-            program: self.program.clone(),
+            source,
+            program,
             lowered: Arc::default(),
         }))
     }

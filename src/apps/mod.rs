@@ -173,11 +173,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
 pub enum Unpatchable {
     #[error("{name} strips every fence of its source, the patch's as well")]
     StripsFences { name: String },
-    #[error(
-        "its files are compiled from disk (a `[source]` table in app.toml): apply the patch and \
-         run `gpuwmm check` on the app"
-    )]
-    ListedSources,
     #[error("the patch changes {}, which is not the app's source file", .0.display())]
     OtherFile(PathBuf),
     #[error("{name} is not built from a CUDA source gpuwmm can replace")]

@@ -45,6 +45,48 @@ pub fn local_includes(
     found
 }
 
+/// The names by which `source` (the text of the file `path`) and the local files it includes
+/// include each of `files` (canonical paths), each name with the file it finds: what NVRTC's
+/// in-memory headers must be called to stand in for those files. An error names an include name
+/// that finds one of `files` from one includer and another file from another (no in-memory
+/// header could stand in for just one of them; a name found nowhere from some includer is no
+/// conflict).
+pub fn include_names_of(
+    path: &Path,
+    source: &str,
+    include_dirs: &[PathBuf],
+    files: &[PathBuf],
+) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut names: Vec<(String, PathBuf)> = Vec::new();
+    let mut found: Vec<(String, Option<PathBuf>)> = Vec::new();
+    let includers = std::iter::once((path.to_path_buf(), source.to_string()))
+        .chain(local_includes(path, source, include_dirs));
+    for (file, text) in includers {
+        for (name, quoted) in include_names(&text) {
+            let target = resolve(&file, &name, quoted, include_dirs)
+                .and_then(|t| std::fs::canonicalize(t).ok());
+            found.push((name.clone(), target.clone()));
+            if let Some(target) = target.filter(|t| files.contains(t)) {
+                if !names.contains(&(name.clone(), target.clone())) {
+                    names.push((name, target));
+                }
+            }
+        }
+    }
+    for (name, target) in &names {
+        if found
+            .iter()
+            .any(|(n, t)| n == name && t.as_ref().is_some_and(|t| t != target))
+        {
+            return Err(format!(
+                "`#include \"{name}\"` finds {} from one file and another file from another",
+                target.display()
+            ));
+        }
+    }
+    Ok(names)
+}
+
 /// The names of the `#include` lines of `text`, each with whether it is quoted (`"x.h"`) rather
 /// than angled (`<x.h>`).
 pub fn include_names(text: &str) -> Vec<(String, bool)> {
@@ -118,5 +160,29 @@ mod tests {
             .collect();
         // `d.h` and CUB are in no listed folder; the cycle back to a.cuh ends the walk.
         assert_eq!(names, ["inc/sub/a.cuh", "inc/sub/b.cuh", "other/c.cuh"]);
+    }
+
+    #[test]
+    fn a_file_is_named_as_each_of_its_includers_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = &dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("lock.cuh"), "// lock\n").unwrap();
+        std::fs::write(root.join("sub/x.cuh"), "#include \"../lock.cuh\"\n").unwrap();
+        let main = root.join("main.cu");
+        let source = "#include \"lock.cuh\"\n#include \"sub/x.cuh\"\n";
+        let lock = root.join("lock.cuh");
+        let names = include_names_of(&main, source, &[], std::slice::from_ref(&lock)).unwrap();
+        let expected = [("lock.cuh", &lock), ("../lock.cuh", &lock)];
+        let expected: Vec<(String, PathBuf)> = expected
+            .iter()
+            .map(|(n, p)| (n.to_string(), (*p).clone()))
+            .collect();
+        assert_eq!(names, expected);
+        // `lock.cuh` beside sub/x.cuh would be another file under the same name.
+        std::fs::write(root.join("sub/lock.cuh"), "// another\n").unwrap();
+        std::fs::write(root.join("sub/x.cuh"), "#include \"lock.cuh\"\n").unwrap();
+        let error = include_names_of(&main, source, &[], &[lock]).unwrap_err();
+        assert!(error.contains("`#include \"lock.cuh\"`"), "{error}");
     }
 }

@@ -33,7 +33,7 @@ mod std_headers;
 pub use cache::{cache_key, PtxCache, PtxCompiler, CACHE_DIR_ENV};
 pub use cccl::{cccl_compile_args, cccl_version, find_cccl_include, nvrtc_std_shims};
 pub use cudart::{find_cudart_include, is_cudart_device_header};
-pub use includes::{include_names, local_includes};
+pub use includes::{include_names, include_names_of, local_includes};
 pub use nvrtc::{
     oldest_arch, resolve_arch, CompileOptions, CompiledPtx, Nvrtc, NvrtcError, PORTABLE_ARCH,
 };
@@ -97,6 +97,10 @@ pub enum ToolchainError {
     /// NVRTC failed to load or to compile.
     #[error(transparent)]
     Nvrtc(#[from] NvrtcError),
+    /// Files to be compiled from texts in memory (a patched app) that no in-memory header can
+    /// stand in for.
+    #[error("cannot compile {} from its text in memory: {why}", .path.display())]
+    Replaced { path: PathBuf, why: String },
     /// The set-up script of `gpuwmm setup` failed; it has said why on standard error.
     #[error("installing the CUDA tools into {} failed ({status})", .dir.display())]
     Setup { dir: PathBuf, status: String },
