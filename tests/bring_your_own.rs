@@ -159,19 +159,12 @@ fn stepred_hardens_to_the_release_and_acquire_fences_of_its_last_block_pattern()
 /// one does not build), the listed file's too, and nothing on disk changes.
 #[test]
 fn a_patch_check_compiles_the_patched_header_and_file_of_an_app_with_a_source_table() {
-    use gpuwmm::harden::verify::{check_patch, PatchCheck, PatchCheckPlan};
+    use gpuwmm::harden::verify::PatchCheck;
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let before = stepred_files();
     let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/stepred");
-    let kind = gpuwmm::ptx::passes::fences::FenceKind::ScGpu;
-    let target = common::sim_target("stepred", Some(app.clone()), kind);
-    let plan = PatchCheckPlan {
-        runs: 20,
-        env: "sys-str+".parse().unwrap(),
-        seed: 1,
-        stress_iterations: 4,
-    };
-    let check = |files: &[(PathBuf, String)]| check_patch(&target, files, plan, &mut |_, _| {});
+    let check =
+        |files: &[(PathBuf, String)]| common::check_patch_on_sim("stepred", &app, 20, files);
     let header = std::path::absolute(app.join("stepred.cuh")).unwrap();
     let text = std::fs::read_to_string(&header).unwrap();
     match check(&[(header.clone(), format!("{text}\nthis is not C++;\n"))]) {

@@ -1118,21 +1118,14 @@ fn the_patch_of_a_fence_stripped_variant_is_not_run() {
 /// without fences fails a run and the fenced one passes every run.
 #[test]
 fn a_patch_that_does_not_compile_or_changes_another_file_fails_or_is_not_run() {
-    use gpuwmm::harden::verify::{check_patch, PatchCheck, PatchCheckPlan};
+    use gpuwmm::harden::verify::PatchCheck;
     common::or_skip!(gpuwmm::toolchain::tools_for_tests());
     let app = fixture_app("handoff-grid");
-    let kind = gpuwmm::ptx::passes::fences::FenceKind::ScGpu;
-    let target = common::sim_target("handoff-grid", Some(app.clone()), kind);
-    let plan = PatchCheckPlan {
-        runs: 10,
-        env: "sys-str+".parse().unwrap(),
-        seed: 1,
-        stress_iterations: 4,
-    };
+    let check =
+        |files: &[(PathBuf, String)]| common::check_patch_on_sim("handoff-grid", &app, 10, files);
     let source = app.join("kernel.cu");
     let text = std::fs::read_to_string(&source).unwrap();
     let broken = text.replace("*flag = 1;", "*flag = 1 __threadfence();");
-    let check = |files: &[(PathBuf, String)]| check_patch(&target, files, plan, &mut |_, _| {});
     match check(&[(source.clone(), broken)]) {
         PatchCheck::DoesNotBuild { error } => assert!(error.contains("kernel.cu"), "{error}"),
         other => panic!("{other:?}"),

@@ -308,3 +308,24 @@ pub fn git_apply(dir: &Path, patch: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}\n{patch}");
 }
+
+/// harden's check of a patch, made by the library on the simulator: `app` from the folder
+/// `dir`, its files replaced by `files`, run `runs` times under `sys-str+` (seed 1, light
+/// stress).
+pub fn check_patch_on_sim(
+    app: &str,
+    dir: &Path,
+    runs: u64,
+    files: &[(std::path::PathBuf, String)],
+) -> gpuwmm::harden::verify::PatchCheck {
+    use gpuwmm::harden::verify::{check_patch, PatchCheckPlan};
+    let kind = gpuwmm::ptx::passes::fences::FenceKind::ScGpu;
+    let target = sim_target(app, Some(dir.to_path_buf()), kind);
+    let plan = PatchCheckPlan {
+        runs,
+        env: "sys-str+".parse().unwrap(),
+        seed: 1,
+        stress_iterations: 4,
+    };
+    check_patch(&target, files, plan, &mut |_, _| {})
+}
