@@ -1,22 +1,20 @@
 //! Every patch of the harden table (`results/sim/harden-table/`) builds and works: it is
 //! re-made from its report with the library, equals the committed `APP.patch`, applies with
 //! `git apply` to a copy of the app, compiles with the pinned NVRTC (libcu++'s header from the
-//! `#include` the patch adds), and the patched app passes every run of a stressed check on the
-//! simulator, where the app without the patch fails. The same holds for the `threadfence` style.
+//! `#include` the patch adds) as the app harden's own patch check builds (`App::patched`: a
+//! `-nf` variant keeps only the patch's fences), and the patched app passes every run of a
+//! stressed check on the simulator, where the app without the patch fails. The same holds for the `threadfence` style.
 //!
 //! Needs NVRTC and the CCCL headers (scripts/setup-cuda-tools.sh), no GPU. Simulator results.
 
 mod common;
 
-use gpuwmm::apps::{compile_source, find_app, App, AppError, KernelSource, RunContext, Size};
-use gpuwmm::apps::{Verdict, DEFAULT_ARCH};
+use gpuwmm::apps::{find_app, App, KernelSource, PatchedFile, Size, DEFAULT_ARCH};
 use gpuwmm::check::spec::SiteSummary;
 use gpuwmm::check::Outcome;
 use gpuwmm::env::Environment;
 use gpuwmm::harden::report::{styled_fence_report, FenceStyle};
-use gpuwmm::ptx::lines::statement_frames;
 use gpuwmm::ptx::passes::fences::{fence_sites, FenceKind, Granularity};
-use gpuwmm::ptx::{FunctionKind, Item, Module, Statement};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -140,92 +138,6 @@ fn apply(dir: &Path, app: &dyn App, patch: &str) -> KernelSource {
     KernelSource::single(path, text)
 }
 
-/// An app with its source patched: the same host side and check kernels, its module compiled
-/// from the patched source. For a `-nf` variant the fences of the source are stripped as the
-/// variant strips them, except those the patch added.
-struct PatchedApp {
-    base: Arc<dyn App>,
-    source: KernelSource,
-    added: BTreeSet<u32>,
-}
-
-impl PatchedApp {
-    /// The module without `.entry` functions the app does not launch (its check kernels).
-    fn app_kernels_only(&self, mut module: Module, size: Size) -> Module {
-        let kernels = self.base.kernels(size);
-        module.items.retain(|item| match item {
-            Item::Function(f) => f.kind != FunctionKind::Entry || kernels.contains(&f.name),
-            _ => true,
-        });
-        module
-    }
-}
-
-/// `module` without the fences none of whose inlining frames is a line of `file` in `kept`: the
-/// fences a patch adds are kept wherever they are inlined to, and through libcu++'s header that
-/// implements them.
-fn strip_fences_except(mut module: Module, file: &Path, kept: &BTreeSet<u32>) -> Module {
-    let in_file: BTreeSet<u32> = (module.items.iter())
-        .filter_map(|item| match item {
-            Item::File(entry) if Path::new(&entry.path).ends_with(file) => Some(entry.index),
-            _ => None,
-        })
-        .collect();
-    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
-        let frames = statement_frames(body);
-        let mut index = 0;
-        body.retain(|s| {
-            let added = frames[index]
-                .iter()
-                .any(|pos| in_file.contains(&pos.file) && kept.contains(&pos.line));
-            index += 1;
-            match s {
-                Statement::Instruction(i) if i.fence().is_some() => added,
-                _ => true,
-            }
-        });
-    }
-    module
-}
-
-impl App for PatchedApp {
-    fn name(&self) -> &str {
-        self.base.name()
-    }
-    fn description(&self) -> &str {
-        self.base.description()
-    }
-    fn postcondition(&self) -> &str {
-        self.base.postcondition()
-    }
-    fn source(&self) -> &KernelSource {
-        &self.source
-    }
-    fn kernels(&self, size: Size) -> Vec<String> {
-        self.base.kernels(size)
-    }
-    fn parameters(&self, size: Size) -> Vec<(String, i64)> {
-        self.base.parameters(size)
-    }
-    fn module(&self, arch: &str, size: Size) -> Result<Module, AppError> {
-        let module = self.app_kernels_only(compile_source(&self.source, arch)?, size);
-        match self.base.unstripped() {
-            Some(_) => {
-                assert!(self.name().ends_with("-nf"), "{}", self.name());
-                let file = self.base.source().path.strip_prefix(repo()).unwrap();
-                Ok(strip_fences_except(module, file, &self.added))
-            }
-            None => Ok(module),
-        }
-    }
-    fn check_module(&self, arch: &str, size: Size) -> Result<Option<Module>, AppError> {
-        self.base.check_module(arch, size)
-    }
-    fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError> {
-        self.base.run(ctx)
-    }
-}
-
 /// The outcomes of `runs` stressed runs of `app` as the report's check ran them (its
 /// environment and seed), stopping at the first that does not pass.
 fn check(report: &Report, app: Arc<dyn App>, runs: u64) -> Vec<Outcome> {
@@ -237,16 +149,18 @@ fn patched(report: &Report, dir: &Path, style: FenceStyle) -> (Arc<dyn App>, Str
     let base = find_app(&report.app).unwrap();
     let patch = patch_of(report, &*base, style);
     let source = apply(dir, &*base, &patch);
-    let added = added_lines(&patch);
-    let app = PatchedApp {
-        base,
-        source,
-        added,
+    // The library's patched app (harden's own patch check): the applied text compiled in the
+    // source's place, and for a `-nf` variant its fences stripped except on the patch's lines.
+    let file = PatchedFile {
+        path: base.source().path.clone(),
+        text: source.text,
+        changed_lines: added_lines(&patch),
     };
-    // It builds with the pinned NVRTC: the app module and the whole file.
+    let app = base.patched(&[file]).unwrap();
+    // It builds with the pinned NVRTC.
     app.module(DEFAULT_ARCH, Size::Sim)
         .unwrap_or_else(|e| panic!("{} ({style:?}): {e}", report.app));
-    (Arc::new(app), patch)
+    (app, patch)
 }
 
 /// Calls `check_one` with every report of the table, its app patched in `style` ([`patched`])

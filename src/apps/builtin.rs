@@ -9,10 +9,11 @@
 use super::cbe::{CbeDot, CbeHt};
 use super::manifest::Manifest;
 use super::manifest_app::ManifestApp;
-use super::Verdict;
 use super::{builtin_apps_dir, App, AppError, KernelSource, RunContext, Size, Unpatchable};
-use crate::ptx::passes::fences::{relax_orderings, strip_fences};
+use super::{PatchedFile, Verdict};
+use crate::ptx::passes::fences::{relax_orderings, strip_fences_except};
 use crate::ptx::Module;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -160,6 +161,9 @@ pub struct StrippedVariant {
     name: String,
     description: String,
     weakening: Weakening,
+    /// Lines of the base's files whose fences the strip-fences pass leaves (a patch's, see
+    /// [`App::patched`]); none for the variant itself.
+    patch_lines: Vec<(PathBuf, BTreeSet<u32>)>,
 }
 
 /// What a variant removes from its base's module.
@@ -207,6 +211,7 @@ impl StrippedVariant {
             name: name.to_string(),
             description,
             weakening,
+            patch_lines: Vec::new(),
         }
     }
 
@@ -248,7 +253,7 @@ impl App for StrippedVariant {
     fn module(&self, arch: &str, size: Size) -> Result<Module, AppError> {
         let module = self.base.module(arch, size)?;
         Ok(match self.weakening {
-            Weakening::Fences => strip_fences(&module).0,
+            Weakening::Fences => strip_fences_except(&module, &self.patch_lines).0,
             Weakening::Orderings => relax_orderings(&module).0,
         })
     }
@@ -273,9 +278,20 @@ impl App for StrippedVariant {
         self.base.run(ctx)
     }
 
-    fn patched(&self, _files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
-        Err(Unpatchable::StripsFences {
+    /// The base built from `files`, weakened as this variant weakens it, except for the fences
+    /// on the lines the patch changed: the program harden checked, the app's own fences
+    /// stripped and the patch's in.
+    fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
+        let patch_lines = files
+            .iter()
+            .map(|f| (f.path.clone(), f.changed_lines.clone()))
+            .collect();
+        Ok(Arc::new(StrippedVariant {
+            base: self.base.patched(files)?,
             name: self.name.clone(),
-        })
+            description: self.description.clone(),
+            weakening: self.weakening,
+            patch_lines,
+        }))
     }
 }

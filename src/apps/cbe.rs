@@ -7,11 +7,10 @@
 //! CPU, rather than as a manifest with a check kernel.
 
 use super::{linear, replaced_single_source, App, AppError, KernelSource, RunContext, Size};
-use super::{Unpatchable, Verdict};
+use super::{PatchedFile, Unpatchable, Verdict};
 use crate::backend::KernelArg;
 use rand::Rng;
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Sizes of one run of cbe-dot.
@@ -68,7 +67,7 @@ impl App for CbeDot {
         &self.source
     }
 
-    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+    fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
         Ok(Arc::new(CbeDot::new(replaced_single_source(
             &self.source,
             files,
@@ -198,7 +197,7 @@ impl App for CbeHt {
         &self.source
     }
 
-    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+    fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
         Ok(Arc::new(CbeHt::new(replaced_single_source(
             &self.source,
             files,

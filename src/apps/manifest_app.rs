@@ -10,12 +10,12 @@ use super::app_program::{AppProgram, Unit};
 use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
 use super::{replaced_single_source, App, AppError, KernelSource, RunContext, Size};
-use super::{Unpatchable, Verdict, DEFAULT_ARCH};
+use super::{PatchedFile, Unpatchable, Verdict, DEFAULT_ARCH};
 use crate::backend::{Buffer, KernelArg};
 use crate::ptx::{FunctionKind, Item, Module};
 use rand::Rng;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// An app defined by a manifest and its CUDA sources.
@@ -58,11 +58,11 @@ impl ManifestApp {
     /// `files` (each one of the app's files, with a new text) compiled from those texts.
     fn replaced_files(
         &self,
-        files: &[(PathBuf, String)],
+        files: &[PatchedFile],
     ) -> Result<(KernelSource, AppProgram), Unpatchable> {
         let mut source = self.source.clone();
         let mut replaced = Vec::new();
-        for (path, text) in files {
+        for PatchedFile { path, text, .. } in files {
             let slot = match &source.path == path {
                 true => &mut source.text,
                 false => match source.others.iter_mut().find(|(p, _)| p == path) {
@@ -217,7 +217,7 @@ impl App for ManifestApp {
         &self.manifest.name
     }
 
-    fn patched(&self, files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+    fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
         let (source, program) = match self.program.compiles_from_disk() {
             false => (
                 replaced_single_source(&self.source, files)?,

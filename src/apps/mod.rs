@@ -168,11 +168,30 @@ fn same_file(a: &Path, b: &Path) -> bool {
             .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
+/// A file of an app's source with a patch applied (see [`App::patched`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchedFile {
+    /// The file, as [`App::source`] names it.
+    pub path: PathBuf,
+    pub text: String,
+    /// The lines of `text` (1-based) that the patch changed or inserted: where its fences are.
+    pub changed_lines: std::collections::BTreeSet<u32>,
+}
+
+impl PatchedFile {
+    /// `path` with the text `text`, no line marked as the patch's.
+    pub fn new(path: PathBuf, text: String) -> PatchedFile {
+        PatchedFile {
+            path,
+            text,
+            changed_lines: Default::default(),
+        }
+    }
+}
+
 /// Why an app cannot be rebuilt from patched texts of its files (see [`App::patched`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Unpatchable {
-    #[error("{name} strips every fence of its source, the patch's as well")]
-    StripsFences { name: String },
     #[error("the patch changes {}, which is not the app's source file", .0.display())]
     OtherFile(PathBuf),
     #[error("{name} is not built from a CUDA source gpuwmm can replace")]
@@ -327,10 +346,9 @@ pub trait App: Send + Sync {
     /// Runs the app once: set up buffers, launch through `ctx`, check the post-condition.
     fn run(&self, ctx: &mut RunContext<'_>) -> Result<Verdict, AppError>;
 
-    /// The same app built from `files` (paths as [`App::source`] names them, each with its new
-    /// text) in place of those files: how `harden` compiles and runs its own patch without
-    /// touching the user's files.
-    fn patched(&self, _files: &[(PathBuf, String)]) -> Result<Arc<dyn App>, Unpatchable> {
+    /// The same app built from `files` in place of those files: how `harden` compiles and runs
+    /// its own patch without touching the user's files.
+    fn patched(&self, _files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
         Err(Unpatchable::NoSource {
             name: self.name().to_string(),
         })
@@ -341,14 +359,14 @@ pub trait App: Send + Sync {
 /// change another file.
 pub fn replaced_single_source(
     source: &KernelSource,
-    files: &[(PathBuf, String)],
+    files: &[PatchedFile],
 ) -> Result<KernelSource, Unpatchable> {
     let mut text = source.text.clone();
-    for (path, new) in files {
-        if !same_file(path, &source.path) {
-            return Err(Unpatchable::OtherFile(path.clone()));
+    for file in files {
+        if !same_file(&file.path, &source.path) {
+            return Err(Unpatchable::OtherFile(file.path.clone()));
         }
-        text.clone_from(new);
+        text.clone_from(&file.text);
     }
     Ok(KernelSource {
         text,

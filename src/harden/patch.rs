@@ -96,6 +96,8 @@ pub struct Placed {
     pub diff: String,
     /// The text with the statements in (the old text when none is placed).
     pub text: String,
+    /// The 1-based lines of `text` that the statements changed or were inserted as.
+    pub changed_lines: Vec<usize>,
     /// Per insertion, in the order given: false when no statement of it is in the patch.
     pub in_patch: Vec<bool>,
     /// Per insertion: how its statement was placed, or why (part of) it was left out.
@@ -155,6 +157,7 @@ pub fn place_statements(
     Ok(Placed {
         diff: plan.diff(path),
         text: plan.text(),
+        changed_lines: plan.changed_lines(),
         ..placed
     })
 }
@@ -863,6 +866,7 @@ impl<'a> Plan<'a> {
         let placed = Placed {
             diff: String::new(),
             text: String::new(),
+            changed_lines: Vec::new(),
             in_patch: placing.in_patch,
             notes: placing.notes,
         };
@@ -897,6 +901,35 @@ impl<'a> Plan<'a> {
             }
         }
         out
+    }
+
+    /// The lines of [`Plan::text`] (1-based) that are changed or inserted.
+    fn changed_lines(&self) -> Vec<usize> {
+        let mut changed = Vec::new();
+        let mut at = 0;
+        let mut insert = |text: &str, at: &mut usize| {
+            for _ in 0..text.lines().count().max(1) {
+                *at += 1;
+                changed.push(*at);
+            }
+        };
+        if let Some(top) = self.inserted_after(0) {
+            insert(top, &mut at);
+        }
+        for number in 1..=self.lines.len() {
+            match self
+                .changes
+                .get(&number)
+                .is_some_and(|c| c.content.is_some())
+            {
+                true => insert("", &mut at),
+                false => at += 1,
+            }
+            if let Some(text) = self.inserted_after(number) {
+                insert(text, &mut at);
+            }
+        }
+        changed
     }
 
     /// The unified diff for `path`; empty when nothing changes.
@@ -1019,6 +1052,25 @@ mod tests {
 
     fn diff(old: &str, lines: &[usize]) -> String {
         insertion_diff("apps/k.cu", old, lines, FENCE).unwrap()
+    }
+
+    /// The lines the patch check keeps fences on (of a `-nf` variant) are the lines holding
+    /// the inserted statements, whether on lines of their own or inside a changed line.
+    #[test]
+    fn changed_lines_are_the_lines_that_hold_inserted_statements() {
+        let old = "void k(int *c) {\n    x = 1;\n    while (c[0] == 0) y = 2;\n    z = 3;\n}\n";
+        let anchors = [(Anchor::After(2), "F;"), (Anchor::After(3), "F;")];
+        let placed = place_statements("k.cu", old, &anchors).unwrap();
+        let holding: Vec<usize> = (placed.text.lines().enumerate())
+            .filter(|(_, line)| line.contains("F;"))
+            .map(|(i, _)| i + 1)
+            .collect();
+        assert_eq!(placed.changed_lines, holding, "{}", placed.text);
+        assert!(holding.len() >= 3, "{}", placed.text);
+        let untouched = placed.text.lines().enumerate();
+        for (i, line) in untouched.filter(|(i, _)| !placed.changed_lines.contains(&(i + 1))) {
+            assert!(old.lines().any(|l| l == line), "line {}: {line}", i + 1);
+        }
     }
 
     #[test]

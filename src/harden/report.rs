@@ -8,7 +8,7 @@
 use super::patch::{place_statements, Anchor, PatchError};
 use super::run::SiteSummary;
 use super::statements::{Part, Statements};
-use crate::apps::{source_file, KernelSource};
+use crate::apps::{source_file, KernelSource, PatchedFile};
 use crate::ptx::passes::fences::{FenceKind, SourceLine};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -183,9 +183,9 @@ pub struct FenceReport {
     pub unplaced: Vec<SiteSummary>,
     /// The unified diff; empty when no fence is placed.
     pub patch: String,
-    /// Each file the patch changes (its path as the app's source names it) with its text once
-    /// patched: what `gpuwmm harden` compiles and runs to check its own patch.
-    pub patched: Vec<(PathBuf, String)>,
+    /// Each file the patch changes, with its text once patched: what `gpuwmm harden` compiles
+    /// and runs to check its own patch.
+    pub patched: Vec<PatchedFile>,
 }
 
 impl FenceReport {
@@ -302,7 +302,11 @@ pub fn styled_fence_report(
             }
         }
         if !result.diff.is_empty() {
-            patched.push((path.to_path_buf(), result.text));
+            patched.push(PatchedFile {
+                path: path.to_path_buf(),
+                text: result.text,
+                changed_lines: result.changed_lines.iter().map(|&l| l as u32).collect(),
+            });
         }
         patch.push_str(&result.diff);
     }

@@ -8,7 +8,7 @@
 //! stopping at the first run that does not pass. Its runs go in this process, with seeds of
 //! their own (see [`patch_run_seed`]), and are not journaled: a resumed hardening runs them anew.
 
-use crate::apps::App;
+use crate::apps::{App, PatchedFile};
 use crate::check::executor::Executor;
 use crate::check::local::{open_target_backend, target_app, LocalExecutor};
 use crate::check::outcome::Outcome;
@@ -17,7 +17,6 @@ use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 /// The default number of runs of the patched app.
 pub const DEFAULT_PATCH_RUNS: u64 = 1000;
@@ -97,7 +96,7 @@ impl PatchCheck {
 /// as `plan` says; `progress` hears of each run made (runs made, runs asked).
 pub fn check_patch(
     target: &Target,
-    patched: &[(PathBuf, String)],
+    patched: &[PatchedFile],
     plan: PatchCheckPlan,
     progress: &mut dyn FnMut(u64, u64),
 ) -> PatchCheck {

@@ -327,5 +327,8 @@ pub fn check_patch_on_sim(
         seed: 1,
         stress_iterations: 4,
     };
-    check_patch(&target, files, plan, &mut |_, _| {})
+    let files: Vec<gpuwmm::apps::PatchedFile> = (files.iter())
+        .map(|(path, text)| gpuwmm::apps::PatchedFile::new(path.clone(), text.clone()))
+        .collect();
+    check_patch(&target, &files, plan, &mut |_, _| {})
 }

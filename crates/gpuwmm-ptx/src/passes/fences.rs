@@ -16,7 +16,7 @@
 use crate::ir::{Function, Instruction, Module, SourcePos, Statement};
 use crate::lines::{attribute_statements, statement_frames};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// How fine-grained candidate sites are.
@@ -493,6 +493,51 @@ pub fn strip_fences(module: &Module) -> (Module, usize) {
     (module, removed)
 }
 
+/// [`strip_fences`], except the fences one of whose source frames (their own line, or a line
+/// they are inlined at) is among the lines `kept` gives for a file: the fences a patch adds to
+/// a fence-stripped variant stay, wherever they are inlined to (libcu++'s
+/// `cuda::atomic_thread_fence` is a fence inside a header, inlined at the patched line). A file
+/// is matched by the end of the path the module names it by.
+pub fn strip_fences_except(
+    module: &Module,
+    kept: &[(std::path::PathBuf, BTreeSet<u32>)],
+) -> (Module, usize) {
+    let mut module = module.clone();
+    let lines_of: BTreeMap<u32, &BTreeSet<u32>> = (module.items.iter())
+        .filter_map(|item| match item {
+            crate::ir::Item::File(entry) => {
+                let path = std::path::Path::new(&entry.path);
+                let (_, lines) = kept.iter().find(|(file, _)| path.ends_with(file))?;
+                Some((entry.index, lines))
+            }
+            _ => None,
+        })
+        .collect();
+    let added = |frames: &[SourcePos]| {
+        (frames.iter()).any(|pos| {
+            lines_of
+                .get(&pos.file)
+                .is_some_and(|l| l.contains(&pos.line))
+        })
+    };
+    let mut removed = 0;
+    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
+        let frames = statement_frames(body);
+        let before = body.len();
+        let mut index = 0;
+        body.retain(|s| {
+            let keep = match s {
+                Statement::Instruction(i) if i.fence().is_some() => added(&frames[index]),
+                _ => true,
+            };
+            index += 1;
+            keep
+        });
+        removed += before - body.len();
+    }
+    (module, removed)
+}
+
 /// Weakens every release, acquire and acq_rel access (`ld`, `st`, `atom`, `red`) to `.relaxed`,
 /// keeping its scope; fences stay. This makes the weak variant of code whose ordering lives in
 /// its accesses rather than in fences (CUB's `st.release.gpu` status stores). Returns the module
@@ -883,6 +928,26 @@ mod tests {
     #[test]
     fn snapshot_stripped() {
         insta::assert_snapshot!(print(&strip_fences(&module()).0));
+    }
+
+    /// A fence-stripped variant's patched module: the app's own fence (line 5) goes, the
+    /// patch's fence on line 7 stays, and so does the patch's fence inlined from a header at
+    /// line 9 (as libcu++'s `cuda::atomic_thread_fence` is); a file named only by its end
+    /// matches.
+    #[test]
+    fn snapshot_stripped_except_the_patch_lines() {
+        let text = ".version 7.0\n.target sm_70\n.address_size 64\n\
+                    .file 1 \"/app/k.cu\"\n.file 2 \"/cuda/atomic\"\n\
+                    .visible .entry k(\n.param .u64 p\n)\n{\n\
+                    \t.loc 1 5 3\n\tst.global.u32 [%rd1], %r1;\n\tmembar.gl;\n\
+                    \t.loc 1 7 3\n\tfence.sc.gpu;\n\tld.global.u32 %r2, [%rd1];\n\
+                    \t.loc 2 40 5, function_name $L__info_string0, inlined_at 1 9 3\n\
+                    \tfence.acq_rel.gpu;\n\t.loc 1 10 3\n\tret;\n}\n";
+        let module = parse(text).unwrap();
+        let kept = [(std::path::PathBuf::from("k.cu"), BTreeSet::from([7, 9]))];
+        let (stripped, removed) = strip_fences_except(&module, &kept);
+        assert_eq!(removed, 1);
+        insta::assert_snapshot!(print(&stripped));
     }
 
     /// Each site as `#id file:line [function]`, then its accesses with their innermost lines.
