@@ -338,8 +338,9 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                      handshake (each thread writes its own flag, then reads the other's, as in \
                      Dekker's or Peterson's lock), a fence.sc (`__threadfence()`) between the \
                      write and the read in each thread makes at least one thread see the \
-                     other's write; otherwise take the same lock around both, or publish one \
-                     to the other through a flag"
+                     other's write (this pair itself stays unordered, as the handshake allows); \
+                     otherwise take the same lock around both, or publish one to the other \
+                     through a flag"
                 )
             } else {
                 "nothing passes between the two threads from one access to the other: take \
