@@ -8,7 +8,7 @@
 //! stopping at the first run that does not pass. Its runs go in this process, with seeds of
 //! their own (see [`patch_run_seed`]), and are not journaled: a resumed hardening runs them anew.
 
-use crate::apps::{App, PatchedFile};
+use crate::apps::PatchedFile;
 use crate::check::executor::Executor;
 use crate::check::local::{open_target_backend, target_app, LocalExecutor};
 use crate::check::outcome::Outcome;
@@ -114,20 +114,18 @@ pub fn check_patch(
         Ok(app) => app,
         Err(e) => return PatchCheck::NotPossible { why: e.to_string() },
     };
-    match patched_executor(target, app) {
+    let backend = match open_target_backend(target) {
+        Ok(backend) => backend,
+        Err(e) => return PatchCheck::NotPossible { why: e.to_string() },
+    };
+    // The executor compiles the app's module: a patch that does not build shows here, not as
+    // a failed run.
+    match LocalExecutor::with_app(target, backend, app) {
         Ok(executor) => PatchCheck::Ran(run_patched(executor, target, plan, progress)),
-        Err(error) => PatchCheck::DoesNotBuild { error },
+        Err(e) => PatchCheck::DoesNotBuild {
+            error: e.to_string(),
+        },
     }
-}
-
-/// An executor of the patched app, its module compiled (so that a patch that does not build
-/// shows here, not as a failed run).
-fn patched_executor(
-    target: &Target,
-    app: std::sync::Arc<dyn App>,
-) -> Result<LocalExecutor, String> {
-    let backend = open_target_backend(target).map_err(|e| e.to_string())?;
-    LocalExecutor::with_app(target, backend, app).map_err(|e| e.to_string())
 }
 
 /// Runs the patched app until a run does not pass or `plan.runs` are made.
@@ -223,7 +221,7 @@ mod tests {
         assert!(!PatchCheck::NoPatch.failed());
         assert!(!PatchCheck::NotStable.failed());
         assert!(!PatchCheck::NotAsked.failed());
-        let why = "a [source] table".to_string();
+        let why = "not built from a CUDA source".to_string();
         assert!(!PatchCheck::NotPossible { why }.failed());
     }
 }
