@@ -192,7 +192,7 @@ impl PatchedFile {
 /// Why an app cannot be rebuilt from patched texts of its files (see [`App::patched`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Unpatchable {
-    #[error("the patch changes {}, which is not the app's source file", .0.display())]
+    #[error("the patch changes {}, which is not one of the app's source files", .0.display())]
     OtherFile(PathBuf),
     #[error("{name} is not built from a CUDA source gpuwmm can replace")]
     NoSource { name: String },
