@@ -6,7 +6,7 @@
 //! lists of the table), so their host side is written here, with the reference computed on the
 //! CPU, rather than as a manifest with a check kernel.
 
-use super::{linear, replaced_single_source, App, AppError, KernelSource, RunContext, Size};
+use super::{linear, replaced_texts, App, AppError, KernelSource, RunContext, Size};
 use super::{PatchedFile, Unpatchable, Verdict};
 use crate::backend::KernelArg;
 use rand::Rng;
@@ -68,10 +68,7 @@ impl App for CbeDot {
     }
 
     fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
-        Ok(Arc::new(CbeDot::new(replaced_single_source(
-            &self.source,
-            files,
-        )?)))
+        Ok(Arc::new(CbeDot::new(replaced_texts(&self.source, files)?)))
     }
 
     fn kernels(&self, _size: Size) -> Vec<String> {
@@ -198,10 +195,7 @@ impl App for CbeHt {
     }
 
     fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
-        Ok(Arc::new(CbeHt::new(replaced_single_source(
-            &self.source,
-            files,
-        )?)))
+        Ok(Arc::new(CbeHt::new(replaced_texts(&self.source, files)?)))
     }
 
     fn kernels(&self, _size: Size) -> Vec<String> {

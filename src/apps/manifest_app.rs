@@ -9,7 +9,7 @@
 use super::app_program::{AppProgram, Unit};
 use super::manifest::{Init, Manifest, PlannedArg, PlannedLaunch, UNWRITTEN_RESULT};
 use super::words::ElemType;
-use super::{replaced_single_source, App, AppError, KernelSource, RunContext, Size};
+use super::{replaced_texts, App, AppError, KernelSource, RunContext, Size};
 use super::{PatchedFile, Unpatchable, Verdict, DEFAULT_ARCH};
 use crate::backend::{Buffer, KernelArg};
 use crate::ptx::{FunctionKind, Item, Module};
@@ -54,27 +54,16 @@ impl ManifestApp {
         })
     }
 
-    /// For an app compiled from its files on disk: its source for reports and its program, with
-    /// `files` (each one of the app's files, with a new text) compiled from those texts.
-    fn replaced_files(
-        &self,
-        files: &[PatchedFile],
-    ) -> Result<(KernelSource, AppProgram), Unpatchable> {
-        let mut source = self.source.clone();
-        let mut replaced = Vec::new();
-        for PatchedFile { path, text, .. } in files {
-            let slot = match &source.path == path {
-                true => &mut source.text,
-                false => match source.others.iter_mut().find(|(p, _)| p == path) {
-                    Some((_, slot)) => slot,
-                    None => return Err(Unpatchable::OtherFile(path.clone())),
-                },
-            };
-            slot.clone_from(text);
-            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-            replaced.push((canonical, text.clone()));
-        }
-        Ok((source, self.program.with_replaced(replaced)))
+    /// For an app compiled from its files on disk: its program with `files` (each one of the
+    /// app's files, with a new text) compiled from those texts.
+    fn replaced_program(&self, files: &[PatchedFile]) -> AppProgram {
+        let replaced = (files.iter())
+            .map(|f| {
+                let canonical = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+                (canonical, f.text.clone())
+            })
+            .collect();
+        self.program.with_replaced(replaced)
     }
 
     /// The kernel names a unit is asked to lower: the check unit all, the app unit those it
@@ -218,12 +207,10 @@ impl App for ManifestApp {
     }
 
     fn patched(&self, files: &[PatchedFile]) -> Result<Arc<dyn App>, Unpatchable> {
-        let (source, program) = match self.program.compiles_from_disk() {
-            false => (
-                replaced_single_source(&self.source, files)?,
-                self.program.clone(),
-            ),
-            true => self.replaced_files(files)?,
+        let source = replaced_texts(&self.source, files)?;
+        let program = match self.program.compiles_from_disk() {
+            false => self.program.clone(),
+            true => self.replaced_program(files),
         };
         Ok(Arc::new(ManifestApp {
             manifest: self.manifest.clone(),

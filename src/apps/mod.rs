@@ -355,23 +355,24 @@ pub trait App: Send + Sync {
     }
 }
 
-/// `source` with its one file replaced by the text `files` give it; an error when `files`
-/// change another file.
-pub fn replaced_single_source(
+/// `source` with the texts `files` give its files; an error names a file of `files` that is
+/// not one of its files.
+pub fn replaced_texts(
     source: &KernelSource,
     files: &[PatchedFile],
 ) -> Result<KernelSource, Unpatchable> {
-    let mut text = source.text.clone();
+    let mut source = source.clone();
     for file in files {
-        if !same_file(&file.path, &source.path) {
-            return Err(Unpatchable::OtherFile(file.path.clone()));
-        }
-        text.clone_from(&file.text);
+        let slot = match same_file(&file.path, &source.path) {
+            true => &mut source.text,
+            false => match (source.others.iter_mut()).find(|(p, _)| same_file(&file.path, p)) {
+                Some((_, text)) => text,
+                None => return Err(Unpatchable::OtherFile(file.path.clone())),
+            },
+        };
+        slot.clone_from(&file.text);
     }
-    Ok(KernelSource {
-        text,
-        ..source.clone()
-    })
+    Ok(source)
 }
 
 /// The app's fence sites at `granularity`, numbered as `check --fences` and `harden` number
