@@ -483,14 +483,7 @@ impl FenceSite {
 /// Removes every ordering fence (`membar.*`, `fence.sc.*`, `fence.acq_rel.*`); proxy fences stay.
 /// Returns the stripped module and how many fences were removed.
 pub fn strip_fences(module: &Module) -> (Module, usize) {
-    let mut module = module.clone();
-    let mut removed = 0;
-    for body in module.functions_mut().filter_map(|f| f.body.as_mut()) {
-        let before = body.len();
-        body.retain(|s| !matches!(s, Statement::Instruction(i) if i.fence().is_some()));
-        removed += before - body.len();
-    }
-    (module, removed)
+    strip_fences_except(module, &[])
 }
 
 /// [`strip_fences`], except the fences one of whose source frames (their own line, or a line
