@@ -885,6 +885,29 @@ fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
     );
 }
 
+/// QA bug (data stored before `__syncthreads()`, the flag raised by thread 0 after it): harden
+/// kept `fence.sc.gpu` at two sites where one `fence.acq_rel.gpu` after the barrier suffices,
+/// since the race recorder took thread 1's store and the reader as threads that never
+/// communicated. It now follows the communication through thread 0: the release goes after the
+/// barrier, every kept fence is `fence.acq_rel.gpu`, and the patched app records no race.
+#[test]
+fn data_passed_on_at_a_barrier_is_released_after_the_barrier_with_acq_rel() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = common::copy_fixture_app("races-barrier-relay", &dir.path().join("app"));
+    let extra = ["--stable-runs", "1000", "--minimise-kind", "on"];
+    let stdout = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
+    assert_stable(&stdout);
+    let section = stdout.split("fence kinds").nth(1).unwrap_or_default();
+    let kinds: Vec<&str> = (section.lines())
+        .filter_map(|l| l.trim().split_once(" keeps ").map(|k| k.1))
+        .collect();
+    assert!(!kinds.is_empty(), "{stdout}");
+    assert!(kinds.iter().all(|k| *k == "fence.acq_rel.gpu"), "{stdout}");
+    let after_barrier = "__syncthreads(); // RACE barrier\n+        cuda::atomic_thread_fence(";
+    assert!(stdout.contains(after_barrier), "{stdout}");
+    assert_patched_app_passes_without_races(dir.path(), &stdout);
+}
+
 /// Bug: `cd /tmp/x && gpuwmm harden --app-dir /tmp/proj` listed the fences as
 /// `tmp/proj/kernel.cu:15` (the leading `/` dropped), and said to apply the patch in `/`, its
 /// files named `a/tmp/proj/kernel.cu`. The list names files outside the working folder

@@ -269,6 +269,68 @@ fn a_counted_producer_consumer_barrier_is_not_reported_as_a_race() {
     assert_nothing_reported("races-counted-barrier");
 }
 
+/// Regression (advice across a barrier): threads 0 and 1 store, `__syncthreads()`, then thread
+/// 0 raises the flag. The advice put the release after the data store, where thread 1's fence
+/// orders nothing for the reader (followed, such an app failed 1,070 of 2,000 runs). The word
+/// reaches the reader through thread 0, so the release belongs after the barrier, before the
+/// flag; followed, the app passes with no race left.
+#[test]
+fn data_passed_on_at_a_barrier_gets_its_release_after_the_barrier_in_the_thread_that_raises_the_flag(
+) {
+    let app = "races-barrier-relay";
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let document = check_races_in(&dir.path().join("as-is"), app, true, 100, &["--races"]);
+    assert_only_class_between_markers(&document, app, "data-race", ["writer", "reader"]);
+    let line = |marker| marked_line(app, marker);
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    for expected in [
+        format!("it reaches that thread at kernel.cu:{}", line("barrier")),
+        format!(
+            "a fence.acq_rel.gpu in that thread after kernel.cu:{} and before kernel.cu:{}",
+            line("barrier"),
+            line("flag")
+        ),
+        format!(
+            "the other thread's write (kernel.cu:{}), before kernel.cu:{}",
+            line("spin"),
+            line("reader")
+        ),
+    ] {
+        assert!(missing.contains(&expected), "{expected:?} in {missing}");
+    }
+    let fenced = common::copy_fixture_app(app, &dir.path().join("fenced"));
+    let text = std::fs::read_to_string(fenced.join("kernel.cu")).unwrap();
+    let text = text
+        .replace("*flag = 1;", "__threadfence(); *flag = 1;")
+        .replace("int sum =", "__threadfence(); int sum =");
+    std::fs::write(fenced.join("kernel.cu"), text).unwrap();
+    let journal = dir.path().join("fenced.csv");
+    let args = [
+        "check",
+        "--app-dir",
+        fenced.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--runs",
+        "300",
+        "--races",
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = common::cli::gpuwmm(&args, dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let document: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(document["outcomes"]["fail"], 0, "{document:#}");
+    assert_eq!(races(&document), &Vec::<Value>::new());
+}
+
 /// Regression guard for the journal: the summary of a check resumed half-way is the summary
 /// of the same check run in one go (runs and occurrences per pair).
 #[test]

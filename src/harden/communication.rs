@@ -12,14 +12,16 @@
 //!
 //! - [`cross_cta_sites`]: every site whose accesses communicated with another CTA (a morally
 //!   strong read of a write from another CTA), or conflicted with one unordered, keeps at least
-//!   GPU scope, whatever the runs say;
+//!   GPU scope, whatever the runs say; so does the point (a barrier, an acquire) where an
+//!   access reached a third thread that passed it on to another CTA;
 //! - [`OrderablePairs`]: the pairs that fences can order (a data race or an unsynchronised
 //!   pair between threads that communicated between the two accesses) left unordered with a
 //!   fence set; the search keeps a fence whose removal adds one
 //!   ([`super::algorithm::FenceChecker::unordered_without`]) and asks about the sites in them
 //!   first;
 //! - [`required_partners`]: with the fences kept, a pair still unordered gets the side it
-//!   lacks, reported as required by the PTX model rather than seen failing;
+//!   lacks, reported as required by the PTX model rather than seen failing (a relayed pair's
+//!   release goes where its first access reached the relaying thread);
 //! - [`unorderable_races`]: pairs no fence can order are reported with their advice, never
 //!   "fixed" with fences.
 //!
@@ -140,6 +142,13 @@ pub fn cross_cta_sites(
             met.extend(sites_at(sites, &c.first.site));
             met.extend(sites_at(sites, &c.second.site));
         }
+        // Where a pair's first access reached a thread that then wrote to another CTA: the
+        // release after that point has the other CTA to reach.
+        for c in log.conflicts.iter() {
+            if let (Some(relay), false) = (&c.relay, c.facts.communication_in_cta) {
+                met.extend(sites_at(sites, relay));
+            }
+        }
     }
     Ok(Some(CrossCta {
         sites: met,
@@ -184,7 +193,7 @@ impl OrderablePairs {
                 continue;
             }
             out.pairs.insert(pair_name(c));
-            let via = c.via.iter().flat_map(|(w, r)| [w, r]);
+            let via = c.via.iter().flat_map(|(w, r)| [w, r]).chain(&c.relay);
             for at in [&c.first.site, &c.second.site].into_iter().chain(via) {
                 out.sites.extend(sites_at(sites, at));
             }
@@ -307,15 +316,17 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     if !fence_orderable(c) {
         return Vec::new();
     }
-    let same_cta = c.facts.same_cta;
-    let kind = if same_cta {
+    // The scope of the two threads that communicate: the pair's own, or for a relayed pair
+    // the relaying writer's and the reader's.
+    let in_cta = c.facts.communication_in_cta;
+    let kind = if in_cta {
         FenceKind::AcqRelCta
     } else {
         FenceKind::AcqRelGpu
     };
     let too_narrow = |s: Option<Strength>| match s {
         None => true,
-        Some(Strength::Cta) => !same_cta,
+        Some(Strength::Cta) => !in_cta,
         Some(_) => false,
     };
     let orders = pair_name(c);
@@ -331,7 +342,9 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
         }
     };
     if too_narrow(c.facts.first_release) {
-        need(&c.first.site, "release");
+        // Relayed: after the point where the first access reached the thread that writes
+        // what the second thread reads (its barrier or acquire), not beside the access.
+        need(c.relay.as_ref().unwrap_or(&c.first.site), "release");
     }
     if too_narrow(c.facts.second_acquire) {
         need(read, "acquire");

@@ -776,7 +776,7 @@ impl Machine<'_> {
             Op::Call { site } => return Ok(Flow::Call(site)),
             Op::Return => return Ok(Flow::Return),
             Op::Exit => return Ok(Flow::Stop(QuantumEnd::Exit)),
-            Op::Fence { reach, sc } => self.fence(t, reach, sc)?,
+            Op::Fence { reach, sc } => self.fence(t, inst.line, reach, sc)?,
             Op::Nop => {}
             Op::Trap => return Err(self.fault(inst.line, self.trap_reason(inst.line))),
             Op::AssertFail => {
@@ -1493,7 +1493,7 @@ impl Machine<'_> {
     }
 
     /// A fence under the model in force.
-    fn fence(&mut self, t: usize, reach: Reach, sc: bool) -> Result<(), BackendError> {
+    fn fence(&mut self, t: usize, line: u32, reach: Reach, sc: bool) -> Result<(), BackendError> {
         if self.ptx {
             let block = self.threads[t].block;
             self.settle(t, Syncing::Fence { block, reach, sc })?;
@@ -1503,7 +1503,7 @@ impl Machine<'_> {
                 self.model.fence_acq_rel(t as u32, reach);
             }
             if let Some(races) = &mut self.races {
-                races.fence(t, reach, sc);
+                races.fence(t, reach, sc, line);
             }
         } else if self.weak && (reach >= Reach::Gpu || self.cfg.cta_drains) {
             self.drain_all(t);

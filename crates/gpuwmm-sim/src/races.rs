@@ -18,13 +18,16 @@
 //! (`communicated`: a release/acquire pair around that communication would order them), which
 //! release and acquire the two sides did have, and whether the location carries communication
 //! itself (a flag spun on, a lock word, a variable some access releases or acquires at).
-//! Classifying is the tool's business.
+//! Communication may be relayed: the first access reaches a third thread (through a barrier,
+//! an acquire, `fence.sc` order) before that thread writes what the second thread reads; the
+//! release then belongs in the relaying thread, after the point where the access reached it
+//! (`relay`). Classifying is the tool's business.
 //!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
-//! pair: races missed, never invented); observation through a chain of read-modify-writes and
-//! communication through a third thread are not followed (a pair may be called
-//! uncommunicated); an access is compared with the newest write (and the reads since it) of
+//! pair: races missed, never invented); observation through a chain of read-modify-writes is
+//! followed, communication relayed through more than one thread only through its last thread
+//! (a pair may be called uncommunicated); an access is compared with the newest write (and the reads since it) of
 //! each location of another extent it overlaps, and a read observes those newest writes, as if
 //! it had read them (the model may have given it an older value: a pair may be called observed
 //! or communicated when it was not); stressing blocks are not recorded.
@@ -115,10 +118,20 @@ pub struct PairFacts {
     pub communicated: bool,
     /// The second thread had read a write of its peer, but one made before the first access.
     pub communicated_before: bool,
-    /// The strongest release (fence or release operation) of the first thread after its access.
+    /// The strongest release (fence or release operation) of the first thread after its access;
+    /// when `relayed`, of the relaying thread after the access reached it, before its write.
     pub first_release: Option<Strength>,
     /// The acquire (fence or acquire operation) of the second thread after the communication.
     pub second_acquire: Option<Strength>,
+    /// The communication went through a third thread: the first access reached the thread
+    /// whose write the second thread read (at a barrier, an acquire or `fence.sc` order)
+    /// before that write.
+    #[serde(default)]
+    pub relayed: bool,
+    /// The writer and the reader of the communication are of one CTA (for a pair that was not
+    /// relayed, `same_cta`): the scope its release and acquire need.
+    #[serde(default)]
+    pub communication_in_cta: bool,
 }
 
 /// A conflicting pair of accesses that causality order left unordered, summed over a launch
@@ -135,6 +148,10 @@ pub struct Conflict {
     /// When communicated: the write and the read the communication went through (the places
     /// for a release after the first access and an acquire before the second).
     pub via: Option<(RaceSite, RaceSite)>,
+    /// When relayed: the instruction at which the first access reached the writer of `via`
+    /// (a barrier, an acquire, a `fence.sc`): its release belongs after it.
+    #[serde(default)]
+    pub relay: Option<RaceSite>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it.
@@ -186,6 +203,8 @@ pub struct PairKey {
     pub facts: PairFacts,
     /// When communicated: the lines of the write and the read it went through.
     pub via: Option<(u32, u32)>,
+    /// When relayed: the line at which the first access reached the writer of `via`.
+    pub relay: Option<u32>,
 }
 
 type Clock = Rc<[u32]>;
@@ -206,6 +225,17 @@ struct WriteEntry {
     /// The writer's causality clock when it wrote, kept while some load is deferred: a read
     /// issued before this write and performed after it is ordered before it by this clock.
     clock: Option<Clock>,
+    /// For a strong write: which accesses of other threads had reached its writer, and where
+    /// (what a morally strong read of it hears relayed).
+    reached: Option<Reached>,
+}
+
+/// A thread's causality clock, and per entry the line of the instruction at which it last
+/// grew: where the other thread's accesses reached this one.
+#[derive(Debug, Clone)]
+struct Reached {
+    clock: Clock,
+    lines: Clock,
 }
 
 #[derive(Debug, Default)]
@@ -246,8 +276,10 @@ const OBSERVERS: usize = 4;
 const OWN: usize = 32;
 const CHAIN: usize = 8;
 
-/// The newest communication from one thread to another: the writer's access number, the
-/// reader's, and the location.
+/// The newest communication from one thread to another: how many of the writer's accesses
+/// reached the reader (those numbered below `wpos`), the reader's access number, and the
+/// location. Direct when the writer wrote what the reader read; relayed when a third thread
+/// did, after the writer's accesses reached it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Heard {
     wpos: u32,
@@ -256,6 +288,13 @@ struct Heard {
     /// The lines of the write and of the read.
     wline: u32,
     rline: u32,
+    /// Relayed: the line at which the accesses reached the third thread (0: direct).
+    relay: u32,
+    /// Relayed: how many of the accesses the third thread's releases covered before its
+    /// write, at CTA and at GPU scope.
+    released: (u32, u32),
+    /// The writer and the reader of the communication are of one CTA.
+    in_cta: bool,
 }
 
 /// One side of a pair being checked.
@@ -286,6 +325,8 @@ pub struct RaceTracker {
     pos: Vec<u32>,
     /// `n * n` causality clocks.
     hb: Vec<u32>,
+    /// `n * n`: per entry of `hb`, the line of the instruction at which it last grew.
+    joined: Vec<u32>,
     acq_cta: Vec<Option<Clock>>,
     acq_gpu: Vec<Option<Clock>>,
     rel_cta: Vec<Option<Clock>>,
@@ -309,7 +350,7 @@ pub struct RaceTracker {
     edges: HashMap<(u32, u32, bool), u64>,
     /// Per thread, its clock as a write keeps it, shared until the clock next takes in
     /// another thread's (the entry for the thread itself may be stale: it is never read).
-    snapshots: Vec<Option<Clock>>,
+    snapshots: Vec<Option<Reached>>,
     /// Loads numbered with [`RaceTracker::reserve`] and not yet performed.
     deferred: u32,
     /// Some access was not 4 bytes wide: shadows of other extents may overlap (until then,
@@ -339,6 +380,19 @@ fn join_clocks(a: &Option<Clock>, b: &Option<Clock>) -> Option<Clock> {
     }
 }
 
+/// The release a relaying thread made after the access numbered `pos` reached it and before
+/// its write, from how many of the access's thread's accesses its releases covered then (at
+/// CTA, at GPU scope).
+fn relayed_release((cta, gpu): (u32, u32), pos: u32) -> Option<Strength> {
+    if gpu >= pos {
+        Some(Strength::Gpu)
+    } else if cta >= pos {
+        Some(Strength::Cta)
+    } else {
+        None
+    }
+}
+
 impl RaceTracker {
     /// A recorder for the first `threads` threads of a launch with `per_block` threads a block.
     pub fn new(threads: usize, per_block: usize) -> RaceTracker {
@@ -347,6 +401,7 @@ impl RaceTracker {
             per_block: per_block.max(1),
             pos: vec![0; threads],
             hb: vec![0; threads * threads],
+            joined: vec![0; threads * threads],
             acq_cta: vec![None; threads],
             acq_gpu: vec![None; threads],
             rel_cta: vec![None; threads],
@@ -376,22 +431,41 @@ impl RaceTracker {
         &self.hb[t as usize * self.n..(t as usize + 1) * self.n]
     }
 
-    /// Thread `t`'s clock, about to take in another's: its snapshot is out of date.
-    fn row_mut(&mut self, t: u32) -> &mut [u32] {
-        self.snapshots[t as usize] = None;
-        &mut self.hb[t as usize * self.n..(t as usize + 1) * self.n]
+    /// Thread `t`'s clock takes in `other` at the instruction on PTX line `line` (its snapshot
+    /// is out of date): the entries that grow note the line.
+    fn join_row(&mut self, t: u32, other: &[u32], line: u32) {
+        let i = t as usize;
+        self.snapshots[i] = None;
+        let range = i * self.n..(i + 1) * self.n;
+        let rows = self.hb[range.clone()]
+            .iter_mut()
+            .zip(&mut self.joined[range]);
+        for ((mine, at), &theirs) in rows.zip(other) {
+            if theirs > *mine {
+                *mine = theirs;
+                *at = line;
+            }
+        }
+    }
+
+    /// Thread `t`'s clock and where its entries came in, shared until the clock next takes in
+    /// another thread's.
+    fn snapshot(&mut self, t: u32) -> Reached {
+        let i = t as usize;
+        let range = i * self.n..(i + 1) * self.n;
+        let (hb, joined) = (&self.hb, &self.joined);
+        self.snapshots[i]
+            .get_or_insert_with(|| Reached {
+                clock: hb[range.clone()].into(),
+                lines: joined[range].into(),
+            })
+            .clone()
     }
 
     /// Thread `t`'s clock for a write it makes now, while a deferred load may be performed
     /// after it (`None` otherwise: no pair needs it).
     fn clock_for_write(&mut self, t: u32) -> Option<Clock> {
-        if self.deferred == 0 {
-            return None;
-        }
-        if self.snapshots[t as usize].is_none() {
-            self.snapshots[t as usize] = Some(self.row(t).into());
-        }
-        self.snapshots[t as usize].clone()
+        (self.deferred > 0).then(|| self.snapshot(t).clock)
     }
 
     /// The next access of `t`: its number.
@@ -560,15 +634,18 @@ impl RaceTracker {
         let (writer, wpos, wline) = (w.access.thread, w.access.pos, w.access.line);
         let chain = w.chain.clone();
         let views = (w.view_cta.clone(), w.view_gpu.clone());
+        let reached = w.reached.clone();
         let shadow = self.shadows.get_mut(&addr).expect("looked up above");
         let w = &mut shadow.writes[i];
-        if w.observers.len() < OBSERVERS && !w.observers.iter().any(|o| o.0 == me.thread) {
+        let heard_before = w.observers.iter().any(|o| o.0 == me.thread);
+        if w.observers.len() < OBSERVERS && !heard_before {
             w.observers.push((me.thread, me.pos));
         }
         for (x, xpos, xline) in std::iter::once((writer, wpos, wline)).chain(chain) {
             if x == me.thread {
                 continue;
             }
+            let in_cta = self.block(x) == self.block(me.thread);
             let heard = &mut self.heard[me.thread as usize * self.n + x as usize];
             if xpos >= heard.wpos {
                 *heard = Heard {
@@ -577,8 +654,21 @@ impl RaceTracker {
                     addr,
                     wline: xline,
                     rline: me.line,
+                    in_cta,
+                    ..Heard::default()
                 };
             }
+        }
+        if let Some(reached) = reached.filter(|_| !heard_before) {
+            let relayed = Heard {
+                rpos: me.pos,
+                addr,
+                wline,
+                rline: me.line,
+                in_cta: same_cta,
+                ..Heard::default()
+            };
+            self.hear_relayed(me.thread, writer, relayed, &reached, &views);
         }
         *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
         let view = if same_cta { views.0 } else { views.1 };
@@ -598,7 +688,38 @@ impl RaceTracker {
             self.acq_gpu[t] = join_clocks(&self.acq_gpu[t], &view);
         }
         if order.acquires {
-            self.acquire(me.thread, order.reach, me.pos);
+            self.acquire(me.thread, order.reach, (me.pos, me.line));
+        }
+    }
+
+    /// Reader `r` read, morally strongly, a write of `writer` whose thread had been reached by
+    /// the accesses `reached` holds: it hears those of every third thread relayed, through
+    /// `relayed` (the communication, filled in here per thread) unless it heard as many of
+    /// them directly. `views`: the releases the write carried (CTA, GPU).
+    fn hear_relayed(
+        &mut self,
+        r: u32,
+        writer: u32,
+        relayed: Heard,
+        reached: &Reached,
+        views: &(Option<Clock>, Option<Clock>),
+    ) {
+        let covered = |v: &Option<Clock>, x: usize| v.as_ref().map_or(0, |c| c[x]);
+        for x in 0..self.n {
+            let got = reached.clock[x];
+            if x as u32 == r || x as u32 == writer || got == 0 {
+                continue;
+            }
+            let heard = &mut self.heard[r as usize * self.n + x];
+            let wpos = got + 1;
+            if wpos > heard.wpos || (wpos == heard.wpos && heard.relay != 0) {
+                *heard = Heard {
+                    wpos,
+                    relay: reached.lines[x],
+                    released: (covered(&views.0, x), covered(&views.1, x)),
+                    ..relayed
+                };
+            }
         }
     }
 
@@ -650,9 +771,13 @@ impl RaceTracker {
         if communicated {
             self.carrying.insert(heard.addr);
         }
-        let first_release = self.last_release[first.thread as usize]
-            .filter(|&(p, _)| p >= first.pos)
-            .map(|r| r.1);
+        let relayed = communicated && heard.relay != 0;
+        let first_release = match relayed {
+            true => relayed_release(heard.released, first.pos),
+            false => self.last_release[first.thread as usize]
+                .filter(|&(p, _)| p >= first.pos)
+                .map(|r| r.1),
+        };
         let second_acquire = self.last_acquire[second.thread as usize]
             .filter(|&(p, _)| communicated && p >= heard.rpos)
             .map(|a| a.1);
@@ -667,8 +792,11 @@ impl RaceTracker {
                 communicated_before: heard.wpos > 0 && !communicated,
                 first_release,
                 second_acquire,
+                relayed,
+                communication_in_cta: if communicated { heard.in_cta } else { same_cta },
             },
             via: communicated.then_some((heard.wline, heard.rline)),
+            relay: relayed.then_some(heard.relay),
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
@@ -728,6 +856,7 @@ impl RaceTracker {
     ) {
         let (view_cta, view_gpu) = views;
         let clock = self.clock_for_write(me.thread);
+        let reached = (me.strength != Strength::Weak).then(|| self.snapshot(me.thread));
         let shadow = self.shadow(at);
         shadow.note_own(me.thread, false);
         if shadow.writes.len() == WRITES {
@@ -741,6 +870,7 @@ impl RaceTracker {
             observers: Vec::new(),
             chain,
             clock,
+            reached,
         });
         shadow.reads.clear();
     }
@@ -804,14 +934,15 @@ impl RaceTracker {
         chain
     }
 
-    fn acquire(&mut self, t: u32, reach: Reach, at: u32) {
+    /// An acquire of thread `t` after its access number `at.0`, at PTX line `at.1`.
+    fn acquire(&mut self, t: u32, reach: Reach, (at, line): (u32, u32)) {
         let i = t as usize;
         let (cta, gpu) = (self.acq_cta[i].clone(), self.acq_gpu[i].clone());
         if let Some(v) = &cta {
-            join_into(self.row_mut(t), v);
+            self.join_row(t, v, line);
         }
         if let (true, Some(v)) = (reach >= Reach::Gpu, &gpu) {
-            join_into(self.row_mut(t), v);
+            self.join_row(t, v, line);
         }
         self.last_acquire[i] = Some((at, reach.into()));
     }
@@ -830,14 +961,14 @@ impl RaceTracker {
         }
     }
 
-    /// A fence of thread `t`: acquire, fence-SC order for `sc`, release.
-    pub fn fence(&mut self, t: usize, reach: Reach, sc: bool) {
+    /// A fence of thread `t` at PTX line `line`: acquire, fence-SC order for `sc`, release.
+    pub fn fence(&mut self, t: usize, reach: Reach, sc: bool, line: u32) {
         if !self.tracks(t) {
             return;
         }
         let t = t as u32;
         let at = self.pos[t as usize];
-        self.acquire(t, reach, at);
+        self.acquire(t, reach, (at, line));
         if sc {
             let block = self.block(t);
             let n = self.n;
@@ -853,7 +984,7 @@ impl RaceTracker {
             }
             let row = self.row(t).to_vec();
             join_into(self.sc_cta.entry(block).or_insert_with(|| vec![0; n]), &row);
-            join_into(self.row_mut(t), &before);
+            self.join_row(t, &before, line);
         }
         self.release(t, reach, at);
     }
@@ -869,32 +1000,34 @@ impl RaceTracker {
         join_into(self.arrived.entry(key).or_insert_with(|| vec![0; n]), &row);
     }
 
-    /// CTA barrier `key` completes: each of `waiters` gets the joined clocks of every thread
-    /// that arrived in this phase, and the next phase starts empty.
-    pub fn barrier_complete(&mut self, key: u32, waiters: &[u32]) {
+    /// CTA barrier `key` completes: each of `waiters` (a thread and the PTX line it waited at)
+    /// gets the joined clocks of every thread that arrived in this phase, and the next phase
+    /// starts empty.
+    pub fn barrier_complete(&mut self, key: u32, waiters: &[(u32, u32)]) {
         let Some(all) = self.arrived.remove(&key) else {
             return;
         };
-        for &t in waiters {
+        for &(t, line) in waiters {
             if self.tracks(t as usize) {
-                join_into(self.row_mut(t), &all);
+                self.join_row(t, &all, line);
             }
         }
     }
 
-    /// A rendezvous where every thread of `threads` arrives and waits (`bar.warp.sync`).
-    pub fn barrier(&mut self, threads: &[u32]) {
+    /// A rendezvous where every thread of `threads` (with the PTX line it waits at) arrives
+    /// and waits (`bar.warp.sync`).
+    pub fn barrier(&mut self, threads: &[(u32, u32)]) {
         let mut all = vec![0; self.n];
-        let tracked: Vec<u32> = threads
+        let tracked: Vec<(u32, u32)> = threads
             .iter()
             .copied()
-            .filter(|&t| (t as usize) < self.n)
+            .filter(|&(t, _)| (t as usize) < self.n)
             .collect();
-        for &t in &tracked {
+        for &(t, _) in &tracked {
             join_into(&mut all, self.row(t));
         }
-        for &t in &tracked {
-            self.row_mut(t).copy_from_slice(&all);
+        for &(t, line) in &tracked {
+            self.join_row(t, &all, line);
         }
     }
 
@@ -1002,6 +1135,7 @@ impl RaceLog {
                 ctas,
                 facts: key.facts,
                 via: key.via.map(|(w, r)| (site(w), site(r))),
+                relay: key.relay.map(site),
                 synchronising_location: sync,
                 occurrences,
                 locations,
@@ -1089,12 +1223,12 @@ mod tests {
         let mut r = two_ctas();
         r.store(0, 10, w(X), order(payload), Some(1));
         if release {
-            r.fence(0, Reach::Gpu, false);
+            r.fence(0, Reach::Gpu, false, 30);
         }
         r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
         r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
         if acquire {
-            r.fence(1, Reach::Gpu, false);
+            r.fence(1, Reach::Gpu, false, 30);
         }
         r.load(1, None, 21, w(X), order(payload), Some(1));
         r.finish().conflicts
@@ -1161,10 +1295,10 @@ mod tests {
     fn a_cta_scoped_release_does_not_order_a_pair_between_ctas() {
         let mut r = two_ctas();
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.fence(0, Reach::Cta, false);
+        r.fence(0, Reach::Cta, false, 30);
         r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
         r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
-        r.fence(1, Reach::Gpu, false);
+        r.fence(1, Reach::Gpu, false, 30);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         let pairs = r.finish().conflicts;
         let payload = payload_pairs(&pairs);
@@ -1176,7 +1310,7 @@ mod tests {
     fn a_barrier_orders_the_threads_of_a_block() {
         let mut r = RaceTracker::new(2, 2);
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.barrier(&[0, 1]);
+        r.barrier(&[(0, 30), (1, 30)]);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
     }
@@ -1190,9 +1324,78 @@ mod tests {
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.barrier_arrive(0, 1);
         r.barrier_arrive(1, 1);
-        r.barrier_complete(1, &[1]);
+        r.barrier_complete(1, &[(1, 30)]);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
+    }
+
+    /// Thread 1 of block 0 writes the payload; a `__syncthreads()` (line 12) passes it to
+    /// thread 0, which raises the flag (line 13) after a fence at `relay_fence` when given,
+    /// the writer itself fencing at `writer_fence` when given; thread 2, in block 1, reads the
+    /// flag, fences when `acquire`, and reads the payload. Returns the payload's pairs.
+    fn relayed_handoff(
+        writer_fence: Option<Reach>,
+        relay_fence: Option<Reach>,
+        acquire: bool,
+    ) -> Vec<LaunchPair> {
+        let mut r = RaceTracker::new(3, 2);
+        r.store(1, 10, w(X), order(Reach::Weak), Some(1));
+        if let Some(reach) = writer_fence {
+            r.fence(1, reach, false, 11);
+        }
+        r.barrier_arrive(0, 1);
+        r.barrier_arrive(1, 1);
+        r.barrier_complete(1, &[(0, 12), (1, 12)]);
+        if let Some(reach) = relay_fence {
+            r.fence(0, reach, false, 14);
+        }
+        r.store(0, 13, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(2, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
+        if acquire {
+            r.fence(2, Reach::Gpu, false, 22);
+        }
+        r.load(2, None, 21, w(X), order(Reach::Weak), Some(1));
+        r.finish()
+            .conflicts
+            .into_iter()
+            .filter(|p| p.key.first.0 == 10)
+            .collect()
+    }
+
+    /// Regression (`check --races` advice across a barrier): the payload reaches the reader
+    /// through the thread that raises the flag, so the pair is communicated, relayed at the
+    /// barrier, and the release it lacks is that thread's, not the writer's.
+    #[test]
+    fn a_payload_passed_on_at_a_barrier_is_communicated_through_the_flag_raiser() {
+        let pairs = relayed_handoff(None, None, false);
+        assert_eq!(pairs.len(), 1);
+        let key = pairs[0].key;
+        assert!(key.facts.communicated && key.facts.relayed);
+        assert_eq!(key.via, Some((13, 20)));
+        assert_eq!(key.relay, Some(12));
+        assert_eq!(key.facts.first_release, None);
+        assert_eq!(key.facts.second_acquire, None);
+        assert!(!key.facts.communication_in_cta && !key.facts.same_cta);
+    }
+
+    #[test]
+    fn a_release_in_the_relaying_thread_and_an_acquire_order_a_relayed_payload() {
+        assert!(relayed_handoff(None, Some(Reach::Gpu), true).is_empty());
+        let pairs = relayed_handoff(None, Some(Reach::Gpu), false);
+        assert_eq!(pairs.len(), 1, "without the acquire");
+        assert_eq!(pairs[0].key.facts.first_release, Some(Strength::Gpu));
+        let pairs = relayed_handoff(None, Some(Reach::Cta), true);
+        assert_eq!(pairs.len(), 1, "a .cta release does not reach block 1");
+        assert_eq!(pairs[0].key.facts.first_release, Some(Strength::Cta));
+    }
+
+    #[test]
+    fn the_writers_own_fence_is_no_release_of_a_flag_another_thread_raises() {
+        let pairs = relayed_handoff(Some(Reach::Gpu), None, true);
+        assert_eq!(pairs.len(), 1);
+        assert!(pairs[0].key.facts.relayed);
+        assert_eq!(pairs[0].key.facts.first_release, None);
+        assert_eq!(pairs[0].key.facts.second_acquire, Some(Strength::Gpu));
     }
 
     #[test]
@@ -1200,10 +1403,10 @@ mod tests {
         let mut r = RaceTracker::new(2, 2);
         r.barrier_arrive(0, 1);
         r.barrier_arrive(1, 1);
-        r.barrier_complete(1, &[0, 1]);
+        r.barrier_complete(1, &[(0, 30), (1, 30)]);
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.barrier_arrive(1, 1);
-        r.barrier_complete(1, &[1]);
+        r.barrier_complete(1, &[(1, 30)]);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert_eq!(r.finish().conflicts.len(), 1);
     }
@@ -1258,12 +1461,12 @@ mod tests {
         let mut r = two_ctas();
         let read = r.reserve(0);
         if release {
-            r.fence(0, Reach::Gpu, false);
+            r.fence(0, Reach::Gpu, false, 30);
         }
         r.store(0, 14, w(FLAG), order(Reach::Gpu), Some(1));
         r.load(1, None, 17, w(FLAG), order(Reach::Gpu), Some(1));
         if acquire {
-            r.fence(1, Reach::Gpu, false);
+            r.fence(1, Reach::Gpu, false, 30);
         }
         r.store(1, 19, w(X), order(Reach::Gpu), Some(2));
         r.load(0, Some(read), 13, w(X), order(Reach::Gpu), Some(0));

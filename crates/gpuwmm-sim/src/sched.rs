@@ -637,8 +637,9 @@ impl<'a> Machine<'a> {
         if self.ptx {
             let threads: Vec<u32> = waiters.iter().map(|&t| t as u32).collect();
             self.model.barrier_complete(barrier_key(b, id), &threads);
-            if let Some(races) = &mut self.races {
-                races.barrier_complete(barrier_key(b, id), &threads);
+            if let Some(mut races) = self.races.take() {
+                races.barrier_complete(barrier_key(b, id), &self.waiting_lines(&threads));
+                self.races = Some(races);
             }
         }
         for t in waiters {
@@ -658,6 +659,13 @@ impl<'a> Machine<'a> {
             self.threads[t].state = State::Running;
             self.runnable.push(t as u32);
         }
+    }
+
+    /// Each of `threads` with the PTX line of the barrier it waits at (the instruction before
+    /// its program counter).
+    fn waiting_lines(&self, threads: &[u32]) -> Vec<(u32, u32)> {
+        let line = |t: u32| self.k.code[self.threads[t as usize].pc as usize - 1].line;
+        threads.iter().map(|&t| (t, line(t))).collect()
     }
 
     /// Completes the warp rendezvous thread `t` waits at, if every live member has arrived.
@@ -694,8 +702,9 @@ impl<'a> Machine<'a> {
                 .map(|l| (first + l as usize) as u32)
                 .collect();
             self.model.barrier(&threads);
-            if let Some(races) = &mut self.races {
-                races.barrier(&threads);
+            if let Some(mut races) = self.races.take() {
+                races.barrier(&self.waiting_lines(&threads));
+                self.races = Some(races);
             }
         }
         let args: Vec<[u64; 4]> = (0..32)
