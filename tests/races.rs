@@ -99,6 +99,38 @@ fn assert_only_class_between_markers(
     assert_only_class_between(document, expected, a, b);
 }
 
+/// A copy of the fixture `app` in `dir`, its kernel edited by `edits` (text, replacement):
+/// 300 runs with `--races` pass with no race recorded (the report's advice, followed).
+fn assert_edited_copy_passes_without_races(dir: &Path, app: &str, edits: &[(&str, &str)]) {
+    let fenced = common::copy_fixture_app(app, &dir.join("fenced"));
+    let mut text = std::fs::read_to_string(fenced.join("kernel.cu")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from:?} not in {app}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(fenced.join("kernel.cu"), text).unwrap();
+    let journal = dir.join("fenced.csv");
+    let args = [
+        "check",
+        "--app-dir",
+        fenced.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--runs",
+        "300",
+        "--races",
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = common::cli::gpuwmm(&args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let document: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(document["outcomes"]["fail"], 0, "{document:#}");
+    assert_eq!(races(&document), &Vec::<Value>::new());
+}
+
 fn assert_nothing_reported(app: &str) {
     let document = common::or_skip!(check_races(app, true, 100, &["--races"]));
     assert_eq!(races(&document), &Vec::<Value>::new());
@@ -300,35 +332,38 @@ fn data_passed_on_at_a_barrier_gets_its_release_after_the_barrier_in_the_thread_
     ] {
         assert!(missing.contains(&expected), "{expected:?} in {missing}");
     }
-    let fenced = common::copy_fixture_app(app, &dir.path().join("fenced"));
-    let text = std::fs::read_to_string(fenced.join("kernel.cu")).unwrap();
-    let text = text
-        .replace("*flag = 1;", "__threadfence(); *flag = 1;")
-        .replace("int sum =", "__threadfence(); int sum =");
-    std::fs::write(fenced.join("kernel.cu"), text).unwrap();
-    let journal = dir.path().join("fenced.csv");
-    let args = [
-        "check",
-        "--app-dir",
-        fenced.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--runs",
-        "300",
-        "--races",
-        "--json",
-        "--journal",
-        journal.to_str().unwrap(),
+    let edits = [
+        ("*flag = 1;", "__threadfence(); *flag = 1;"),
+        ("int sum =", "__threadfence(); int sum ="),
     ];
-    let out = common::cli::gpuwmm(&args, dir.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_edited_copy_passes_without_races(dir.path(), app, &edits);
+}
+
+/// A last-block-done reduction whose every last-block thread reads a partial sum: the ticket
+/// is read by thread 0 alone, and `__syncthreads()` passes it on. The report named the pair
+/// but only said "make both strong, or order them": the threads communicate through thread 0,
+/// whose acquire, after the ticket and before the barrier, is what is missing. Followed, the
+/// app passes with no race left.
+#[test]
+fn a_ticket_passed_on_at_a_barrier_gets_its_acquire_in_the_thread_that_took_it() {
+    let app = "races-last-block";
+    let Some(dir) = common::temp_dir_with_tools() else {
+        return;
+    };
+    let document = check_races_in(&dir.path().join("as-is"), app, true, 300, &["--races"]);
+    assert_only_class_between_markers(&document, app, "data-race", ["writer", "reader"]);
+    let (ticket, barrier) = (marked_line(app, "ticket"), marked_line(app, "barrier"));
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    let expected = format!(
+        "a fence.acq_rel.gpu in that thread after kernel.cu:{ticket} and before kernel.cu:{barrier}"
     );
-    let document: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(document["outcomes"]["fail"], 0, "{document:#}");
-    assert_eq!(races(&document), &Vec::<Value>::new());
+    assert!(missing.contains(&expected), "{expected:?} in {missing}");
+    assert!(!missing.contains("no release pattern"), "{missing}");
+    let edits = [(
+        "last = (ticket == gridDim.x - 1);",
+        "__threadfence(); last = (ticket == gridDim.x - 1);",
+    )];
+    assert_edited_copy_passes_without_races(dir.path(), app, &edits);
 }
 
 /// Regression guard for the journal: the summary of a check resumed half-way is the summary

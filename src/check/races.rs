@@ -372,21 +372,14 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
         )),
         _ => parts.extend(release_missing(c, scope, first)),
     }
-    let seen_at = match &c.via {
-        Some((_, read)) => format!(" ({})", site_place(read)),
-        None => String::new(),
-    };
-    match c.facts.second_acquire {
-        None => parts.push(format!(
-            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
-             read that saw the other thread's write{seen_at}, before {}",
-            second.place()
+    match (&c.passed, &c.via) {
+        (Some(passed), Some((_, read))) => parts.extend(passed_acquire_missing(
+            c,
+            scope,
+            second,
+            (site_place(read), site_place(passed)),
         )),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => parts.push(format!(
-            "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
-            second.place()
-        )),
-        Some(_) => {}
+        _ => parts.extend(acquire_missing(c, scope, second)),
     }
     if parts.is_empty() {
         parts.push(format!(
@@ -432,6 +425,52 @@ fn relayed_release_missing(
         )),
         Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
             "the release between {relay} and {write} is .cta: it does not reach the other CTA \
+             (needs .gpu)"
+        )),
+        Some(_) => None,
+    }
+}
+
+/// What the second thread's side lacks when it read the other thread's write itself.
+fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String> {
+    let seen_at = match &c.via {
+        Some((_, read)) => format!(" ({})", site_place(read)),
+        None => String::new(),
+    };
+    match c.facts.second_acquire {
+        None => Some(format!(
+            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
+             read that saw the other thread's write{seen_at}, before {}",
+            second.place()
+        )),
+        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
+            "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
+            second.place()
+        )),
+        Some(_) => None,
+    }
+}
+
+/// What the thread that read the communication lacks when it passed it on to `second` at a
+/// barrier (`passed`) after its read (`read`). A fence beside `second` in its own thread
+/// orders nothing: that thread read nothing the first thread's side wrote.
+fn passed_acquire_missing(
+    c: &Conflict,
+    scope: &str,
+    second: &RaceEnd,
+    (read, passed): (String, String),
+) -> Option<String> {
+    match c.facts.second_acquire {
+        None => Some(format!(
+            "no acquire pattern in the thread that passes it on to {}: that thread reads the \
+             other thread's write at {read} and passes it on at the barrier {passed}; a \
+             fence.acq_rel.{scope} in that thread after {read} and before {passed} (a fence \
+             beside {} orders nothing for it)",
+            second.place(),
+            second.place()
+        )),
+        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
+            "the acquire between {read} and {passed} is .cta: it does not reach the other CTA \
              (needs .gpu)"
         )),
         Some(_) => None,
@@ -728,6 +767,7 @@ mod tests {
             },
             via: None,
             relay: None,
+            passed: None,
             synchronising_location: false,
             occurrences: 1,
             locations: 1,
@@ -865,6 +905,38 @@ mod tests {
         let missing = &run_races(0, &log_of(vec![c])).races[0].missing;
         assert!(
             missing.contains("the release between kernel.cu:11 and kernel.cu:12 is .cta"),
+            "{missing}"
+        );
+    }
+
+    /// The last block's threads read the partial sums after a `__syncthreads()` that follows
+    /// the ticket its thread 0 took: that thread's acquire, between the ticket and the barrier,
+    /// is what is missing, not one beside the read.
+    #[test]
+    fn a_race_passed_on_at_a_barrier_puts_the_acquire_in_the_thread_that_read_the_ticket() {
+        let mut c = strong_pair();
+        c.first.strength = Strength::Weak;
+        c.second.strength = Strength::Weak;
+        c.facts.morally_strong = false;
+        c.facts.communicated = true;
+        c.facts.first_release = Some(Strength::Gpu);
+        let site = |line: u32, ptx: &str| RaceSite {
+            ptx: ptx.into(),
+            ..access(line, RaceAccessKind::Read, Strength::Gpu).site
+        };
+        c.via = Some((site(12, "atom.add"), site(16, "atom.add")));
+        c.passed = Some(site(19, "bar.sync 0"));
+        let missing = &run_races(0, &log_of(vec![c.clone()])).races[0].missing;
+        let expected = "no acquire pattern in the thread that passes it on to kernel.cu:20: that \
+                        thread reads the other thread's write at kernel.cu:16 and passes it on \
+                        at the barrier kernel.cu:19; a fence.acq_rel.gpu in that thread after \
+                        kernel.cu:16 and before kernel.cu:19";
+        assert!(missing.contains(expected), "{missing}");
+        assert!(!missing.contains("no release pattern"), "{missing}");
+        c.facts.second_acquire = Some(Strength::Cta);
+        let missing = &run_races(0, &log_of(vec![c])).races[0].missing;
+        assert!(
+            missing.contains("the acquire between kernel.cu:16 and kernel.cu:19 is .cta"),
             "{missing}"
         );
     }

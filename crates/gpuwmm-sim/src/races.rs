@@ -18,16 +18,20 @@
 //! (`communicated`: a release/acquire pair around that communication would order them), which
 //! release and acquire the two sides did have, and whether the location carries communication
 //! itself (a flag spun on, a lock word, a variable some access releases or acquires at).
-//! Communication may be relayed: the first access reaches a third thread (through a barrier,
-//! an acquire, `fence.sc` order) before that thread writes what the second thread reads; the
-//! release then belongs in the relaying thread, after the point where the access reached it
-//! (`relay`). Classifying is the tool's business.
+//! Communication may go through a third thread on either side. Relayed: the first access
+//! reaches a third thread (through a barrier, an acquire, `fence.sc` order) before that thread
+//! writes what the second thread reads; the release then belongs in the relaying thread, after
+//! the point where the access reached it (`relay`). Passed on: a third thread reads what the
+//! first thread wrote, then a barrier passes what it heard to the second thread; the acquire
+//! then belongs in the reading thread, before that barrier (`passed`). Classifying is the
+//! tool's business.
 //!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
 //! pair: races missed, never invented); observation through a chain of read-modify-writes is
-//! followed, communication relayed through more than one thread only through its last thread
-//! (a pair may be called uncommunicated); an access is compared with the newest write (and the reads since it) of
+//! followed, communication relayed through more than one thread only through its last thread,
+//! and communication is passed on at barriers only, not through a further flag (a pair may be
+//! called uncommunicated); an access is compared with the newest write (and the reads since it) of
 //! each location of another extent it overlaps, and a read observes those newest writes, as if
 //! it had read them (the model may have given it an older value: a pair may be called observed
 //! or communicated when it was not); stressing blocks are not recorded.
@@ -121,7 +125,9 @@ pub struct PairFacts {
     /// The strongest release (fence or release operation) of the first thread after its access;
     /// when `relayed`, of the relaying thread after the access reached it, before its write.
     pub first_release: Option<Strength>,
-    /// The acquire (fence or acquire operation) of the second thread after the communication.
+    /// The acquire (fence or acquire operation) of the second thread after the communication;
+    /// when the communication was passed on at a barrier, of the thread that read it, before
+    /// the barrier.
     pub second_acquire: Option<Strength>,
     /// The communication went through a third thread: the first access reached the thread
     /// whose write the second thread read (at a barrier, an acquire or `fence.sc` order)
@@ -152,6 +158,10 @@ pub struct Conflict {
     /// (a barrier, an acquire, a `fence.sc`): its release belongs after it.
     #[serde(default)]
     pub relay: Option<RaceSite>,
+    /// When passed on: the barrier at which the reader of `via` passed the communication on to
+    /// the second thread: its acquire belongs before it.
+    #[serde(default)]
+    pub passed: Option<RaceSite>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it.
@@ -205,6 +215,8 @@ pub struct PairKey {
     pub via: Option<(u32, u32)>,
     /// When relayed: the line at which the first access reached the writer of `via`.
     pub relay: Option<u32>,
+    /// When passed on: the line of the barrier at which the reader of `via` passed it on.
+    pub passed: Option<u32>,
 }
 
 type Clock = Rc<[u32]>;
@@ -295,6 +307,11 @@ struct Heard {
     released: (u32, u32),
     /// The writer and the reader of the communication are of one CTA.
     in_cta: bool,
+    /// Passed on: the line of the barrier at which the thread that read the communication
+    /// passed it to this one (0: this thread read it).
+    passed: u32,
+    /// Passed on: the acquire that thread made after its read, before the barrier.
+    acquired: Option<Strength>,
 }
 
 /// One side of a pair being checked.
@@ -347,6 +364,9 @@ pub struct RaceTracker {
     /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
     /// its current phase, `bar.arrive` producers included.
     arrived: HashMap<u32, Vec<u32>>,
+    /// Per CTA barrier, what the threads that arrived in its current phase heard, per writer
+    /// (the most of the writer's accesses), to be passed on to the threads waiting there.
+    arrived_heard: HashMap<u32, Vec<Heard>>,
     edges: HashMap<(u32, u32, bool), u64>,
     /// Per thread, its clock as a write keeps it, shared until the clock next takes in
     /// another thread's (the entry for the thread itself may be stale: it is never read).
@@ -365,6 +385,15 @@ fn includes(s: Strength, same_cta: bool) -> bool {
 fn join_into(row: &mut [u32], other: &[u32]) {
     for (a, b) in row.iter_mut().zip(other) {
         *a = (*a).max(*b);
+    }
+}
+
+/// Keeps per writer the communication that reached more of its accesses.
+fn join_heard(row: &mut [Heard], other: &[Heard]) {
+    for (a, b) in row.iter_mut().zip(other) {
+        if b.wpos > a.wpos {
+            *a = *b;
+        }
     }
 }
 
@@ -416,6 +445,7 @@ impl RaceTracker {
             declared: HashSet::new(),
             pairs: HashMap::new(),
             arrived: HashMap::new(),
+            arrived_heard: HashMap::new(),
             edges: HashMap::new(),
             snapshots: vec![None; threads],
             deferred: 0,
@@ -778,9 +808,13 @@ impl RaceTracker {
                 .filter(|&(p, _)| p >= first.pos)
                 .map(|r| r.1),
         };
-        let second_acquire = self.last_acquire[second.thread as usize]
-            .filter(|&(p, _)| communicated && p >= heard.rpos)
-            .map(|a| a.1);
+        let passed = communicated && heard.passed != 0;
+        let second_acquire = match passed {
+            true => heard.acquired,
+            false => self.last_acquire[second.thread as usize]
+                .filter(|&(p, _)| communicated && p >= heard.rpos)
+                .map(|a| a.1),
+        };
         let key = PairKey {
             first: (first.line, first.kind, first.strength),
             second: (second.line, second.kind, second.strength),
@@ -797,6 +831,7 @@ impl RaceTracker {
             },
             via: communicated.then_some((heard.wline, heard.rline)),
             relay: relayed.then_some(heard.relay),
+            passed: passed.then_some(heard.passed),
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
@@ -991,13 +1026,51 @@ impl RaceTracker {
 
     /// Thread `t` arrives at CTA barrier `key` (`bar.sync`, `bar.red` or `bar.arrive`): what it
     /// did so far precedes what the threads waiting there do once the barrier completes.
-    pub fn barrier_arrive(&mut self, t: usize, key: u32) {
+    /// `line`: the PTX line of its barrier instruction.
+    pub fn barrier_arrive(&mut self, t: usize, key: u32, line: u32) {
         if !self.tracks(t) {
             return;
         }
         let row = self.row(t as u32).to_vec();
         let n = self.n;
         join_into(self.arrived.entry(key).or_insert_with(|| vec![0; n]), &row);
+        let heard = self.heard_to_pass(t as u32, line);
+        let joined = (self.arrived_heard)
+            .entry(key)
+            .or_insert_with(|| vec![Heard::default(); n]);
+        join_heard(joined, &heard);
+    }
+
+    /// What thread `t` heard, as the threads it passes it on to at the barrier on PTX line
+    /// `line` hear it: with the barrier, and the acquire `t` made after each read, if any.
+    fn heard_to_pass(&self, t: u32, line: u32) -> Vec<Heard> {
+        let row = &self.heard[t as usize * self.n..(t as usize + 1) * self.n];
+        let acquire = self.last_acquire[t as usize];
+        row.iter()
+            .map(|&h| match h.wpos == 0 || h.passed != 0 {
+                true => h,
+                false => Heard {
+                    passed: line,
+                    acquired: acquire.filter(|&(p, _)| p >= h.rpos).map(|a| a.1),
+                    ..h
+                },
+            })
+            .collect()
+    }
+
+    /// Thread `t` hears what `heard` (per writer) says, passed on to it now, where that is
+    /// more than it heard itself.
+    fn hear_passed(&mut self, t: u32, heard: &[Heard]) {
+        let now = self.pos[t as usize];
+        let row = &mut self.heard[t as usize * self.n..(t as usize + 1) * self.n];
+        for (x, (mine, theirs)) in row.iter_mut().zip(heard).enumerate() {
+            if x as u32 != t && theirs.wpos > mine.wpos {
+                *mine = Heard {
+                    rpos: now,
+                    ..*theirs
+                };
+            }
+        }
     }
 
     /// CTA barrier `key` completes: each of `waiters` (a thread and the PTX line it waited at)
@@ -1007,9 +1080,11 @@ impl RaceTracker {
         let Some(all) = self.arrived.remove(&key) else {
             return;
         };
+        let heard = self.arrived_heard.remove(&key).unwrap_or_default();
         for &(t, line) in waiters {
             if self.tracks(t as usize) {
                 self.join_row(t, &all, line);
+                self.hear_passed(t, &heard);
             }
         }
     }
@@ -1023,11 +1098,14 @@ impl RaceTracker {
             .copied()
             .filter(|&(t, _)| (t as usize) < self.n)
             .collect();
-        for &(t, _) in &tracked {
+        let mut heard = vec![Heard::default(); self.n];
+        for &(t, line) in &tracked {
             join_into(&mut all, self.row(t));
+            join_heard(&mut heard, &self.heard_to_pass(t, line));
         }
         for &(t, line) in &tracked {
             self.join_row(t, &all, line);
+            self.hear_passed(t, &heard);
         }
     }
 
@@ -1136,6 +1214,7 @@ impl RaceLog {
                 facts: key.facts,
                 via: key.via.map(|(w, r)| (site(w), site(r))),
                 relay: key.relay.map(site),
+                passed: key.passed.map(site),
                 synchronising_location: sync,
                 occurrences,
                 locations,
@@ -1322,8 +1401,8 @@ mod tests {
     fn bar_arrive_producers_are_ordered_before_the_consumers_that_wait() {
         let mut r = RaceTracker::new(2, 2);
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.barrier_arrive(0, 1);
-        r.barrier_arrive(1, 1);
+        r.barrier_arrive(0, 1, 30);
+        r.barrier_arrive(1, 1, 30);
         r.barrier_complete(1, &[(1, 30)]);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert!(r.finish().conflicts.is_empty());
@@ -1343,8 +1422,8 @@ mod tests {
         if let Some(reach) = writer_fence {
             r.fence(1, reach, false, 11);
         }
-        r.barrier_arrive(0, 1);
-        r.barrier_arrive(1, 1);
+        r.barrier_arrive(0, 1, 30);
+        r.barrier_arrive(1, 1, 30);
         r.barrier_complete(1, &[(0, 12), (1, 12)]);
         if let Some(reach) = relay_fence {
             r.fence(0, reach, false, 14);
@@ -1398,14 +1477,54 @@ mod tests {
         assert_eq!(pairs[0].key.facts.second_acquire, Some(Strength::Gpu));
     }
 
+    /// Last block done: thread 0 (block 0) writes its partial sum, fences (line 11) and takes a
+    /// ticket (line 12); thread 2, thread 0 of block 1, takes the next ticket (line 13), fences
+    /// when `acquire` (line 16), and a barrier (line 14) passes what it read to thread 3,
+    /// which reads the partial sum (line 15). Returns the partial sum's pairs.
+    fn passed_on_at_a_barrier(acquire: bool) -> Vec<LaunchPair> {
+        let mut r = RaceTracker::new(4, 2);
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.fence(0, Reach::Gpu, false, 11);
+        r.atomic(0, 12, w(FLAG), order(Reach::Gpu), true, Some(2));
+        r.atomic(2, 13, w(FLAG), order(Reach::Gpu), true, Some(3));
+        if acquire {
+            r.fence(2, Reach::Gpu, false, 16);
+        }
+        r.barrier_arrive(2, 1, 14);
+        r.barrier_arrive(3, 1, 14);
+        r.barrier_complete(1, &[(2, 14), (3, 14)]);
+        r.load(3, None, 15, w(X), order(Reach::Weak), Some(1));
+        r.finish()
+            .conflicts
+            .into_iter()
+            .filter(|p| p.key.first.0 == 10)
+            .collect()
+    }
+
+    /// The last block's threads other than the one that took the ticket read the partial sums:
+    /// the communication reaches them through that thread and the barrier, so the pair is
+    /// communicated, passed on at the barrier, and the acquire it lacks is that thread's.
+    #[test]
+    fn a_ticket_read_passed_on_at_a_barrier_is_communication_whose_acquire_is_the_readers() {
+        let pairs = passed_on_at_a_barrier(false);
+        assert_eq!(pairs.len(), 1);
+        let key = pairs[0].key;
+        assert!(key.facts.communicated && !key.facts.relayed);
+        assert_eq!(key.via, Some((12, 13)));
+        assert_eq!(key.passed, Some(14));
+        assert_eq!(key.facts.first_release, Some(Strength::Gpu));
+        assert_eq!(key.facts.second_acquire, None);
+        assert!(passed_on_at_a_barrier(true).is_empty());
+    }
+
     #[test]
     fn a_barrier_phase_does_not_carry_into_the_next() {
         let mut r = RaceTracker::new(2, 2);
-        r.barrier_arrive(0, 1);
-        r.barrier_arrive(1, 1);
+        r.barrier_arrive(0, 1, 30);
+        r.barrier_arrive(1, 1, 30);
         r.barrier_complete(1, &[(0, 30), (1, 30)]);
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.barrier_arrive(1, 1);
+        r.barrier_arrive(1, 1, 30);
         r.barrier_complete(1, &[(1, 30)]);
         r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
         assert_eq!(r.finish().conflicts.len(), 1);

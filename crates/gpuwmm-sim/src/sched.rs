@@ -594,8 +594,9 @@ impl<'a> Machine<'a> {
             if self.ptx {
                 self.model.barrier_arrive(u as u32, key);
             }
-            if let Some(races) = &mut self.races {
-                races.barrier_arrive(u, key);
+            if let Some(mut races) = self.races.take() {
+                races.barrier_arrive(u, key, self.waiting_line(u as u32));
+                self.races = Some(races);
             }
             if self.threads[u].warp_args[3] & BAR_ARRIVE_ONLY != 0 {
                 self.threads[u].state = State::Running;
@@ -664,8 +665,12 @@ impl<'a> Machine<'a> {
     /// Each of `threads` with the PTX line of the barrier it waits at (the instruction before
     /// its program counter).
     fn waiting_lines(&self, threads: &[u32]) -> Vec<(u32, u32)> {
-        let line = |t: u32| self.k.code[self.threads[t as usize].pc as usize - 1].line;
-        threads.iter().map(|&t| (t, line(t))).collect()
+        threads.iter().map(|&t| (t, self.waiting_line(t))).collect()
+    }
+
+    /// The PTX line of the barrier thread `t` waits at.
+    fn waiting_line(&self, t: u32) -> u32 {
+        self.k.code[self.threads[t as usize].pc as usize - 1].line
     }
 
     /// Completes the warp rendezvous thread `t` waits at, if every live member has arrived.
