@@ -352,6 +352,12 @@ pub struct RaceTracker {
     last_acquire: Vec<Option<(u32, Strength)>>,
     /// `n * n`: for reader `t` and writer `u`, the newest communication from `u` to `t`.
     heard: Vec<Heard>,
+    /// Per thread, whether its row of `heard` may hold anything (what barriers pass on).
+    hears: Vec<bool>,
+    /// Per reader, the clock and the releases (CTA, GPU) of the write it last heard relayed (a
+    /// spin reads the same write, or writes made with one clock, again and again: heard once,
+    /// it adds nothing).
+    last_relayed: Vec<(Option<Clock>, Option<Clock>, Option<Clock>)>,
     sc_gpu: Vec<u32>,
     sc_cta: HashMap<u32, Vec<u32>>,
     shadows: Map<u64, Shadow>,
@@ -388,12 +394,24 @@ fn join_into(row: &mut [u32], other: &[u32]) {
     }
 }
 
-/// Keeps per writer the communication that reached more of its accesses.
-fn join_heard(row: &mut [Heard], other: &[Heard]) {
-    for (a, b) in row.iter_mut().zip(other) {
-        if b.wpos > a.wpos {
-            *a = *b;
+/// Joins into `joined` (per writer, the communication that reached more of its accesses) what
+/// a thread heard (`row`), as the threads it passes it on to at the barrier on PTX line `line`
+/// hear it: through the barrier, with the acquire the thread made after its read (its newest
+/// acquire, `acquire`, if after the read). What the thread had heard passed on keeps its first
+/// barrier: the acquire belongs before that one.
+fn pass_heard(joined: &mut [Heard], row: &[Heard], line: u32, acquire: Option<(u32, Strength)>) {
+    for (a, &h) in joined.iter_mut().zip(row) {
+        if h.wpos <= a.wpos {
+            continue;
         }
+        *a = match h.passed {
+            0 => Heard {
+                passed: line,
+                acquired: acquire.filter(|&(p, _)| p >= h.rpos).map(|a| a.1),
+                ..h
+            },
+            _ => h,
+        };
     }
 }
 
@@ -438,6 +456,8 @@ impl RaceTracker {
             last_release: vec![None; threads],
             last_acquire: vec![None; threads],
             heard: vec![Heard::default(); threads * threads],
+            hears: vec![false; threads],
+            last_relayed: vec![(None, None, None); threads],
             sc_gpu: vec![0; threads],
             sc_cta: HashMap::new(),
             shadows: Map::default(),
@@ -668,6 +688,7 @@ impl RaceTracker {
         let shadow = self.shadows.get_mut(&addr).expect("looked up above");
         let w = &mut shadow.writes[i];
         let heard_before = w.observers.iter().any(|o| o.0 == me.thread);
+        self.hears[me.thread as usize] = true;
         if w.observers.len() < OBSERVERS && !heard_before {
             w.observers.push((me.thread, me.pos));
         }
@@ -734,6 +755,20 @@ impl RaceTracker {
         reached: &Reached,
         views: &(Option<Clock>, Option<Clock>),
     ) {
+        let key = (
+            Some(reached.clock.clone()),
+            views.0.clone(),
+            views.1.clone(),
+        );
+        let same = |a: &Option<Clock>, b: &Option<Clock>| match (a, b) {
+            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let last = &mut self.last_relayed[r as usize];
+        if same(&last.0, &key.0) && same(&last.1, &key.1) && same(&last.2, &key.2) {
+            return;
+        }
+        *last = key;
         let covered = |v: &Option<Clock>, x: usize| v.as_ref().map_or(0, |c| c[x]);
         for x in 0..self.n {
             let got = reached.clock[x];
@@ -1034,34 +1069,21 @@ impl RaceTracker {
         let row = self.row(t as u32).to_vec();
         let n = self.n;
         join_into(self.arrived.entry(key).or_insert_with(|| vec![0; n]), &row);
-        let heard = self.heard_to_pass(t as u32, line);
+        if !self.hears[t] {
+            return;
+        }
         let joined = (self.arrived_heard)
             .entry(key)
             .or_insert_with(|| vec![Heard::default(); n]);
-        join_heard(joined, &heard);
-    }
-
-    /// What thread `t` heard, as the threads it passes it on to at the barrier on PTX line
-    /// `line` hear it: with the barrier, and the acquire `t` made after each read, if any.
-    fn heard_to_pass(&self, t: u32, line: u32) -> Vec<Heard> {
-        let row = &self.heard[t as usize * self.n..(t as usize + 1) * self.n];
-        let acquire = self.last_acquire[t as usize];
-        row.iter()
-            .map(|&h| match h.wpos == 0 || h.passed != 0 {
-                true => h,
-                false => Heard {
-                    passed: line,
-                    acquired: acquire.filter(|&(p, _)| p >= h.rpos).map(|a| a.1),
-                    ..h
-                },
-            })
-            .collect()
+        let row = &self.heard[t * n..(t + 1) * n];
+        pass_heard(joined, row, line, self.last_acquire[t]);
     }
 
     /// Thread `t` hears what `heard` (per writer) says, passed on to it now, where that is
     /// more than it heard itself.
     fn hear_passed(&mut self, t: u32, heard: &[Heard]) {
         let now = self.pos[t as usize];
+        self.hears[t as usize] = true;
         let row = &mut self.heard[t as usize * self.n..(t as usize + 1) * self.n];
         for (x, (mine, theirs)) in row.iter_mut().zip(heard).enumerate() {
             if x as u32 != t && theirs.wpos > mine.wpos {
@@ -1080,11 +1102,13 @@ impl RaceTracker {
         let Some(all) = self.arrived.remove(&key) else {
             return;
         };
-        let heard = self.arrived_heard.remove(&key).unwrap_or_default();
+        let heard = self.arrived_heard.remove(&key);
         for &(t, line) in waiters {
             if self.tracks(t as usize) {
                 self.join_row(t, &all, line);
-                self.hear_passed(t, &heard);
+                if let Some(heard) = &heard {
+                    self.hear_passed(t, heard);
+                }
             }
         }
     }
@@ -1098,14 +1122,22 @@ impl RaceTracker {
             .copied()
             .filter(|&(t, _)| (t as usize) < self.n)
             .collect();
-        let mut heard = vec![Heard::default(); self.n];
+        let mut heard: Option<Vec<Heard>> = None;
+        let n = self.n;
         for &(t, line) in &tracked {
             join_into(&mut all, self.row(t));
-            join_heard(&mut heard, &self.heard_to_pass(t, line));
+            let t = t as usize;
+            if self.hears[t] {
+                let joined = heard.get_or_insert_with(|| vec![Heard::default(); n]);
+                let row = &self.heard[t * n..(t + 1) * n];
+                pass_heard(joined, row, line, self.last_acquire[t]);
+            }
         }
         for &(t, line) in &tracked {
             self.join_row(t, &all, line);
-            self.hear_passed(t, &heard);
+            if let Some(heard) = &heard {
+                self.hear_passed(t, heard);
+            }
         }
     }
 
