@@ -525,7 +525,12 @@ pub struct RaceReport {
     /// Runs it showed in, and occurrences in all.
     pub runs: u64,
     pub occurrences: u64,
+    /// What would order the pair, as most runs said it.
     pub missing: String,
+    /// What other runs said would order other occurrences of it (different threads, another
+    /// way of communicating), most runs first: each names fences the first may not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_elsewhere: Vec<String>,
 }
 
 /// One end of a reported race, with its source text.
@@ -586,6 +591,7 @@ pub fn summarise(
         .into_iter()
         .map(
             |((class, _, _, same_cta), (first, second, ctas, runs, occurrences, missing))| {
+                let mut missing = most_common_first(missing);
                 RaceReport {
                     class,
                     first: sources.end(first),
@@ -594,7 +600,8 @@ pub fn summarise(
                     ctas,
                     runs,
                     occurrences,
-                    missing: most_common(missing),
+                    missing: missing.remove(0),
+                    missing_elsewhere: missing,
                 }
             },
         )
@@ -614,13 +621,15 @@ fn key_of(race: &RunRace) -> (RaceClass, EndKey, EndKey, bool) {
 }
 
 /// The advice given in most runs (the first of those in order, for a tie).
-fn most_common(counts: BTreeMap<String, u64>) -> String {
-    let best = counts.values().copied().max().unwrap_or(0);
-    counts
-        .into_iter()
-        .find(|(_, n)| *n == best)
-        .map(|(text, _)| text)
-        .unwrap_or_default()
+/// The texts of `counts`, most counted first (ties in text order); never empty.
+fn most_common_first(counts: BTreeMap<String, u64>) -> Vec<String> {
+    let mut texts: Vec<(String, u64)> = counts.into_iter().collect();
+    texts.sort_by(|a, b| b.1.cmp(&a.1));
+    let texts: Vec<String> = texts.into_iter().map(|(text, _)| text).collect();
+    match texts.is_empty() {
+        true => vec![String::new()],
+        false => texts,
+    }
 }
 
 /// Source files read once each.
@@ -700,6 +709,9 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
             }
         }
         out.push(format!("      what would order them: {}", r.missing));
+        for other in &r.missing_elsewhere {
+            out.push(format!("      in other occurrences: {other}"));
+        }
     }
     out
 }
@@ -771,6 +783,24 @@ mod tests {
             synchronising_location: false,
             occurrences: 1,
             locations: 1,
+        }
+    }
+
+    /// [`strong_pair`] with both accesses weak, the threads communicating between them.
+    fn weak_communicated_pair() -> Conflict {
+        let mut c = strong_pair();
+        c.first.strength = Strength::Weak;
+        c.second.strength = Strength::Weak;
+        c.facts.morally_strong = false;
+        c.facts.communicated = true;
+        c
+    }
+
+    /// The site of instruction `ptx` at kernel.cu line `line`.
+    fn site_at(line: u32, ptx: &str) -> RaceSite {
+        RaceSite {
+            ptx: ptx.into(),
+            ..access(line, RaceAccessKind::Read, Strength::Gpu).site
         }
     }
 
@@ -863,18 +893,10 @@ mod tests {
     /// in the thread that raises the flag, after the barrier.
     #[test]
     fn a_race_relayed_at_a_barrier_puts_the_release_in_the_thread_that_raises_the_flag() {
-        let mut c = strong_pair();
-        c.first.strength = Strength::Weak;
-        c.second.strength = Strength::Weak;
-        c.facts.morally_strong = false;
-        c.facts.communicated = true;
+        let mut c = weak_communicated_pair();
         c.facts.relayed = true;
-        let site = |line: u32, ptx: &str| RaceSite {
-            ptx: ptx.into(),
-            ..access(line, RaceAccessKind::Read, Strength::Gpu).site
-        };
-        c.via = Some((site(12, "st.volatile"), site(15, "ld.volatile")));
-        c.relay = Some(site(11, "bar.sync 0"));
+        c.via = Some((site_at(12, "st.volatile"), site_at(15, "ld.volatile")));
+        c.relay = Some(site_at(11, "bar.sync 0"));
         let missing = &run_races(0, &log_of(vec![c.clone()])).races[0].missing;
         assert!(
             missing.contains("through a third thread's strong write"),
@@ -914,18 +936,10 @@ mod tests {
     /// is what is missing, not one beside the read.
     #[test]
     fn a_race_passed_on_at_a_barrier_puts_the_acquire_in_the_thread_that_read_the_ticket() {
-        let mut c = strong_pair();
-        c.first.strength = Strength::Weak;
-        c.second.strength = Strength::Weak;
-        c.facts.morally_strong = false;
-        c.facts.communicated = true;
+        let mut c = weak_communicated_pair();
         c.facts.first_release = Some(Strength::Gpu);
-        let site = |line: u32, ptx: &str| RaceSite {
-            ptx: ptx.into(),
-            ..access(line, RaceAccessKind::Read, Strength::Gpu).site
-        };
-        c.via = Some((site(12, "atom.add"), site(16, "atom.add")));
-        c.passed = Some(site(19, "bar.sync 0"));
+        c.via = Some((site_at(12, "atom.add"), site_at(16, "atom.add")));
+        c.passed = Some(site_at(19, "bar.sync 0"));
         let missing = &run_races(0, &log_of(vec![c.clone()])).races[0].missing;
         let expected = "no acquire pattern in the thread that passes it on to kernel.cu:20: that \
                         thread reads the other thread's write at kernel.cu:16 and passes it on \
@@ -941,16 +955,48 @@ mod tests {
         );
     }
 
+    /// Regression (threads 0 and 1 store on one line, a barrier, thread 0 raises the flag):
+    /// thread 0's own store needs a release after it, thread 1's one after the barrier; the
+    /// summary kept one text per pair, so half of the advice was never shown.
+    #[test]
+    fn every_advice_a_pair_was_given_is_reported_most_runs_first() {
+        let direct = weak_communicated_pair();
+        let mut relayed = direct.clone();
+        relayed.facts.relayed = true;
+        relayed.via = Some((site_at(12, "st.volatile"), site_at(15, "ld.volatile")));
+        relayed.relay = Some(site_at(11, "bar.sync 0"));
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.csv");
+        let runs = [
+            vec![direct.clone(), relayed.clone()],
+            vec![relayed],
+            vec![direct],
+        ];
+        for (run, conflicts) in runs.into_iter().enumerate() {
+            append_run(&journal, &run_races(run as u64, &log_of(conflicts))).unwrap();
+        }
+        let reports = summarise(&journal, 0..3, RaceMode::All).unwrap();
+        assert_eq!(reports.len(), 1, "{reports:#?}");
+        let report = &reports[0];
+        assert_eq!(report.runs, 3);
+        assert_eq!(report.missing_elsewhere.len(), 1, "{report:#?}");
+        let texts = [&report.missing, &report.missing_elsewhere[0]];
+        assert!(texts
+            .iter()
+            .any(|t| t.contains("in the thread that passes")));
+        assert!(texts
+            .iter()
+            .any(|t| t.contains("after kernel.cu:10, before")));
+        let lines = describe(&reports, 3).join("\n");
+        assert!(lines.contains("      in other occurrences: "), "{lines}");
+    }
+
     /// Weak data published through a strong flag was told only "make both strong, or order
     /// them with a release and an acquire": the threads communicate, so the report now names
     /// the side that lacks each pattern, as for strong pairs.
     #[test]
     fn a_data_race_across_communication_names_the_missing_release_and_acquire() {
-        let mut c = strong_pair();
-        c.first.strength = Strength::Weak;
-        c.second.strength = Strength::Weak;
-        c.facts.morally_strong = false;
-        c.facts.communicated = true;
+        let mut c = weak_communicated_pair();
         let races = run_races(0, &log_of(vec![c.clone()]));
         let missing = &races.races[0].missing;
         assert_eq!(races.races[0].class, RaceClass::DataRace);

@@ -1349,6 +1349,12 @@ mod tests {
         pairs.iter().filter(|p| p.key.first.0 == 10).collect()
     }
 
+    /// The payload's pairs (first access at line 10) of the launch `r` recorded.
+    fn payload_of(r: RaceTracker) -> Vec<LaunchPair> {
+        let pairs = r.finish().conflicts;
+        pairs.into_iter().filter(|p| p.key.first.0 == 10).collect()
+    }
+
     #[test]
     fn a_release_and_an_acquire_of_gpu_scope_order_the_payload() {
         assert!(payload_pairs(&message_passing(Reach::Weak, true, true)).is_empty());
@@ -1466,18 +1472,14 @@ mod tests {
             r.fence(2, Reach::Gpu, false, 22);
         }
         r.load(2, None, 21, w(X), order(Reach::Weak), Some(1));
-        r.finish()
-            .conflicts
-            .into_iter()
-            .filter(|p| p.key.first.0 == 10)
-            .collect()
+        payload_of(r)
     }
 
     /// Regression (`check --races` advice across a barrier): the payload reaches the reader
     /// through the thread that raises the flag, so the pair is communicated, relayed at the
     /// barrier, and the release it lacks is that thread's, not the writer's.
     #[test]
-    fn a_payload_passed_on_at_a_barrier_is_communicated_through_the_flag_raiser() {
+    fn a_payload_relayed_at_a_barrier_is_communicated_through_the_flag_raiser() {
         let pairs = relayed_handoff(None, None, false);
         assert_eq!(pairs.len(), 1);
         let key = pairs[0].key;
@@ -1526,11 +1528,7 @@ mod tests {
         r.barrier_arrive(3, 1, 14);
         r.barrier_complete(1, &[(2, 14), (3, 14)]);
         r.load(3, None, 15, w(X), order(Reach::Weak), Some(1));
-        r.finish()
-            .conflicts
-            .into_iter()
-            .filter(|p| p.key.first.0 == 10)
-            .collect()
+        payload_of(r)
     }
 
     /// The last block's threads other than the one that took the ticket read the partial sums:
