@@ -624,7 +624,7 @@ fn key_of(race: &RunRace) -> (RaceClass, EndKey, EndKey, bool) {
 /// The texts of `counts`, most counted first (ties in text order); never empty.
 fn most_common_first(counts: BTreeMap<String, u64>) -> Vec<String> {
     let mut texts: Vec<(String, u64)> = counts.into_iter().collect();
-    texts.sort_by(|a, b| b.1.cmp(&a.1));
+    texts.sort_by_key(|t| std::cmp::Reverse(t.1));
     let texts: Vec<String> = texts.into_iter().map(|(text, _)| text).collect();
     match texts.is_empty() {
         true => vec![String::new()],
