@@ -804,6 +804,11 @@ mod tests {
         }
     }
 
+    /// What the report says would order `c`, recorded alone in a run.
+    fn advice(c: Conflict) -> String {
+        run_races(0, &log_of(vec![c])).races[0].missing.clone()
+    }
+
     fn log_of(conflicts: Vec<Conflict>) -> RaceLog {
         RaceLog {
             conflicts,
@@ -897,7 +902,7 @@ mod tests {
         c.facts.relayed = true;
         c.via = Some((site_at(12, "st.volatile"), site_at(15, "ld.volatile")));
         c.relay = Some(site_at(11, "bar.sync 0"));
-        let missing = &run_races(0, &log_of(vec![c.clone()])).races[0].missing;
+        let missing = &advice(c.clone());
         assert!(
             missing.contains("through a third thread's strong write"),
             "{missing}"
@@ -924,7 +929,7 @@ mod tests {
             "{missing}"
         );
         c.facts.first_release = Some(Strength::Cta);
-        let missing = &run_races(0, &log_of(vec![c])).races[0].missing;
+        let missing = &advice(c);
         assert!(
             missing.contains("the release between kernel.cu:11 and kernel.cu:12 is .cta"),
             "{missing}"
@@ -940,7 +945,7 @@ mod tests {
         c.facts.first_release = Some(Strength::Gpu);
         c.via = Some((site_at(12, "atom.add"), site_at(16, "atom.add")));
         c.passed = Some(site_at(19, "bar.sync 0"));
-        let missing = &run_races(0, &log_of(vec![c.clone()])).races[0].missing;
+        let missing = &advice(c.clone());
         let expected = "no acquire pattern in the thread that passes it on to kernel.cu:20: that \
                         thread reads the other thread's write at kernel.cu:16 and passes it on \
                         at the barrier kernel.cu:19; a fence.acq_rel.gpu in that thread after \
@@ -948,7 +953,7 @@ mod tests {
         assert!(missing.contains(expected), "{missing}");
         assert!(!missing.contains("no release pattern"), "{missing}");
         c.facts.second_acquire = Some(Strength::Cta);
-        let missing = &run_races(0, &log_of(vec![c])).races[0].missing;
+        let missing = &advice(c);
         assert!(
             missing.contains("the acquire between kernel.cu:16 and kernel.cu:19 is .cta"),
             "{missing}"
