@@ -887,25 +887,43 @@ fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
 
 /// QA bug (data stored before `__syncthreads()`, the flag raised by thread 0 after it): harden
 /// kept `fence.sc.gpu` at two sites where one `fence.acq_rel.gpu` after the barrier suffices,
-/// since the race recorder took thread 1's store and the reader as threads that never
+/// since the race recorder took the other writers and the reader as threads that never
 /// communicated. It now follows the communication through thread 0: the release goes after the
 /// barrier, every kept fence is `fence.acq_rel.gpu`, and the patched app records no race.
 #[test]
 fn data_passed_on_at_a_barrier_is_released_after_the_barrier_with_acq_rel() {
-    let dir = common::or_skip!(common::temp_dir_with_tools());
-    let app = common::copy_fixture_app("races-barrier-relay", &dir.path().join("app"));
+    let stdout = common::or_skip!(harden_relayed("races-barrier-relay", 2));
+    let after_barrier = "__syncthreads(); // RACE barrier\n+        cuda::atomic_thread_fence(";
+    assert!(stdout.contains(after_barrier), "{stdout}");
+}
+
+/// The same on both sides (a barrier after the spin passes the flag on to the readers): the
+/// acquire goes in the thread that spun, before its barrier, and nothing else is kept (the
+/// QA app this comes from got `fence.sc.gpu` at two sites).
+#[test]
+fn a_handoff_relayed_through_barriers_on_both_sides_keeps_one_release_and_one_acquire() {
+    let stdout = common::or_skip!(harden_relayed("relay-both-sides", 2));
+    let after_spin = "            }\n+            cuda::atomic_thread_fence(";
+    assert!(stdout.contains(after_spin), "{stdout}");
+}
+
+/// `harden` of a copy of the fixture `app` on the simulator, kinds minimised: stable, with
+/// `fences` kept, all `fence.acq_rel.gpu`, and its patch, applied, passes with no race; the
+/// report, or `None` without the CUDA tools.
+fn harden_relayed(app: &str, fences: usize) -> Option<String> {
+    let dir = common::temp_dir_with_tools()?;
+    let copy = common::copy_fixture_app(app, &dir.path().join("app"));
     let extra = ["--stable-runs", "1000", "--minimise-kind", "on"];
-    let stdout = ok(&common::cli::harden_on_sim(&app, dir.path(), &extra));
+    let stdout = ok(&common::cli::harden_on_sim(&copy, dir.path(), &extra));
     assert_stable(&stdout);
     let section = stdout.split("fence kinds").nth(1).unwrap_or_default();
     let kinds: Vec<&str> = (section.lines())
         .filter_map(|l| l.trim().split_once(" keeps ").map(|k| k.1))
         .collect();
-    assert!(!kinds.is_empty(), "{stdout}");
+    assert_eq!(kinds.len(), fences, "{stdout}");
     assert!(kinds.iter().all(|k| *k == "fence.acq_rel.gpu"), "{stdout}");
-    let after_barrier = "__syncthreads(); // RACE barrier\n+        cuda::atomic_thread_fence(";
-    assert!(stdout.contains(after_barrier), "{stdout}");
     assert_patched_app_passes_without_races(dir.path(), &stdout);
+    Some(stdout)
 }
 
 /// Bug: `cd /tmp/x && gpuwmm harden --app-dir /tmp/proj` listed the fences as
