@@ -620,8 +620,8 @@ fn key_of(race: &RunRace) -> (RaceClass, EndKey, EndKey, bool) {
     )
 }
 
-/// The advice given in most runs (the first of those in order, for a tie).
-/// The texts of `counts`, most counted first (ties in text order); never empty.
+/// The advice texts of `counts` (runs per text), most runs first (ties in text order); never
+/// empty.
 fn most_common_first(counts: BTreeMap<String, u64>) -> Vec<String> {
     let mut texts: Vec<(String, u64)> = counts.into_iter().collect();
     texts.sort_by_key(|t| std::cmp::Reverse(t.1));
