@@ -407,7 +407,7 @@ fn release_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Option<String>
 
 /// What the relaying thread lacks when `first` reached it at `relay` (a barrier, an acquire)
 /// before it wrote `write`, which the second thread read. A fence beside `first` in its own
-/// thread orders nothing for the second: the first thread writes nothing the second reads.
+/// thread forms no release pattern: the first thread writes nothing the second reads.
 fn relayed_release_missing(
     c: &Conflict,
     scope: &str,
@@ -419,7 +419,7 @@ fn relayed_release_missing(
             "no release pattern in the thread that passes {} on: it reaches that thread at \
              {relay}, and that thread writes {write}, which the other thread reads; a \
              fence.acq_rel.{scope} in that thread after {relay} and before {write} (a fence \
-             beside {} orders nothing for the reader)",
+             beside {} forms no release pattern: its thread writes nothing the other reads)",
             first.place(),
             first.place()
         )),
@@ -452,8 +452,8 @@ fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String
 }
 
 /// What the thread that read the communication lacks when it passed it on to `second` at a
-/// barrier (`passed`) after its read (`read`). A fence beside `second` in its own thread
-/// orders nothing: that thread read nothing the first thread's side wrote.
+/// barrier (`passed`) after its read (`read`). A fence beside `second` in its own thread forms
+/// no acquire pattern: that thread read nothing the first thread's side wrote.
 fn passed_acquire_missing(
     c: &Conflict,
     scope: &str,
@@ -465,7 +465,7 @@ fn passed_acquire_missing(
             "no acquire pattern in the thread that passes it on to {}: that thread reads the \
              other thread's write at {read} and passes it on at the barrier {passed}; a \
              fence.acq_rel.{scope} in that thread after {read} and before {passed} (a fence \
-             beside {} orders nothing for it)",
+             beside {} forms no acquire pattern: its thread reads nothing the other wrote)",
             second.place(),
             second.place()
         )),
