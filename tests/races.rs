@@ -325,8 +325,7 @@ fn data_passed_on_at_a_barrier_gets_its_release_after_the_barrier_in_the_thread_
             line("flag")
         ),
         format!(
-            "the other thread's write (kernel.cu:{}), before kernel.cu:{}",
-            line("spin"),
+            "the other thread's write, before kernel.cu:{}",
             line("reader")
         ),
     ] {

@@ -433,14 +433,12 @@ fn relayed_release_missing(
 
 /// What the second thread's side lacks when it read the other thread's write itself.
 fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String> {
-    let seen_at = match &c.via {
-        Some((_, read)) => format!(" ({})", site_place(read)),
-        None => String::new(),
-    };
+    // The read is not named: in code that polls in several places it differs from one
+    // occurrence to the next, and each would be one more advice for the same fence.
     match c.facts.second_acquire {
         None => Some(format!(
             "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
-             read that saw the other thread's write{seen_at}, before {}",
+             read that saw the other thread's write, before {}",
             second.place()
         )),
         Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
@@ -632,6 +630,9 @@ fn most_common_first(counts: BTreeMap<String, u64>) -> Vec<String> {
     }
 }
 
+/// How many of a pair's other advices the text report prints (`--json` has all).
+const OTHER_ADVICE_SHOWN: usize = 2;
+
 /// Source files read once each.
 #[derive(Default)]
 struct SourceCache {
@@ -709,8 +710,15 @@ pub fn describe(races: &[RaceReport], runs: u64) -> Vec<String> {
             }
         }
         out.push(format!("      what would order them: {}", r.missing));
-        for other in &r.missing_elsewhere {
+        let shown = r.missing_elsewhere.len().min(OTHER_ADVICE_SHOWN);
+        for other in &r.missing_elsewhere[..shown] {
             out.push(format!("      in other occurrences: {other}"));
+        }
+        if r.missing_elsewhere.len() > shown {
+            let more = r.missing_elsewhere.len() - shown;
+            out.push(format!(
+                "      in other occurrences: {more} more (in fewer runs; `--json` lists them)"
+            ));
         }
     }
     out
@@ -925,7 +933,7 @@ mod tests {
             "{missing}"
         );
         assert!(
-            missing.contains("the other thread's write (kernel.cu:15), before kernel.cu:20"),
+            missing.contains("the other thread's write, before kernel.cu:20"),
             "{missing}"
         );
         c.facts.first_release = Some(Strength::Cta);
@@ -974,7 +982,7 @@ mod tests {
         let journal = dir.path().join("j.csv");
         let runs = [
             vec![direct.clone(), relayed.clone()],
-            vec![relayed],
+            vec![relayed.clone()],
             vec![direct],
         ];
         for (run, conflicts) in runs.into_iter().enumerate() {
@@ -994,6 +1002,22 @@ mod tests {
             .any(|t| t.contains("after kernel.cu:10, before")));
         let lines = describe(&reports, 3).join("\n");
         assert!(lines.contains("      in other occurrences: "), "{lines}");
+        // Two more advices in a later run (other relay points): the text report prints two
+        // others and counts the third.
+        let other_relays = [30, 31].map(|line| {
+            let mut c = relayed.clone();
+            c.relay = Some(site_at(line, "bar.sync 1"));
+            c
+        });
+        append_run(&journal, &run_races(3, &log_of(other_relays.to_vec()))).unwrap();
+        let reports = summarise(&journal, 0..4, RaceMode::All).unwrap();
+        assert_eq!(reports[0].missing_elsewhere.len(), 3, "{reports:#?}");
+        let lines = describe(&reports, 4);
+        let others: Vec<&String> = (lines.iter())
+            .filter(|l| l.starts_with("      in other occurrences: "))
+            .collect();
+        assert_eq!(others.len(), 3, "{lines:#?}");
+        assert!(others[2].ends_with("1 more (in fewer runs; `--json` lists them)"));
     }
 
     /// Weak data published through a strong flag was told only "make both strong, or order
