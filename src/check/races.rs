@@ -311,7 +311,7 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
             }
             if c.facts.communicated {
                 // Weak data published through a strong flag: causality would order the two.
-                let through = match c.facts.relayed {
+                let through = match c.relay.is_some() {
                     true => "through a third thread's strong write",
                     false => "through strong accesses",
                 };
@@ -782,7 +782,6 @@ mod tests {
                 communicated_before: false,
                 first_release: None,
                 second_acquire: None,
-                relayed: false,
                 communication_in_cta: false,
             },
             via: None,
@@ -907,7 +906,6 @@ mod tests {
     #[test]
     fn a_race_relayed_at_a_barrier_puts_the_release_in_the_thread_that_raises_the_flag() {
         let mut c = weak_communicated_pair();
-        c.facts.relayed = true;
         c.via = Some((site_at(12, "st.volatile"), site_at(15, "ld.volatile")));
         c.relay = Some(site_at(11, "bar.sync 0"));
         let missing = &advice(c.clone());
@@ -975,7 +973,6 @@ mod tests {
     fn every_advice_a_pair_was_given_is_reported_most_runs_first() {
         let direct = weak_communicated_pair();
         let mut relayed = direct.clone();
-        relayed.facts.relayed = true;
         relayed.via = Some((site_at(12, "st.volatile"), site_at(15, "ld.volatile")));
         relayed.relay = Some(site_at(11, "bar.sync 0"));
         let dir = tempfile::tempdir().unwrap();

@@ -123,17 +123,13 @@ pub struct PairFacts {
     /// The second thread had read a write of its peer, but one made before the first access.
     pub communicated_before: bool,
     /// The strongest release (fence or release operation) of the first thread after its access;
-    /// when `relayed`, of the relaying thread after the access reached it, before its write.
+    /// for a relayed pair (the conflict's `relay`), of the relaying thread after the access
+    /// reached it, before its write.
     pub first_release: Option<Strength>,
     /// The acquire (fence or acquire operation) of the second thread after the communication;
     /// when the communication was passed on at a barrier, of the thread that read it, before
     /// the barrier.
     pub second_acquire: Option<Strength>,
-    /// The communication went through a third thread: the first access reached the thread
-    /// whose write the second thread read (at a barrier, an acquire or `fence.sc` order)
-    /// before that write.
-    #[serde(default)]
-    pub relayed: bool,
     /// The writer and the reader of the communication are of one CTA (for a pair that was not
     /// relayed, `same_cta`): the scope its release and acquire need.
     #[serde(default)]
@@ -861,7 +857,6 @@ impl RaceTracker {
                 communicated_before: heard.wpos > 0 && !communicated,
                 first_release,
                 second_acquire,
-                relayed,
                 communication_in_cta: if communicated { heard.in_cta } else { same_cta },
             },
             via: communicated.then_some((heard.wline, heard.rline)),
@@ -1483,7 +1478,7 @@ mod tests {
         let pairs = relayed_handoff(None, None, false);
         assert_eq!(pairs.len(), 1);
         let key = pairs[0].key;
-        assert!(key.facts.communicated && key.facts.relayed);
+        assert!(key.facts.communicated && key.relay.is_some());
         assert_eq!(key.via, Some((13, 20)));
         assert_eq!(key.relay, Some(12));
         assert_eq!(key.facts.first_release, None);
@@ -1506,7 +1501,7 @@ mod tests {
     fn the_writers_own_fence_is_no_release_of_a_flag_another_thread_raises() {
         let pairs = relayed_handoff(Some(Reach::Gpu), None, true);
         assert_eq!(pairs.len(), 1);
-        assert!(pairs[0].key.facts.relayed);
+        assert!(pairs[0].key.relay.is_some());
         assert_eq!(pairs[0].key.facts.first_release, None);
         assert_eq!(pairs[0].key.facts.second_acquire, Some(Strength::Gpu));
     }
@@ -1539,7 +1534,7 @@ mod tests {
         let pairs = passed_on_at_a_barrier(false);
         assert_eq!(pairs.len(), 1);
         let key = pairs[0].key;
-        assert!(key.facts.communicated && !key.facts.relayed);
+        assert!(key.facts.communicated && key.relay.is_none());
         assert_eq!(key.via, Some((12, 13)));
         assert_eq!(key.passed, Some(14));
         assert_eq!(key.facts.first_release, Some(Strength::Gpu));
