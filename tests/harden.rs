@@ -408,6 +408,20 @@ fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
     );
 }
 
+/// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and
+/// acquire morally strong, so its race stayed, named only in the patch check's line. The
+/// report now names the flag as a race no fence can order, with its scope to widen.
+#[test]
+fn a_cta_scoped_flag_between_ctas_is_named_as_no_fence_can_order_with_its_scope() {
+    let (_, stdout) = common::or_skip!(hardened_fixture("races-cta-flag"));
+    let release = fixture_kernel_line("races-cta-flag", "// RACE release");
+    let acquire = fixture_kernel_line("races-cta-flag", "// RACE acquire");
+    let pair = format!("no fence can order kernel.cu:{release} -> kernel.cu:{acquire}");
+    let advice = (stdout.lines().find(|l| l.contains(&pair)))
+        .unwrap_or_else(|| panic!("{pair:?} not in {stdout}"));
+    assert!(advice.contains("give both .gpu scope"), "{advice}");
+}
+
 /// A cross-CTA handoff: its fences met another CTA, so CTA-scoped kinds are refused without
 /// asking the runs; inside one block nothing is refused and CTA scope is kept.
 #[test]
@@ -752,7 +766,9 @@ fn harden_names_the_races_a_fence_at_every_site_leaves_when_fences_cannot_fix() 
         .unwrap_or_else(|| panic!("the lock's atomic is not named: {stderr}"));
     assert!(named.contains("data race"), "{named}");
     assert!(
-        named.contains("leaves out the other CTA (use .gpu)"),
+        named.contains(
+            "leaves out the other CTA: no fence makes them morally strong; give both .gpu scope"
+        ),
         "{named}"
     );
 }

@@ -271,6 +271,38 @@ fn a_lock_taken_with_cta_scoped_atomics_by_two_ctas_is_a_data_race_on_the_lock_w
     assert!(lock_races.iter().all(|r| class(r) == "data-race"));
 }
 
+/// A payload published through a `.cta` flag between CTAs was told "make both strong, or order
+/// them": nothing named the flag, whose scope is the bug. Now the payload names the flag's two
+/// lines and their scope, the flag pair offers no fence, and the advice followed (the flag at
+/// device scope) passes with no race.
+#[test]
+fn a_payload_behind_a_cta_scoped_flag_between_ctas_names_the_flag_scope_to_widen() {
+    let app = "races-cta-flag";
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let document = check_races_in(dir.path(), app, true, 100, &["--races"]);
+    let (release, acquire) = (marked_line(app, "release"), marked_line(app, "acquire"));
+    let races = races(&document);
+    let payload = (marked_line(app, "payload"), marked_line(app, "read"));
+    let payload = (races.iter().find(|r| lines(r) == payload))
+        .unwrap_or_else(|| panic!("no payload pair: {races:#?}"));
+    let missing = payload["missing"].as_str().unwrap();
+    let named = format!(
+        "only through kernel.cu:{release} and kernel.cu:{acquire}, whose .cta scope leaves out \
+         the other CTA: no fence widens it"
+    );
+    assert!(missing.contains(&named), "{missing}");
+    let flag = (races.iter().find(|r| lines(r) == (release, acquire)))
+        .unwrap_or_else(|| panic!("no flag pair: {races:#?}"));
+    assert_eq!(class(flag), "data-race");
+    let missing = flag["missing"].as_str().unwrap();
+    assert!(
+        missing.contains("no fence makes them morally strong"),
+        "{missing}"
+    );
+    let widened = [("thread_scope_block", "thread_scope_device")];
+    assert_edited_copy_passes_without_races(dir.path(), app, &widened);
+}
+
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";

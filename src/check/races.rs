@@ -216,6 +216,16 @@ pub struct RunRace {
     pub occurrences: u64,
 }
 
+impl RunRace {
+    /// Both accesses strong, yet a data race: a scope of one leaves the other thread out
+    /// (a `.cta` access between CTAs). No fence orders it; a wider scope does.
+    pub fn scope_too_narrow(&self) -> bool {
+        self.class == RaceClass::DataRace
+            && self.first.strength != Strength::Weak
+            && self.second.strength != Strength::Weak
+    }
+}
+
 /// One run's line of the races journal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRaces {
@@ -286,48 +296,7 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
         "gpu"
     };
     match class {
-        RaceClass::DataRace => {
-            let weak: Vec<String> = [first, second]
-                .iter()
-                .filter(|e| e.strength == Strength::Weak)
-                .map(|e| e.place())
-                .collect();
-            let narrow: Vec<String> = [first, second]
-                .iter()
-                .filter(|e| e.strength == Strength::Cta && !c.facts.same_cta)
-                .map(|e| e.place())
-                .collect();
-            let mut parts = Vec::new();
-            match weak.len() {
-                0 => {}
-                1 => parts.push(format!("{} is a weak (plain) access", weak[0])),
-                _ => parts.push(format!("{} are weak (plain) accesses", weak.join(" and "))),
-            }
-            if !narrow.is_empty() {
-                parts.push(format!(
-                    "the .cta scope of {} leaves out the other CTA (use .gpu)",
-                    narrow.join(" and ")
-                ));
-            }
-            if c.facts.communicated {
-                // Weak data published through a strong flag: causality would order the two.
-                let through = match c.relay.is_some() {
-                    true => "through a third thread's strong write",
-                    false => "through strong accesses",
-                };
-                return format!(
-                    "{}, and the threads communicate between the two {through}, so a release \
-                     and an acquire of {scope} scope order them: {}",
-                    parts.join("; "),
-                    fence_missing(c, scope, first, second)
-                );
-            }
-            format!(
-                "{}: make both strong at a scope with both threads, or order them with a \
-                 release and an acquire of {scope} scope",
-                parts.join("; ")
-            )
-        }
+        RaceClass::DataRace => data_race_missing(c, scope, first, second),
         RaceClass::FenceCanOrder => fence_missing(c, scope, first, second),
         RaceClass::NoFenceCanOrder => {
             let rmw = |e: &RaceEnd| e.kind == RaceAccessKind::Rmw;
@@ -342,11 +311,15 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                  around both"
                     .to_string()
             } else if let Some((write, read)) = write_and_read(first, second) {
+                let cuda = match scope {
+                    "cta" => "__threadfence_block()",
+                    _ => "__threadfence()",
+                };
                 format!(
                     "nothing passes between the two threads from one access to the other, so no \
                      fence orders this pair. If {write} and {read} are sides of a flag \
                      handshake (each thread writes its own flag, then reads the other's, as in \
-                     Dekker's or Peterson's lock), a fence.sc (`__threadfence()`) between the \
+                     Dekker's or Peterson's lock), a fence.sc.{scope} (`{cuda}`) between the \
                      write and the read in each thread makes at least one thread see the \
                      other's write (this pair itself stays unordered, as the handshake allows); \
                      otherwise take the same lock around both, or publish one to the other \
@@ -360,6 +333,68 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
         }
     }
 }
+
+/// What would order a data race: which accesses are weak or of too narrow a scope, and what
+/// the threads' communication between the two (if any) lacks.
+fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
+    // In the order of their places, so that a pair and its reverse read alike.
+    let mut ends = [first, second];
+    ends.sort_by_key(|e| e.key());
+    let places = |keep: &dyn Fn(&RaceEnd) -> bool| -> Vec<String> {
+        ends.iter().filter(|e| keep(e)).map(|e| e.place()).collect()
+    };
+    let weak = places(&|e| e.strength == Strength::Weak);
+    let narrow = places(&|e| e.strength == Strength::Cta && !c.facts.same_cta);
+    let mut parts = Vec::new();
+    match weak.len() {
+        0 => {}
+        1 => parts.push(format!("{} is a weak (plain) access", weak[0])),
+        _ => parts.push(format!("{} are weak (plain) accesses", weak.join(" and "))),
+    }
+    if !narrow.is_empty() {
+        parts.push(format!(
+            "the .cta scope of {} leaves out the other CTA",
+            narrow.join(" and ")
+        ));
+    }
+    let parts = parts.join("; ");
+    if c.facts.communicated {
+        // Weak data published through a strong flag: causality would order the two.
+        let through = match c.relay.is_some() {
+            true => "through a third thread's strong write",
+            false => "through strong accesses",
+        };
+        return format!(
+            "{parts}, and the threads communicate between the two {through}, so a release and \
+             an acquire of {scope} scope order them: {}",
+            fence_missing(c, scope, first, second)
+        );
+    }
+    if let Some((write, read)) = &c.out_of_scope {
+        let (write, read) = (site_place(write), site_place(read));
+        return format!(
+            "{parts}. The threads communicate between the two only through {write} and {read}, \
+             whose .cta scope leaves out the other CTA: no fence widens it. Give both .gpu scope \
+             ({WIDER_IN_CUDA}); then a release at or before {write} and an acquire at or after \
+             {read}, of gpu scope, order this pair"
+        );
+    }
+    if weak.is_empty() {
+        // Both strong: only their scope keeps them from being morally strong.
+        return format!(
+            "{parts}: no fence makes them morally strong; give both .gpu scope ({WIDER_IN_CUDA})"
+        );
+    }
+    format!(
+        "{parts}: make both strong at a scope with both threads, or order them with a release \
+         and an acquire of {scope} scope"
+    )
+}
+
+/// How CUDA code widens a `.cta` access to `.gpu`.
+const WIDER_IN_CUDA: &str =
+    "in CUDA, cuda::thread_scope_device rather than thread_scope_block, atomicAdd rather than \
+     atomicAdd_block";
 
 fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
     let mut parts = Vec::new();
@@ -787,6 +822,7 @@ mod tests {
             via: None,
             relay: None,
             passed: None,
+            out_of_scope: None,
             synchronising_location: false,
             occurrences: 1,
             locations: 1,
@@ -1060,7 +1096,17 @@ mod tests {
         let handshake = "If kernel.cu:10 and kernel.cu:20 are sides of a flag handshake";
         assert!(missing.contains(handshake), "{missing}");
         assert!(
-            missing.contains("a fence.sc (`__threadfence()`) between"),
+            missing.contains("a fence.sc.gpu (`__threadfence()`) between"),
+            "{missing}"
+        );
+        let mut in_one_cta = strong_pair();
+        (
+            in_one_cta.facts.same_cta,
+            in_one_cta.facts.communication_in_cta,
+        ) = (true, true);
+        let missing = advice(in_one_cta);
+        assert!(
+            missing.contains("a fence.sc.cta (`__threadfence_block()`) between"),
             "{missing}"
         );
         let mut two_writes = strong_pair();
@@ -1071,6 +1117,38 @@ mod tests {
             "{}",
             races[0].missing
         );
+    }
+
+    /// A `.cta` flag between CTAs: the payload's advice named no flag ("make both strong"),
+    /// though the threads did communicate through it at too narrow a scope.
+    #[test]
+    fn a_payload_published_through_a_cta_scoped_flag_names_the_flag_to_widen() {
+        let mut c = weak_communicated_pair();
+        c.facts.communicated = false;
+        c.out_of_scope = Some((site_at(12, "st.release.cta"), site_at(14, "ld.acquire.cta")));
+        let missing = advice(c);
+        let named = "only through kernel.cu:12 and kernel.cu:14, whose .cta scope leaves out \
+                     the other CTA: no fence widens it. Give both .gpu scope";
+        assert!(missing.contains(named), "{missing}");
+    }
+
+    /// The flag pair itself, both strong at `.cta` between CTAs: the advice read differently
+    /// for the pair and its reverse, and offered fences, which cannot make it morally strong.
+    #[test]
+    fn a_strong_pair_of_too_narrow_a_scope_reads_alike_both_ways_and_offers_no_fence() {
+        let mut write_read = strong_pair();
+        write_read.first.strength = Strength::Cta;
+        write_read.second.strength = Strength::Cta;
+        write_read.facts.morally_strong = false;
+        let mut read_write = write_read.clone();
+        std::mem::swap(&mut read_write.first, &mut read_write.second);
+        let races = run_races(0, &log_of(vec![write_read, read_write])).races;
+        assert_eq!(races.len(), 1, "{races:#?}");
+        assert!(races[0].scope_too_narrow());
+        let missing = &races[0].missing;
+        let expected = "the .cta scope of kernel.cu:10 and kernel.cu:20 leaves out the other \
+                        CTA: no fence makes them morally strong; give both .gpu scope";
+        assert!(missing.starts_with(expected), "{missing}");
     }
 
     #[test]

@@ -281,12 +281,15 @@ pub fn required_partners(
     }))
 }
 
-/// The pairs of `logs` that no fence can order, each once, with `check --races`' advice.
+/// The pairs of `logs` that no fence can order, each once, with `check --races`' advice: pairs
+/// of morally strong accesses with no communication between them, and pairs of strong
+/// accesses whose scope leaves one thread out (a `.cta` flag between CTAs: no fence widens a
+/// scope).
 pub fn unorderable_races(logs: &[RaceLog]) -> Vec<UnorderableRace> {
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for log in logs {
         for race in run_races(0, log).races {
-            if race.class == RaceClass::NoFenceCanOrder {
+            if race.class == RaceClass::NoFenceCanOrder || race.scope_too_narrow() {
                 let pair = format!("{} -> {}", race.first.place(), race.second.place());
                 seen.entry(pair).or_insert(race.missing);
             }

@@ -158,6 +158,12 @@ pub struct Conflict {
     /// the second thread: its acquire belongs before it.
     #[serde(default)]
     pub passed: Option<RaceSite>,
+    /// When not communicated: a strong write of the first thread, made after the first access,
+    /// and the second thread's strong read of it before the second access, whose scope leaves
+    /// one thread out (a `.cta` flag between CTAs). At a scope with both threads they would be
+    /// the communication: no fence widens a scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_scope: Option<(RaceSite, RaceSite)>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it.
@@ -213,6 +219,9 @@ pub struct PairKey {
     pub relay: Option<u32>,
     /// When passed on: the line of the barrier at which the reader of `via` passed it on.
     pub passed: Option<u32>,
+    /// When not communicated: the lines of a strong write and read the threads communicated
+    /// through between the two accesses, whose scope left one of them out.
+    pub out_of_scope: Option<(u32, u32)>,
 }
 
 type Clock = Rc<[u32]>;
@@ -350,6 +359,10 @@ pub struct RaceTracker {
     heard: Vec<Heard>,
     /// Per thread, whether its row of `heard` may hold anything (what barriers pass on).
     hears: Vec<bool>,
+    /// For reader `t` and writer `u` (key `t * n + u`), the newest strong write of `u` that
+    /// `t` read strongly though their scopes left one of them out: how many of `u`'s accesses
+    /// it follows, and the lines of the write and the read.
+    heard_out_of_scope: Map<u64, (u32, u32, u32)>,
     /// Per reader, the clock and the releases (CTA, GPU) of the write it last heard relayed (a
     /// spin reads the same write, or writes made with one clock, again and again: heard once,
     /// it adds nothing).
@@ -453,6 +466,7 @@ impl RaceTracker {
             last_acquire: vec![None; threads],
             heard: vec![Heard::default(); threads * threads],
             hears: vec![false; threads],
+            heard_out_of_scope: Map::default(),
             last_relayed: vec![(None, None, None); threads],
             sc_gpu: vec![0; threads],
             sc_cta: HashMap::new(),
@@ -675,6 +689,10 @@ impl RaceTracker {
         }
         let strong = includes(w.access.strength, same_cta) && includes(me.strength, same_cta);
         if !strong {
+            if w.access.strength != Strength::Weak && me.strength != Strength::Weak {
+                let (writer, wpos, wline) = (w.access.thread, w.access.pos, w.access.line);
+                self.hear_out_of_scope(me, writer, wpos, wline);
+            }
             return;
         }
         let (writer, wpos, wline) = (w.access.thread, w.access.pos, w.access.line);
@@ -720,6 +738,17 @@ impl RaceTracker {
         *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
         let view = if same_cta { views.0 } else { views.1 };
         self.acquire_carried(me, order, same_cta, view);
+    }
+
+    /// A strong read `me` took a strong write of `writer` (its access `wpos` on line `wline`)
+    /// whose scope, or its own, leaves the other thread out: no communication under PTX, but
+    /// what a wider scope would make one.
+    fn hear_out_of_scope(&mut self, me: Side, writer: u32, wpos: u32, wline: u32) {
+        let key = me.thread as u64 * self.n as u64 + writer as u64;
+        let heard = self.heard_out_of_scope.entry(key).or_default();
+        if wpos >= heard.0 {
+            *heard = (wpos, wline, me.line);
+        }
     }
 
     /// A morally strong read `me` took the write that carried `view` (the releases it
@@ -840,6 +869,14 @@ impl RaceTracker {
                 .map(|r| r.1),
         };
         let passed = communicated && heard.passed != 0;
+        let out_of_scope = match communicated {
+            true => None,
+            false => self
+                .heard_out_of_scope
+                .get(&(second.thread as u64 * self.n as u64 + first.thread as u64))
+                .filter(|h| h.0 > first.pos)
+                .map(|h| (h.1, h.2)),
+        };
         let second_acquire = match passed {
             true => heard.acquired,
             false => self.last_acquire[second.thread as usize]
@@ -862,6 +899,7 @@ impl RaceTracker {
             via: communicated.then_some((heard.wline, heard.rline)),
             relay: relayed.then_some(heard.relay),
             passed: passed.then_some(heard.passed),
+            out_of_scope,
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
@@ -1242,6 +1280,7 @@ impl RaceLog {
                 via: key.via.map(|(w, r)| (site(w), site(r))),
                 relay: key.relay.map(site),
                 passed: key.passed.map(site),
+                out_of_scope: key.out_of_scope.map(|(w, r)| (site(w), site(r))),
                 synchronising_location: sync,
                 occurrences,
                 locations,
@@ -1416,6 +1455,43 @@ mod tests {
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
         assert_eq!(payload[0].key.facts.first_release, Some(Strength::Cta));
+    }
+
+    /// A flag released and acquired at CTA scope by threads of two CTAs is no communication
+    /// under PTX (not morally strong), so the payload pair is uncommunicated; it is named as the
+    /// communication a wider scope would make, and the flag pair is a race of its own.
+    #[test]
+    fn a_cta_scoped_flag_between_ctas_is_communication_out_of_scope() {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 11, w(FLAG), releasing(Reach::Cta), Some(2));
+        r.load(1, None, 20, w(FLAG), acquiring(Reach::Cta), Some(2));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        let key = payload[0].key;
+        assert!(!key.facts.communicated && key.via.is_none());
+        assert_eq!(key.out_of_scope, Some((11, 20)));
+        let flag = pairs
+            .iter()
+            .find(|p| p.key.first.0 == 11)
+            .expect("the flag pair");
+        assert!(!flag.key.facts.morally_strong);
+    }
+
+    /// The same flag at GPU scope is the communication itself: nothing is out of scope.
+    #[test]
+    fn a_gpu_scoped_flag_is_no_communication_out_of_scope() {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        let payload = payload_pairs(&pairs);
+        assert!(payload[0].key.facts.communicated);
+        assert_eq!(payload[0].key.out_of_scope, None);
     }
 
     #[test]
