@@ -408,6 +408,22 @@ fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
     );
 }
 
+/// A payload passed along two forwarding threads without fences: harden kept a fence.sc.gpu
+/// after the writer's flag and one after the reader's spin, which fence-SC order makes pass
+/// all but about one run in a few thousand (the patch failed 1 of 1000 runs). The race
+/// recorder now follows the chain, so the search keeps the two forwarders' fences, of
+/// acquire-release kind, and nothing else.
+#[test]
+fn a_chain_of_forwarding_threads_gets_one_acq_rel_fence_in_each() {
+    let app = "races-forwarded-chain";
+    let stdout = common::or_skip!(harden_relayed(app, 2));
+    for marker in ["first-forwarder", "second-forwarder"] {
+        let line = fixture_kernel_line(app, &format!("// RACE {marker}"));
+        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
+        assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
+    }
+}
+
 /// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and
 /// acquire morally strong, so its race stayed, named only in the patch check's line. The
 /// report now names the flag as a race no fence can order, with its scope to widen.

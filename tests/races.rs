@@ -303,6 +303,35 @@ fn a_payload_behind_a_cta_scoped_flag_between_ctas_names_the_flag_scope_to_widen
     assert_edited_copy_passes_without_races(dir.path(), app, &widened);
 }
 
+/// Write-to-read causality through a thread without fences: the payload's advice was the
+/// generic "make both strong, or order them", naming none of the three threads. It now names
+/// the forwarding thread's read and write and the fence between them; followed, the app passes
+/// with no race.
+#[test]
+fn a_payload_forwarded_by_a_thread_without_fences_names_the_fence_that_thread_lacks() {
+    let app = "races-forwarded";
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let document = check_races_in(dir.path(), app, true, 100, &["--races"]);
+    assert_only_class_between_markers(&document, app, "data-race", ["payload", "read"]);
+    let (read, write) = (
+        marked_line(app, "forward-read"),
+        marked_line(app, "forward-write"),
+    );
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    let named = format!(
+        "that thread reads at kernel.cu:{read}, then writes kernel.cu:{write}, which the next \
+         thread reads; a fence.acq_rel.gpu in that thread after kernel.cu:{read} and before \
+         kernel.cu:{write}"
+    );
+    assert!(missing.contains(&named), "{missing}");
+    assert!(!missing.contains("signalling side"), "{missing}");
+    let fence = "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, \
+                 cuda::thread_scope_device);";
+    let fenced = format!("}}\n        {fence}\n        f[1] = 1;");
+    let edits = [("}\n        f[1] = 1;", fenced.as_str())];
+    assert_edited_copy_passes_without_races(dir.path(), app, &edits);
+}
+
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";

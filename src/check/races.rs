@@ -360,13 +360,20 @@ fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEn
     let parts = parts.join("; ");
     if c.facts.communicated {
         // Weak data published through a strong flag: causality would order the two.
-        let through = match c.relay.is_some() {
-            true => "through a third thread's strong write",
-            false => "through strong accesses",
+        let through = match (&c.relay, &c.forward) {
+            (Some(_), _) => "through a third thread's strong write",
+            (_, Some(_)) => {
+                "through further threads that each read a strong write and make another"
+            }
+            _ => "through strong accesses",
+        };
+        let links = match c.forward.is_some() {
+            true => " at each link",
+            false => "",
         };
         return format!(
             "{parts}, and the threads communicate between the two {through}, so a release and \
-             an acquire of {scope} scope order them: {}",
+             an acquire of {scope} scope{links} order them: {}",
             fence_missing(c, scope, first, second)
         );
     }
@@ -399,6 +406,7 @@ const WIDER_IN_CUDA: &str =
 fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
     let mut parts = Vec::new();
     match (&c.relay, &c.via) {
+        _ if c.forward.is_some() => parts.extend(forwarded_missing(c, scope, first)),
         (Some(relay), Some((write, _))) => parts.extend(relayed_release_missing(
             c,
             scope,
@@ -464,6 +472,49 @@ fn relayed_release_missing(
         )),
         Some(_) => None,
     }
+}
+
+/// What a forwarded pair lacks before the second thread's read: a release after `first`
+/// before the write the first forwarder reads (unless the access reached that thread
+/// causally), and in each forwarding thread an acquire after its read and a release before its
+/// write (one `fence.acq_rel` between the two; the first thread that lacks it is named).
+fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> {
+    let Some(forward) = &c.forward else {
+        return Vec::new();
+    };
+    let (read, passes) = (site_place(&forward.read), site_place(&forward.passes));
+    let lacks = |s: Option<Strength>| match s {
+        None => Some(false),
+        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(true),
+        Some(_) => None,
+    };
+    let mut parts = Vec::new();
+    let theirs = forward.write.as_ref().map(site_place);
+    match (&theirs, lacks(c.facts.first_release)) {
+        (Some(theirs), Some(false)) => parts.push(format!(
+            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
+             before {theirs}, which a further thread reads and passes on",
+            first.place()
+        )),
+        (Some(_), Some(true)) => parts.push(format!(
+            "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
+            first.place()
+        )),
+        _ => {}
+    }
+    match lacks(forward.fenced) {
+        Some(false) => parts.push(format!(
+            "no acquire and release in a thread that passes it on: that thread reads at {read}, \
+             then writes {passes}, which the next thread reads; a fence.acq_rel.{scope} in that \
+             thread after {read} and before {passes}"
+        )),
+        Some(true) => parts.push(format!(
+            "the fences of a thread that passes it on, between {read} and {passes}, are .cta: \
+             they do not reach the other CTA (needs .gpu)"
+        )),
+        None => {}
+    }
+    parts
 }
 
 /// What the second thread's side lacks when it read the other thread's write itself.
@@ -785,7 +836,7 @@ mod tests {
             "strong .cta"
         );
     }
-    use crate::backend::sim::{PairFacts, RaceAccess};
+    use crate::backend::sim::{Forwarded, PairFacts, RaceAccess};
 
     fn access(line: u32, kind: RaceAccessKind, strength: Strength) -> RaceAccess {
         RaceAccess {
@@ -823,6 +874,7 @@ mod tests {
             relay: None,
             passed: None,
             out_of_scope: None,
+            forward: None,
             synchronising_location: false,
             occurrences: 1,
             locations: 1,
@@ -1117,6 +1169,37 @@ mod tests {
             "{}",
             races[0].missing
         );
+    }
+
+    /// Write-to-read causality through a thread with no fence: the payload's advice was the
+    /// generic one; it now names the forwarding thread's fence, and the writer's release when
+    /// that is missing too, and none for an access that reached the forwarder causally.
+    #[test]
+    fn a_forwarded_pair_names_the_forwarding_threads_fence_and_the_writers_release() {
+        let mut c = weak_communicated_pair();
+        c.facts.first_release = Some(Strength::Gpu);
+        c.facts.second_acquire = Some(Strength::Gpu);
+        c.via = Some((site_at(15, "st"), site_at(18, "ld")));
+        c.forward = Some(Forwarded {
+            write: Some(site_at(11, "st")),
+            read: site_at(13, "ld"),
+            passes: site_at(15, "st"),
+            fenced: None,
+        });
+        let forwarder = "no acquire and release in a thread that passes it on: that thread reads \
+                         at kernel.cu:13, then writes kernel.cu:15, which the next thread reads; \
+                         a fence.acq_rel.gpu in that thread after kernel.cu:13 and before \
+                         kernel.cu:15";
+        let missing = advice(c.clone());
+        assert!(missing.ends_with(forwarder), "{missing}");
+        assert!(!missing.contains("signalling side"), "{missing}");
+        c.facts.first_release = None;
+        let missing = advice(c.clone());
+        let release = "a fence.acq_rel.gpu after kernel.cu:10, before kernel.cu:11, which a \
+                       further thread reads and passes on";
+        assert!(missing.contains(release), "{missing}");
+        c.forward.as_mut().unwrap().write = None;
+        assert!(!advice(c).contains("signalling side"));
     }
 
     /// A `.cta` flag between CTAs: the payload's advice named no flag ("make both strong"),

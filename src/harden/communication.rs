@@ -148,6 +148,10 @@ pub fn cross_cta_sites(
             if let (Some(relay), false) = (&c.relay, c.facts.communication_in_cta) {
                 met.extend(sites_at(sites, relay));
             }
+            // Likewise where a thread read the first thread's write and passed it on.
+            if let (Some(forward), false) = (&c.forward, c.facts.communication_in_cta) {
+                met.extend(sites_at(sites, &forward.read));
+            }
         }
     }
     Ok(Some(CrossCta {
@@ -193,7 +197,10 @@ impl OrderablePairs {
                 continue;
             }
             out.pairs.insert(pair_name(c));
-            let via = c.via.iter().flat_map(|(w, r)| [w, r]).chain(&c.relay);
+            let forward = (c.forward.iter()).flat_map(|f| f.write.iter().chain([&f.read]));
+            let via = (c.via.iter().flat_map(|(w, r)| [w, r]))
+                .chain(&c.relay)
+                .chain(forward);
             for at in [&c.first.site, &c.second.site].into_iter().chain(via) {
                 out.sites.extend(sites_at(sites, at));
             }
@@ -212,8 +219,9 @@ impl OrderablePairs {
 pub struct RequiredFence {
     pub site: usize,
     pub kind: FenceKind,
-    /// `release` (after the first access of a pair) or `acquire` (after the read the
-    /// communication went through).
+    /// `release` (after the first access of a pair), `acquire` (after the read the
+    /// communication went through) or `forwarding` (after a third thread's read of the first
+    /// thread's write, before its own write that the second thread reads).
     pub role: &'static str,
     /// The pair it orders, `file:line -> file:line`.
     pub orders: String,
@@ -344,10 +352,17 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
             });
         }
     };
-    if too_narrow(c.facts.first_release) {
+    // A forwarded access that reached its first forwarder causally needs no release of its own.
+    let reached_causally = c.forward.as_ref().is_some_and(|f| f.write.is_none());
+    if too_narrow(c.facts.first_release) && !reached_causally {
         // Relayed: after the point where the first access reached the thread that writes
         // what the second thread reads (its barrier or acquire), not beside the access.
         need(c.relay.as_ref().unwrap_or(&c.first.site), "release");
+    }
+    if let Some(forward) = c.forward.as_ref().filter(|f| too_narrow(f.fenced)) {
+        // Forwarded: the thread that read the first thread's write and wrote what the second
+        // thread reads acquires after its read and releases before its write.
+        need(&forward.read, "forwarding");
     }
     if too_narrow(c.facts.second_acquire) {
         need(read, "acquire");

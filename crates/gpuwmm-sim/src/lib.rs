@@ -31,8 +31,8 @@ use self::printf::DeviceOutput;
 use self::ptx_model::Gpus;
 use self::races::LaunchRaces;
 pub use self::races::{
-    AccessKind as RaceAccessKind, Communication, Conflict, PairFacts, RaceAccess, RaceLog,
-    RaceSite, SourceLine, Strength,
+    AccessKind as RaceAccessKind, Communication, Conflict, Forwarded, PairFacts, RaceAccess,
+    RaceLog, RaceSite, SourceLine, Strength,
 };
 use self::vars::VarSpace;
 pub use crate::device::Device;

@@ -164,6 +164,13 @@ pub struct Conflict {
     /// the communication: no fence widens a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_of_scope: Option<(RaceSite, RaceSite)>,
+    /// When forwarded: further threads passed the first access on, each reading a strong write
+    /// and then making the one the next reads; the last made what the second thread read
+    /// (`via`). A release after the first access, an acquire and a release in each forwarding
+    /// thread between its read and its write, and an acquire after the second thread's read
+    /// order the pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<Forwarded>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it.
@@ -171,6 +178,19 @@ pub struct Conflict {
     pub occurrences: u64,
     /// Distinct addresses.
     pub locations: u64,
+}
+
+/// How communication was forwarded: the first thread's write the first forwarding thread read
+/// (`None` when the access reached that thread causally, at a barrier or an acquire); the read
+/// and the write of the forwarding thread that lacks its acquire-then-release (the first such
+/// one; the last forwarder when none lacks it); and the weakest acquire-then-release the
+/// forwarding threads made between their read and their write (`None`: one made none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forwarded {
+    pub write: Option<RaceSite>,
+    pub read: RaceSite,
+    pub passes: RaceSite,
+    pub fenced: Option<Strength>,
 }
 
 /// Morally strong reads of another thread's write, by sites.
@@ -222,6 +242,10 @@ pub struct PairKey {
     /// When not communicated: the lines of a strong write and read the threads communicated
     /// through between the two accesses, whose scope left one of them out.
     pub out_of_scope: Option<(u32, u32)>,
+    /// When forwarded: the line of the first thread's write (0: none, it reached the first
+    /// forwarder causally), the lines of the read and the write of the forwarding thread
+    /// named ([`Forwarded`]), and the weakest acquire-then-release of the forwarding threads.
+    pub forward: Option<(u32, (u32, u32), Option<Strength>)>,
 }
 
 type Clock = Rc<[u32]>;
@@ -245,6 +269,9 @@ struct WriteEntry {
     /// For a strong write: which accesses of other threads had reached its writer, and where
     /// (what a morally strong read of it hears relayed).
     reached: Option<Reached>,
+    /// For a strong write: what its writer had heard directly, which a morally strong read of
+    /// it hears forwarded.
+    forwards: Option<Rc<[Forward]>>,
 }
 
 /// A thread's causality clock, and per entry the line of the instruction at which it last
@@ -317,6 +344,32 @@ struct Heard {
     passed: u32,
     /// Passed on: the acquire that thread made after its read, before the barrier.
     acquired: Option<Strength>,
+    /// Forwarded: how (`None`: not forwarded).
+    forward: Option<ForwardPath>,
+}
+
+/// How communication was forwarded to a reader: the line of the first thread's write (0: none,
+/// the access reached the first forwarder causally); the line of the last forwarder's read; an
+/// earlier forwarder that made no acquire-then-release, by the lines of its read and write
+/// ((0, 0): none); the weakest acquire-then-release of the forwarders (`None`: one made none).
+#[derive(Debug, Clone, Copy)]
+struct ForwardPath {
+    origin: u32,
+    read: u32,
+    unfenced: (u32, u32),
+    fenced: Option<Strength>,
+}
+
+/// Communication a thread heard, which its next strong write passes on (forwards) to whoever
+/// reads that write: from thread `from`, `wpos` of its accesses, by `path` up to this thread
+/// (its `read` is this thread's, `fenced` includes this thread's acquire-then-release since
+/// then), and whether every link so far is in one CTA.
+#[derive(Debug, Clone, Copy)]
+struct Forward {
+    from: u32,
+    wpos: u32,
+    path: ForwardPath,
+    in_cta: bool,
 }
 
 /// One side of a pair being checked.
@@ -363,6 +416,13 @@ pub struct RaceTracker {
     /// `t` read strongly though their scopes left one of them out: how many of `u`'s accesses
     /// it follows, and the lines of the write and the read.
     heard_out_of_scope: Map<u64, (u32, u32, u32)>,
+    /// Per thread, the writers it heard from directly (the entries of its `heard` row a
+    /// strong write of its forwards).
+    heard_from: Vec<Vec<u32>>,
+    /// Per thread, what its strong writes forward, shared until it hears or fences again.
+    forwards: Vec<Option<Rc<[Forward]>>>,
+    /// Per reader, the forwards it last heard (a spin reads one write again and again).
+    last_forwarded: Vec<Option<Rc<[Forward]>>>,
     /// Per reader, the clock and the releases (CTA, GPU) of the write it last heard relayed (a
     /// spin reads the same write, or writes made with one clock, again and again: heard once,
     /// it adds nothing).
@@ -400,6 +460,33 @@ fn includes(s: Strength, same_cta: bool) -> bool {
 fn join_into(row: &mut [u32], other: &[u32]) {
     for (a, b) in row.iter_mut().zip(other) {
         *a = (*a).max(*b);
+    }
+}
+
+/// The path by which a thread that heard `h` forwards it, making `fenced` (its own
+/// acquire-then-release since its read) before its write: directly heard, the first thread's
+/// write starts it; relayed, the access reached the relaying thread causally, whose release
+/// before its write is that link's; forwarded, the path continues.
+fn path_through(h: &Heard, fenced: Option<Strength>) -> ForwardPath {
+    let (origin, before, earlier) = match (h.forward, h.relay) {
+        (Some(p), _) => (p.origin, p.fenced, (p.unfenced, (p.read, h.wline))),
+        (None, 0) => (h.wline, Some(Strength::Gpu), ((0, 0), (0, 0))),
+        (None, relay) => {
+            let released = relayed_release(h.released, h.wpos.saturating_sub(1));
+            (0, released, ((0, 0), (relay, h.wline)))
+        }
+    };
+    // The first link without an acquire-then-release is the one to name.
+    let (named, last) = earlier;
+    let unfenced = match (named, before) {
+        ((0, 0), None) => last,
+        _ => named,
+    };
+    ForwardPath {
+        origin,
+        read: h.rline,
+        unfenced,
+        fenced: before.min(fenced),
     }
 }
 
@@ -467,6 +554,9 @@ impl RaceTracker {
             heard: vec![Heard::default(); threads * threads],
             hears: vec![false; threads],
             heard_out_of_scope: Map::default(),
+            heard_from: vec![Vec::new(); threads],
+            forwards: vec![None; threads],
+            last_forwarded: vec![None; threads],
             last_relayed: vec![(None, None, None); threads],
             sc_gpu: vec![0; threads],
             sc_cta: HashMap::new(),
@@ -699,6 +789,7 @@ impl RaceTracker {
         let chain = w.chain.clone();
         let views = (w.view_cta.clone(), w.view_gpu.clone());
         let reached = w.reached.clone();
+        let forwards = w.forwards.clone();
         let shadow = self.shadows.get_mut(&addr).expect("looked up above");
         let w = &mut shadow.writes[i];
         let heard_before = w.observers.iter().any(|o| o.0 == me.thread);
@@ -711,6 +802,11 @@ impl RaceTracker {
                 continue;
             }
             let in_cta = self.block(x) == self.block(me.thread);
+            let from = &mut self.heard_from[me.thread as usize];
+            if !from.contains(&x) {
+                from.push(x);
+            }
+            self.forwards[me.thread as usize] = None;
             let heard = &mut self.heard[me.thread as usize * self.n + x as usize];
             if xpos >= heard.wpos {
                 *heard = Heard {
@@ -734,6 +830,9 @@ impl RaceTracker {
                 ..Heard::default()
             };
             self.hear_relayed(me.thread, writer, relayed, &reached, &views);
+        }
+        if let Some(forwards) = forwards {
+            self.hear_forwarded(me, (writer, wline, addr), forwards, same_cta);
         }
         *self.edges.entry((wline, me.line, same_cta)).or_insert(0) += 1;
         let view = if same_cta { views.0 } else { views.1 };
@@ -809,6 +908,84 @@ impl RaceTracker {
                     released: (covered(&views.0, x), covered(&views.1, x)),
                     ..relayed
                 };
+                let from = &mut self.heard_from[r as usize];
+                if !from.contains(&(x as u32)) {
+                    from.push(x as u32);
+                }
+                self.forwards[r as usize] = None;
+            }
+        }
+    }
+
+    /// What a strong write of `t` forwards now: each thread it heard from (not passed on at a
+    /// barrier), with the acquire-then-release it made since its read (shared until it hears
+    /// or fences again).
+    fn forwards_of(&mut self, t: u32) -> Option<Rc<[Forward]>> {
+        let i = t as usize;
+        if self.heard_from[i].is_empty() {
+            return None;
+        }
+        if let Some(f) = &self.forwards[i] {
+            return Some(f.clone());
+        }
+        let fenced = |rpos: u32| match (self.last_acquire[i], self.last_release[i]) {
+            (Some((a, acq)), Some((r, rel))) if a >= rpos && r >= a => Some(acq.min(rel)),
+            _ => None,
+        };
+        let row = &self.heard[i * self.n..(i + 1) * self.n];
+        let forwards: Rc<[Forward]> = (self.heard_from[i].iter())
+            .filter(|&&x| row[x as usize].wpos > 0 && row[x as usize].passed == 0)
+            .map(|&x| {
+                let h = row[x as usize];
+                Forward {
+                    from: x,
+                    wpos: h.wpos,
+                    path: path_through(&h, fenced(h.rpos)),
+                    in_cta: h.in_cta,
+                }
+            })
+            .collect();
+        self.forwards[i] = Some(forwards.clone());
+        Some(forwards)
+    }
+
+    /// Reader `me` read, morally strongly, a write of `writer` (on line `wline`, at `addr`)
+    /// that forwards `forwards`: it hears each first thread's accesses through the two links,
+    /// unless it heard as many of them another way.
+    fn hear_forwarded(
+        &mut self,
+        me: Side,
+        (writer, wline, addr): (u32, u32, u64),
+        forwards: Rc<[Forward]>,
+        same_cta: bool,
+    ) {
+        let last = &mut self.last_forwarded[me.thread as usize];
+        if last.as_ref().is_some_and(|l| Rc::ptr_eq(l, &forwards)) {
+            return;
+        }
+        *last = Some(forwards.clone());
+        self.forwards[me.thread as usize] = None;
+        for f in forwards
+            .iter()
+            .filter(|f| f.from != me.thread && f.from != writer)
+        {
+            let heard = &mut self.heard[me.thread as usize * self.n + f.from as usize];
+            if f.wpos > heard.wpos {
+                self.hears[me.thread as usize] = true;
+                *heard = Heard {
+                    wpos: f.wpos,
+                    rpos: me.pos,
+                    addr,
+                    wline,
+                    rline: me.line,
+                    in_cta: same_cta && f.in_cta,
+                    forward: Some(f.path),
+                    ..Heard::default()
+                };
+                let from = &mut self.heard_from[me.thread as usize];
+                if !from.contains(&f.from) {
+                    from.push(f.from);
+                }
             }
         }
     }
@@ -869,6 +1046,13 @@ impl RaceTracker {
                 .map(|r| r.1),
         };
         let passed = communicated && heard.passed != 0;
+        let forward = heard.forward.filter(|_| communicated).map(|p| {
+            let named = match p.unfenced {
+                (0, 0) => (p.read, heard.wline),
+                earlier => earlier,
+            };
+            (p.origin, named, p.fenced)
+        });
         let out_of_scope = match communicated {
             true => None,
             false => self
@@ -900,6 +1084,7 @@ impl RaceTracker {
             relay: relayed.then_some(heard.relay),
             passed: passed.then_some(heard.passed),
             out_of_scope,
+            forward,
         };
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
@@ -960,6 +1145,10 @@ impl RaceTracker {
         let (view_cta, view_gpu) = views;
         let clock = self.clock_for_write(me.thread);
         let reached = (me.strength != Strength::Weak).then(|| self.snapshot(me.thread));
+        let forwards = match me.strength {
+            Strength::Weak => None,
+            _ => self.forwards_of(me.thread),
+        };
         let shadow = self.shadow(at);
         shadow.note_own(me.thread, false);
         if shadow.writes.len() == WRITES {
@@ -974,6 +1163,7 @@ impl RaceTracker {
             chain,
             clock,
             reached,
+            forwards,
         });
         shadow.reads.clear();
     }
@@ -1048,6 +1238,7 @@ impl RaceTracker {
             self.join_row(t, v, line);
         }
         self.last_acquire[i] = Some((at, reach.into()));
+        self.forwards[i] = None;
     }
 
     fn release(&mut self, t: u32, reach: Reach, at: u32) {
@@ -1062,6 +1253,7 @@ impl RaceTracker {
         if !stronger {
             self.last_release[i] = Some((at, s));
         }
+        self.forwards[i] = None;
     }
 
     /// A fence of thread `t` at PTX line `line`: acquire, fence-SC order for `sc`, release.
@@ -1281,6 +1473,12 @@ impl RaceLog {
                 relay: key.relay.map(site),
                 passed: key.passed.map(site),
                 out_of_scope: key.out_of_scope.map(|(w, r)| (site(w), site(r))),
+                forward: key.forward.map(|(w, (r, passes), fenced)| Forwarded {
+                    write: (w != 0).then(|| site(w)),
+                    read: site(r),
+                    passes: site(passes),
+                    fenced,
+                }),
                 synchronising_location: sync,
                 occurrences,
                 locations,
@@ -1455,6 +1653,100 @@ mod tests {
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
         assert_eq!(payload[0].key.facts.first_release, Some(Strength::Cta));
+    }
+
+    const FLAG2: u64 = 0x3000;
+    const FLAG3: u64 = 0x4000;
+
+    /// Thread 0 writes the payload (line 10), releases (`release`) and raises flag 1 (line
+    /// 11); each further thread but the last waits for the previous flag (line 20 + its
+    /// number), fences when `fenced` says so, and raises the next flag (line 30 + its number);
+    /// the last thread waits, acquires and reads the payload (line 50). Threads in CTAs of
+    /// their own.
+    fn forwarded(release: bool, fenced: &[bool]) -> Vec<LaunchPair> {
+        let flags = [FLAG, FLAG2, FLAG3];
+        let last = fenced.len() as u32 + 1;
+        let mut r = RaceTracker::new(last as usize + 1, 1);
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        if release {
+            r.fence(0, Reach::Gpu, false, 12);
+        }
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(1));
+        for (i, &fence) in fenced.iter().enumerate() {
+            let t = i as u32 + 1;
+            r.load(
+                t as usize,
+                None,
+                20 + t,
+                w(flags[i]),
+                order(Reach::Gpu),
+                Some(1),
+            );
+            if fence {
+                r.fence(t as usize, Reach::Gpu, false, 40 + t);
+            }
+            r.store(
+                t as usize,
+                30 + t,
+                w(flags[i + 1]),
+                order(Reach::Gpu),
+                Some(1),
+            );
+        }
+        let at = flags[fenced.len()];
+        r.load(
+            last as usize,
+            None,
+            20 + last,
+            w(at),
+            order(Reach::Gpu),
+            Some(1),
+        );
+        r.fence(last as usize, Reach::Gpu, false, 45);
+        r.load(last as usize, None, 50, w(X), order(Reach::Weak), Some(1));
+        r.finish().conflicts
+    }
+
+    /// Write-to-read causality through a thread with no fence (WRC): the payload pair was
+    /// called uncommunicated, so its advice named none of the three threads' fences.
+    #[test]
+    fn communication_forwarded_by_a_thread_without_fences_names_that_thread() {
+        let pairs = forwarded(true, &[false]);
+        let payload = payload_pairs(&pairs);
+        assert_eq!(payload.len(), 1);
+        let key = payload[0].key;
+        assert!(key.facts.communicated);
+        assert_eq!(key.via, Some((31, 22)));
+        assert_eq!(key.forward, Some((11, (21, 31), None)));
+        assert_eq!(key.facts.first_release, Some(Strength::Gpu));
+    }
+
+    /// The forwarding thread fenced: the chain is causal and nothing is left.
+    #[test]
+    fn a_fenced_forwarding_thread_orders_the_forwarded_payload() {
+        assert!(payload_pairs(&forwarded(true, &[true])).is_empty());
+    }
+
+    /// Two forwarding threads, neither fenced: the first is named; once it is fenced, the
+    /// second (its access reached the first causally, so no release of the writer's is asked).
+    #[test]
+    fn a_chain_of_forwarders_names_the_first_that_lacks_its_fence() {
+        let pairs = forwarded(true, &[false, false]);
+        let key = payload_pairs(&pairs)[0].key;
+        assert_eq!(key.forward, Some((11, (21, 31), None)));
+        let pairs = forwarded(true, &[true, false]);
+        let key = payload_pairs(&pairs)[0].key;
+        assert_eq!(key.forward, Some((0, (22, 32), None)));
+        assert!(payload_pairs(&forwarded(true, &[true, true])).is_empty());
+    }
+
+    /// Without the writer's release, a fenced forwarder acquires nothing: the writer is named.
+    #[test]
+    fn a_forwarded_payload_without_the_writers_release_names_the_release() {
+        let pairs = forwarded(false, &[true]);
+        let key = payload_pairs(&pairs)[0].key;
+        assert_eq!(key.forward, Some((11, (21, 31), Some(Strength::Gpu))));
+        assert_eq!(key.facts.first_release, None);
     }
 
     /// A flag released and acquired at CTA scope by threads of two CTAs is no communication
