@@ -337,9 +337,11 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
 /// What would order a data race: which accesses are weak or of too narrow a scope, and what
 /// the threads' communication between the two (if any) lacks.
 fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -> String {
-    // In the order of their places, so that a pair and its reverse read alike.
+    // An undirected pair in the order of its places, so that it and its reverse read alike.
     let mut ends = [first, second];
-    ends.sort_by_key(|e| e.key());
+    if !c.facts.communicated {
+        ends.sort_by_key(|e| e.key());
+    }
     let places = |keep: &dyn Fn(&RaceEnd) -> bool| -> Vec<String> {
         ends.iter().filter(|e| keep(e)).map(|e| e.place()).collect()
     };

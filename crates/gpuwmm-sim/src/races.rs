@@ -23,16 +23,21 @@
 //! writes what the second thread reads; the release then belongs in the relaying thread, after
 //! the point where the access reached it (`relay`). Passed on: a third thread reads what the
 //! first thread wrote, then a barrier passes what it heard to the second thread; the acquire
-//! then belongs in the reading thread, before that barrier (`passed`). Classifying is the
-//! tool's business.
+//! then belongs in the reading thread, before that barrier (`passed`). Forwarded: further
+//! threads each read a strong write and then make the one the next reads (write-to-read
+//! causality); each needs an acquire and a release between its read and its write, and the
+//! first one that lacks them is named (`forward`). Out of scope: the two threads communicated
+//! only through strong accesses whose scope leaves one of them out (a `.cta` flag between
+//! CTAs), which no fence repairs (`out_of_scope`). Classifying is the tool's business.
 //!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
 //! pair: races missed, never invented); observation through a chain of read-modify-writes is
 //! followed, communication relayed through more than one thread only through its last thread,
-//! and communication is passed on at barriers only, not through a further flag (a pair may be
-//! called uncommunicated); an access is compared with the newest write (and the reads since it) of
-//! each location of another extent it overlaps, and a read observes those newest writes, as if
+//! communication is passed on at barriers only, and a thread forwards what it heard through
+//! its strong writes only when no barrier passed it on (a pair may be called uncommunicated);
+//! an access is compared with the newest write (and the reads since it) of each location of
+//! another extent it overlaps, and a read observes those newest writes, as if
 //! it had read them (the model may have given it an older value: a pair may be called observed
 //! or communicated when it was not); stressing blocks are not recorded.
 
@@ -1309,6 +1314,7 @@ impl RaceTracker {
     fn hear_passed(&mut self, t: u32, heard: &[Heard]) {
         let now = self.pos[t as usize];
         self.hears[t as usize] = true;
+        self.forwards[t as usize] = None;
         let row = &mut self.heard[t as usize * self.n..(t as usize + 1) * self.n];
         for (x, (mine, theirs)) in row.iter_mut().zip(heard).enumerate() {
             if x as u32 != t && theirs.wpos > mine.wpos {
