@@ -1755,38 +1755,36 @@ mod tests {
         assert_eq!(key.facts.first_release, None);
     }
 
+    /// Thread 0 writes the payload (line 10) and the flag (line 11, `raise`); thread 1, in
+    /// another CTA, reads the flag (line 20, `wait`) and the payload (line 21).
+    fn flag_handoff(raise: Order, wait: Order) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 11, w(FLAG), raise, Some(2));
+        r.load(1, None, 20, w(FLAG), wait, Some(2));
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
+        r.finish().conflicts
+    }
+
     /// A flag released and acquired at CTA scope by threads of two CTAs is no communication
     /// under PTX (not morally strong), so the payload pair is uncommunicated; it is named as the
     /// communication a wider scope would make, and the flag pair is a race of its own.
     #[test]
     fn a_cta_scoped_flag_between_ctas_is_communication_out_of_scope() {
-        let mut r = two_ctas();
-        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.store(0, 11, w(FLAG), releasing(Reach::Cta), Some(2));
-        r.load(1, None, 20, w(FLAG), acquiring(Reach::Cta), Some(2));
-        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
-        let pairs = r.finish().conflicts;
+        let pairs = flag_handoff(releasing(Reach::Cta), acquiring(Reach::Cta));
         let payload = payload_pairs(&pairs);
         assert_eq!(payload.len(), 1);
         let key = payload[0].key;
         assert!(!key.facts.communicated && key.via.is_none());
         assert_eq!(key.out_of_scope, Some((11, 20)));
-        let flag = pairs
-            .iter()
-            .find(|p| p.key.first.0 == 11)
-            .expect("the flag pair");
+        let flag = (pairs.iter().find(|p| p.key.first.0 == 11)).expect("the flag pair");
         assert!(!flag.key.facts.morally_strong);
     }
 
     /// The same flag at GPU scope is the communication itself: nothing is out of scope.
     #[test]
     fn a_gpu_scoped_flag_is_no_communication_out_of_scope() {
-        let mut r = two_ctas();
-        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
-        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
-        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
-        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
-        let pairs = r.finish().conflicts;
+        let pairs = flag_handoff(order(Reach::Gpu), order(Reach::Gpu));
         let payload = payload_pairs(&pairs);
         assert!(payload[0].key.facts.communicated);
         assert_eq!(payload[0].key.out_of_scope, None);
