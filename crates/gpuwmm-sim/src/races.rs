@@ -421,8 +421,8 @@ pub struct RaceTracker {
     /// `t` read strongly though their scopes left one of them out: how many of `u`'s accesses
     /// it follows, and the lines of the write and the read.
     heard_out_of_scope: Map<u64, (u32, u32, u32)>,
-    /// Per thread, the writers it heard from directly (the entries of its `heard` row a
-    /// strong write of its forwards).
+    /// Per thread, the writers it has heard from: the entries of its `heard` row that hold
+    /// communication, which a strong write of its forwards (kept by [`RaceTracker::set_heard`]).
     heard_from: Vec<Vec<u32>>,
     /// Per thread, what its strong writes forward, shared until it hears or fences again.
     forwards: Vec<Option<Rc<[Forward]>>>,
@@ -807,14 +807,8 @@ impl RaceTracker {
                 continue;
             }
             let in_cta = self.block(x) == self.block(me.thread);
-            let from = &mut self.heard_from[me.thread as usize];
-            if !from.contains(&x) {
-                from.push(x);
-            }
-            self.forwards[me.thread as usize] = None;
-            let heard = &mut self.heard[me.thread as usize * self.n + x as usize];
-            if xpos >= heard.wpos {
-                *heard = Heard {
+            if xpos >= self.heard[me.thread as usize * self.n + x as usize].wpos {
+                let heard = Heard {
                     wpos: xpos,
                     rpos: me.pos,
                     addr,
@@ -823,6 +817,7 @@ impl RaceTracker {
                     in_cta,
                     ..Heard::default()
                 };
+                self.set_heard(me.thread, x, heard);
             }
         }
         if let Some(reached) = reached.filter(|_| !heard_before) {
@@ -904,22 +899,29 @@ impl RaceTracker {
             if x as u32 == r || x as u32 == writer || got == 0 {
                 continue;
             }
-            let heard = &mut self.heard[r as usize * self.n + x];
+            let heard = &self.heard[r as usize * self.n + x];
             let wpos = got + 1;
             if wpos > heard.wpos || (wpos == heard.wpos && heard.relay != 0) {
-                *heard = Heard {
+                let heard = Heard {
                     wpos,
                     relay: reached.lines[x],
                     released: (covered(&views.0, x), covered(&views.1, x)),
                     ..relayed
                 };
-                let from = &mut self.heard_from[r as usize];
-                if !from.contains(&(x as u32)) {
-                    from.push(x as u32);
-                }
-                self.forwards[r as usize] = None;
+                self.set_heard(r, x as u32, heard);
             }
         }
+    }
+
+    /// Reader `t`'s newest communication from `x` is now `heard`: `x` joins the writers `t`
+    /// heard from, and what `t` forwards is made anew.
+    fn set_heard(&mut self, t: u32, x: u32, heard: Heard) {
+        let entry = &mut self.heard[t as usize * self.n + x as usize];
+        if entry.wpos == 0 {
+            self.heard_from[t as usize].push(x);
+        }
+        *entry = heard;
+        self.forwards[t as usize] = None;
     }
 
     /// What a strong write of `t` forwards now: each thread it heard from (not passed on at a
@@ -969,15 +971,13 @@ impl RaceTracker {
             return;
         }
         *last = Some(forwards.clone());
-        self.forwards[me.thread as usize] = None;
         for f in forwards
             .iter()
             .filter(|f| f.from != me.thread && f.from != writer)
         {
-            let heard = &mut self.heard[me.thread as usize * self.n + f.from as usize];
-            if f.wpos > heard.wpos {
+            if f.wpos > self.heard[me.thread as usize * self.n + f.from as usize].wpos {
                 self.hears[me.thread as usize] = true;
-                *heard = Heard {
+                let heard = Heard {
                     wpos: f.wpos,
                     rpos: me.pos,
                     addr,
@@ -987,10 +987,7 @@ impl RaceTracker {
                     forward: Some(f.path),
                     ..Heard::default()
                 };
-                let from = &mut self.heard_from[me.thread as usize];
-                if !from.contains(&f.from) {
-                    from.push(f.from);
-                }
+                self.set_heard(me.thread, f.from, heard);
             }
         }
     }
@@ -1318,6 +1315,9 @@ impl RaceTracker {
         let row = &mut self.heard[t as usize * self.n..(t as usize + 1) * self.n];
         for (x, (mine, theirs)) in row.iter_mut().zip(heard).enumerate() {
             if x as u32 != t && theirs.wpos > mine.wpos {
+                if mine.wpos == 0 {
+                    self.heard_from[t as usize].push(x as u32);
+                }
                 *mine = Heard {
                     rpos: now,
                     ..*theirs
@@ -1383,6 +1383,9 @@ impl RaceTracker {
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
+            // The lowest of the locations' CTA pairs, not the first in the map's order (which
+            // changes from one process to the next).
+            e.2 = e.2.min(ctas);
         }
         LaunchRaces {
             conflicts: merged
@@ -1753,6 +1756,21 @@ mod tests {
         let key = payload_pairs(&pairs)[0].key;
         assert_eq!(key.forward, Some((11, (21, 31), Some(Strength::Gpu))));
         assert_eq!(key.facts.first_release, None);
+    }
+
+    /// One pair at two locations, by different CTAs: the CTAs it names were those of whichever
+    /// location the map gave first, which changed from one process to the next (ct-octree's
+    /// report named CTA 1 in one run of a command and CTA 2 in the next).
+    #[test]
+    fn a_pair_at_several_locations_names_the_same_ctas_every_time() {
+        let mut r = RaceTracker::new(4, 1);
+        r.store(2, 10, w(X), order(Reach::Weak), Some(1));
+        r.load(3, None, 20, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 10, w(FLAG), order(Reach::Weak), Some(1));
+        r.load(1, None, 20, w(FLAG), order(Reach::Weak), Some(1));
+        let pairs = r.finish().conflicts;
+        assert_eq!(pairs.len(), 1);
+        assert_eq!((pairs[0].locations, pairs[0].ctas), (2, (0, 1)));
     }
 
     /// Thread 0 writes the payload (line 10) and the flag (line 11, `raise`); thread 1, in
