@@ -424,6 +424,21 @@ fn a_chain_of_forwarding_threads_gets_one_acq_rel_fence_in_each() {
     }
 }
 
+/// Message passing through relaxed RMWs alone (`atomicExch` writes, `atomicAdd(p, 0)` reads):
+/// the simulator never let the reader's payload RMW read before the payload's `atomicExch`,
+/// so harden kept only the writer's fence and the patched app, which PTX lets read a stale
+/// payload, passed every run. Now both sides' fences are kept.
+#[test]
+fn message_passing_through_relaxed_rmws_gets_a_fence_on_both_sides() {
+    let app = "rmw-message-passing";
+    let stdout = common::or_skip!(harden_relayed(app, 2));
+    for marker in ["writer", "reader"] {
+        let line = fixture_kernel_line(app, &format!("// FENCE {marker}"));
+        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
+        assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
+    }
+}
+
 /// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and
 /// acquire morally strong, so its race stayed, named only in the patch check's line. The
 /// report now names the flag as a race no fence can order, with its scope to widen.

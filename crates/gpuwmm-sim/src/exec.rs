@@ -1454,15 +1454,19 @@ impl Machine<'_> {
     ) -> (u64, Option<u64>) {
         let size = mem.size();
         let access = self.model_access(t, mem.order);
-        let choices = self.model.rmw_choices(access, addr, size);
-        let back = if choices > 0 && self.rng.random::<u32>() < self.older {
-            1 + self.rng.random_range(0..choices)
+        let written = |old| {
+            let new = alu::atom(op, mem.ty, old, b, c);
+            (op != AtomOp::Cas || old != new).then_some(new)
+        };
+        let choices = self.model.rmw_choices(access, addr, size, written);
+        let back = if !choices.is_empty() && self.rng.random::<u32>() < self.older {
+            choices[self.rng.random_range(0..choices.len())]
         } else {
             0
         };
         let old = self.model.rmw_value(addr, size, back, in_memory);
         let new = alu::atom(op, mem.ty, old, b, c);
-        let writes = !(op == AtomOp::Cas && old == new);
+        let writes = written(old).is_some();
         let place = placement(self.rng, self.older);
         let newest = self.model.atomic(
             access,

@@ -193,8 +193,9 @@ pub struct Message {
     /// Not ordered after the message before it in coherence: a weak write racing with it (not
     /// morally strong, not causally after it), which PTX leaves unordered.
     pub racing: bool,
-    /// Written by a read-modify-write (atomicity binds it to the write it read).
-    pub rmw: bool,
+    /// For a write of a read-modify-write, the value it read (atomicity binds it to the write
+    /// it read).
+    pub rmw: Option<u64>,
 }
 
 /// A word written during the launch: its newest messages and who has seen how far.
@@ -344,6 +345,11 @@ fn carry_views(rel: &Views, read: &Views) -> Views {
     views
 }
 
+/// Whether `views` release nothing to any tier.
+fn released_nothing(views: &Views) -> bool {
+    views.iter().all(Option::is_none)
+}
+
 /// `acc` joined with `more`, sharing where one contains the other.
 fn join_released(acc: &Released, more: &Released) -> Released {
     match (acc, more) {
@@ -394,7 +400,8 @@ struct Write {
     old: u64,
     value: u64,
     views: Views,
-    rmw: bool,
+    /// The value a read-modify-write read; `None` for a store.
+    rmw: Option<u64>,
 }
 
 /// How a global access takes part in the model.
@@ -1014,7 +1021,7 @@ impl PtxMemory {
             old,
             value,
             views,
-            rmw: false,
+            rmw: None,
         };
         self.append(a, addr, size, write, below);
         below == 0
@@ -1032,7 +1039,7 @@ impl PtxMemory {
         loc.placements(|m| {
             m.ts == 0
                 || m.co <= position
-                || (m.rmw && morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
+                || (m.rmw.is_some() && morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
                 || m.writer == a.thread
                 || self.knows(a.thread, m)
         })
@@ -1060,27 +1067,98 @@ impl PtxMemory {
         covers(&self.past[t as usize]) || covers(&self.observed[t as usize])
     }
 
-    /// How many messages before the newest a read-modify-write `a` at `addr` may read instead
-    /// of the newest: those its causal past and coherence position allow, and newer than every
-    /// write that is morally strong with it. PTX's atomicity axiom holds only between morally
-    /// strong operations, so a `.cta` RMW may skip the RMWs of another block (a lost update),
-    /// and any RMW may skip weak writes of other threads; it never skips its own writes or a
-    /// morally strong one. 0 when the location has no history (the newest value is read).
-    pub fn rmw_choices(&self, a: Access, addr: u64, size: u64) -> usize {
+    /// Which messages before the newest a read-modify-write `a` at `addr` may read instead of
+    /// the newest, as places below the newest (1: the one before it), oldest first; `writes`
+    /// gives what it writes when it reads a value (`None`: a `cas` that changes nothing, a
+    /// read). Empty when the location has no history (the newest value is read).
+    ///
+    /// It may read what its causal past and coherence position allow. PTX's atomicity axiom
+    /// holds only between morally strong operations, and only between an RMW's read and its
+    /// write: so a `.cta` RMW may skip the RMWs of another block (a lost update), and any RMW
+    /// may skip weak writes of other threads. Below a write morally strong with it, it reads
+    /// only where its write can go directly above the message it read
+    /// ([`PtxMemory::fits_directly_above`]): message passing through relaxed RMWs alone reads
+    /// a stale payload, as PTX allows.
+    pub fn rmw_choices(
+        &self,
+        a: Access,
+        addr: u64,
+        size: u64,
+        writes: impl Fn(u64) -> Option<u64>,
+    ) -> Vec<usize> {
         let Some(loc) = self.tracked_location(addr, size) else {
-            return 0;
+            return Vec::new();
         };
         let lower = loc.lower_bound(
             a.thread,
             self.past[a.thread as usize].as_ref(),
             self.late_floor(a.thread, addr),
         );
-        let strong = loc
-            .msgs
+        let last = loc.msgs.len() - 1;
+        let free = self.newest_strong_with(a, loc).unwrap_or(0);
+        (lower..last)
+            .filter(|&i| {
+                i >= free
+                    || match writes(loc.msgs[i].value) {
+                        None => true,
+                        Some(new) => self.fits_directly_above(a, addr, loc, i, new),
+                    }
+            })
+            .map(|i| last - i)
+            .collect()
+    }
+
+    /// The index of the newest message of `loc` morally strong with access `a`.
+    fn newest_strong_with(&self, a: Access, loc: &Location) -> Option<usize> {
+        loc.msgs
             .iter()
             .rposition(|m| morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
-            .unwrap_or(0);
-        loc.msgs.len() - 1 - lower.max(strong)
+    }
+
+    /// Whether RMW `a`, reading message `i` of `loc` and writing `new`, may place its write
+    /// directly above that message, below every newer one, so that no write comes between
+    /// its read and its write (atomicity). It need not follow a newer message: none is its
+    /// own, known to it, or at or below its coherence position, and there is room for a key.
+    /// It splits no other RMW morally strong with it from what that RMW read: none is newer,
+    /// but for the one directly above, which then reads `a`'s write instead of message `i`:
+    /// allowed when it read the value `a` writes and `a` carries it no release it lacks (the
+    /// read message released nothing, or that RMW read it and carries its release, and `a`
+    /// releases nothing of its own).
+    fn fits_directly_above(
+        &self,
+        a: Access,
+        addr: u64,
+        loc: &Location,
+        i: usize,
+        new: u64,
+    ) -> bool {
+        let position = loc.position(a.thread).max(self.late_floor(a.thread, addr));
+        let newer = &loc.msgs[i + 1..];
+        if newer
+            .iter()
+            .any(|m| m.co <= position || m.writer == a.thread || self.knows(a.thread, m))
+            || newer[0].co - loc.msgs[i].co < 2
+        {
+            return false;
+        }
+        let atomic_with = |m: &Message| {
+            m.rmw.is_some() && morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
+        };
+        // A morally strong RMW further up may have read message `i` or one below it, over
+        // weak writes: `a`'s write would come between its read and its write.
+        if newer[1..].iter().any(atomic_with) {
+            return false;
+        }
+        let (read, above) = (&loc.msgs[i], &newer[0]);
+        let Some(above_read) = above.rmw.filter(|_| atomic_with(above)) else {
+            return true;
+        };
+        let above_carries_read = released_nothing(&read.views)
+            || morally_strong(&self.gpus, read, above.writer, above.block, above.reach);
+        above_read == new
+            && above_carries_read
+            && !a.releases
+            && released_nothing(&self.sync[a.thread as usize].rel)
     }
 
     /// The value a read-modify-write reads when it takes the message `back` places before the
@@ -1109,6 +1187,7 @@ impl PtxMemory {
         new: Option<u64>,
         place: impl FnOnce(usize) -> usize,
     ) -> bool {
+        let read_value = self.rmw_value(addr, size, back, before);
         let read = self
             .tracked_location(addr, size)
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
@@ -1132,15 +1211,30 @@ impl PtxMemory {
             self.release(a.thread, a.reach);
         }
         let views = carry_views(&self.sync[a.thread as usize].rel, &read.views);
-        let below = self.choose_placement(a, addr, size, place);
+        let below = match self.read_below_strong(a, addr, size, back) {
+            true => back,
+            false => self.choose_placement(a, addr, size, place),
+        };
         let write = Write {
             old: before,
             value: new,
             views,
-            rmw: true,
+            rmw: Some(read_value),
         };
         self.append(a, addr, size, write, below);
         below == 0
+    }
+
+    /// Whether the message `back` places below the newest at `addr` has a newer one morally
+    /// strong with `a`: an RMW that reads it writes directly above it.
+    fn read_below_strong(&self, a: Access, addr: u64, size: u64, back: usize) -> bool {
+        let Some(loc) = self.tracked_location(addr, size) else {
+            return false;
+        };
+        back > 0
+            && self
+                .newest_strong_with(a, loc)
+                .is_some_and(|i| i >= loc.msgs.len() - back)
     }
 
     /// The history of the word at `addr` if it is tracked with this size.
@@ -1728,7 +1822,18 @@ mod tests {
     fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
         let mut m = PtxMemory::new(2, 2);
         m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1), as_newest);
-        m.rmw_choices(access(1, block, second), X, 4)
+        m.rmw_choices(access(1, block, second), X, 4, increment)
+            .len()
+    }
+
+    /// What `atomicAdd(p, 1)` writes when it reads `old`.
+    fn increment(old: u64) -> Option<u64> {
+        Some(old + 1)
+    }
+
+    /// What `atomicAdd(p, 0)` writes when it reads `old`: the value it read.
+    fn add_zero(old: u64) -> Option<u64> {
+        Some(old)
     }
 
     /// Regression (issue 30: `atomicAdd_block` from two blocks never lost an update): PTX
@@ -1762,18 +1867,100 @@ mod tests {
         let mut m = PtxMemory::new(2, 2);
         m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1), as_newest);
         m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2), as_newest);
-        assert_eq!(m.rmw_choices(access(1, 1, Reach::Cta), X, 4), 1);
-        assert_eq!(m.rmw_choices(access(0, 0, Reach::Cta), X, 4), 0);
+        assert_eq!(
+            m.rmw_choices(access(1, 1, Reach::Cta), X, 4, increment),
+            [1]
+        );
+        assert!(m
+            .rmw_choices(access(0, 0, Reach::Cta), X, 4, increment)
+            .is_empty());
     }
 
+    /// Before a write morally strong with it, an RMW reads only where its own write can go
+    /// directly above what it read, so that nothing comes between the two (PTX's atomicity
+    /// axiom); before weak writes of other threads it reads freely.
     #[test]
-    fn an_rmw_may_read_before_a_weak_write_of_another_thread_but_not_before_a_strong_one() {
+    fn an_rmw_reads_before_a_strong_write_only_with_its_write_directly_above_what_it_read() {
         let mut m = PtxMemory::new(3, 3);
         m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1), as_newest);
         m.store(access(1, 1, Reach::Weak), X, 4, 1, 5, as_newest);
-        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 1);
+        assert_eq!(
+            m.rmw_choices(access(2, 2, Reach::Gpu), X, 4, increment),
+            [1]
+        );
         m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6, as_newest);
-        assert_eq!(m.rmw_choices(access(2, 2, Reach::Gpu), X, 4), 0);
+        // Not the initial value: the first increment read it, and a write between the two
+        // would split that increment.
+        assert_eq!(
+            m.rmw_choices(access(2, 2, Reach::Gpu), X, 4, increment),
+            [2, 1]
+        );
+        m.atomic(access(2, 2, Reach::Gpu), X, 4, 2, 6, Some(2), lowest);
+        // The oldest goes: a location keeps `KEPT` messages.
+        assert_eq!(values_of_x(&m), [1, 2, 5, 6]);
+    }
+
+    /// Regression (a sense-reversing grid barrier hung: an increment read the count below a
+    /// weak reset and below an increment that had read that count over the reset, so two
+    /// morally strong increments read one value).
+    #[test]
+    fn an_rmw_never_goes_between_a_morally_strong_rmw_and_what_it_read_over_weak_writes() {
+        let mut m = PtxMemory::new(4, 4);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(3), as_newest);
+        m.store(access(1, 1, Reach::Weak), X, 4, 3, 0, as_newest);
+        m.atomic(access(2, 2, Reach::Gpu), X, 4, 1, 0, Some(4), as_newest);
+        assert_eq!(values_of_x(&m), [0, 3, 0, 4]);
+        assert!(m
+            .rmw_choices(access(3, 3, Reach::Gpu), X, 4, increment)
+            .is_empty());
+    }
+
+    /// The values of `X`'s messages, oldest first.
+    fn values_of_x(m: &PtxMemory) -> Vec<u64> {
+        m.locations[&X].msgs.iter().map(|msg| msg.value).collect()
+    }
+
+    /// Regression (message passing through relaxed RMWs alone never read a stale payload:
+    /// `atomicExch` of the payload, `atomicAdd(p, 0)` to read it): an RMW that writes the value
+    /// it reads may read before a morally strong RMW that read that value, which then reads
+    /// it instead, unless it knows that RMW or releases.
+    #[test]
+    fn a_value_preserving_rmw_may_read_before_a_morally_strong_rmw_that_read_the_same_value() {
+        let mut m = PtxMemory::new(3, 3);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(41), as_newest);
+        assert_eq!(m.rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero), [1]);
+        assert!(m
+            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, increment)
+            .is_empty());
+        let stale = clone(&m);
+        m.atomic(access(1, 1, Reach::Gpu), X, 4, 1, 41, Some(0), lowest);
+        assert_eq!(values_of_x(&m), [0, 0, 41]);
+        let mut released = clone(&stale);
+        released.fence_acq_rel(1, Reach::Gpu);
+        assert!(released
+            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero)
+            .is_empty());
+        let mut knows = stale;
+        knows.fence_acq_rel(0, Reach::Gpu);
+        knows.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
+        newest_load(&mut knows, acquiring(access(1, 1, Reach::Gpu)), Y, 1);
+        assert!(knows
+            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero)
+            .is_empty());
+    }
+
+    /// Regression (a `cuda::binary_semaphore` let two blocks in: the first RMW of a location
+    /// with no history recorded reading 0, not the value in memory, so a second exchange
+    /// taking the same 1 could go between the initial value and it).
+    #[test]
+    fn the_first_rmw_of_a_location_records_the_value_in_memory_as_what_it_read() {
+        let mut m = PtxMemory::new(2, 2);
+        m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 1, Some(0), as_newest);
+        assert_eq!(m.locations[&X].msgs[1].rmw, Some(1));
+        let take = |_| Some(0);
+        assert!(m
+            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, take)
+            .is_empty());
     }
 
     #[test]
