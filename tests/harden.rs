@@ -439,6 +439,26 @@ fn message_passing_through_relaxed_rmws_gets_a_fence_on_both_sides() {
     }
 }
 
+/// Double-checked initialisation without fences: harden kept a fence after the fast path's
+/// read, the lock and the table writes, but none between raising `ready` and the unlock (no run
+/// failed without it, and the stale re-check it allows passed for a spin), so the patched app
+/// still raced in 657 of 1,000 runs. The fence is kept now, and the patch runs race-free.
+#[test]
+fn double_checked_initialisation_gets_a_release_between_raising_ready_and_the_unlock() {
+    let app = "races-double-checked-init";
+    let stdout = common::or_skip!(harden_relayed(app, 4));
+    for marker in [
+        "FENCE fast-path",
+        "FENCE lock",
+        "FENCE table",
+        "RACE ready-write",
+    ] {
+        let line = fixture_kernel_line(app, &format!("// {marker}"));
+        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
+        assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
+    }
+}
+
 /// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and
 /// acquire morally strong, so its race stayed, named only in the patch check's line. The
 /// report now names the flag as a race no fence can order, with its scope to widen.

@@ -339,6 +339,31 @@ fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter
     assert_only_class_between_markers(&document, app, "data-race", ["counter", "counter"]);
 }
 
+/// Double-checked initialisation without fences: a block that takes the lock may read `ready`
+/// stale, though the lock passed to it from the block that raised `ready`, and fill the table
+/// again while others read it. `ready` is read twice without a write between and carries the
+/// fast path's communication, so its pairs passed for the synchronisation itself and nothing
+/// named the missing release. A stale read that its thread acts on (reads nowhere there again,
+/// as a spin would) is not that: the pair is reported with the side that lacks its fence.
+#[test]
+fn a_stale_recheck_of_a_ready_flag_after_taking_the_lock_is_a_race_a_fence_can_order() {
+    let app = "races-double-checked-init";
+    let document = common::or_skip!(check_races(app, true, 300, &["--races"]));
+    let (write, recheck) = (
+        marked_line(app, "ready-write"),
+        marked_line(app, "ready-recheck"),
+    );
+    let races = races(&document);
+    let race = (races.iter().find(|r| lines(r) == (write, recheck)))
+        .unwrap_or_else(|| panic!("no race from {write} to {recheck}: {races:#?}"));
+    assert_eq!(class(race), "fence-can-order");
+    let missing = race["missing"].as_str().unwrap();
+    let release = format!(
+        "no release pattern on the signalling side: a fence.acq_rel.gpu after kernel.cu:{write}"
+    );
+    assert!(missing.contains(&release), "{missing}");
+}
+
 #[test]
 fn a_correct_gpu_scope_lock_with_fences_reports_no_race() {
     assert_nothing_reported("races-gpu-lock");

@@ -16,7 +16,8 @@
 //!   between the threads from one access to the other: only a change of the program does.
 //!
 //! Not reported: the synchronisation itself (morally strong pairs on a location whose reads
-//! carry communication: a flag spun on, a lock word) and pairs of morally strong
+//! carry communication: a flag spun on, a lock word; a stale read its thread acts on is not
+//! that, see [`Conflict::synchronising_location`]) and pairs of morally strong
 //! read-modify-writes.
 //!
 //! Each run's classified races are appended to `<journal>.races.jsonl` before the run's row

@@ -178,7 +178,10 @@ pub struct Conflict {
     pub forward: Option<Forwarded>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
-    /// spin), or an access made a release or an acquire at it.
+    /// spin), or an access made a release or an acquire at it. Never for a stale read its
+    /// thread acted on: a morally strong read that missed the first access though its thread
+    /// had heard from the first thread after it, and that its thread did not follow with
+    /// another read or RMW there (a spin retries; double-checked initialisation goes on).
     pub synchronising_location: bool,
     pub occurrences: u64,
     /// Distinct addresses.
@@ -441,6 +444,11 @@ pub struct RaceTracker {
     /// variables (a semaphore's or lock's word, a flag of `cuda::atomic` release/acquire).
     declared: HashSet<u64>,
     pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
+    /// Per thread and address, the pairs its newest read there recorded as a *stale read*: a
+    /// morally strong read that missed another thread's write though it had heard from that
+    /// thread after the write. A read or RMW of the thread there again (a retry, as a spin
+    /// does) drops them; those left at the end are reads the thread acted on.
+    stale_reads: HashMap<(u32, u64), Vec<PairKey>>,
     /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
     /// its current phase, `bar.arrive` producers included.
     arrived: HashMap<u32, Vec<u32>>,
@@ -569,6 +577,7 @@ impl RaceTracker {
             carrying: HashSet::new(),
             declared: HashSet::new(),
             pairs: HashMap::new(),
+            stale_reads: HashMap::new(),
             arrived: HashMap::new(),
             arrived_heard: HashMap::new(),
             edges: HashMap::new(),
@@ -698,6 +707,7 @@ impl RaceTracker {
             return;
         };
         self.note_declared(at, order);
+        self.stale_reads.remove(&(me.thread, at.addr));
         let t = me.thread;
         let others = self.overlapped(at);
         self.read_part(me, at.addr, order, read_ts, true);
@@ -1088,6 +1098,12 @@ impl RaceTracker {
             out_of_scope,
             forward,
         };
+        if morally_strong && communicated && !observed && second.kind == AccessKind::Read {
+            let stale = self.stale_reads.entry((second.thread, addr)).or_default();
+            if !stale.contains(&key) {
+                stale.push(key);
+            }
+        }
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
 
@@ -1185,6 +1201,7 @@ impl RaceTracker {
             return;
         };
         self.note_declared(at, order);
+        self.stale_reads.remove(&(me.thread, at.addr));
         let (t, p) = (me.thread, me.pos);
         let newest = self.shadows.get(&at.addr).and_then(|s| s.writes.last());
         let carried = newest
@@ -1376,10 +1393,16 @@ impl RaceTracker {
     pub fn finish(self) -> LaunchRaces {
         type Summed = (u64, u64, (u32, u32));
         let mut merged: HashMap<(PairKey, bool), Summed> = HashMap::new();
+        let acted_on: HashSet<(PairKey, u64)> = (self.stale_reads.into_iter())
+            .flat_map(|((_, addr), keys)| keys.into_iter().map(move |k| (k, addr)))
+            .collect();
         for ((key, addr), (count, ctas)) in self.pairs {
-            let sync = self.carrying.contains(&addr)
-                || self.declared.contains(&addr)
-                || self.shadows.get(&addr).is_some_and(|s| s.spun);
+            // A stale read the thread went on from is no spin: the pair is not the
+            // synchronisation itself, whatever else the location carries.
+            let sync = !acted_on.contains(&(key, addr))
+                && (self.carrying.contains(&addr)
+                    || self.declared.contains(&addr)
+                    || self.shadows.get(&addr).is_some_and(|s| s.spun));
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
