@@ -2010,6 +2010,39 @@ mod tests {
         assert!(relaxed.iter().all(|p| !p.synchronising));
     }
 
+    /// Double-checked initialisation in two CTAs: thread 1 reads `X` (`ready`, line 7); thread
+    /// 0 raises it (line 14) and then writes `FLAG` (the unlock, line 16); thread 1 reads that
+    /// write (the lock, line 8), hearing from thread 0 after line 14, and reads `X` again, stale
+    /// (line 10), then, when `retried`, once more (line 10, the 1). The pairs from line 14.
+    fn stale_recheck(retried: bool) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.load(1, None, 7, w(X), order(Reach::Gpu), Some(0));
+        r.store(0, 14, w(X), order(Reach::Gpu), Some(1));
+        r.store(0, 16, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 8, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 10, w(X), order(Reach::Gpu), Some(0));
+        if retried {
+            r.load(1, None, 10, w(X), order(Reach::Gpu), Some(1));
+        }
+        let pairs = r.finish().conflicts;
+        pairs.into_iter().filter(|p| p.key.first.0 == 14).collect()
+    }
+
+    /// Regression (double-checked initialisation: the stale re-check of `ready` after taking
+    /// the lock passed for a spin, since the thread read `ready` twice without writing it, and
+    /// nothing named the release it lacked). A stale read its thread goes on from is not the
+    /// synchronisation itself; one the thread retries is.
+    #[test]
+    fn a_stale_read_its_thread_acts_on_is_not_the_synchronisation_itself() {
+        let acted = stale_recheck(false);
+        assert!(!acted.is_empty(), "no pair from line 14");
+        assert!(acted.iter().all(|p| !p.synchronising), "{acted:?}");
+        assert!(acted.iter().all(|p| p.key.facts.communicated), "{acted:?}");
+        let retried = stale_recheck(true);
+        assert!(!retried.is_empty(), "no pair from line 14");
+        assert!(retried.iter().all(|p| p.synchronising), "{retried:?}");
+    }
+
     /// The volatile slot recycler with its read deferred: block 0 issues its slot read
     /// (line 13), fences when `release`, sets the flag; block 1 reads the flag, fences when
     /// `acquire`, overwrites the slot (line 19); the slot read is performed last, reading the
