@@ -415,10 +415,16 @@ fn a_race_no_fence_can_order_gets_its_advice_and_no_fence() {
 /// acquire-release kind, and nothing else.
 #[test]
 fn a_chain_of_forwarding_threads_gets_one_acq_rel_fence_in_each() {
-    let app = "races-forwarded-chain";
-    let stdout = common::or_skip!(harden_relayed(app, 2));
-    for marker in ["first-forwarder", "second-forwarder"] {
-        let line = fixture_kernel_line(app, &format!("// RACE {marker}"));
+    let markers = ["// RACE first-forwarder", "// RACE second-forwarder"];
+    assert_acq_rel_gpu_kept_at("races-forwarded-chain", &markers);
+}
+
+/// Hardens fixture `app` ([`harden_relayed`], as many fences kept as `markers` name) and
+/// asserts a `fence.acq_rel.gpu` at each line that holds one of `markers`.
+fn assert_acq_rel_gpu_kept_at(app: &str, markers: &[&str]) {
+    let stdout = common::or_skip!(harden_relayed(app, markers.len()));
+    for marker in markers {
+        let line = fixture_kernel_line(app, marker);
         let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
         assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
     }
@@ -430,13 +436,8 @@ fn a_chain_of_forwarding_threads_gets_one_acq_rel_fence_in_each() {
 /// payload, passed every run. Now both sides' fences are kept.
 #[test]
 fn message_passing_through_relaxed_rmws_gets_a_fence_on_both_sides() {
-    let app = "rmw-message-passing";
-    let stdout = common::or_skip!(harden_relayed(app, 2));
-    for marker in ["writer", "reader"] {
-        let line = fixture_kernel_line(app, &format!("// FENCE {marker}"));
-        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
-        assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
-    }
+    let markers = ["// FENCE writer", "// FENCE reader"];
+    assert_acq_rel_gpu_kept_at("rmw-message-passing", &markers);
 }
 
 /// Double-checked initialisation without fences: harden kept a fence after the fast path's
@@ -445,18 +446,13 @@ fn message_passing_through_relaxed_rmws_gets_a_fence_on_both_sides() {
 /// still raced in 657 of 1,000 runs. The fence is kept now, and the patch runs race-free.
 #[test]
 fn double_checked_initialisation_gets_a_release_between_raising_ready_and_the_unlock() {
-    let app = "races-double-checked-init";
-    let stdout = common::or_skip!(harden_relayed(app, 4));
-    for marker in [
-        "FENCE fast-path",
-        "FENCE lock",
-        "FENCE table",
-        "RACE ready-write",
-    ] {
-        let line = fixture_kernel_line(app, &format!("// {marker}"));
-        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
-        assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
-    }
+    let markers = [
+        "// FENCE fast-path",
+        "// FENCE lock",
+        "// FENCE table",
+        "// RACE ready-write",
+    ];
+    assert_acq_rel_gpu_kept_at("races-double-checked-init", &markers);
 }
 
 /// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and

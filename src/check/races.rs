@@ -435,20 +435,40 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
     parts.join("; ")
 }
 
-/// What the first thread's side lacks when it wrote what the second thread read.
-fn release_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Option<String> {
-    match c.facts.first_release {
-        None => Some(format!(
-            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
-             before the write the other thread reads",
-            first.place()
-        )),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
-            "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
-            first.place()
-        )),
+/// What a thread's release or acquire lacks to order communication between two threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lack {
+    /// It has none.
+    Missing,
+    /// It has one of `.cta` scope, and the threads are in different CTAs.
+    TooNarrow,
+}
+
+/// What a release or acquire of strength `have` (`None`: none) lacks to order communication
+/// inside one CTA (`in_cta`) or between CTAs; `None` when it orders it.
+pub fn lack(have: Option<Strength>, in_cta: bool) -> Option<Lack> {
+    match have {
+        None => Some(Lack::Missing),
+        Some(Strength::Cta) if !in_cta => Some(Lack::TooNarrow),
         Some(_) => None,
     }
+}
+
+/// What the first thread's side lacks when it wrote what the second thread read.
+fn release_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Option<String> {
+    Some(
+        match lack(c.facts.first_release, c.facts.communication_in_cta)? {
+            Lack::Missing => format!(
+                "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
+             before the write the other thread reads",
+                first.place()
+            ),
+            Lack::TooNarrow => format!(
+                "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
+                first.place()
+            ),
+        },
+    )
 }
 
 /// What the relaying thread lacks when `first` reached it at `relay` (a barrier, an acquire)
@@ -460,21 +480,22 @@ fn relayed_release_missing(
     first: &RaceEnd,
     (relay, write): (String, String),
 ) -> Option<String> {
-    match c.facts.first_release {
-        None => Some(format!(
-            "no release pattern in the thread that passes {} on: it reaches that thread at \
+    Some(
+        match lack(c.facts.first_release, c.facts.communication_in_cta)? {
+            Lack::Missing => format!(
+                "no release pattern in the thread that passes {} on: it reaches that thread at \
              {relay}, and that thread writes {write}, which the other thread reads; a \
              fence.acq_rel.{scope} in that thread after {relay} and before {write} (a fence \
              beside {} forms no release pattern: its thread writes nothing the other reads)",
-            first.place(),
-            first.place()
-        )),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
-            "the release between {relay} and {write} is .cta: it does not reach the other CTA \
+                first.place(),
+                first.place()
+            ),
+            Lack::TooNarrow => format!(
+                "the release between {relay} and {write} is .cta: it does not reach the other CTA \
              (needs .gpu)"
-        )),
-        Some(_) => None,
-    }
+            ),
+        },
+    )
 }
 
 /// What a forwarded pair lacks before the second thread's read: a release after `first`
@@ -486,32 +507,28 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
         return Vec::new();
     };
     let (read, passes) = (site_place(&forward.read), site_place(&forward.passes));
-    let lacks = |s: Option<Strength>| match s {
-        None => Some(false),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(true),
-        Some(_) => None,
-    };
+    let lacks = |s: Option<Strength>| lack(s, c.facts.communication_in_cta);
     let mut parts = Vec::new();
     let theirs = forward.write.as_ref().map(site_place);
     match (&theirs, lacks(c.facts.first_release)) {
-        (Some(theirs), Some(false)) => parts.push(format!(
+        (Some(theirs), Some(Lack::Missing)) => parts.push(format!(
             "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
              before {theirs}, which a further thread reads and passes on",
             first.place()
         )),
-        (Some(_), Some(true)) => parts.push(format!(
+        (Some(_), Some(Lack::TooNarrow)) => parts.push(format!(
             "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
             first.place()
         )),
         _ => {}
     }
     match lacks(forward.fenced) {
-        Some(false) => parts.push(format!(
+        Some(Lack::Missing) => parts.push(format!(
             "no acquire and release in a thread that passes it on: that thread reads at {read}, \
              then writes {passes}, which the next thread reads; a fence.acq_rel.{scope} in that \
              thread after {read} and before {passes}"
         )),
-        Some(true) => parts.push(format!(
+        Some(Lack::TooNarrow) => parts.push(format!(
             "the fences of a thread that passes it on, between {read} and {passes}, are .cta: \
              they do not reach the other CTA (needs .gpu)"
         )),
@@ -524,18 +541,19 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
 fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String> {
     // The read is not named: in code that polls in several places it differs from one
     // occurrence to the next, and each would be one more advice for the same fence.
-    match c.facts.second_acquire {
-        None => Some(format!(
-            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
+    Some(
+        match lack(c.facts.second_acquire, c.facts.communication_in_cta)? {
+            Lack::Missing => format!(
+                "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
              read that saw the other thread's write, before {}",
-            second.place()
-        )),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
-            "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
-            second.place()
-        )),
-        Some(_) => None,
-    }
+                second.place()
+            ),
+            Lack::TooNarrow => format!(
+                "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
+                second.place()
+            ),
+        },
+    )
 }
 
 /// What the thread that read the communication lacks when it passed it on to `second` at a
@@ -547,21 +565,22 @@ fn passed_acquire_missing(
     second: &RaceEnd,
     (read, passed): (String, String),
 ) -> Option<String> {
-    match c.facts.second_acquire {
-        None => Some(format!(
-            "no acquire pattern in the thread that passes it on to {}: that thread reads the \
+    Some(
+        match lack(c.facts.second_acquire, c.facts.communication_in_cta)? {
+            Lack::Missing => format!(
+                "no acquire pattern in the thread that passes it on to {}: that thread reads the \
              other thread's write at {read} and passes it on at the barrier {passed}; a \
              fence.acq_rel.{scope} in that thread after {read} and before {passed} (a fence \
              beside {} forms no acquire pattern: its thread reads nothing the other wrote)",
-            second.place(),
-            second.place()
-        )),
-        Some(Strength::Cta) if !c.facts.communication_in_cta => Some(format!(
-            "the acquire between {read} and {passed} is .cta: it does not reach the other CTA \
+                second.place(),
+                second.place()
+            ),
+            Lack::TooNarrow => format!(
+                "the acquire between {read} and {passed} is .cta: it does not reach the other CTA \
              (needs .gpu)"
-        )),
-        Some(_) => None,
-    }
+            ),
+        },
+    )
 }
 
 /// The races journal of the check journaled at `journal`.

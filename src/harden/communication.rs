@@ -30,7 +30,7 @@
 
 use crate::backend::sim::{Conflict, RaceLog, RaceSite, Strength};
 use crate::check::driver::CheckError;
-use crate::check::races::{classify, run_races, site_place, RaceClass};
+use crate::check::races::{classify, lack, run_races, site_place, RaceClass};
 use crate::check::spec::{run_seed, Fences, RunRequest, SiteSummary};
 use crate::check::Executor;
 use crate::ptx::passes::fences::FenceKind;
@@ -335,11 +335,7 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     } else {
         FenceKind::AcqRelGpu
     };
-    let too_narrow = |s: Option<Strength>| match s {
-        None => true,
-        Some(Strength::Cta) => !in_cta,
-        Some(_) => false,
-    };
+    let too_narrow = |s: Option<Strength>| lack(s, in_cta).is_some();
     let orders = pair_name(c);
     let mut out = Vec::new();
     let mut need = |at: &RaceSite, role: &'static str| {

@@ -1822,8 +1822,13 @@ mod tests {
     fn second_increment_choices(block: u32, first: Reach, second: Reach) -> usize {
         let mut m = PtxMemory::new(2, 2);
         m.atomic(access(0, 0, first), X, 4, 0, 0, Some(1), as_newest);
-        m.rmw_choices(access(1, block, second), X, 4, increment)
-            .len()
+        choices_at_x(&m, access(1, block, second), increment).len()
+    }
+
+    /// Which messages RMW `a`, writing `writes` of the value it reads, may read at `X` instead
+    /// of the newest ([`PtxMemory::rmw_choices`]).
+    fn choices_at_x(m: &PtxMemory, a: Access, writes: impl Fn(u64) -> Option<u64>) -> Vec<usize> {
+        m.rmw_choices(a, X, 4, writes)
     }
 
     /// What `atomicAdd(p, 1)` writes when it reads `old`.
@@ -1867,13 +1872,8 @@ mod tests {
         let mut m = PtxMemory::new(2, 2);
         m.atomic(access(1, 1, Reach::Cta), X, 4, 0, 0, Some(1), as_newest);
         m.atomic(access(0, 0, Reach::Cta), X, 4, 0, 1, Some(2), as_newest);
-        assert_eq!(
-            m.rmw_choices(access(1, 1, Reach::Cta), X, 4, increment),
-            [1]
-        );
-        assert!(m
-            .rmw_choices(access(0, 0, Reach::Cta), X, 4, increment)
-            .is_empty());
+        assert_eq!(choices_at_x(&m, access(1, 1, Reach::Cta), increment), [1]);
+        assert!(choices_at_x(&m, access(0, 0, Reach::Cta), increment).is_empty());
     }
 
     /// Before a write morally strong with it, an RMW reads only where its own write can go
@@ -1884,15 +1884,12 @@ mod tests {
         let mut m = PtxMemory::new(3, 3);
         m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(1), as_newest);
         m.store(access(1, 1, Reach::Weak), X, 4, 1, 5, as_newest);
-        assert_eq!(
-            m.rmw_choices(access(2, 2, Reach::Gpu), X, 4, increment),
-            [1]
-        );
+        assert_eq!(choices_at_x(&m, access(2, 2, Reach::Gpu), increment), [1]);
         m.store(access(1, 1, Reach::Gpu), X, 4, 5, 6, as_newest);
         // Not the initial value: the first increment read it, and a write between the two
         // would split that increment.
         assert_eq!(
-            m.rmw_choices(access(2, 2, Reach::Gpu), X, 4, increment),
+            choices_at_x(&m, access(2, 2, Reach::Gpu), increment),
             [2, 1]
         );
         m.atomic(access(2, 2, Reach::Gpu), X, 4, 2, 6, Some(2), lowest);
@@ -1910,9 +1907,7 @@ mod tests {
         m.store(access(1, 1, Reach::Weak), X, 4, 3, 0, as_newest);
         m.atomic(access(2, 2, Reach::Gpu), X, 4, 1, 0, Some(4), as_newest);
         assert_eq!(values_of_x(&m), [0, 3, 0, 4]);
-        assert!(m
-            .rmw_choices(access(3, 3, Reach::Gpu), X, 4, increment)
-            .is_empty());
+        assert!(choices_at_x(&m, access(3, 3, Reach::Gpu), increment).is_empty());
     }
 
     /// The values of `X`'s messages, oldest first.
@@ -1928,25 +1923,19 @@ mod tests {
     fn a_value_preserving_rmw_may_read_before_a_morally_strong_rmw_that_read_the_same_value() {
         let mut m = PtxMemory::new(3, 3);
         m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 0, Some(41), as_newest);
-        assert_eq!(m.rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero), [1]);
-        assert!(m
-            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, increment)
-            .is_empty());
+        assert_eq!(choices_at_x(&m, access(1, 1, Reach::Gpu), add_zero), [1]);
+        assert!(choices_at_x(&m, access(1, 1, Reach::Gpu), increment).is_empty());
         let stale = clone(&m);
         m.atomic(access(1, 1, Reach::Gpu), X, 4, 1, 41, Some(0), lowest);
         assert_eq!(values_of_x(&m), [0, 0, 41]);
         let mut released = clone(&stale);
         released.fence_acq_rel(1, Reach::Gpu);
-        assert!(released
-            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero)
-            .is_empty());
+        assert!(choices_at_x(&released, access(1, 1, Reach::Gpu), add_zero).is_empty());
         let mut knows = stale;
         knows.fence_acq_rel(0, Reach::Gpu);
         knows.store(access(0, 0, Reach::Gpu), Y, 4, 0, 1, as_newest);
         newest_load(&mut knows, acquiring(access(1, 1, Reach::Gpu)), Y, 1);
-        assert!(knows
-            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, add_zero)
-            .is_empty());
+        assert!(choices_at_x(&knows, access(1, 1, Reach::Gpu), add_zero).is_empty());
     }
 
     /// Regression (a `cuda::binary_semaphore` let two blocks in: the first RMW of a location
@@ -1958,9 +1947,7 @@ mod tests {
         m.atomic(access(0, 0, Reach::Gpu), X, 4, 0, 1, Some(0), as_newest);
         assert_eq!(m.locations[&X].msgs[1].rmw, Some(1));
         let take = |_| Some(0);
-        assert!(m
-            .rmw_choices(access(1, 1, Reach::Gpu), X, 4, take)
-            .is_empty());
+        assert!(choices_at_x(&m, access(1, 1, Reach::Gpu), take).is_empty());
     }
 
     #[test]
