@@ -707,7 +707,7 @@ impl RaceTracker {
             return;
         };
         self.note_declared(at, order);
-        self.stale_reads.remove(&(me.thread, at.addr));
+        self.retried(me.thread, at.addr);
         let t = me.thread;
         let others = self.overlapped(at);
         self.read_part(me, at.addr, order, read_ts, true);
@@ -1039,6 +1039,13 @@ impl RaceTracker {
         self.record(first, second, addr, observed, heard);
     }
 
+    /// Thread `t` reads `addr` again: its stale read there was retried, not acted on.
+    fn retried(&mut self, t: u32, addr: u64) {
+        if !self.stale_reads.is_empty() {
+            self.stale_reads.remove(&(t, addr));
+        }
+    }
+
     /// Records the unordered pair `first` then `second`, with what `second`'s thread last heard
     /// from `first`'s.
     fn record(&mut self, first: Side, second: Side, addr: u64, observed: bool, heard: Heard) {
@@ -1201,7 +1208,7 @@ impl RaceTracker {
             return;
         };
         self.note_declared(at, order);
-        self.stale_reads.remove(&(me.thread, at.addr));
+        self.retried(me.thread, at.addr);
         let (t, p) = (me.thread, me.pos);
         let newest = self.shadows.get(&at.addr).and_then(|s| s.writes.last());
         let carried = newest
