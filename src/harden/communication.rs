@@ -335,7 +335,7 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     } else {
         FenceKind::AcqRelGpu
     };
-    let too_narrow = |s: Option<Strength>| lack(s, in_cta).is_some();
+    let lacks = |s: Option<Strength>| lack(s, in_cta).is_some();
     let orders = pair_name(c);
     let mut out = Vec::new();
     let mut need = |at: &RaceSite, role: &'static str| {
@@ -350,17 +350,17 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     };
     // A forwarded access that reached its first forwarder causally needs no release of its own.
     let reached_causally = c.forward.as_ref().is_some_and(|f| f.write.is_none());
-    if too_narrow(c.facts.first_release) && !reached_causally {
+    if lacks(c.facts.first_release) && !reached_causally {
         // Relayed: after the point where the first access reached the thread that writes
         // what the second thread reads (its barrier or acquire), not beside the access.
         need(c.relay.as_ref().unwrap_or(&c.first.site), "release");
     }
-    if let Some(forward) = c.forward.as_ref().filter(|f| too_narrow(f.fenced)) {
+    if let Some(forward) = c.forward.as_ref().filter(|f| lacks(f.fenced)) {
         // Forwarded: the thread that read the first thread's write and wrote what the second
         // thread reads acquires after its read and releases before its write.
         need(&forward.read, "forwarding");
     }
-    if too_narrow(c.facts.second_acquire) {
+    if lacks(c.facts.second_acquire) {
         need(read, "acquire");
     }
     out

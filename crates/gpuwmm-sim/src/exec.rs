@@ -1465,23 +1465,17 @@ impl Machine<'_> {
             0
         };
         let old = self.model.rmw_value(addr, size, back, in_memory);
-        let new = alu::atom(op, mem.ty, old, b, c);
-        let writes = written(old).is_some();
+        let wrote = written(old);
         let place = placement(self.rng, self.older);
-        let newest = self.model.atomic(
-            access,
-            addr,
-            size,
-            back,
-            in_memory,
-            writes.then_some(new),
-            place,
-        );
+        let newest = self
+            .model
+            .atomic(access, addr, size, back, in_memory, wrote, place);
+        let writes = wrote.is_some();
         if let Some(races) = &mut self.races {
             let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
             races.atomic(t, line, Bytes { addr, size }, mem.order, writes, ts);
         }
-        (old, newest.then_some(new))
+        (old, wrote.filter(|_| newest))
     }
 
     /// How an access of thread `t` with `order` takes part in the PTX model.

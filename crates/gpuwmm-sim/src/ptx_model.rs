@@ -1228,13 +1228,14 @@ impl PtxMemory {
     /// Whether the message `back` places below the newest at `addr` has a newer one morally
     /// strong with `a`: an RMW that reads it writes directly above it.
     fn read_below_strong(&self, a: Access, addr: u64, size: u64, back: usize) -> bool {
-        let Some(loc) = self.tracked_location(addr, size) else {
-            return false;
+        let loc = match back {
+            0 => None,
+            _ => self.tracked_location(addr, size),
         };
-        back > 0
-            && self
-                .newest_strong_with(a, loc)
+        loc.is_some_and(|loc| {
+            self.newest_strong_with(a, loc)
                 .is_some_and(|i| i >= loc.msgs.len() - back)
+        })
     }
 
     /// The history of the word at `addr` if it is tracked with this size.
