@@ -85,7 +85,12 @@ pub fn classify(c: &Conflict) -> Option<RaceClass> {
     // A read that observed the write with nothing else passing between the threads is the
     // communication itself.
     let communication = c.facts.observed && !c.facts.communicated;
-    if (rmw(c.first.kind) && rmw(c.second.kind)) || c.synchronising_location || communication {
+    // Two RMWs are atomic with each other: their pair is the synchronisation itself, unless
+    // the second read a value older than the first's write although its thread had heard
+    // from the first's after it, and went on from that stale value.
+    let stale = c.facts.communicated && !c.facts.observed;
+    let atomic_pair = rmw(c.first.kind) && rmw(c.second.kind) && !stale;
+    if atomic_pair || c.synchronising_location || communication {
         return None;
     }
     Some(if c.facts.communicated {

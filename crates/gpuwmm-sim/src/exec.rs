@@ -1238,6 +1238,9 @@ impl Machine<'_> {
         if let Some(races) = &mut self.races {
             let ts = ptx_model::tracked(size).then(|| self.model.clock());
             races.store(t, line, at, order, ts);
+            if let Some(kept) = self.model.kept(addr, size) {
+                races.keep_written(addr, &kept);
+            }
         }
         Ok(newest)
     }
@@ -1473,7 +1476,11 @@ impl Machine<'_> {
         let writes = wrote.is_some();
         if let Some(races) = &mut self.races {
             let ts = (writes && ptx_model::tracked(size)).then(|| self.model.clock());
-            races.atomic(t, line, Bytes { addr, size }, mem.order, writes, ts);
+            let (at, read) = (Bytes { addr, size }, self.model.last_read);
+            races.atomic(t, line, at, mem.order, read, writes, ts);
+            if let Some(kept) = self.model.kept(addr, size).filter(|_| writes) {
+                races.keep_written(addr, &kept);
+            }
         }
         (old, wrote.filter(|_| newest))
     }

@@ -478,8 +478,9 @@ pub struct PtxMemory {
     sc: HashMap<(Tier, u32), View>,
     /// What each CTA barrier passes on in its current phase (keyed by block and id).
     barriers: HashMap<u32, View>,
-    /// The timestamp of the message the last [`PtxMemory::load`] returned (`None`: the newest
-    /// value of a location the model does not track), for the race recorder.
+    /// The timestamp of the message the last [`PtxMemory::load`] returned or the last
+    /// [`PtxMemory::atomic`] read (`None`: the newest value of a location the model does not
+    /// track), for the race recorder.
     pub last_read: Option<u32>,
     /// The read-modify-write a later fence or release of its thread overtook, not yet
     /// performed (see `overtaken.rs`).
@@ -1191,6 +1192,7 @@ impl PtxMemory {
         let read = self
             .tracked_location(addr, size)
             .map(|loc| loc.msgs[loc.msgs.len() - 1 - back].clone());
+        self.last_read = read.as_ref().map(|m| m.ts);
         let read = match read {
             Some(m) => {
                 self.note_read(addr, a.thread, m.co);
@@ -1239,6 +1241,13 @@ impl PtxMemory {
     }
 
     /// The history of the word at `addr` if it is tracked with this size.
+    /// The timestamps of the messages kept at `addr`, oldest first in coherence (`None`: a
+    /// location the model does not track at that width).
+    pub fn kept(&self, addr: u64, size: u64) -> Option<Vec<u32>> {
+        let loc = self.tracked_location(addr, size)?;
+        Some(loc.msgs.iter().map(|m| m.ts).collect())
+    }
+
     fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
         let loc = self.locations.get(&addr)?;
         (tracked(size) && u64::from(loc.size) == size).then_some(loc)

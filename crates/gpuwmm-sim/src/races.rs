@@ -179,7 +179,7 @@ pub struct Conflict {
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it. Never for a stale read its
-    /// thread acted on: a morally strong read that missed the first access though its thread
+    /// thread acted on: a morally strong read (or RMW) that missed the first access though its thread
     /// had heard from the first thread after it, and that its thread did not follow with
     /// another read or RMW there (a spin retries; double-checked initialisation goes on).
     pub synchronising_location: bool,
@@ -306,6 +306,14 @@ struct Shadow {
 }
 
 impl Shadow {
+    /// The index in `writes` of the message with timestamp `read_ts` (`None`: the newest).
+    fn read_index(&self, read_ts: Option<u32>) -> Option<usize> {
+        match read_ts {
+            Some(ts) => self.writes.iter().rposition(|w| w.ts == ts),
+            None => self.writes.len().checked_sub(1),
+        }
+    }
+
     /// Keeps `read` as its thread's latest read since the newest write.
     fn note_read(&mut self, read: Side) {
         self.reads.retain(|r| r.thread != read.thread);
@@ -323,7 +331,10 @@ impl Shadow {
     }
 }
 
-const WRITES: usize = 4;
+/// Writes a shadow keeps at most: the model's [`KEPT`](crate::ptx_model::KEPT) messages of a
+/// tracked location are trimmed to with [`RaceTracker::keep_written`] after each write, so this
+/// bounds only locations the model does not track, and the write just pushed.
+const WRITES: usize = 2 * crate::ptx_model::KEPT;
 const OBSERVERS: usize = 4;
 const OWN: usize = 32;
 const CHAIN: usize = 8;
@@ -445,8 +456,8 @@ pub struct RaceTracker {
     declared: HashSet<u64>,
     pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
     /// Per thread and address, the pairs its newest read there recorded as a *stale read*: a
-    /// morally strong read that missed another thread's write though it had heard from that
-    /// thread after the write. A read or RMW of the thread there again (a retry, as a spin
+    /// morally strong read (or an RMW's read) that missed another thread's write though it had
+    /// heard from that thread after the write. A read or RMW of the thread there again (a retry, as a spin
     /// does) drops them; those left at the end are reads the thread acted on.
     stale_reads: HashMap<(u32, u64), Vec<PairKey>>,
     /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
@@ -761,10 +772,7 @@ impl RaceTracker {
         let Some(shadow) = self.shadows.get(&addr) else {
             return;
         };
-        let read = match read_ts {
-            Some(ts) => shadow.writes.iter().rposition(|w| w.ts == ts),
-            None => shadow.writes.len().checked_sub(1),
-        };
+        let read = shadow.read_index(read_ts);
         let newest = shadow.writes.len().checked_sub(1);
         let mut checks: Vec<(WriteEntry, bool)> = Vec::new();
         if let Some(i) = read {
@@ -1105,7 +1113,7 @@ impl RaceTracker {
             out_of_scope,
             forward,
         };
-        if morally_strong && communicated && !observed && second.kind == AccessKind::Read {
+        if morally_strong && communicated && !observed && second.kind != AccessKind::Write {
             let stale = self.stale_reads.entry((second.thread, addr)).or_default();
             if !stale.contains(&key) {
                 stale.push(key);
@@ -1159,6 +1167,16 @@ impl RaceTracker {
         }
     }
 
+    /// Drops from the shadow at `addr` the writes the model no longer keeps there (`kept`: the
+    /// timestamps of the messages it keeps), so that the shadow holds every write a read may
+    /// still return. A write performed late can go below newer ones in coherence, and the
+    /// model then drops older messages than the shadow would, by the order writes happened.
+    pub fn keep_written(&mut self, addr: u64, kept: &[u32]) {
+        if let Some(shadow) = self.shadows.get_mut(&addr) {
+            shadow.writes.retain(|w| kept.contains(&w.ts));
+        }
+    }
+
     fn push_write(
         &mut self,
         me: Side,
@@ -1193,14 +1211,16 @@ impl RaceTracker {
         shadow.reads.clear();
     }
 
-    /// A read-modify-write of thread `t` that read the newest message and, when `wrote`,
-    /// appended message `ts`.
+    /// A read-modify-write of thread `t` that read the message with timestamp `read_ts` (`None`:
+    /// the newest, as for [`RaceTracker::load`]) and, when `wrote`, appended message `ts`.
+    #[allow(clippy::too_many_arguments)]
     pub fn atomic(
         &mut self,
         t: usize,
         line: u32,
         at: Bytes,
         order: Order,
+        read_ts: Option<u32>,
         wrote: bool,
         ts: Option<u32>,
     ) {
@@ -1210,13 +1230,17 @@ impl RaceTracker {
         self.note_declared(at, order);
         self.retried(me.thread, at.addr);
         let (t, p) = (me.thread, me.pos);
-        let newest = self.shadows.get(&at.addr).and_then(|s| s.writes.last());
-        let carried = newest
+        let read = self
+            .shadows
+            .get(&at.addr)
+            .and_then(|s| Some(&s.writes[s.read_index(read_ts)?]));
+        let carried = read
             .map(|w| (w.view_cta.clone(), w.view_gpu.clone()))
             .unwrap_or_default();
-        let chain = newest.map_or_else(Vec::new, |w| self.chain_through(w, me));
+        let chain = read.map_or_else(Vec::new, |w| self.chain_through(w, me));
         let others = self.overlapped(at);
-        for addr in std::iter::once(at.addr).chain(others.iter().copied()) {
+        self.read_part(me, at.addr, order, read_ts, true);
+        for &addr in &others {
             self.read_part(me, addr, order, None, false);
         }
         if !wrote {
@@ -1669,8 +1693,8 @@ mod tests {
             } else {
                 order(Reach::Gpu)
             };
-            r.atomic(1, 11, w(FLAG), first, true, Some(1));
-            r.atomic(0, 12, w(FLAG), order(Reach::Gpu), true, Some(2));
+            r.atomic(1, 11, w(FLAG), first, None, true, Some(1));
+            r.atomic(0, 12, w(FLAG), order(Reach::Gpu), None, true, Some(2));
             r.load(0, None, 20, w(FLAG), acquire, Some(2));
             r.load(0, None, 21, w(X), order(Reach::Weak), Some(1));
             r.finish().conflicts
@@ -1934,8 +1958,8 @@ mod tests {
         let mut r = RaceTracker::new(4, 2);
         r.store(0, 10, w(X), order(Reach::Weak), Some(1));
         r.fence(0, Reach::Gpu, false, 11);
-        r.atomic(0, 12, w(FLAG), order(Reach::Gpu), true, Some(2));
-        r.atomic(2, 13, w(FLAG), order(Reach::Gpu), true, Some(3));
+        r.atomic(0, 12, w(FLAG), order(Reach::Gpu), None, true, Some(2));
+        r.atomic(2, 13, w(FLAG), order(Reach::Gpu), None, true, Some(3));
         if acquire {
             r.fence(2, Reach::Gpu, false, 16);
         }
@@ -2003,14 +2027,14 @@ mod tests {
     #[test]
     fn a_word_released_or_acquired_at_is_a_synchronising_location() {
         let mut r = two_ctas();
-        r.atomic(1, 20, w(FLAG), acquiring(Reach::Gpu), true, Some(1));
+        r.atomic(1, 20, w(FLAG), acquiring(Reach::Gpu), None, true, Some(1));
         r.store(0, 11, w(FLAG), releasing(Reach::Gpu), Some(2));
         let pairs = r.finish().conflicts;
         assert!(!pairs.is_empty());
         assert!(pairs.iter().all(|p| p.synchronising));
         // The same two accesses, relaxed, are not declared.
         let mut r = two_ctas();
-        r.atomic(1, 20, w(FLAG), order(Reach::Gpu), true, Some(1));
+        r.atomic(1, 20, w(FLAG), order(Reach::Gpu), None, true, Some(1));
         r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
         let relaxed = r.finish().conflicts;
         assert!(!relaxed.is_empty());
@@ -2048,6 +2072,78 @@ mod tests {
         let retried = stale_recheck(true);
         assert!(!retried.is_empty(), "no pair from line 14");
         assert!(retried.iter().all(|p| p.synchronising), "{retried:?}");
+    }
+
+    /// Message passing through relaxed RMWs alone in two CTAs: thread 0 writes `X` (line 11),
+    /// fences when `release` (line 12), writes `FLAG` (line 13), all with RMWs; thread 1 reads
+    /// `FLAG` with an RMW (line 15), fences when `acquire` (line 16) and reads `X` with an RMW
+    /// that reads what `X` held before the launch (line 17), stale. The pairs at `X`.
+    fn stale_rmw_payload(release: bool, acquire: bool) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.atomic(0, 11, w(X), order(Reach::Gpu), Some(0), true, Some(1));
+        if release {
+            r.fence(0, Reach::Gpu, false, 12);
+        }
+        r.atomic(0, 13, w(FLAG), order(Reach::Gpu), Some(0), true, Some(2));
+        r.atomic(1, 15, w(FLAG), order(Reach::Gpu), Some(2), true, Some(3));
+        if acquire {
+            r.fence(1, Reach::Gpu, false, 16);
+        }
+        r.atomic(1, 17, w(X), order(Reach::Gpu), Some(0), true, Some(4));
+        let pairs = r.finish().conflicts;
+        pairs.into_iter().filter(|p| p.key.first.0 == 11).collect()
+    }
+
+    /// Regression (message passing through relaxed RMWs: the recorder took every RMW to read
+    /// the newest write, so a payload RMW that read the value before the payload write was
+    /// taken to observe it, and `check --races` reported nothing on an app failing half its
+    /// runs). The stale payload read is a pair a fence orders, not the synchronisation itself.
+    #[test]
+    fn an_rmw_that_reads_a_stale_payload_is_a_pair_a_fence_orders() {
+        let stale = stale_rmw_payload(true, false);
+        assert_eq!(stale.len(), 1, "{stale:?}");
+        let facts = &stale[0].key.facts;
+        assert!(!stale[0].synchronising && !facts.observed && facts.communicated);
+        assert_eq!(facts.first_release, Some(Strength::Gpu));
+        assert_eq!(facts.second_acquire, None);
+        assert!(stale_rmw_payload(true, true).is_empty());
+    }
+
+    /// Regression (message passing through relaxed RMWs, a reader whose spinning RMWs read
+    /// before the flag write and wrote below it: the shadow dropped the flag write, by the
+    /// order writes were performed, while the model still kept it as the newest; the RMW that
+    /// read it then paired with nothing, the reader heard nothing, and its stale payload read
+    /// went unreported in 8 of 148 failing runs). The shadow keeps what the model keeps.
+    #[test]
+    fn a_write_the_model_keeps_stays_in_the_shadow_however_many_writes_go_below_it() {
+        let mut r = two_ctas();
+        r.atomic(0, 11, w(X), order(Reach::Gpu), Some(0), true, Some(1));
+        r.fence(0, Reach::Gpu, false, 12);
+        r.atomic(0, 13, w(FLAG), order(Reach::Gpu), Some(0), true, Some(2));
+        let mut kept = vec![0, 2];
+        for ts in 3..16 {
+            let read = kept[kept.len() - 2];
+            r.atomic(
+                1,
+                15,
+                w(FLAG),
+                order(Reach::Gpu),
+                Some(read),
+                true,
+                Some(ts),
+            );
+            kept.insert(kept.len() - 1, ts);
+            if kept.len() > crate::ptx_model::KEPT {
+                kept.remove(0);
+            }
+            r.keep_written(FLAG, &kept);
+        }
+        r.atomic(1, 15, w(FLAG), order(Reach::Gpu), Some(2), true, Some(16));
+        r.atomic(1, 17, w(X), order(Reach::Gpu), Some(0), true, Some(17));
+        let pairs = r.finish().conflicts;
+        let stale: Vec<_> = pairs.iter().filter(|p| p.key.first.0 == 11).collect();
+        assert_eq!(stale.len(), 1, "{pairs:?}");
+        assert!(stale[0].key.facts.communicated && !stale[0].synchronising);
     }
 
     /// The volatile slot recycler with its read deferred: block 0 issues its slot read
