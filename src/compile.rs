@@ -56,7 +56,7 @@ impl<'a> CudaProgram<'a> {
 /// names of its name expressions.
 pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx, ToolchainError> {
     let tools = CudaTools::locate();
-    let nvrtc = Nvrtc::load(tools.require_nvrtc()?)?;
+    let nvrtc = Nvrtc::shared(tools.require_nvrtc()?)?;
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut options = CompileOptions {
         arch: arch.to_string(),
@@ -99,7 +99,7 @@ pub fn compile_program(program: &CudaProgram, arch: &str) -> Result<CompiledPtx,
         .headers
         .extend(replacing_headers(&name, program, &options.include_dirs)?);
     PtxCache::with_default_dir().get_or_compile(
-        &nvrtc,
+        nvrtc,
         program.source,
         &name.to_string_lossy(),
         &options,

@@ -399,7 +399,10 @@ fn a_stale_payload_read_by_a_relaxed_rmw_names_the_acquire_the_reader_lacks() {
         "{missing}"
     );
     assert!(!missing.contains("no release pattern"), "{missing}");
-    let reader = ("out[0] = atomicAdd", "__threadfence();\n        out[0] = atomicAdd");
+    let reader = (
+        "out[0] = atomicAdd",
+        "__threadfence();\n        out[0] = atomicAdd",
+    );
     let both = dir.path().join("both");
     assert_edited_copy_passes_without_races(&both, app, &[writer, reader]);
 }

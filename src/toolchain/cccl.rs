@@ -131,7 +131,7 @@ mod tests {
             return;
         };
         let include = tools.cccl_include.clone().unwrap();
-        let nvrtc = Nvrtc::load(tools.require_nvrtc().unwrap()).unwrap();
+        let nvrtc = Nvrtc::shared(tools.require_nvrtc().unwrap()).unwrap();
         let source = "#include <cub/agent/single_pass_scan_operators.cuh>\n\
             extern \"C\" __global__ void k(unsigned *s) { \
             cub::ScanTileState<int, false> t; t.d_tile_status = s; t.InitializeStatus(1); }\n";

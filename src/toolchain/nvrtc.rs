@@ -13,6 +13,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use libloading::Library;
 
@@ -204,7 +205,8 @@ struct Api {
     lowered_name: FnLoweredName,
 }
 
-/// A loaded NVRTC library. Dropping it unloads the library.
+/// A loaded NVRTC library. Dropping it unloads the library: outside this module's tests, use
+/// [`Nvrtc::shared`], which never does.
 pub struct Nvrtc {
     // Field order matters: the function pointers are dropped (trivially) before the libraries
     // that back them, and NVRTC is unloaded before its builtins.
@@ -245,6 +247,22 @@ impl Nvrtc {
             _lib: lib,
             _builtins: builtins,
         })
+    }
+
+    /// NVRTC from `path`, loaded once for the whole process and never unloaded. NVRTC keeps
+    /// state per thread that it frees when the thread ends, so unloading it while a thread that
+    /// compiled still runs leaves that thread to jump into unmapped code when it exits: a test
+    /// process whose threads each loaded, used and dropped their own handle died with SIGSEGV
+    /// now and then (device_variables, under load). Every compilation goes through this.
+    pub fn shared(path: &Path) -> Result<&'static Nvrtc, NvrtcError> {
+        static LOADED: Mutex<Vec<&'static Nvrtc>> = Mutex::new(Vec::new());
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(nvrtc) = loaded.iter().find(|n| n.path == path) {
+            return Ok(nvrtc);
+        }
+        let nvrtc: &'static Nvrtc = Box::leak(Box::new(Nvrtc::load(path)?));
+        loaded.push(nvrtc);
+        Ok(nvrtc)
     }
 
     /// NVRTC's version, e.g. `(12, 9)`.
@@ -648,5 +666,33 @@ mod tests {
         assert!(matches!(err, NvrtcError::Load { .. }), "{err}");
         let err = Nvrtc::load(tmp.path().join("absent.so")).unwrap_err();
         assert!(err.to_string().contains("absent.so"), "{err}");
+    }
+
+    /// Regression (a test process died with SIGSEGV now and then: each compilation loaded NVRTC
+    /// and unloaded it after, while other threads that had compiled still ran). Every thread
+    /// gets the one NVRTC loaded for the process, and a failed load is not remembered.
+    #[test]
+    fn every_thread_shares_one_nvrtc_that_stays_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(Nvrtc::shared(&tmp.path().join("absent.so")).is_err());
+        let Some(tools) = crate::toolchain::tools_for_tests() else {
+            return;
+        };
+        let path = tools.require_nvrtc().unwrap().to_path_buf();
+        let loaded: Vec<usize> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| Nvrtc::shared(&path).unwrap() as *const Nvrtc as usize))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(loaded.iter().all(|&n| n == loaded[0]), "{loaded:?}");
+        let nvrtc = Nvrtc::shared(&path).unwrap();
+        assert_eq!(nvrtc as *const Nvrtc as usize, loaded[0]);
+        let ptx = nvrtc.compile(
+            "extern \"C\" __global__ void k(int *p) { *p = 1; }",
+            "k.cu",
+            &CompileOptions::default(),
+        );
+        assert!(ptx.is_ok(), "{ptx:?}");
     }
 }

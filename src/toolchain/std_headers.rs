@@ -422,7 +422,7 @@ mod tests {
         let Some(tools) = tools_for_tests() else {
             return;
         };
-        let nvrtc = Nvrtc::load(tools.require_nvrtc().unwrap()).unwrap();
+        let nvrtc = Nvrtc::shared(tools.require_nvrtc().unwrap()).unwrap();
         let source = STD_HEADERS_PROBE;
         let mut variants = vec![CompileOptions {
             headers: nvrtc_std_headers(false),
