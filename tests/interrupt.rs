@@ -145,6 +145,43 @@ fn sigterm_during_harden_exits_143_and_the_printed_command_finishes_it() {
     assert!(result.is_some(), "the resumed hardening records its result");
 }
 
+/// Bug: the patch check's runs were not journaled, so a hardening killed while it checked its
+/// patch ran the patched app from run 0 again when resumed. Now the resumed check goes on after
+/// the runs its journal holds, and says how many it took from there.
+#[test]
+fn sigterm_during_the_patch_check_resumes_after_the_runs_made() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app = common::fixture_app("rmw-message-passing");
+    let line = format!(
+        "harden --app-dir {} --backend sim --patch-runs 3000 --journal h.csv",
+        app.display()
+    );
+    let pj = "h.csv.patch-check.jsonl";
+    let command = resume_command_after(dir.path(), &line, pj, 200, "TERM");
+    let journal = dir.path().join(pj);
+    let before = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
+    assert!((199..3000).contains(&before), "{before} runs journaled");
+    let words = words(&command);
+    let output = Command::new(words[0])
+        .args(&words[1..])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{command}\n{stdout}");
+    let passed =
+        format!("passed 3000 of 3000 runs under sys-str+ (the first {before} from its journal");
+    assert!(stdout.contains(&passed), "{passed:?} not in {stdout}");
+    let runs: Vec<u64> = (std::fs::read_to_string(&journal).unwrap().lines().skip(1))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["run"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(runs, (0..3000).collect::<Vec<_>>());
+}
+
 /// A campaign interrupted between cells or in one: the printed command names its folder.
 #[test]
 fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {

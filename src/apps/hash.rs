@@ -68,6 +68,17 @@ impl AppHash {
     }
 }
 
+/// SHA-256 over the files of a patch, each its path and patched text: what the patch check's
+/// journal names its patch by.
+pub fn patch_sha256(patched: &[super::PatchedFile]) -> String {
+    let mut hasher = Hasher::default();
+    for file in patched {
+        hasher.field(file.path.to_string_lossy().as_bytes());
+        hasher.field(file.text.as_bytes());
+    }
+    hasher.finish()
+}
+
 /// The hash of each data file `app`'s buffers are read from, by its name in the manifest.
 fn inputs_hash(app: &dyn App) -> BTreeMap<String, String> {
     let buffers = app.manifest().map_or(&[][..], |m| &m.buffers[..]);

@@ -9,6 +9,7 @@
 //!   simulator running the same app's PTX, asked with the hardening's site ids;
 //! - [`run`]: the checker that answers by running the application through an executor, with
 //!   every run journaled so that a killed hardening resumes where it stopped;
+//! - [`patch_journal`]: the runs of the patch check, journaled so that they survive a kill;
 //! - [`patch`]: the chosen fences as statements inserted into a source file, and as a unified
 //!   diff that `git apply` and `patch -p1` accept;
 //! - [`statements`]: the statement structure of a CUDA source, where the patch places fences;
@@ -19,6 +20,7 @@
 pub mod algorithm;
 pub mod communication;
 pub mod patch;
+pub mod patch_journal;
 pub mod recording;
 pub mod report;
 pub mod run;

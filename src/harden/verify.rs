@@ -6,23 +6,27 @@
 //! So the app is rebuilt from the patched texts of its files (in memory: the user's files are
 //! never written), compiled like any app, and run under the hardening's environment and stress,
 //! stopping at the first run that does not pass. Its runs go in this process, with seeds of
-//! their own (see [`patch_run_seed`]), and are not journaled: a resumed hardening runs them anew.
+//! their own (see [`patch_run_seed`]), each journaled ([`super::patch_journal`]) so that a
+//! resumed hardening goes on from the last run made.
 
 use crate::apps::PatchedFile;
+use crate::backend::sim::RaceLog;
 use crate::check::executor::Executor;
 use crate::check::local::{open_target_backend, target_app, LocalExecutor};
 use crate::check::outcome::Outcome;
 use crate::check::races::run_races;
 use crate::check::spec::{run_seed, Fences, RunRequest, Target};
 use crate::env::Environment;
+use crate::harden::patch_journal::{PatchJournal, PatchJournalHead, PatchRunRecord};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 /// The default number of runs of the patched app.
 pub const DEFAULT_PATCH_RUNS: u64 = 1000;
 
 /// What the check of a patch asks for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PatchCheckPlan {
     /// Runs of the patched app; 0 checks nothing.
     pub runs: u64,
@@ -31,6 +35,8 @@ pub struct PatchCheckPlan {
     pub seed: u64,
     /// Stress loop iterations of every run (the hardening's calibration).
     pub stress_iterations: u32,
+    /// Where the runs are journaled (`None`: nowhere, each check starts at run 0).
+    pub journal: Option<PathBuf>,
 }
 
 /// The seed of run `run` of a patch check of a hardening seeded with `seed`: a stream of its
@@ -63,6 +69,9 @@ pub struct PatchRuns {
     /// Runs asked for, and runs made (fewer when one did not pass).
     pub asked: u64,
     pub made: u64,
+    /// Of the runs made, those its journal held from an earlier check that was interrupted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub journaled: u64,
     /// The run that did not pass, if one did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<PatchFailure>,
@@ -70,6 +79,10 @@ pub struct PatchRuns {
     /// source (`file:line and file:line`, class); `None` where runs record no races.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub races: Option<Vec<String>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A run of the patched app that did not pass.
@@ -93,7 +106,8 @@ impl PatchCheck {
 }
 
 /// Builds the target's app from `patched` (each changed file with its new text) and runs it
-/// as `plan` says; `progress` hears of each run made (runs made, runs asked).
+/// as `plan` says, after the runs its journal already holds; `progress` hears of each run made
+/// (runs made, runs asked).
 pub fn check_patch(
     target: &Target,
     patched: &[PatchedFile],
@@ -105,6 +119,14 @@ pub fn check_patch(
     }
     if plan.runs == 0 {
         return PatchCheck::NotAsked;
+    }
+    let mut runs = match PatchRunsSoFar::open(patched, &plan) {
+        Ok(runs) => runs,
+        Err(e) => return PatchCheck::NotPossible { why: e },
+    };
+    let recorded = target.races_recordable();
+    if runs.decided(plan.runs) {
+        return PatchCheck::Ran(runs.finish(plan.runs, recorded));
     }
     let app = match target_app(target) {
         Ok(app) => app,
@@ -120,26 +142,110 @@ pub fn check_patch(
     };
     // The executor compiles the app's module: a patch that does not build shows here, not as
     // a failed run.
-    match LocalExecutor::with_app(target, backend, app) {
-        Ok(executor) => PatchCheck::Ran(run_patched(executor, target, plan, progress)),
-        Err(e) => PatchCheck::DoesNotBuild {
-            error: e.to_string(),
-        },
+    let executor = match LocalExecutor::with_app(target, backend, app) {
+        Ok(executor) => executor,
+        Err(e) => {
+            return PatchCheck::DoesNotBuild {
+                error: e.to_string(),
+            }
+        }
+    };
+    match run_patched(executor, target, &plan, &mut runs, progress) {
+        Ok(()) => PatchCheck::Ran(runs.finish(plan.runs, recorded)),
+        Err(e) => PatchCheck::NotPossible { why: e },
     }
 }
 
-/// Runs the patched app until a run does not pass or `plan.runs` are made.
+/// The runs of a patch check made so far, and the journal the next ones go to.
+struct PatchRunsSoFar {
+    done: Vec<PatchRunRecord>,
+    /// How many of `done` the journal held when it was opened.
+    journaled: usize,
+    journal: Option<PatchJournal>,
+}
+
+impl PatchRunsSoFar {
+    /// The runs `plan`'s journal holds for `patched` (none without a journal).
+    fn open(patched: &[PatchedFile], plan: &PatchCheckPlan) -> Result<PatchRunsSoFar, String> {
+        let Some(path) = &plan.journal else {
+            return Ok(PatchRunsSoFar {
+                done: Vec::new(),
+                journaled: 0,
+                journal: None,
+            });
+        };
+        let head = PatchJournalHead::new(patched, plan.env, plan.seed, plan.stress_iterations);
+        let (journal, done) = PatchJournal::open(path, &head).map_err(|e| {
+            format!(
+                "cannot open the patch check's journal {}: {e}",
+                path.display()
+            )
+        })?;
+        Ok(PatchRunsSoFar {
+            journaled: done.len(),
+            done,
+            journal: Some(journal),
+        })
+    }
+
+    /// Whether the runs made decide the check of `asked` runs: one did not pass, or all ran.
+    fn decided(&self, asked: u64) -> bool {
+        self.done.len() as u64 >= asked || self.failure().is_some()
+    }
+
+    fn failure(&self) -> Option<&PatchRunRecord> {
+        self.done.iter().find(|r| r.outcome != Outcome::Pass)
+    }
+
+    /// Keeps (and journals) one more run.
+    fn push(&mut self, run: PatchRunRecord) -> Result<(), String> {
+        if let Some(journal) = &mut self.journal {
+            journal.append(&run).map_err(|e| {
+                let path = journal.path().display();
+                format!("cannot write the patch check's journal {path}: {e}")
+            })?;
+        }
+        self.done.push(run);
+        Ok(())
+    }
+
+    /// The check of `asked` runs: up to the first that did not pass; `recorded`: whether its
+    /// runs record races.
+    fn finish(self, asked: u64, recorded: bool) -> PatchRuns {
+        let end = self
+            .failure()
+            .map_or(self.done.len(), |f| f.run as usize + 1);
+        let done = &self.done[..end.min(asked as usize)];
+        let failure = done
+            .iter()
+            .find(|r| r.outcome != Outcome::Pass)
+            .map(|r| PatchFailure {
+                run: r.run,
+                seed: r.seed,
+                outcome: r.outcome,
+                reason: r.reason.clone(),
+            });
+        let races: BTreeSet<String> = done.iter().flat_map(|r| r.races.clone()).collect();
+        PatchRuns {
+            asked,
+            made: done.len() as u64,
+            journaled: self.journaled.min(done.len()) as u64,
+            failure,
+            races: recorded.then(|| races.into_iter().collect()),
+        }
+    }
+}
+
+/// Runs the patched app after the runs made, until one does not pass or `plan.runs` are made.
 fn run_patched(
     mut executor: LocalExecutor,
     target: &Target,
-    plan: PatchCheckPlan,
+    plan: &PatchCheckPlan,
+    runs: &mut PatchRunsSoFar,
     progress: &mut dyn FnMut(u64, u64),
-) -> PatchRuns {
+) -> Result<(), String> {
     let races = target.races_recordable();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut made = 0;
-    let mut failure = None;
-    for run in 0..plan.runs {
+    for run in runs.done.len() as u64..plan.runs {
         let request = RunRequest {
             run,
             seed: patch_run_seed(plan.seed, run),
@@ -149,41 +255,42 @@ fn run_patched(
             races,
         };
         let record = match executor.execute(&request) {
-            Ok(record) => record,
-            Err(e) => {
-                failure = Some(PatchFailure {
-                    run,
-                    seed: request.seed,
-                    outcome: Outcome::Crash,
-                    reason: e.to_string(),
-                });
-                break;
-            }
-        };
-        made += 1;
-        progress(made, plan.runs);
-        if let Some(log) = &record.races {
-            seen.extend(run_races(run, log).races.iter().map(|r| {
-                let (first, second) = (r.first.place(), r.second.place());
-                format!("{first} and {second} ({})", r.class.describe())
-            }));
-        }
-        if record.outcome != Outcome::Pass {
-            failure = Some(PatchFailure {
+            Ok(record) => PatchRunRecord {
                 run,
                 seed: request.seed,
                 outcome: record.outcome,
                 reason: record.reason,
-            });
+                races: record
+                    .races
+                    .as_ref()
+                    .map_or_else(Vec::new, |log| races_seen(run, log)),
+            },
+            Err(e) => PatchRunRecord {
+                run,
+                seed: request.seed,
+                outcome: Outcome::Crash,
+                reason: e.to_string(),
+                races: Vec::new(),
+            },
+        };
+        let passed = record.outcome == Outcome::Pass;
+        runs.push(record)?;
+        progress(run + 1, plan.runs);
+        if !passed {
             break;
         }
     }
-    PatchRuns {
-        asked: plan.runs,
-        made,
-        failure,
-        races: races.then(|| seen.into_iter().collect()),
-    }
+    Ok(())
+}
+
+/// A run's races as the patch check lists them: `first and second (class)`.
+fn races_seen(run: u64, log: &RaceLog) -> Vec<String> {
+    let races = run_races(run, log).races;
+    let listed = races.iter().map(|r| {
+        let (first, second) = (r.first.place(), r.second.place());
+        format!("{first} and {second} ({})", r.class.describe())
+    });
+    listed.collect()
 }
 
 #[cfg(test)]
@@ -205,6 +312,7 @@ mod tests {
             PatchCheck::Ran(PatchRuns {
                 asked: 10,
                 made: 10,
+                journaled: 0,
                 failure,
                 races: None,
             })

@@ -23,6 +23,7 @@ use crate::check::{BackendKind, Executor, Fences, Journal, Outcome, Pool, SimMod
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
 use crate::harden::communication::UnorderableRace;
+use crate::harden::patch_journal::PatchJournal;
 use crate::harden::recording::{RaceRecording, SiteMap, SiteMapped};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
@@ -186,6 +187,7 @@ impl OpenHardening {
             env: self.meta.env,
             seed: self.meta.seed,
             stress_iterations: self.meta.stress.stress_iterations,
+            journal: Some(PatchJournal::path_for(&self.path)),
         }
     }
 }

@@ -323,14 +323,18 @@ fn ran_text(runs: &PatchRuns, env: Environment) -> String {
             races.join(", ")
         ),
     };
+    let journaled = match runs.journaled {
+        0 => String::new(),
+        n => format!(" (the first {n} from its journal, made before the resume)"),
+    };
     match &runs.failure {
         None => format!(
-            "the app built from the patch passed {} of {} runs under {env}{races}",
+            "the app built from the patch passed {} of {} runs under {env}{journaled}{races}",
             runs.made, runs.asked
         ),
         Some(f) => format!(
             "FAILED: the app built from the patch did not pass run {} of {} under {env} ({}: \
-             {}; seed {}){races}",
+             {}; seed {}){journaled}{races}",
             f.run, runs.asked, f.outcome, f.reason, f.seed
         ),
     }

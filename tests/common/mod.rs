@@ -326,6 +326,7 @@ pub fn check_patch_on_sim(
         env: "sys-str+".parse().unwrap(),
         seed: 1,
         stress_iterations: 4,
+        journal: None,
     };
     let files: Vec<gpuwmm::apps::PatchedFile> = (files.iter())
         .map(|(path, text)| gpuwmm::apps::PatchedFile::new(path.clone(), text.clone()))
