@@ -212,19 +212,17 @@ impl PatchRunsSoFar {
     /// The check of `asked` runs: up to the first that did not pass; `recorded`: whether its
     /// runs record races.
     fn finish(self, asked: u64, recorded: bool) -> PatchRuns {
-        let end = self
-            .failure()
-            .map_or(self.done.len(), |f| f.run as usize + 1);
-        let done = &self.done[..end.min(asked as usize)];
-        let failure = done
-            .iter()
-            .find(|r| r.outcome != Outcome::Pass)
-            .map(|r| PatchFailure {
-                run: r.run,
-                seed: r.seed,
-                outcome: r.outcome,
-                reason: r.reason.clone(),
-            });
+        let mut done = &self.done[..self.done.len().min(asked as usize)];
+        let failed = done.iter().position(|r| r.outcome != Outcome::Pass);
+        if let Some(i) = failed {
+            done = &done[..=i];
+        }
+        let failure = failed.map(|i| PatchFailure {
+            run: done[i].run,
+            seed: done[i].seed,
+            outcome: done[i].outcome,
+            reason: done[i].reason.clone(),
+        });
         let races: BTreeSet<String> = done.iter().flat_map(|r| r.races.clone()).collect();
         PatchRuns {
             asked,
@@ -304,6 +302,32 @@ mod tests {
             .collect();
         assert!((0..64).all(|r| !queries.contains(&patch_run_seed(1, r))));
         assert_ne!(patch_run_seed(1, 0), patch_run_seed(2, 0));
+    }
+
+    /// A check resumed from its journal ends as the journaled runs say: at the run that did
+    /// not pass, or with fewer runs asked, before it.
+    #[test]
+    fn journaled_runs_end_the_check_at_the_first_that_did_not_pass() {
+        let record = |run, outcome| PatchRunRecord {
+            run,
+            seed: 7 + run,
+            outcome,
+            reason: String::new(),
+            races: vec![format!("race {run}")],
+        };
+        let so_far = || PatchRunsSoFar {
+            done: vec![record(0, Outcome::Pass), record(1, Outcome::Fail)],
+            journaled: 2,
+            journal: None,
+        };
+        assert!(so_far().decided(10));
+        let runs = so_far().finish(10, true);
+        assert_eq!((runs.made, runs.journaled), (2, 2));
+        assert_eq!(runs.failure.map(|f| (f.run, f.seed)), Some((1, 8)));
+        assert_eq!(runs.races.unwrap(), ["race 0", "race 1"]);
+        let fewer = so_far().finish(1, false);
+        assert_eq!((fewer.made, fewer.journaled), (1, 1));
+        assert!(fewer.failure.is_none() && fewer.races.is_none());
     }
 
     #[test]

@@ -1240,7 +1240,6 @@ impl PtxMemory {
         })
     }
 
-    /// The history of the word at `addr` if it is tracked with this size.
     /// The timestamps of the messages kept at `addr`, oldest first in coherence (`None`: a
     /// location the model does not track at that width).
     pub fn kept(&self, addr: u64, size: u64) -> Option<Vec<u32>> {
@@ -1248,6 +1247,7 @@ impl PtxMemory {
         Some(loc.msgs.iter().map(|m| m.ts).collect())
     }
 
+    /// The history of the word at `addr` if it is tracked with this size.
     fn tracked_location(&self, addr: u64, size: u64) -> Option<&Location> {
         let loc = self.locations.get(&addr)?;
         (tracked(size) && u64::from(loc.size) == size).then_some(loc)

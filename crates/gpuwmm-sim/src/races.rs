@@ -179,9 +179,9 @@ pub struct Conflict {
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between (a
     /// spin), or an access made a release or an acquire at it. Never for a stale read its
-    /// thread acted on: a morally strong read (or RMW) that missed the first access though its thread
-    /// had heard from the first thread after it, and that its thread did not follow with
-    /// another read or RMW there (a spin retries; double-checked initialisation goes on).
+    /// thread acted on: a morally strong read (or RMW) that missed the first access though its
+    /// thread had heard from the first thread after it, and that its thread did not follow
+    /// with another read or RMW there (a spin retries; double-checked initialisation goes on).
     pub synchronising_location: bool,
     pub occurrences: u64,
     /// Distinct addresses.
@@ -457,8 +457,8 @@ pub struct RaceTracker {
     pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
     /// Per thread and address, the pairs its newest read there recorded as a *stale read*: a
     /// morally strong read (or an RMW's read) that missed another thread's write though it had
-    /// heard from that thread after the write. A read or RMW of the thread there again (a retry, as a spin
-    /// does) drops them; those left at the end are reads the thread acted on.
+    /// heard from that thread after the write. A read or RMW of the thread there again (a
+    /// retry, as a spin does) drops them; those left at the end are reads the thread acted on.
     stale_reads: HashMap<(u32, u64), Vec<PairKey>>,
     /// Per CTA barrier (the scheduler's key), the joined clocks of the threads that arrived in
     /// its current phase, `bar.arrive` producers included.
