@@ -173,8 +173,12 @@ pub struct Context {
 /// search cannot double `I` forever: when `max_rounds` rounds have run and the last stability
 /// check still failed, the last round's `Fl` is returned with `stable: false`. At least one round
 /// always runs (a `max_rounds` of 0 counts as 1). With no candidate sites the reductions ask
-/// nothing, but the stability check still runs, once per round, on the empty set: whether the
-/// application is stable without fences is still worth knowing. `I` doubles saturating.
+/// nothing, but the stability check still runs on the empty set: whether the application is
+/// stable without fences is still worth knowing. `I` doubles saturating.
+///
+/// Beyond the paper: when the stability check fails with a fence at every site, the search ends
+/// there, unstable. Each round returns a subset of `all`, so no later round can do better, and a
+/// subset that passed its stability check after that would pass by luck.
 pub fn empirical_fence_insertion<C: FenceChecker>(
     checker: &mut C,
     all: &[usize],
@@ -207,7 +211,8 @@ pub fn empirical_fence_insertion_from<C: FenceChecker>(
         let reduced = binary_reduction(checker, start, &mut context)?;
         let fences = linear_reduction(checker, reduced, &mut context)?;
         let stable = ask(checker, &mut context, Phase::Stable, &fences)?;
-        if stable || context.round + 1 >= max_rounds.max(1) {
+        let every_site_failed = !stable && fences == all;
+        if stable || every_site_failed || context.round + 1 >= max_rounds.max(1) {
             return Ok(Insertion {
                 fences,
                 rounds: context.round + 1,
@@ -684,6 +689,20 @@ mod tests {
         assert_eq!(insertion, expected);
         let stability = mock.queries.iter().filter(|q| q.phase == Phase::Stable);
         assert_eq!(stability.count(), 3);
+    }
+
+    #[test]
+    fn a_stability_failure_with_every_fence_ends_the_search() {
+        // Checks pass only with all four fences, and every stability check fails: rounds after
+        // the first could only return a subset of them, so the search stops after one.
+        // (`round_limit_returns_unstable`: a subset failing goes on to the next round.)
+        let mut mock = Mock::new(|q: &Query| q.phase != Phase::Stable && q.fences.len() == 4);
+        let Ok(insertion) = empirical_fence_insertion(&mut mock, &[0, 1, 2, 3], 32, 8);
+        assert!(!insertion.stable);
+        assert_eq!(insertion.fences, vec![0, 1, 2, 3]);
+        assert_eq!(insertion.rounds, 1);
+        let stability = mock.queries.iter().filter(|q| q.phase == Phase::Stable);
+        assert_eq!(stability.count(), 1);
     }
 
     #[test]

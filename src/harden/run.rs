@@ -223,6 +223,8 @@ pub struct JournaledChecker<'a> {
     pub totals: Tally,
     /// Runs taken from the journal.
     pub replayed: u64,
+    /// The last query that failed, with its first failing run.
+    last_failure: Option<FailedQuery>,
 }
 
 impl<'a> JournaledChecker<'a> {
@@ -248,6 +250,7 @@ impl<'a> JournaledChecker<'a> {
             orderable: HashMap::new(),
             totals: Tally::default(),
             replayed: 0,
+            last_failure: None,
         }
     }
 
@@ -421,6 +424,16 @@ impl FenceChecker for JournaledChecker<'_> {
         loop {
             if let Some(answer) = answer(&tally, &stop) {
                 self.report(query, &tally, Some(answer), replayed);
+                if let (false, Some((run, outcome, reason))) = (answer, &tally.first_error) {
+                    self.last_failure = Some(FailedQuery {
+                        query: query.index,
+                        phase: query.phase,
+                        fences: query.fences.len(),
+                        run: *run,
+                        outcome: *outcome,
+                        reason: reason.clone(),
+                    });
+                }
                 return Ok(answer);
             }
             for record in self.run_batch(query, tally.runs, &stop)? {
@@ -457,14 +470,27 @@ impl FenceChecker for JournaledChecker<'_> {
     }
 }
 
+/// A query that failed: which, how many fences it ran with, and its first failing run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedQuery {
+    pub query: usize,
+    pub phase: Phase,
+    pub fences: usize,
+    pub run: u64,
+    pub outcome: Outcome,
+    pub reason: String,
+}
+
 /// The outcome of [`harden`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hardened {
-    /// With [`Hardened::fences_cannot_help`], the all-fences query alone (no search ran).
+    /// With a failure of query 0 in [`Hardened::every_fence_failed`], the all-fences query
+    /// alone (no search ran).
     pub insertion: Insertion,
-    /// The app failed with a fence at every site (query 0): no fence set can fix it, so the
-    /// search did not run. The failure is `totals.first_error`.
-    pub fences_cannot_help: bool,
+    /// The app failed with a fence at every site: in query 0 (so the search did not run) or in
+    /// a stability check of the whole set (so the search stopped). No set of fences at these
+    /// sites makes it pass.
+    pub every_fence_failed: Option<FailedQuery>,
     /// The kind kept per fence, when kinds were minimised (a stable search with fences).
     pub kinds: Vec<KindChoice>,
     /// The queries that minimising kinds asked, after the search's.
@@ -545,7 +571,7 @@ pub fn harden_recording_with<'a>(
                 stable: false,
                 race_kept: Vec::new(),
             },
-            fences_cannot_help: true,
+            every_fence_failed: checker.last_failure.take(),
             cross_cta: None,
             required: None,
             unorderable: None,
@@ -619,7 +645,10 @@ pub fn harden_recording_with<'a>(
     }
     Ok(Hardened {
         kind_queries: context.next_index - insertion.queries,
-        fences_cannot_help: false,
+        every_fence_failed: checker
+            .last_failure
+            .take()
+            .filter(|_| !insertion.stable && insertion.fences == all),
         insertion,
         kinds,
         cross_cta,

@@ -27,8 +27,8 @@ use crate::harden::patch_journal::PatchJournal;
 use crate::harden::recording::{RaceRecording, SiteMap, SiteMapped};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
 use crate::harden::run::{
-    harden_recording_with, races_with_every_fence, run_with_every_fence, HardenMeta, HardenRow,
-    Hardened, QueryProgress, SiteSummary,
+    harden_recording_with, races_with_every_fence, run_with_every_fence, FailedQuery, HardenMeta,
+    HardenRow, Hardened, QueryProgress, SiteSummary,
 };
 use crate::harden::verify::{check_patch, PatchCheck, PatchCheckPlan, PatchRuns};
 use crate::ptx::passes::fences::{own_fences, FenceKind, Granularity, OwnFence};
@@ -154,8 +154,8 @@ impl OpenHardening {
             done,
             progress,
         )?;
-        if hardened.fences_cannot_help {
-            let diagnosis = fences_cannot_help(&self.meta, &hardened, self.in_process, &self.path)?;
+        if let Some(failed) = &hardened.every_fence_failed {
+            let diagnosis = fences_cannot_help(&self.meta, failed, self.in_process, &self.path)?;
             return Err(JobError::Other(diagnosis));
         }
         let report = make_report(&self.meta, &hardened, self.fence_style)?;
@@ -204,22 +204,34 @@ fn write_patch(path: &Path, patch: &str) -> std::io::Result<()> {
     }
 }
 
-/// The diagnosis when the app fails with a fence at every site: no fence can fix it. On the
-/// simulator the same configuration is run under sequential consistency: a failure there too
-/// means the bug is not one of memory ordering at all.
+/// The diagnosis when the app fails with a fence at every site (in query 0, or in a stability
+/// check of the whole set): no fence at these sites can fix it. On the simulator the same
+/// configuration is run under sequential consistency, for as many runs as the failure took: a
+/// failure there too means the bug is not one of memory ordering at all.
 fn fences_cannot_help(
     meta: &HardenMeta,
-    hardened: &Hardened,
+    failed: &FailedQuery,
     in_process: bool,
     journal: &Path,
 ) -> Result<String, JobError> {
-    let first = match &hardened.totals.first_error {
-        Some((run, outcome, reason)) => format!("{outcome} at run {run}: {reason}"),
-        None => "no error recorded".to_string(),
+    let (run, outcome, reason) = (failed.run, failed.outcome, &failed.reason);
+    let (headline, query) = match failed.phase {
+        Phase::Stable => (
+            "fails the stability check with a fence at every site: no set of fences at these \
+             sites is stable",
+            "stability check, ",
+        ),
+        _ => (
+            "fails with a fence at every site: fences cannot fix this",
+            "",
+        ),
     };
     let mut lines = vec![
-        "fails with a fence at every site: fences cannot fix this".to_string(),
-        format!("  query #0 ({} sites fenced): {first}", meta.sites.len()),
+        headline.to_string(),
+        format!(
+            "  query #{} ({query}{} sites fenced): {outcome} at run {run}: {reason}",
+            failed.query, failed.fences
+        ),
     ];
     let target = &meta.target;
     let mut sc_fails = false;
@@ -229,7 +241,7 @@ fn fences_cannot_help(
             ..target.clone()
         };
         let mut sc_executor = executor(&sc, in_process)?;
-        let runs = meta.initial_iterations;
+        let runs = (run + 1).max(meta.initial_iterations);
         let tally = run_with_every_fence(sc_executor.as_mut(), meta, runs)?;
         sc_fails = tally.first_error.is_some();
         lines.push(match &tally.first_error {
@@ -252,7 +264,7 @@ fn fences_cannot_help(
     if !sc_fails && target.granularity != Granularity::Instruction {
         lines.extend(lines_writing_twice(&meta.sites));
     }
-    if matches!(&hardened.totals.first_error, Some((_, Outcome::Timeout, _))) {
+    if outcome == Outcome::Timeout {
         let loops = target_blind_loops(target).unwrap_or_default();
         lines.extend(blind_loop_lines(&loops).iter().map(|l| format!("  {l}")));
     }

@@ -217,7 +217,7 @@ fn the_all_fences_query_leaves_the_search_and_its_seeds_as_they_were() {
         hardened.insertion.fences,
         without.result.unwrap().insertion.fences
     );
-    assert!(!hardened.fences_cannot_help);
+    assert!(hardened.every_fence_failed.is_none());
     let rows_a: Vec<HardenRow> = read_rows(&dir.path().join("a.csv")).unwrap();
     let rows_b: Vec<HardenRow> = read_rows(&dir.path().join("b.csv")).unwrap();
     let searched_b: Vec<(usize, u64, Outcome)> = rows_b
@@ -263,11 +263,56 @@ fn a_failure_with_every_fence_stops_the_hardening_at_query_0() {
         &mut progress,
     )
     .unwrap();
-    assert!(hardened.fences_cannot_help);
+    let failed = hardened.every_fence_failed.unwrap();
+    assert_eq!(
+        (failed.query, failed.phase, failed.fences),
+        (0, Phase::All, 5)
+    );
+    assert_eq!((failed.run, failed.reason.as_str()), (0, "warp raced"));
     assert_eq!(asked, [Phase::All]);
     assert_eq!(always_failing.state, 1);
     assert_eq!(hardened.totals.first_error.unwrap().2, "warp raced");
     let rows: Vec<HardenRow> = read_rows(&path).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].query, rows[0].phase), (0, Phase::All));
+}
+
+/// Regression: an app whose every site was fenced and still failed its stability check now
+/// and then (the data and the flag written on one line, whose fence goes after both) went on
+/// for every round left and ended "more --max-rounds may help". The search now stops at that
+/// check and names its failing run, the one that says no fence set at these sites is stable.
+#[test]
+fn a_stability_failure_with_every_fence_stops_the_hardening_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.csv");
+    let meta = meta(4);
+    let mut journal = Journal::create(&path, &meta).unwrap();
+    // Every run with fewer than all five fences fails; with all five, the 31st run does.
+    let mut rarely_failing = MockExecutor {
+        state: 0u64,
+        answer: |_: &mut u64, r: &RunRequest| {
+            let all = matches!(&r.fences, Fences::Sites(ids) if ids.len() == 5);
+            match all && r.run != 30 {
+                true => record(r, Outcome::Pass, ""),
+                false => record(r, Outcome::Fail, "stale flag"),
+            }
+        },
+    };
+    let hardened = harden(
+        &mut rarely_failing,
+        &mut journal,
+        &meta,
+        Vec::new(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(!hardened.insertion.stable);
+    assert_eq!(hardened.insertion.rounds, 1);
+    let failed = hardened.every_fence_failed.unwrap();
+    assert_eq!(
+        (failed.phase, failed.fences, failed.run),
+        (Phase::Stable, 5, 30)
+    );
+    assert_eq!(failed.query + 1, hardened.insertion.queries);
+    assert_eq!(failed.reason, "stale flag");
 }
