@@ -422,12 +422,31 @@ fn a_chain_of_forwarding_threads_gets_one_acq_rel_fence_in_each() {
 /// Hardens fixture `app` ([`harden_relayed`], as many fences kept as `markers` name) and
 /// asserts a `fence.acq_rel.gpu` at each line that holds one of `markers`.
 fn assert_acq_rel_gpu_kept_at(app: &str, markers: &[&str]) {
-    let stdout = common::or_skip!(harden_relayed(app, markers.len()));
+    assert_kept_at(app, markers, "fence.acq_rel.gpu");
+}
+
+/// Hardens `app` and asserts that it keeps exactly one fence of `kind` at each marked line.
+fn assert_kept_at(app: &str, markers: &[&str], kind: &str) {
+    let stdout = common::or_skip!(harden_relayed(app, markers.len(), kind));
     for marker in markers {
         let line = fixture_kernel_line(app, marker);
-        let kept = format!("kernel.cu:{line}  [app]  fence.acq_rel.gpu");
+        let kept = format!("kernel.cu:{line}  [app]  {kind}");
         assert!(stdout.contains(&kept), "{kept:?} not in {stdout}");
     }
+}
+
+/// Regression: a payload raised to another warp of its CTA without a fence, which passed it on
+/// to another CTA with a gpu fence, hardened to a `fence.acq_rel.gpu` after the payload: the
+/// site met the other CTA, so `.cta` kinds were never tried there. PTX's causality order is
+/// transitive, and the thread that reads the payload's flag is of the writer's CTA, so a
+/// `.cta` release suffices; it is the one kept now, and the patched app passes without races.
+#[test]
+fn a_payload_forwarded_inside_its_cta_first_keeps_a_cta_release() {
+    assert_kept_at(
+        "races-forwarded-in-cta",
+        &["// RACE payload"],
+        "fence.acq_rel.cta",
+    );
 }
 
 /// Message passing through relaxed RMWs alone (`atomicExch` writes, `atomicAdd(p, 0)` reads):
@@ -955,7 +974,11 @@ fn a_grid_barrier_signalled_after_syncthreads_gets_a_fence_after_the_barrier() {
 /// barrier, every kept fence is `fence.acq_rel.gpu`, and the patched app records no race.
 #[test]
 fn data_passed_on_at_a_barrier_is_released_after_the_barrier_with_acq_rel() {
-    let stdout = common::or_skip!(harden_relayed("races-barrier-relay", 2));
+    let stdout = common::or_skip!(harden_relayed(
+        "races-barrier-relay",
+        2,
+        "fence.acq_rel.gpu"
+    ));
     let after_barrier = "__syncthreads(); // RACE barrier\n+        cuda::atomic_thread_fence(";
     assert!(stdout.contains(after_barrier), "{stdout}");
 }
@@ -965,7 +988,7 @@ fn data_passed_on_at_a_barrier_is_released_after_the_barrier_with_acq_rel() {
 /// QA app this comes from got `fence.sc.gpu` at two sites).
 #[test]
 fn a_handoff_relayed_through_barriers_on_both_sides_keeps_one_release_and_one_acquire() {
-    let stdout = common::or_skip!(harden_relayed("relay-both-sides", 2));
+    let stdout = common::or_skip!(harden_relayed("relay-both-sides", 2, "fence.acq_rel.gpu"));
     let after_spin = "            }\n+            cuda::atomic_thread_fence(";
     assert!(stdout.contains(after_spin), "{stdout}");
 }
@@ -973,7 +996,7 @@ fn a_handoff_relayed_through_barriers_on_both_sides_keeps_one_release_and_one_ac
 /// `harden` of a copy of the fixture `app` on the simulator, kinds minimised: stable, with
 /// `fences` kept, all `fence.acq_rel.gpu`, and its patch, applied, passes with no race; the
 /// report, or `None` without the CUDA tools.
-fn harden_relayed(app: &str, fences: usize) -> Option<String> {
+fn harden_relayed(app: &str, fences: usize, kind: &str) -> Option<String> {
     let dir = common::temp_dir_with_tools()?;
     let copy = common::copy_fixture_app(app, &dir.path().join("app"));
     let extra = ["--stable-runs", "1000", "--minimise-kind", "on"];
@@ -984,7 +1007,7 @@ fn harden_relayed(app: &str, fences: usize) -> Option<String> {
         .filter_map(|l| l.trim().split_once(" keeps ").map(|k| k.1))
         .collect();
     assert_eq!(kinds.len(), fences, "{stdout}");
-    assert!(kinds.iter().all(|k| *k == "fence.acq_rel.gpu"), "{stdout}");
+    assert!(kinds.iter().all(|k| *k == kind), "{stdout}");
     assert_patched_app_passes_without_races(dir.path(), &stdout);
     Some(stdout)
 }

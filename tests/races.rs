@@ -338,6 +338,31 @@ fn a_payload_forwarded_by_a_thread_without_fences_names_the_fence_that_thread_la
     assert_edited_copy_passes_without_races(dir.path(), app, &edits);
 }
 
+/// Regression: a payload raised to another warp of its CTA without a fence, then passed on to
+/// another CTA with gpu fences, was said to need a `fence.acq_rel.gpu` after it. The thread
+/// that reads its flag is of the writer's CTA, and PTX's causality order is transitive, so the
+/// advice names a `.cta` release; followed, the app passes with no race left.
+#[test]
+fn a_payload_forwarded_inside_its_cta_first_names_a_cta_release() {
+    let app = "races-forwarded-in-cta";
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let document = check_races_in(dir.path(), app, true, 100, &["--races"]);
+    assert_only_class_between_markers(&document, app, "data-race", ["payload", "read"]);
+    let payload = marked_line(app, "payload");
+    let missing = races(&document)[0]["missing"].as_str().unwrap();
+    let named = format!(
+        "no release pattern on the signalling side: a fence.acq_rel.cta after \
+         kernel.cu:{payload}"
+    );
+    assert!(missing.contains(&named), "{missing}");
+    assert!(!missing.contains("fence.acq_rel.gpu"), "{missing}");
+    let fence = "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, \
+                 cuda::thread_scope_block);";
+    let fenced = format!("// RACE payload\n            {fence}");
+    let edits = [("// RACE payload", fenced.as_str())];
+    assert_edited_copy_passes_without_races(dir.path(), app, &edits);
+}
+
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";

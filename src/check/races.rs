@@ -293,14 +293,18 @@ fn write_and_read(first: &RaceEnd, second: &RaceEnd) -> Option<(String, String)>
     }
 }
 
+/// The scope of a release or an acquire whose threads are of one CTA (`in_cta`) or not.
+fn scope_of(in_cta: bool) -> &'static str {
+    match in_cta {
+        true => "cta",
+        false => "gpu",
+    }
+}
+
 fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) -> String {
     // A release and an acquire order the pair when their scope holds the two threads that
     // communicate: the pair's own, unless a third thread relayed the communication.
-    let scope = if c.facts.communication_in_cta {
-        "cta"
-    } else {
-        "gpu"
-    };
+    let scope = scope_of(c.facts.communication_in_cta);
     match class {
         RaceClass::DataRace => data_race_missing(c, scope, first, second),
         RaceClass::FenceCanOrder => fence_missing(c, scope, first, second),
@@ -375,13 +379,13 @@ fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEn
             }
             _ => "through strong accesses",
         };
-        let links = match c.forward.is_some() {
-            true => " at each link",
-            false => "",
+        let scopes = match c.forward.is_some() {
+            true => "at each link, of a scope with that link's two threads,".to_string(),
+            false => format!("of {scope} scope"),
         };
         return format!(
             "{parts}, and the threads communicate between the two {through}, so a release and \
-             an acquire of {scope} scope{links} order them: {}",
+             an acquire {scopes} order them: {}",
             fence_missing(c, scope, first, second)
         );
     }
@@ -417,20 +421,18 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
         _ if c.forward.is_some() => parts.extend(forwarded_missing(c, scope, first)),
         (Some(relay), Some((write, _))) => parts.extend(relayed_release_missing(
             c,
-            scope,
             first,
             (site_place(relay), site_place(write)),
         )),
-        _ => parts.extend(release_missing(c, scope, first)),
+        _ => parts.extend(release_missing(c, first)),
     }
     match (&c.passed, &c.via) {
         (Some(passed), Some((_, read))) => parts.extend(passed_acquire_missing(
             c,
-            scope,
             second,
             (site_place(read), site_place(passed)),
         )),
-        _ => parts.extend(acquire_missing(c, scope, second)),
+        _ => parts.extend(acquire_missing(c, second)),
     }
     if parts.is_empty() {
         parts.push(format!(
@@ -460,20 +462,19 @@ pub fn lack(have: Option<Strength>, in_cta: bool) -> Option<Lack> {
 }
 
 /// What the first thread's side lacks when it wrote what the second thread read.
-fn release_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Option<String> {
-    Some(
-        match lack(c.facts.first_release, c.facts.communication_in_cta)? {
-            Lack::Missing => format!(
-                "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
+fn release_missing(c: &Conflict, first: &RaceEnd) -> Option<String> {
+    let scope = scope_of(c.release_in_cta());
+    Some(match lack(c.facts.first_release, c.release_in_cta())? {
+        Lack::Missing => format!(
+            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
              before the write the other thread reads",
-                first.place()
-            ),
-            Lack::TooNarrow => format!(
-                "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
-                first.place()
-            ),
-        },
-    )
+            first.place()
+        ),
+        Lack::TooNarrow => format!(
+            "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
+            first.place()
+        ),
+    })
 }
 
 /// What the relaying thread lacks when `first` reached it at `relay` (a barrier, an acquire)
@@ -481,32 +482,31 @@ fn release_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Option<String>
 /// thread forms no release pattern: the first thread writes nothing the second reads.
 fn relayed_release_missing(
     c: &Conflict,
-    scope: &str,
     first: &RaceEnd,
     (relay, write): (String, String),
 ) -> Option<String> {
-    Some(
-        match lack(c.facts.first_release, c.facts.communication_in_cta)? {
-            Lack::Missing => format!(
-                "no release pattern in the thread that passes {} on: it reaches that thread at \
+    let scope = scope_of(c.release_in_cta());
+    Some(match lack(c.facts.first_release, c.release_in_cta())? {
+        Lack::Missing => format!(
+            "no release pattern in the thread that passes {} on: it reaches that thread at \
              {relay}, and that thread writes {write}, which the other thread reads; a \
              fence.acq_rel.{scope} in that thread after {relay} and before {write} (a fence \
              beside {} forms no release pattern: its thread writes nothing the other reads)",
-                first.place(),
-                first.place()
-            ),
-            Lack::TooNarrow => format!(
-                "the release between {relay} and {write} is .cta: it does not reach the other CTA \
+            first.place(),
+            first.place()
+        ),
+        Lack::TooNarrow => format!(
+            "the release between {relay} and {write} is .cta: it does not reach the other CTA \
              (needs .gpu)"
-            ),
-        },
-    )
+        ),
+    })
 }
 
 /// What a forwarded pair lacks before the second thread's read: a release after `first`
 /// before the write the first forwarder reads (unless the access reached that thread
-/// causally), and in each forwarding thread an acquire after its read and a release before its
-/// write (one `fence.acq_rel` between the two; the first thread that lacks it is named).
+/// causally), of a scope with that forwarder, and in each forwarding thread an acquire after
+/// its read and a release before its write (one `fence.acq_rel` between the two, of a scope
+/// with every thread of the chain; the first thread that lacks it is named).
 fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> {
     let Some(forward) = &c.forward else {
         return Vec::new();
@@ -515,9 +515,10 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
     let lacks = |s: Option<Strength>| lack(s, c.facts.communication_in_cta);
     let mut parts = Vec::new();
     let theirs = forward.write.as_ref().map(site_place);
-    match (&theirs, lacks(c.facts.first_release)) {
+    let release = scope_of(c.release_in_cta());
+    match (&theirs, lack(c.facts.first_release, c.release_in_cta())) {
         (Some(theirs), Some(Lack::Missing)) => parts.push(format!(
-            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
+            "no release pattern on the signalling side: a fence.acq_rel.{release} after {}, \
              before {theirs}, which a further thread reads and passes on",
             first.place()
         )),
@@ -543,22 +544,21 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
 }
 
 /// What the second thread's side lacks when it read the other thread's write itself.
-fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String> {
+fn acquire_missing(c: &Conflict, second: &RaceEnd) -> Option<String> {
     // The read is not named: in code that polls in several places it differs from one
     // occurrence to the next, and each would be one more advice for the same fence.
-    Some(
-        match lack(c.facts.second_acquire, c.facts.communication_in_cta)? {
-            Lack::Missing => format!(
-                "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
+    let scope = scope_of(c.acquire_in_cta());
+    Some(match lack(c.facts.second_acquire, c.acquire_in_cta())? {
+        Lack::Missing => format!(
+            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
              read that saw the other thread's write, before {}",
-                second.place()
-            ),
-            Lack::TooNarrow => format!(
-                "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
-                second.place()
-            ),
-        },
-    )
+            second.place()
+        ),
+        Lack::TooNarrow => format!(
+            "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
+            second.place()
+        ),
+    })
 }
 
 /// What the thread that read the communication lacks when it passed it on to `second` at a
@@ -566,26 +566,24 @@ fn acquire_missing(c: &Conflict, scope: &str, second: &RaceEnd) -> Option<String
 /// no acquire pattern: that thread read nothing the first thread's side wrote.
 fn passed_acquire_missing(
     c: &Conflict,
-    scope: &str,
     second: &RaceEnd,
     (read, passed): (String, String),
 ) -> Option<String> {
-    Some(
-        match lack(c.facts.second_acquire, c.facts.communication_in_cta)? {
-            Lack::Missing => format!(
-                "no acquire pattern in the thread that passes it on to {}: that thread reads the \
+    let scope = scope_of(c.acquire_in_cta());
+    Some(match lack(c.facts.second_acquire, c.acquire_in_cta())? {
+        Lack::Missing => format!(
+            "no acquire pattern in the thread that passes it on to {}: that thread reads the \
              other thread's write at {read} and passes it on at the barrier {passed}; a \
              fence.acq_rel.{scope} in that thread after {read} and before {passed} (a fence \
              beside {} forms no acquire pattern: its thread reads nothing the other wrote)",
-                second.place(),
-                second.place()
-            ),
-            Lack::TooNarrow => format!(
-                "the acquire between {read} and {passed} is .cta: it does not reach the other CTA \
+            second.place(),
+            second.place()
+        ),
+        Lack::TooNarrow => format!(
+            "the acquire between {read} and {passed} is .cta: it does not reach the other CTA \
              (needs .gpu)"
-            ),
-        },
-    )
+        ),
+    })
 }
 
 /// The races journal of the check journaled at `journal`.
@@ -1212,6 +1210,8 @@ mod tests {
             read: site_at(13, "ld"),
             passes: site_at(15, "st"),
             fenced: None,
+            first_in_cta: false,
+            last_in_cta: false,
         });
         let forwarder = "no acquire and release in a thread that passes it on: that thread reads \
                          at kernel.cu:13, then writes kernel.cu:15, which the next thread reads; \
@@ -1225,6 +1225,18 @@ mod tests {
         let release = "a fence.acq_rel.gpu after kernel.cu:10, before kernel.cu:11, which a \
                        further thread reads and passes on";
         assert!(missing.contains(release), "{missing}");
+        // The first forwarder in the writer's CTA: a .cta release reaches it, and PTX's
+        // causality order carries it on from there.
+        c.forward.as_mut().unwrap().first_in_cta = true;
+        let missing = advice(c.clone());
+        assert!(
+            missing.contains("a fence.acq_rel.cta after kernel.cu:10"),
+            "{missing}"
+        );
+        assert!(
+            missing.contains("fence.acq_rel.gpu in that thread"),
+            "{missing}"
+        );
         c.forward.as_mut().unwrap().write = None;
         assert!(!advice(c).contains("signalling side"));
     }

@@ -28,7 +28,7 @@
 //! The runs are not journaled: their seeds derive from the hardening's, so a resumed hardening
 //! records the same again.
 
-use crate::backend::sim::{Conflict, RaceLog, RaceSite, Strength};
+use crate::backend::sim::{Conflict, RaceLog, RaceSite};
 use crate::check::driver::CheckError;
 use crate::check::races::{classify, lack, run_races, site_place, RaceClass};
 use crate::check::spec::{run_seed, Fences, RunRequest, SiteSummary};
@@ -139,8 +139,21 @@ pub fn cross_cta_sites(
             met.extend(sites_at(sites, &c.reader));
         }
         for c in log.conflicts.iter().filter(|c| !c.facts.same_cta) {
-            met.extend(sites_at(sites, &c.first.site));
-            met.extend(sites_at(sites, &c.second.site));
+            // A forwarded pair's first access is released to the thread that read its
+            // thread's write, and its second acquired from the last forwarder: each needs
+            // another CTA's scope only when that link crosses CTAs (PTX's causality order is
+            // transitive: a .cta release read in its CTA, then passed on by a .gpu one, orders
+            // the access for the far CTA).
+            let (first, second) = match &c.forward {
+                Some(_) => (!c.release_in_cta(), !c.acquire_in_cta()),
+                None => (true, true),
+            };
+            if first {
+                met.extend(sites_at(sites, &c.first.site));
+            }
+            if second {
+                met.extend(sites_at(sites, &c.second.site));
+            }
         }
         // Where a pair's first access reached a thread that then wrote to another CTA: the
         // release after that point has the other CTA to reach.
@@ -327,22 +340,20 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     if !fence_orderable(c) {
         return Vec::new();
     }
-    // The scope of the two threads that communicate: the pair's own, or for a relayed pair
-    // the relaying writer's and the reader's.
-    let in_cta = c.facts.communication_in_cta;
-    let kind = if in_cta {
-        FenceKind::AcqRelCta
-    } else {
-        FenceKind::AcqRelGpu
+    // Each side's scope holds the two threads of its link: the pair's own, for a relayed pair
+    // the relaying writer's and the reader's, for a forwarded one the first link's (release),
+    // every link's (forwarding threads) and the last link's (acquire).
+    let kind = |in_cta: bool| match in_cta {
+        true => FenceKind::AcqRelCta,
+        false => FenceKind::AcqRelGpu,
     };
-    let lacks = |s: Option<Strength>| lack(s, in_cta).is_some();
     let orders = pair_name(c);
     let mut out = Vec::new();
-    let mut need = |at: &RaceSite, role: &'static str| {
+    let mut need = |at: &RaceSite, role: &'static str, in_cta: bool| {
         for site in sites_at(sites, at) {
             out.push(RequiredFence {
                 site,
-                kind,
+                kind: kind(in_cta),
                 role,
                 orders: orders.clone(),
             });
@@ -350,18 +361,21 @@ fn missing_sides(c: &Conflict, sites: &[SiteSummary]) -> Vec<RequiredFence> {
     };
     // A forwarded access that reached its first forwarder causally needs no release of its own.
     let reached_causally = c.forward.as_ref().is_some_and(|f| f.write.is_none());
-    if lacks(c.facts.first_release) && !reached_causally {
+    let release_in_cta = c.release_in_cta();
+    if lack(c.facts.first_release, release_in_cta).is_some() && !reached_causally {
         // Relayed: after the point where the first access reached the thread that writes
         // what the second thread reads (its barrier or acquire), not beside the access.
-        need(c.relay.as_ref().unwrap_or(&c.first.site), "release");
+        let at = c.relay.as_ref().unwrap_or(&c.first.site);
+        need(at, "release", release_in_cta);
     }
-    if let Some(forward) = c.forward.as_ref().filter(|f| lacks(f.fenced)) {
+    let chain_in_cta = c.facts.communication_in_cta;
+    if let Some(forward) = (c.forward.as_ref()).filter(|f| lack(f.fenced, chain_in_cta).is_some()) {
         // Forwarded: the thread that read the first thread's write and wrote what the second
         // thread reads acquires after its read and releases before its write.
-        need(&forward.read, "forwarding");
+        need(&forward.read, "forwarding", chain_in_cta);
     }
-    if lacks(c.facts.second_acquire) {
-        need(read, "acquire");
+    if lack(c.facts.second_acquire, c.acquire_in_cta()).is_some() {
+        need(read, "acquire", c.acquire_in_cta());
     }
     out
 }

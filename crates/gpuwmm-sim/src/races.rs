@@ -199,6 +199,32 @@ pub struct Forwarded {
     pub read: RaceSite,
     pub passes: RaceSite,
     pub fenced: Option<Strength>,
+    /// The first thread and the thread that read its write (or that it reached) are of one
+    /// CTA: the scope the first thread's release needs (PTX's causality order is transitive,
+    /// so each link needs a release and an acquire of a scope with its own two threads only).
+    /// Absent (false) in journals from before it was recorded.
+    #[serde(default)]
+    pub first_in_cta: bool,
+    /// The last forwarding thread and the second thread are of one CTA: the scope the second
+    /// thread's acquire needs.
+    #[serde(default)]
+    pub last_in_cta: bool,
+}
+
+impl Conflict {
+    /// Whether the release the first side needs has only threads of one CTA to reach: for a
+    /// forwarded pair, the first link's; otherwise the communication's.
+    pub fn release_in_cta(&self) -> bool {
+        let first_link = self.forward.as_ref().is_some_and(|f| f.first_in_cta);
+        first_link || self.facts.communication_in_cta
+    }
+
+    /// Whether the acquire the second side needs has only threads of one CTA to hear from: for
+    /// a forwarded pair, the last link's; otherwise the communication's.
+    pub fn acquire_in_cta(&self) -> bool {
+        let last_link = self.forward.as_ref().is_some_and(|f| f.last_in_cta);
+        last_link || self.facts.communication_in_cta
+    }
 }
 
 /// Morally strong reads of another thread's write, by sites.
@@ -250,10 +276,21 @@ pub struct PairKey {
     /// When not communicated: the lines of a strong write and read the threads communicated
     /// through between the two accesses, whose scope left one of them out.
     pub out_of_scope: Option<(u32, u32)>,
-    /// When forwarded: the line of the first thread's write (0: none, it reached the first
-    /// forwarder causally), the lines of the read and the write of the forwarding thread
-    /// named ([`Forwarded`]), and the weakest acquire-then-release of the forwarding threads.
-    pub forward: Option<(u32, (u32, u32), Option<Strength>)>,
+    /// When forwarded: how, by lines.
+    pub forward: Option<ForwardKey>,
+}
+
+/// How a pair was forwarded, by lines ([`Forwarded`] once resolved): the line of the first
+/// thread's write (0: none, it reached the first forwarder causally), the lines of the read and
+/// the write of the forwarding thread named, the weakest acquire-then-release of the
+/// forwarding threads, and whether the first and the last link are each in one CTA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ForwardKey {
+    pub origin: u32,
+    pub named: (u32, u32),
+    pub fenced: Option<Strength>,
+    pub first_in_cta: bool,
+    pub last_in_cta: bool,
 }
 
 type Clock = Rc<[u32]>;
@@ -370,13 +407,17 @@ struct Heard {
 /// How communication was forwarded to a reader: the line of the first thread's write (0: none,
 /// the access reached the first forwarder causally); the line of the last forwarder's read; an
 /// earlier forwarder that made no acquire-then-release, by the lines of its read and write
-/// ((0, 0): none); the weakest acquire-then-release of the forwarders (`None`: one made none).
+/// ((0, 0): none); the weakest acquire-then-release of the forwarders (`None`: one made none);
+/// whether the first link (from the first thread) and the last link (into the thread that
+/// heard it) are each in one CTA.
 #[derive(Debug, Clone, Copy)]
 struct ForwardPath {
     origin: u32,
     read: u32,
     unfenced: (u32, u32),
     fenced: Option<Strength>,
+    first_in_cta: bool,
+    last_in_cta: bool,
 }
 
 /// Communication a thread heard, which its next strong write passes on (forwards) to whoever
@@ -500,6 +541,8 @@ fn path_through(h: &Heard, fenced: Option<Strength>) -> ForwardPath {
             (0, released, ((0, 0), (relay, h.wline)))
         }
     };
+    // Heard directly (or relayed to it), the link into this thread is the first.
+    let first_in_cta = h.forward.map_or(h.in_cta, |p| p.first_in_cta);
     // The first link without an acquire-then-release is the one to name.
     let (named, last) = earlier;
     let unfenced = match (named, before) {
@@ -511,6 +554,8 @@ fn path_through(h: &Heard, fenced: Option<Strength>) -> ForwardPath {
         read: h.rline,
         unfenced,
         fenced: before.min(fenced),
+        first_in_cta,
+        last_in_cta: h.in_cta,
     }
 }
 
@@ -1002,7 +1047,10 @@ impl RaceTracker {
                     wline,
                     rline: me.line,
                     in_cta: same_cta && f.in_cta,
-                    forward: Some(f.path),
+                    forward: Some(ForwardPath {
+                        last_in_cta: same_cta,
+                        ..f.path
+                    }),
                     ..Heard::default()
                 };
                 self.set_heard(me.thread, f.from, heard);
@@ -1078,7 +1126,13 @@ impl RaceTracker {
                 (0, 0) => (p.read, heard.wline),
                 earlier => earlier,
             };
-            (p.origin, named, p.fenced)
+            ForwardKey {
+                origin: p.origin,
+                named,
+                fenced: p.fenced,
+                first_in_cta: p.first_in_cta,
+                last_in_cta: p.last_in_cta,
+            }
         });
         let out_of_scope = match communicated {
             true => None,
@@ -1536,11 +1590,13 @@ impl RaceLog {
                 relay: key.relay.map(site),
                 passed: key.passed.map(site),
                 out_of_scope: key.out_of_scope.map(|(w, r)| (site(w), site(r))),
-                forward: key.forward.map(|(w, (r, passes), fenced)| Forwarded {
-                    write: (w != 0).then(|| site(w)),
-                    read: site(r),
-                    passes: site(passes),
-                    fenced,
+                forward: key.forward.map(|f| Forwarded {
+                    write: (f.origin != 0).then(|| site(f.origin)),
+                    read: site(f.named.0),
+                    passes: site(f.named.1),
+                    fenced: f.fenced,
+                    first_in_cta: f.first_in_cta,
+                    last_in_cta: f.last_in_cta,
                 }),
                 synchronising_location: sync,
                 occurrences,
@@ -1718,6 +1774,22 @@ mod tests {
         assert_eq!(payload[0].key.facts.first_release, Some(Strength::Cta));
     }
 
+    /// A [`ForwardKey`] from its fields in order.
+    fn fwd(
+        origin: u32,
+        named: (u32, u32),
+        fenced: Option<Strength>,
+        (first_in_cta, last_in_cta): (bool, bool),
+    ) -> ForwardKey {
+        ForwardKey {
+            origin,
+            named,
+            fenced,
+            first_in_cta,
+            last_in_cta,
+        }
+    }
+
     const FLAG2: u64 = 0x3000;
     const FLAG3: u64 = 0x4000;
 
@@ -1780,7 +1852,7 @@ mod tests {
         let key = payload[0].key;
         assert!(key.facts.communicated);
         assert_eq!(key.via, Some((31, 22)));
-        assert_eq!(key.forward, Some((11, (21, 31), None)));
+        assert_eq!(key.forward, Some(fwd(11, (21, 31), None, (false, false))));
         assert_eq!(key.facts.first_release, Some(Strength::Gpu));
     }
 
@@ -1796,10 +1868,10 @@ mod tests {
     fn a_chain_of_forwarders_names_the_first_that_lacks_its_fence() {
         let pairs = forwarded(true, &[false, false]);
         let key = payload_pairs(&pairs)[0].key;
-        assert_eq!(key.forward, Some((11, (21, 31), None)));
+        assert_eq!(key.forward, Some(fwd(11, (21, 31), None, (false, false))));
         let pairs = forwarded(true, &[true, false]);
         let key = payload_pairs(&pairs)[0].key;
-        assert_eq!(key.forward, Some((0, (22, 32), None)));
+        assert_eq!(key.forward, Some(fwd(0, (22, 32), None, (false, false))));
         assert!(payload_pairs(&forwarded(true, &[true, true])).is_empty());
     }
 
@@ -1808,8 +1880,42 @@ mod tests {
     fn a_forwarded_payload_without_the_writers_release_names_the_release() {
         let pairs = forwarded(false, &[true]);
         let key = payload_pairs(&pairs)[0].key;
-        assert_eq!(key.forward, Some((11, (21, 31), Some(Strength::Gpu))));
+        assert_eq!(
+            key.forward,
+            Some(fwd(11, (21, 31), Some(Strength::Gpu), (false, false)))
+        );
         assert_eq!(key.facts.first_release, None);
+    }
+
+    /// Regression: a payload raised to a thread of its own CTA, which passed it on to another
+    /// CTA, was said to need a release of gpu scope after it (and harden never tried a `.cta`
+    /// fence there), though PTX's causality order is transitive: a `.cta` release read in the
+    /// CTA, then the forwarder's `.gpu` acquire-and-release, order it for the far CTA. Each
+    /// link's scope is now recorded.
+    #[test]
+    fn a_payload_forwarded_inside_its_cta_first_records_each_links_scope() {
+        let run = |writer_fence: Option<Reach>| {
+            // Threads 0 and 1 in CTA 0, thread 2 in CTA 1.
+            let mut r = RaceTracker::new(3, 2);
+            r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+            if let Some(reach) = writer_fence {
+                r.fence(0, reach, false, 12);
+            }
+            r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(1));
+            r.load(1, None, 21, w(FLAG), order(Reach::Gpu), Some(1));
+            r.fence(1, Reach::Gpu, false, 41);
+            r.store(1, 31, w(FLAG2), order(Reach::Gpu), Some(1));
+            r.load(2, None, 22, w(FLAG2), order(Reach::Gpu), Some(1));
+            r.fence(2, Reach::Gpu, false, 45);
+            r.load(2, None, 50, w(X), order(Reach::Weak), Some(1));
+            r.finish().conflicts
+        };
+        let pairs = run(None);
+        let key = payload_pairs(&pairs)[0].key;
+        let gpu = Some(Strength::Gpu);
+        assert_eq!(key.forward, Some(fwd(11, (21, 31), gpu, (true, false))));
+        assert!(!key.facts.communication_in_cta && !key.facts.same_cta);
+        assert!(payload_pairs(&run(Some(Reach::Cta))).is_empty());
     }
 
     /// One pair at two locations, by different CTAs: the CTAs it names were those of whichever
