@@ -474,6 +474,24 @@ fn double_checked_initialisation_gets_a_release_between_raising_ready_and_the_un
     assert_acq_rel_gpu_kept_at("races-double-checked-init", &markers);
 }
 
+/// QA: a flag written with `__stcg` and spun on with `__ldcv` is plain (cache operators make
+/// no access strong), so the flag pair is a data race no fence orders. No run failed, harden
+/// kept no fence, and its report said nothing of the race (the patch check's runs recorded it,
+/// unnamed in the report). It is now listed among the races no fence can order, with the flag
+/// to make strong.
+#[test]
+fn a_plain_flag_behind_cache_hints_is_named_as_a_race_no_fence_can_order() {
+    let app = "races-cache-hinted-flag";
+    let (_, stdout) = common::or_skip!(hardened_fixture(app));
+    let write = fixture_kernel_line(app, "// RACE flag-write");
+    let spin = fixture_kernel_line(app, "// RACE flag-spin");
+    let pair = format!("no fence can order kernel.cu:{write} -> kernel.cu:{spin}");
+    let advice = (stdout.lines().find(|l| l.contains(&pair)))
+        .unwrap_or_else(|| panic!("{pair:?} not in {stdout}"));
+    assert!(advice.contains("make both strong"), "{advice}");
+    assert!(advice.contains("`volatile` or an atomic"), "{advice}");
+}
+
 /// A `.cta` flag between CTAs: the fences harden keeps cannot make the flag's release and
 /// acquire morally strong, so its race stayed, named only in the patch check's line. The
 /// report now names the flag as a race no fence can order, with its scope to widen.

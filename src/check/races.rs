@@ -24,7 +24,9 @@
 //! goes into the journal, so a resumed check sums the runs its journal has, and nothing else:
 //! the summary is always computed from that file.
 
-use crate::backend::sim::{Conflict, RaceAccessKind, RaceLog, RaceSite, SourceLine, Strength};
+use crate::backend::sim::{
+    Conflict, RaceAccess, RaceAccessKind, RaceLog, RaceSite, SourceLine, Strength,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
@@ -98,6 +100,23 @@ pub fn classify(c: &Conflict) -> Option<RaceClass> {
     } else {
         RaceClass::NoFenceCanOrder
     })
+}
+
+/// Whether no fence orders conflict `c` as the code stands: a morally strong pair with nothing
+/// passed between its threads; a pair of strong accesses whose scope leaves one thread out (no
+/// fence widens a scope); or a data race with nothing passed between its threads, not even
+/// through a strong access of too narrow a scope (a plain flag spun on, a payload behind one:
+/// the accesses must become strong first).
+pub fn fences_cannot_order(c: &Conflict) -> bool {
+    let strong = |a: &RaceAccess| a.strength != Strength::Weak;
+    match classify(c) {
+        Some(RaceClass::NoFenceCanOrder) => true,
+        Some(RaceClass::DataRace) => {
+            (strong(&c.first) && strong(&c.second))
+                || (!c.facts.communicated && c.out_of_scope.is_none())
+        }
+        _ => false,
+    }
 }
 
 /// Where an access is, as a report names it: a [`RaceSite`] with the access's kind and strength,
@@ -405,8 +424,10 @@ fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEn
         );
     }
     format!(
-        "{parts}: make both strong at a scope with both threads, or order them with a release \
-         and an acquire of {scope} scope"
+        "{parts}, and nothing passes between the two threads from one access to the other: make \
+         both strong at a scope with both threads (a flag one thread waits on: `volatile` or an \
+         atomic), or publish one to the other through a strong flag with a release and an \
+         acquire of {scope} scope"
     )
 }
 
@@ -1154,6 +1175,32 @@ mod tests {
             "{}",
             races.races[0].missing
         );
+    }
+
+    /// Which conflicts no fence orders as the code stands: a plain flag spun on (a data race
+    /// with nothing between its threads) was left out, so harden's report never named it.
+    #[test]
+    fn no_fence_orders_a_data_race_with_nothing_between_its_threads() {
+        let mut weak = weak_communicated_pair();
+        assert!(
+            !fences_cannot_order(&weak),
+            "communicated: a fence orders it"
+        );
+        weak.facts.communicated = false;
+        assert!(fences_cannot_order(&weak));
+        weak.out_of_scope = Some((site_at(11, "st"), site_at(19, "ld")));
+        assert!(
+            !fences_cannot_order(&weak),
+            "told to widen the flag, not listed twice"
+        );
+        assert!(fences_cannot_order(&strong_pair()));
+        let mut narrow = strong_pair();
+        narrow.first.strength = Strength::Cta;
+        narrow.facts.morally_strong = false;
+        assert!(fences_cannot_order(&narrow));
+        let mut strong_communicated = strong_pair();
+        strong_communicated.facts.communicated = true;
+        assert!(!fences_cannot_order(&strong_communicated));
     }
 
     /// QA (Dekker's handshake: each thread raises its volatile flag, then reads the other's):

@@ -30,7 +30,7 @@
 
 use crate::backend::sim::{Conflict, RaceLog, RaceSite};
 use crate::check::driver::CheckError;
-use crate::check::races::{classify, lack, run_races, site_place, RaceClass};
+use crate::check::races::{classify, fences_cannot_order, lack, run_races, site_place, RaceClass};
 use crate::check::spec::{run_seed, Fences, RunRequest, SiteSummary};
 use crate::check::Executor;
 use crate::ptx::passes::fences::FenceKind;
@@ -302,18 +302,24 @@ pub fn required_partners(
     }))
 }
 
-/// The pairs of `logs` that no fence can order, each once, with `check --races`' advice: pairs
-/// of morally strong accesses with no communication between them, and pairs of strong
-/// accesses whose scope leaves one thread out (a `.cta` flag between CTAs: no fence widens a
-/// scope).
+/// The pairs of `logs` that no fence can order ([`fences_cannot_order`]), each once, with
+/// `check --races`' advice: pairs of morally strong accesses with no communication between
+/// them, pairs of strong accesses whose scope leaves one thread out (a `.cta` flag between
+/// CTAs: no fence widens a scope), and data races with nothing passed between their threads (a
+/// plain flag spun on: it must become strong first).
 pub fn unorderable_races(logs: &[RaceLog]) -> Vec<UnorderableRace> {
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for log in logs {
-        for race in run_races(0, log).races {
-            if race.class == RaceClass::NoFenceCanOrder || race.scope_too_narrow() {
-                let pair = format!("{} -> {}", race.first.place(), race.second.place());
-                seen.entry(pair).or_insert(race.missing);
-            }
+        let unorderable = RaceLog {
+            conflicts: (log.conflicts.iter())
+                .filter(|c| fences_cannot_order(c))
+                .cloned()
+                .collect(),
+            communication: Vec::new(),
+        };
+        for race in run_races(0, &unorderable).races {
+            let pair = format!("{} -> {}", race.first.place(), race.second.place());
+            seen.entry(pair).or_insert(race.missing);
         }
     }
     seen.into_iter()
