@@ -481,13 +481,8 @@ fn double_checked_initialisation_gets_a_release_between_raising_ready_and_the_un
 /// to make strong.
 #[test]
 fn a_plain_flag_behind_cache_hints_is_named_as_a_race_no_fence_can_order() {
-    let app = "races-cache-hinted-flag";
-    let (_, stdout) = common::or_skip!(hardened_fixture(app));
-    let write = fixture_kernel_line(app, "// RACE flag-write");
-    let spin = fixture_kernel_line(app, "// RACE flag-spin");
-    let pair = format!("no fence can order kernel.cu:{write} -> kernel.cu:{spin}");
-    let advice = (stdout.lines().find(|l| l.contains(&pair)))
-        .unwrap_or_else(|| panic!("{pair:?} not in {stdout}"));
+    let markers = ["// RACE flag-write", "// RACE flag-spin"];
+    let advice = common::or_skip!(unorderable_advice("races-cache-hinted-flag", markers));
     assert!(advice.contains("make both strong"), "{advice}");
     assert!(advice.contains("`volatile` or an atomic"), "{advice}");
 }
@@ -497,13 +492,23 @@ fn a_plain_flag_behind_cache_hints_is_named_as_a_race_no_fence_can_order() {
 /// report now names the flag as a race no fence can order, with its scope to widen.
 #[test]
 fn a_cta_scoped_flag_between_ctas_is_named_as_no_fence_can_order_with_its_scope() {
-    let (_, stdout) = common::or_skip!(hardened_fixture("races-cta-flag"));
-    let release = fixture_kernel_line("races-cta-flag", "// RACE release");
-    let acquire = fixture_kernel_line("races-cta-flag", "// RACE acquire");
-    let pair = format!("no fence can order kernel.cu:{release} -> kernel.cu:{acquire}");
+    let markers = ["// RACE release", "// RACE acquire"];
+    let advice = common::or_skip!(unorderable_advice("races-cta-flag", markers));
+    assert!(advice.contains("give both .gpu scope"), "{advice}");
+}
+
+/// Hardens fixture `app` and returns the report's line that names the pair of its two marked
+/// lines as a race no fence can order.
+fn unorderable_advice(app: &str, [first, second]: [&str; 2]) -> Option<String> {
+    let (_, stdout) = hardened_fixture(app)?;
+    let (first, second) = (
+        fixture_kernel_line(app, first),
+        fixture_kernel_line(app, second),
+    );
+    let pair = format!("no fence can order kernel.cu:{first} -> kernel.cu:{second}");
     let advice = (stdout.lines().find(|l| l.contains(&pair)))
         .unwrap_or_else(|| panic!("{pair:?} not in {stdout}"));
-    assert!(advice.contains("give both .gpu scope"), "{advice}");
+    Some(advice.to_string())
 }
 
 /// A cross-CTA handoff: its fences met another CTA, so CTA-scoped kinds are refused without
