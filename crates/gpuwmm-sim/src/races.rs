@@ -555,6 +555,7 @@ fn path_through(h: &Heard, fenced: Option<Strength>) -> ForwardPath {
         unfenced,
         fenced: before.min(fenced),
         first_in_cta,
+        // The reader that hears this path sets its own link here (`hear_forwarded`).
         last_in_cta: h.in_cta,
     }
 }
