@@ -861,6 +861,55 @@ pub enum Op {
     },
 }
 
+/// The registers an arithmetic instruction writes and the operands it reads: for arithmetic
+/// the PTX model performs after a deferred load whose value it uses (`exec.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dataflow {
+    pub writes: [Option<Reg>; 2],
+    pub reads: [Option<Src>; 4],
+}
+
+impl Op {
+    /// The dataflow of a register-to-register instruction that touches no memory, has no
+    /// effect on other threads and reads nothing that changes with time; `None` for any other.
+    pub fn dataflow(&self) -> Option<Dataflow> {
+        let one = |d: Reg, reads: [Option<Src>; 4]| {
+            Some(Dataflow {
+                writes: [Some(d), None],
+                reads,
+            })
+        };
+        let flow = match *self {
+            Op::Mov { d, a, .. }
+            | Op::Unary { d, a, .. }
+            | Op::Cvt { d, a, .. }
+            | Op::Cvta { d, a, .. } => one(d, [Some(a), None, None, None]),
+            Op::Int { d, a, b, .. } | Op::Float { d, a, b, .. } | Op::MulWide { d, a, b, .. } => {
+                one(d, [Some(a), Some(b), None, None])
+            }
+            Op::Mad { d, a, b, c, .. }
+            | Op::Fma { d, a, b, c, .. }
+            | Op::Selp { d, a, b, c, .. }
+            | Op::Lop3 { d, a, b, c, .. }
+            | Op::Shf { d, a, b, c, .. } => one(d, [Some(a), Some(b), Some(c), None]),
+            Op::Setp {
+                p,
+                q,
+                a,
+                b,
+                combine,
+                ..
+            } => Some(Dataflow {
+                writes: [Some(p), q],
+                reads: [Some(a), Some(b), combine.map(|c| c.c), None],
+            }),
+            _ => None,
+        }?;
+        let timed = |s: &Option<Src>| matches!(s, Some(Src::Special(Special::Clock)));
+        (!flow.reads.iter().any(timed)).then_some(flow)
+    }
+}
+
 /// One decoded instruction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Inst {
@@ -869,6 +918,15 @@ pub struct Inst {
     pub guard: Reg,
     /// Line of the instruction in the PTX text.
     pub line: u32,
+}
+
+impl Inst {
+    /// An unguarded `nop`: a filler for arrays of instructions.
+    pub const NOP: Inst = Inst {
+        op: Op::Nop,
+        guard: NO_GUARD,
+        line: 0,
+    };
 }
 
 #[cfg(test)]

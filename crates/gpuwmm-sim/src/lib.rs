@@ -13,6 +13,8 @@ pub mod device;
 mod dispatch;
 mod exec;
 mod half;
+#[cfg(test)]
+mod held_tests;
 mod isa;
 mod memory;
 mod printf;

@@ -50,6 +50,10 @@ pub enum State {
 /// Loads a thread may have deferred at once (PTX model).
 pub const MAX_DEFERRED: u8 = 2;
 
+/// Arithmetic instructions on deferred loads' values a thread may hold back at once (PTX
+/// model): performed, in program order, right after the loads.
+pub const MAX_DERIVED: u8 = 4;
+
 /// A load issued but not yet performed (PTX model): where its value goes and where it reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Deferred {
@@ -124,6 +128,10 @@ pub struct Thread {
     /// PTX model: deferred loads, oldest first (`deferred` of them are in use).
     pub pending: [Deferred; MAX_DEFERRED as usize],
     pub deferred: u8,
+    /// PTX model: arithmetic that uses a deferred load's value, held back until the loads are
+    /// performed, oldest first (`derived` of them are in use). Their guards are already taken.
+    pub held: [Inst; MAX_DERIVED as usize],
+    pub derived: u8,
     /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask; at
     /// a barrier: predicate, barrier id, thread count (0: the whole CTA), [`BAR_ARRIVE_ONLY`] and
     /// [`BAR_COUNTED`] bits.
@@ -277,6 +285,8 @@ impl<'a> Machine<'a> {
                     buffer: StoreBuffer::default(),
                     pending: [Deferred::default(); MAX_DEFERRED as usize],
                     deferred: 0,
+                    held: [Inst::NOP; MAX_DERIVED as usize],
+                    derived: 0,
                     warp_args: [0; 4],
                     stack: Vec::new(),
                     executed: 0,
