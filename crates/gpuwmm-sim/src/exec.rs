@@ -16,12 +16,14 @@ use super::ptx_model::Access as ModelAccess;
 use super::ptx_model::{self, Mark, Syncing};
 use super::races::Bytes;
 use super::sched::{
-    Deferred, Machine, QuantumEnd, Reserved, Restriction, BAR_ARRIVE_ONLY, MAX_DERIVED, WARP_SIZE,
+    Deferred, Machine, QuantumEnd, Reserved, Restriction, BAR_ARRIVE_ONLY, WARP_SIZE,
 };
 use super::weak::Pending;
 use super::{LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use crate::device::BackendError;
 use rand::Rng;
+
+mod held;
 
 /// Where an access goes after resolving generic addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,13 +166,14 @@ impl Machine<'_> {
             if self.threads[t].deferred != 0 {
                 match self.hazard(t, base, inst) {
                     Hazard::None => {}
-                    Hazard::Derive => {
-                        self.hold(t, inst);
+                    Hazard::Hold => {
+                        self.hold(t, base, inst);
                         pc += 1;
                         n += 1;
                         continue;
                     }
-                    Hazard::Boundary if self.overtake_deferred(t, is_fence(inst)) => {}
+                    Hazard::Boundary
+                        if !self.holds_stores(t) && self.overtake_deferred(t, is_fence(inst)) => {}
                     // The thread waits for its loads, half the time letting others run first.
                     _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
@@ -1675,28 +1678,6 @@ impl Machine<'_> {
         self.perform_held(t, base)
     }
 
-    /// Holds back arithmetic that uses a deferred load's value (its guard, if any, held true).
-    fn hold(&mut self, t: usize, inst: &Inst) {
-        let th = &mut self.threads[t];
-        th.held[th.derived as usize] = Inst {
-            guard: NO_GUARD,
-            ..*inst
-        };
-        th.derived += 1;
-    }
-
-    /// Performs the arithmetic held back behind the thread's deferred loads, in program order,
-    /// once those loads are performed.
-    #[inline(never)]
-    fn perform_held(&mut self, t: usize, base: usize) -> Result<(), BackendError> {
-        let n = std::mem::take(&mut self.threads[t].derived) as usize;
-        for i in 0..n {
-            let inst = self.threads[t].held[i];
-            self.step(t, base, &inst)?;
-        }
-        Ok(())
-    }
-
     /// An overtaken RMW of thread `t` performed now: it reads the newest message it may read
     /// that way or, with the chance of reading an older one, an older such one, and writes with
     /// its reserved number (see `ptx_model/overtaken.rs`). Returns the value read.
@@ -1757,7 +1738,7 @@ impl Machine<'_> {
     /// but plain arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
     fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
         match self.needs_deferred(t, base, inst) {
-            true => self.derive_or_wait(t, base, inst),
+            true => self.hold_or_wait(t, base, inst),
             false => match inst.op {
                 Op::Fence { reach, .. } if !self.alone_in_scope(t, reach) => Hazard::Boundary,
                 Op::Ld { mem, .. } | Op::St { mem, .. } if self.orders_others(t, mem.order) => {
@@ -1793,84 +1774,16 @@ impl Machine<'_> {
         }
     }
 
-    /// Whether `inst`, which uses a value not yet known, may be held back behind the deferred
-    /// loads (`Derive`): arithmetic whose result no held or deferred instruction still needs,
-    /// with room left. PTX orders nothing by program order alone, so a later access that uses
-    /// none of these values may overtake the load they come from (load buffering). A guarded
-    /// instruction whose known guard is false is skipped (`None`).
-    fn derive_or_wait(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
-        let Some(flow) = inst.op.dataflow() else {
-            return Hazard::Wait;
-        };
-        let th = &self.threads[t];
-        if th.derived == MAX_DERIVED
-            || flow
-                .writes
-                .into_iter()
-                .flatten()
-                .any(|r| self.overwrites(t, r))
-        {
-            return Hazard::Wait;
-        }
-        if inst.guard == NO_GUARD {
-            return Hazard::Derive;
-        }
-        let slot = inst.guard & !GUARD_NEGATED;
-        if self.unknown(t, slot) {
-            return Hazard::Wait;
-        }
-        let negated = inst.guard & GUARD_NEGATED != 0;
-        match (self.regs[base + slot as usize] != 0) == negated {
-            true => Hazard::None,
-            false => Hazard::Derive,
-        }
-    }
-
-    /// Whether register `r` of thread `t` waits for a deferred load or held arithmetic.
-    fn unknown(&self, t: usize, r: Reg) -> bool {
-        let th = &self.threads[t];
-        let held = &th.held[..th.derived as usize];
-        th.pending[..th.deferred as usize].iter().any(|p| p.d == r)
-            || held
-                .iter()
-                .any(|i| i.op.dataflow().is_some_and(|f| f.writes.contains(&Some(r))))
-    }
-
-    /// Whether writing register `r` of thread `t` now would change what a deferred load or
-    /// held arithmetic writes or reads.
-    fn overwrites(&self, t: usize, r: Reg) -> bool {
-        let th = &self.threads[t];
-        let held = &th.held[..th.derived as usize];
-        self.unknown(t, r)
-            || held.iter().any(|i| {
-                i.op.dataflow()
-                    .is_some_and(|f| f.reads.contains(&Some(Src::Reg(r))))
-            })
-    }
-
-    /// Whether `inst` uses or overwrites a deferred load's register (or one of held
-    /// arithmetic), overwrites a register held arithmetic reads, or touches a deferred load's
-    /// address.
+    /// Whether `inst` uses or overwrites a deferred load's register (or one held arithmetic
+    /// writes), overwrites a register held arithmetic reads, or touches the address of a
+    /// deferred load or held store.
     fn needs_deferred(&self, t: usize, base: usize, inst: &Inst) -> bool {
-        let th = &self.threads[t];
-        let pending = &th.pending[..th.deferred as usize];
         let reg = |r: Reg| self.overwrites(t, r);
         let src = |s: Src| matches!(s, Src::Reg(r) if self.unknown(t, r));
         if inst.guard != NO_GUARD && self.unknown(t, inst.guard & !GUARD_NEGATED) {
             return true;
         }
-        let touches = |mem: MemRef| {
-            if mem.addr.base.is_some_and(|r| self.unknown(t, r)) {
-                return true;
-            }
-            let at = self.address(base, mem.addr);
-            let (target, at) = resolve(mem.space, at);
-            let bytes = mem.size() * u64::from(mem.n);
-            target == Region::Global
-                && pending
-                    .iter()
-                    .any(|p| p.addr < at + bytes && at < p.addr + u64::from(p.ty.bytes()))
-        };
+        let touches = |mem: MemRef| self.touches_unperformed(t, base, mem);
         match inst.op {
             Op::Mov { d, a, .. } | Op::Unary { d, a, .. } | Op::Cvt { d, a, .. } => {
                 reg(d) || src(a)
@@ -1928,8 +1841,9 @@ type OvertakenAtom = (AtomOp, MemRef, u64, u64, u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hazard {
     None,
-    /// Arithmetic on a deferred load's value: held back and performed after the load.
-    Derive,
+    /// Arithmetic on a deferred load's value, or a store of it: held back and performed after
+    /// the load (`exec/held.rs`).
+    Hold,
     /// A fence, release store, acquire load or an RMW that releases or acquires: it may
     /// overtake them, restricting them.
     Boundary,

@@ -1,6 +1,6 @@
-//! Arithmetic held back behind a deferred load (`exec.rs`): it computes with the registers as
-//! they were when it was issued and its guard as it stood then, whatever runs before the load
-//! is performed.
+//! Instructions held back behind a deferred load (`exec/held.rs`): they compute and store with
+//! the registers as they were when issued and their guards as they stood then, and later
+//! accesses to a held store's address wait for it, whatever runs before the load is performed.
 
 use super::device::{BackendError, Buffer, Device, KernelArg, LaunchConfig};
 use super::{MemoryModel, SimBackend, SimConfig};
@@ -61,5 +61,25 @@ fn a_chain_of_held_arithmetic_and_a_false_guard_give_the_program_order_result() 
                 \tst.global.u32 [%rd1+8], %r6;\n\tst.global.u32 [%rd1+12], %r7;";
     for seed in 0..50 {
         assert_eq!(run(body, seed).unwrap(), [18, 7, 1], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_load_of_a_held_stores_address_reads_what_it_stored() {
+    // The store of the loaded 5 waits for the load; the load of its address waits for it.
+    let body = "\tld.global.u32 %r3, [%rd1];\n\tst.global.u32 [%rd1+4], %r3;\n\
+                \tld.global.u32 %r4, [%rd1+4];\n\tst.global.u32 [%rd1+8], %r4;";
+    for seed in 0..50 {
+        assert_eq!(run(body, seed).unwrap(), [5, 5, 0], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_held_vector_store_writes_its_loaded_and_its_known_values() {
+    // %r5 (10) is known when the store is issued and overwritten before it is performed.
+    let body = "\tld.global.u32 %r3, [%rd1];\n\tst.global.v2.u32 [%rd1+8], {%r3, %r5};\n\
+                \tmov.u32 %r5, 100;\n\tst.global.u32 [%rd1+4], %r5;";
+    for seed in 0..50 {
+        assert_eq!(run(body, seed).unwrap(), [100, 5, 10], "seed {seed}");
     }
 }

@@ -62,7 +62,8 @@
 //!   precede a racing store in coherence (2+2W, S, `Manual/CoRW-WW`), and memory keeps the
 //!   coherence-last value.
 //! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
-//!   overtake them, and arithmetic on their values is held back with them. A fence, release store or acquire load may overtake a deferred load too;
+//!   overtake them, and arithmetic on their values and stores of them are held back with
+//!   them (`exec/held.rs`). A fence, release store or acquire load may overtake a deferred load too;
 //!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
 //!   forms no synchronisation with and that no thread wrote after the thread's first
 //!   overtaking release ([`PtxMemory::mark`]) with that release in its causal past, or else a

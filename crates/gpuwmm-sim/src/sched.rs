@@ -50,9 +50,31 @@ pub enum State {
 /// Loads a thread may have deferred at once (PTX model).
 pub const MAX_DEFERRED: u8 = 2;
 
-/// Arithmetic instructions on deferred loads' values a thread may hold back at once (PTX
-/// model): performed, in program order, right after the loads.
-pub const MAX_DERIVED: u8 = 4;
+/// Instructions that use deferred loads' values a thread may hold back at once (PTX model):
+/// performed, in program order, right after the loads.
+pub const MAX_HELD: u8 = 4;
+
+/// An instruction held back until the thread's deferred loads are performed, because it uses
+/// a value one of them reads (PTX model, `exec/held.rs`).
+#[derive(Debug, Clone, Copy)]
+pub enum Held {
+    /// Arithmetic, with its guard already taken.
+    Arith(Inst),
+    Store(HeldStore),
+}
+
+/// A global store held back (PTX model): where it goes was known when it was issued, and so
+/// were some of its values.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldStore {
+    pub line: u32,
+    pub mem: MemRef,
+    /// The global address of its first element.
+    pub at: u64,
+    /// Each element's source, read when the store is performed where `known` has no value.
+    pub s: [Src; 4],
+    pub known: [Option<u64>; 4],
+}
 
 /// A load issued but not yet performed (PTX model): where its value goes and where it reads.
 #[derive(Debug, Clone, Copy)]
@@ -128,10 +150,10 @@ pub struct Thread {
     /// PTX model: deferred loads, oldest first (`deferred` of them are in use).
     pub pending: [Deferred; MAX_DEFERRED as usize],
     pub deferred: u8,
-    /// PTX model: arithmetic that uses a deferred load's value, held back until the loads are
-    /// performed, oldest first (`derived` of them are in use). Their guards are already taken.
-    pub held: [Inst; MAX_DERIVED as usize],
-    pub derived: u8,
+    /// PTX model: instructions that use a deferred load's value, held back until the loads
+    /// are performed, oldest first (`n_held` of them are in use).
+    pub held: [Held; MAX_HELD as usize],
+    pub n_held: u8,
     /// Operands a thread brings to a warp rendezvous: value, lane/offset, clamp, member mask; at
     /// a barrier: predicate, barrier id, thread count (0: the whole CTA), [`BAR_ARRIVE_ONLY`] and
     /// [`BAR_COUNTED`] bits.
@@ -285,8 +307,8 @@ impl<'a> Machine<'a> {
                     buffer: StoreBuffer::default(),
                     pending: [Deferred::default(); MAX_DEFERRED as usize],
                     deferred: 0,
-                    held: [Inst::NOP; MAX_DERIVED as usize],
-                    derived: 0,
+                    held: [Held::Arith(Inst::NOP); MAX_HELD as usize],
+                    n_held: 0,
                     warp_args: [0; 4],
                     stack: Vec::new(),
                     executed: 0,
