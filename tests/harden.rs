@@ -497,6 +497,30 @@ fn a_cta_scoped_flag_between_ctas_is_named_as_no_fence_can_order_with_its_scope(
     assert!(advice.contains("give both .gpu scope"), "{advice}");
 }
 
+/// QA bug (Peterson's lock between two blocks, volatile flags, a plain counter): harden kept
+/// the lock's two fence.sc.gpu and the counter's release and acquire, but listed the counter's
+/// accesses among the races no fence can order, with advice to make them strong. The pairs no
+/// fence can order were taken from runs with release/acquire stand-ins for the kept fences,
+/// with which the lock fails; they are now taken from runs with the fences as kept.
+#[test]
+fn a_lock_kept_by_sc_fences_leaves_no_counter_race_listed_as_unorderable() {
+    let (kinds, stdout) = common::or_skip!(hardened_fixture("peterson-lock"));
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|(_, kind)| kind == "fence.sc.gpu")
+            .count(),
+        2,
+        "{stdout}"
+    );
+    let [read, write] = ["int c = data[0];", "data[0] = c + 1;"]
+        .map(|needle| fixture_kernel_line("peterson-lock", needle));
+    for counter in [read, write] {
+        let listed = format!("-> kernel.cu:{counter} (left as it is)");
+        assert!(!stdout.contains(&listed), "{listed:?} in {stdout}");
+    }
+}
+
 /// Hardens fixture `app` and returns the report's line that names the pair of its two marked
 /// lines as a race no fence can order.
 fn unorderable_advice(app: &str, [first, second]: [&str; 2]) -> Option<String> {

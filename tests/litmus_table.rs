@@ -20,16 +20,16 @@ const SC_MODEL: &[&str] = &["--sim-model", "sc"];
 
 /// The README's table, cell by cell: test, the column's options, weak launches of 3,000.
 const TABLE: [(&str, &[&str], u64); 13] = [
-    ("mp", &[], 549),
-    ("mp", SC_GPU_WRITER, 548),
+    ("mp", &[], 552),
+    ("mp", SC_GPU_WRITER, 551),
     ("mp", SC_GPU_BOTH, 0),
-    ("mp", MEMBAR_CTA_BOTH, 543),
+    ("mp", MEMBAR_CTA_BOTH, 547),
     ("mp", SC_MODEL, 0),
-    ("sb", &[], 1_449),
+    ("sb", &[], 1_456),
     ("sb", SC_GPU_BOTH, 0),
-    ("sb", ACQ_REL_GPU_BOTH, 1_437),
+    ("sb", ACQ_REL_GPU_BOTH, 1_425),
     ("sb", SC_MODEL, 0),
-    ("lb", &[], 19),
+    ("lb", &[], 23),
     ("lb", SC_MODEL, 0),
     ("corr", &[], 0),
     ("corr", SC_MODEL, 0),

@@ -336,9 +336,7 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                     first.place()
                 )
             } else if rmw(first) != rmw(second) {
-                "an atomic races a plain strong access: make both atomic, or take the lock \
-                 around both"
-                    .to_string()
+                atomic_and_plain_strong(first, second)
             } else if let Some((write, read)) = write_and_read(first, second) {
                 let cuda = match scope {
                     "cta" => "__threadfence_block()",
@@ -360,6 +358,34 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                     .to_string()
             }
         }
+    }
+}
+
+/// What to do about an atomic and a plain strong access of another thread with nothing passed
+/// between them. A write can land between the atomic's read and its write in no order PTX
+/// allows, but it can make the atomic's update lost or stale (a reset beside an increment); a
+/// read sees the atomic's write or an older value, as coherence allows, which is harmless
+/// where either will do (a counter or a stack's top polled).
+fn atomic_and_plain_strong(first: &RaceEnd, second: &RaceEnd) -> String {
+    let plain = match first.kind {
+        RaceAccessKind::Rmw => second,
+        _ => first,
+    };
+    match plain.kind {
+        RaceAccessKind::Read => format!(
+            "nothing passes between the two threads from one access to the other, so no fence \
+             orders this pair; both are strong (no data race), so {} reads the atomic's value \
+             or an older one. That is harmless where either will do (a counter or a stack's top \
+             polled); if it must see the atomic's write, signal it after the atomic through a \
+             flag with a release and an acquire, or take the same lock around both",
+            plain.place()
+        ),
+        _ => format!(
+            "an atomic races the plain strong write {}, which can overwrite the atomic's update \
+             or be overwritten by it in either order: make the write atomic too (atomicExch), \
+             or take the same lock around both",
+            plain.place()
+        ),
     }
 }
 
@@ -1201,6 +1227,31 @@ mod tests {
         let mut strong_communicated = strong_pair();
         strong_communicated.facts.communicated = true;
         assert!(!fences_cannot_order(&strong_communicated));
+    }
+
+    /// QA (a lock-free stack's top, pushed with atomicCAS and polled with a volatile read):
+    /// the read that took the top from before the second push was told "an atomic races a
+    /// plain strong access: make both atomic", which changes nothing for a read. A read gets
+    /// advice for a read; a plain strong write beside an atomic still gets the lost update.
+    #[test]
+    fn an_atomic_and_a_strong_read_are_told_apart_from_an_atomic_and_a_strong_write() {
+        let mut read = strong_pair();
+        read.first.kind = RaceAccessKind::Rmw;
+        let text = advice(read.clone());
+        assert!(
+            text.contains("kernel.cu:20 reads the atomic's value or an older one"),
+            "{text}"
+        );
+        assert!(!text.contains("make the write atomic"), "{text}");
+        let mut write = read;
+        write.first.kind = RaceAccessKind::Write;
+        write.second.kind = RaceAccessKind::Rmw;
+        let text = advice(write);
+        assert!(
+            text.contains("the plain strong write kernel.cu:10"),
+            "{text}"
+        );
+        assert!(text.contains("make the write atomic too"), "{text}");
     }
 
     /// QA (Dekker's handshake: each thread raises its volatile flag, then reads the other's):

@@ -296,6 +296,17 @@ pub fn required_partners(
         }
     }
     required.sort_by_key(|r| r.site);
+    // The pairs no fence can order are those left with the fences as kept: release/acquire
+    // stand-ins for sequentially consistent fences order less (a flag handshake's lock fails
+    // with them, and its critical sections then race with nothing passed between them).
+    let kept = Fences::Kinded(fences.clone());
+    if kept != as_release_acquire(fences) {
+        let first = PARTNER_PASSES as u64 * COMMUNICATION_RUNS;
+        let Some(logs) = recorder.record(&kept, PARTNER_STREAM, first)? else {
+            return Ok(None);
+        };
+        last = logs;
+    }
     Ok(Some(Completion {
         required,
         unorderable: unorderable_races(&last),

@@ -1246,7 +1246,7 @@ impl Machine<'_> {
         let newest = self.model.store(a, addr, size, old, value, place);
         if let Some(races) = &mut self.races {
             let ts = ptx_model::tracked(size).then(|| self.model.clock());
-            races.store(t, line, at, order, ts);
+            races.store_at(t, self.deferred_race_pos.take(), line, at, order, ts);
             if let Some(kept) = self.model.kept(addr, size) {
                 races.keep_written(addr, &kept);
             }

@@ -871,7 +871,10 @@ impl RaceTracker {
                 continue;
             }
             let in_cta = self.block(x) == self.block(me.thread);
-            if xpos >= self.heard[me.thread as usize * self.n + x as usize].wpos {
+            // A write heard again keeps the read that heard it first: from there on the
+            // reader knew it (a deferred read of the writer's thread issued before that read
+            // precedes the writer's later writes, however late it is performed).
+            if xpos > self.heard[me.thread as usize * self.n + x as usize].wpos {
                 let heard = Heard {
                     wpos: xpos,
                     rpos: me.pos,
@@ -1177,9 +1180,25 @@ impl RaceTracker {
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
 
-    /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked).
+    /// A global store of thread `t` performed as it is issued (the tests' shorthand).
+    #[cfg(test)]
     pub fn store(&mut self, t: usize, line: u32, at: Bytes, order: Order, ts: Option<u32>) {
-        let Some(me) = self.begin(t, None, line, AccessKind::Write, order) else {
+        self.store_at(t, None, line, at, order, ts);
+    }
+
+    /// A global store of thread `t`, appended by the model as message `ts` (`None`: untracked);
+    /// `reserved`: its number, taken with [`RaceTracker::reserve`] when the simulator held it
+    /// back behind a deferred load.
+    pub fn store_at(
+        &mut self,
+        t: usize,
+        reserved: Option<u32>,
+        line: u32,
+        at: Bytes,
+        order: Order,
+        ts: Option<u32>,
+    ) {
+        let Some(me) = self.begin(t, reserved, line, AccessKind::Write, order) else {
             return;
         };
         self.note_declared(at, order);
@@ -2290,6 +2309,27 @@ mod tests {
             assert_eq!(key.facts.first_release.is_some(), release);
             assert_eq!(key.facts.second_acquire.is_some(), acquire);
         }
+    }
+
+    /// Regression (QA: a ring buffer hardened with four fences still recorded a data race
+    /// between a slot's overwrite and its read): the consumer's slot read, deferred, was
+    /// performed after its release and the producer's acquire and overwrite; the producer
+    /// then read the consumer's flag write again, and that later read replaced the one that
+    /// had ordered the overwrite after the slot read, so the pair was taken the other way.
+    #[test]
+    fn a_write_heard_again_still_orders_a_deferred_read_before_the_hearers_later_write() {
+        let mut r = two_ctas();
+        let slot_read = r.reserve(1);
+        r.fence(1, Reach::Gpu, false, 31);
+        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
+        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
+        r.fence(0, Reach::Gpu, false, 18);
+        r.store(0, 19, w(X), order(Reach::Weak), Some(4));
+        let again = r.reserve(0);
+        r.load(0, Some(again), 15, w(FLAG), order(Reach::Gpu), Some(3));
+        r.load(1, Some(slot_read), 30, w(X), order(Reach::Weak), Some(0));
+        let pairs = r.finish().conflicts;
+        assert!(pairs.iter().all(|p| p.key.first.0 != 19), "{pairs:?}");
     }
 
     /// `size` bytes at `addr`.

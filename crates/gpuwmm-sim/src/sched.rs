@@ -74,6 +74,9 @@ pub struct HeldStore {
     /// Each element's source, read when the store is performed where `known` has no value.
     pub s: [Src; 4],
     pub known: [Option<u64>; 4],
+    /// While races are recorded: the access number of its first element, taken when it was
+    /// issued (the others follow it), so that it is recorded in program order (0: none).
+    pub race_pos: u32,
 }
 
 /// A load issued but not yet performed (PTX model): where its value goes and where it reads.

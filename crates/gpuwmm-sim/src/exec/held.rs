@@ -9,7 +9,8 @@
 //! were when issued; what uses none of them runs on. An instruction still waits when it needs
 //! a held result, overwrites one or a register held arithmetic reads, or touches the address
 //! of a deferred load or held store; a release, acquire or fence waits while a store is held,
-//! so that the store stays before it.
+//! so that the store stays before it. While races are recorded, a held store keeps the access
+//! number it was issued with, as a deferred load does.
 
 use super::super::isa::*;
 use super::super::sched::{Held, HeldStore, Machine, MAX_HELD};
@@ -40,13 +41,11 @@ impl Machine<'_> {
 
     /// Whether `inst` may be held back: arithmetic whose results no deferred load or held
     /// instruction still needs, or a global store that neither releases nor touches an
-    /// unperformed access, while races are not recorded (the recorder takes the order
-    /// accesses are performed in as program order).
+    /// unperformed access.
     fn may_hold(&self, t: usize, base: usize, inst: &Inst) -> bool {
         match inst.op {
             Op::St { mem, .. } => {
-                self.races.is_none()
-                    && !self.orders_others(t, mem.order)
+                !self.orders_others(t, mem.order)
                     && !self.touches_unperformed(t, base, mem)
                     && self
                         .vector_start(base, inst.line, Access::Store, mem)
@@ -70,12 +69,18 @@ impl Machine<'_> {
                     Src::Reg(r) if self.unknown(t, r) => None,
                     src => Some(self.val(base, t, src)),
                 });
+                // Numbered now, so that the recorder takes it in program order.
+                let race_pos = match &mut self.races {
+                    Some(races) => (0..mem.n).map(|_| races.reserve(t)).min().unwrap_or(0),
+                    None => 0,
+                };
                 Held::Store(HeldStore {
                     line: inst.line,
                     mem,
                     at,
                     s,
                     known,
+                    race_pos,
                 })
             }
             _ => Held::Arith(Inst {
@@ -118,6 +123,7 @@ impl Machine<'_> {
             };
             let at = store.at.wrapping_add(k as u64 * size);
             let v = v & alu::mask(size as u8 * 8);
+            self.deferred_race_pos = (store.race_pos != 0).then(|| store.race_pos + k as u32);
             self.store_global(t, store.line, at, size, v, store.mem.order)?;
         }
         Ok(())
