@@ -384,6 +384,10 @@ const CHAIN: usize = 8;
 struct Heard {
     wpos: u32,
     rpos: u32,
+    /// The read that heard the write `wpos` first, when a later one heard it again (0: `rpos`):
+    /// from there on the reader knew it, so a deferred read of the writer's thread issued
+    /// before that write precedes the reader's later writes, however late it is performed.
+    first_rpos: u32,
     addr: u64,
     /// The lines of the write and of the read.
     wline: u32,
@@ -402,6 +406,16 @@ struct Heard {
     acquired: Option<Strength>,
     /// Forwarded: how (`None`: not forwarded).
     forward: Option<ForwardPath>,
+}
+
+impl Heard {
+    /// The read that heard the write first.
+    fn earliest_rpos(&self) -> u32 {
+        match self.first_rpos {
+            0 => self.rpos,
+            first => first,
+        }
+    }
 }
 
 /// How communication was forwarded to a reader: the line of the first thread's write (0: none,
@@ -871,13 +885,18 @@ impl RaceTracker {
                 continue;
             }
             let in_cta = self.block(x) == self.block(me.thread);
-            // A write heard again keeps the read that heard it first: from there on the
-            // reader knew it (a deferred read of the writer's thread issued before that read
-            // precedes the writer's later writes, however late it is performed).
-            if xpos > self.heard[me.thread as usize * self.n + x as usize].wpos {
+            let known = self.heard[me.thread as usize * self.n + x as usize];
+            if xpos >= known.wpos {
+                // A write heard again keeps the read that heard it first (see
+                // `Heard::first_rpos`).
+                let first_rpos = match xpos == known.wpos {
+                    true => known.earliest_rpos(),
+                    false => me.pos,
+                };
                 let heard = Heard {
                     wpos: xpos,
                     rpos: me.pos,
+                    first_rpos,
                     addr,
                     wline: xline,
                     rline: me.line,
@@ -1082,7 +1101,7 @@ impl RaceTracker {
             return;
         }
         let back = self.heard[first.thread as usize * self.n + second.thread as usize];
-        if back.wpos > second.pos && back.rpos < first.pos {
+        if back.wpos > second.pos && back.earliest_rpos() < first.pos {
             // In program order the pair runs the other way: the second access was issued
             // before a write of its thread that the first one's thread read before the first
             // access (a deferred read performed after the write it precedes in coherence).
@@ -2314,8 +2333,8 @@ mod tests {
     /// Regression (QA: a ring buffer hardened with four fences still recorded a data race
     /// between a slot's overwrite and its read): the consumer's slot read, deferred, was
     /// performed after its release and the producer's acquire and overwrite; the producer
-    /// then read the consumer's flag write again, and that later read replaced the one that
-    /// had ordered the overwrite after the slot read, so the pair was taken the other way.
+    /// then read the consumer's flag write again, and only that later read was remembered,
+    /// so the pair was taken the other way.
     #[test]
     fn a_write_heard_again_still_orders_a_deferred_read_before_the_hearers_later_write() {
         let mut r = two_ctas();
