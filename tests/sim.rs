@@ -802,6 +802,7 @@ fn ending_stress_with_the_application_changes_nothing_the_application_sees() {
     }
     // The race is live: some seeds see the flag without the data (the count is fixed by the
     // seeds; printed so a failure shows it). 29 before launches could stagger their blocks, 49
-    // before deferred loads made their thread wait and writes could go below racing ones.
-    assert_eq!(weak, 42, "weak outcomes in 300 seeds");
+    // before deferred loads made their thread wait and writes could go below racing ones, 42
+    // before arithmetic and stores on a deferred load's value were held back behind it.
+    assert_eq!(weak, 44, "weak outcomes in 300 seeds");
 }
