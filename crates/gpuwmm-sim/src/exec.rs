@@ -1732,10 +1732,11 @@ impl Machine<'_> {
     }
 
     /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
-    /// registers or touches their addresses (`Wait`), is a fence, a release store, an acquire
-    /// load or an RMW that releases or acquires (`Boundary`: it may overtake them if they
-    /// become restricted), or is anything else
-    /// but plain arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
+    /// registers or touches their addresses (`Wait`, or `Hold` for arithmetic and stores that
+    /// may be held back behind them, see `exec/held.rs`), is a fence, a release store, an
+    /// acquire load or an RMW that releases or acquires (`Boundary`: it may overtake them if
+    /// they become restricted and no store is held), or is anything else but plain
+    /// arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
     fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
         match self.needs_deferred(t, base, inst) {
             true => self.hold_or_wait(t, base, inst),
