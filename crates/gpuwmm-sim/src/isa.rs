@@ -862,7 +862,7 @@ pub enum Op {
 }
 
 /// The registers an arithmetic instruction writes and the operands it reads: for arithmetic
-/// the PTX model performs after a deferred load whose value it uses (`exec.rs`).
+/// the PTX model performs after a deferred load whose value it uses (`exec/held.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dataflow {
     pub writes: [Option<Reg>; 2],

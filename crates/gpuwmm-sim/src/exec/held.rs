@@ -147,10 +147,11 @@ impl Machine<'_> {
     /// Whether writing register `r` of thread `t` now would change what a deferred load or
     /// held arithmetic writes or reads.
     pub(super) fn overwrites(&self, t: usize, r: Reg) -> bool {
-        self.unknown(t, r)
+        let th = &self.threads[t];
+        th.pending[..th.deferred as usize].iter().any(|p| p.d == r)
             || self
                 .held_arith(t)
-                .any(|f| f.reads.contains(&Some(Src::Reg(r))))
+                .any(|f| f.writes.contains(&Some(r)) || f.reads.contains(&Some(Src::Reg(r))))
     }
 
     /// The dataflow of thread `t`'s held arithmetic.
