@@ -521,6 +521,27 @@ fn a_lock_kept_by_sc_fences_leaves_no_counter_race_listed_as_unorderable() {
     }
 }
 
+/// QA bug (the same lock): harden kept a fifth fence, after the unlock, "because its removal
+/// leaves kernel.cu:20 -> kernel.cu:19 unordered". The race guide records its runs with
+/// release/acquire stand-ins for the fences, with which this lock fails in about half of them,
+/// and the counter then races whichever fences are in: those pairs decided by chance which
+/// removal was refused. A set that passed its query whose stand-ins fail turns the guide off,
+/// and the search goes on by its runs. PTX needs four fences: a `fence.sc` after each of the
+/// lock's two stores, an acquire after the spin and a release between the counter's write and
+/// the unlock.
+#[test]
+fn a_lock_that_needs_sc_fences_turns_the_race_guide_off_and_keeps_four_fences() {
+    let (kinds, stdout) = common::or_skip!(hardened_fixture("peterson-lock"));
+    assert!(stdout.contains("race guide off:"), "{stdout}");
+    assert_eq!(kinds.len(), 4, "{stdout}");
+    let unlock = fixture_kernel_line("peterson-lock", "flag[me] = 0;");
+    let at_unlock = format!("kernel.cu:{unlock}  [app]");
+    assert!(
+        !stdout.contains(&at_unlock),
+        "a fence after the unlock: {stdout}"
+    );
+}
+
 /// Hardens fixture `app` and returns the report's line that names the pair of its two marked
 /// lines as a race no fence can order.
 fn unorderable_advice(app: &str, [first, second]: [&str; 2]) -> Option<String> {

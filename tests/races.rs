@@ -363,6 +363,36 @@ fn a_payload_forwarded_inside_its_cta_first_names_a_cta_release() {
     assert_edited_copy_passes_without_races(dir.path(), app, &edits);
 }
 
+/// QA bug (Peterson's lock as harden's patch fences it: a `fence.sc` after each of its two
+/// stores, an acquire after the spin and a release before the unlock): `check --races` listed
+/// `*turn = other` against the other thread's write of `turn`, and against its spin's read of
+/// it, as races no fence can order with advice to take a lock, in 5 of 1,000 runs: those in
+/// which no thread read `turn` twice in its spin, then the only sign of a spin. A load that
+/// decides whether a loop that writes no memory goes round again is a spin's read now.
+#[test]
+fn a_peterson_locks_turn_read_once_by_its_spin_is_still_the_synchronisation() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let release_acquire = "cuda::atomic_thread_fence(cuda::memory_order_acq_rel, \
+                           cuda::thread_scope_device);";
+    let spin = "while (flag[other] == 1 && *turn == other) {\n        }";
+    let acquired = format!(
+        "while (flag[other] == 1 && *turn == other) {{\n            {release_acquire}\n        \
+         }}\n        {release_acquire}"
+    );
+    let released = format!("out[me * 4 + i] = c;\n        {release_acquire}");
+    let edits = [
+        (
+            "extern \"C\" __global__ void app(",
+            "#include <cuda/atomic>\nextern \"C\" __global__ void app(",
+        ),
+        ("flag[me] = 1;", "flag[me] = 1;\n        __threadfence();"),
+        ("*turn = other;", "*turn = other;\n        __threadfence();"),
+        (spin, acquired.as_str()),
+        ("out[me * 4 + i] = c;", released.as_str()),
+    ];
+    assert_edited_copy_passes_without_races(dir.path(), "peterson-lock", &edits);
+}
+
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";

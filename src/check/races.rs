@@ -182,6 +182,11 @@ impl RaceEnd {
         place_of(self.file.as_deref(), self.line, self.ptx_line)
     }
 
+    /// Its place and, for code inlined there, its own line (see [`apart`]).
+    fn spot(&self) -> Spot<'_> {
+        (self.place(), self.inner.as_ref())
+    }
+
     fn what(&self) -> String {
         let strength = strength_label(self.strength, &self.ptx);
         let kind = match self.kind {
@@ -212,6 +217,31 @@ fn strength_label(strength: Strength, ptx: &str) -> &'static str {
 /// `file:line` of a recorded access (the file's name only), or its PTX line.
 pub fn site_place(site: &RaceSite) -> String {
     place_of(site.file.as_deref(), site.line, site.ptx_line)
+}
+
+/// A place as a report names it, with the line of the code inlined there (if any).
+type Spot<'a> = (String, Option<&'a SourceLine>);
+
+/// A recorded site's [`Spot`].
+fn site_spot(site: &RaceSite) -> Spot<'_> {
+    (site_place(site), site.inner.as_ref())
+}
+
+/// Two places that advice names as "after `a` and before `b`": each followed by the line of
+/// the code inlined there when the two share a line (a helper whose barrier and flag are
+/// inlined at one call line), so that the advice still says where the fence goes.
+fn apart(a: Spot, b: Spot) -> (String, String) {
+    let shown = |(place, inner): Spot| match inner {
+        Some(inner) => format!(
+            "{place} ({})",
+            place_of(Some(&inner.file), Some(inner.line), 0)
+        ),
+        None => place,
+    };
+    match a.0 == b.0 {
+        true => (shown(a), shown(b)),
+        false => (a.0, b.0),
+    }
 }
 
 fn place_of(file: Option<&str>, line: Option<u32>, ptx_line: u32) -> String {
@@ -329,36 +359,50 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
         RaceClass::FenceCanOrder => fence_missing(c, scope, first, second),
         RaceClass::NoFenceCanOrder => {
             let rmw = |e: &RaceEnd| e.kind == RaceAccessKind::Rmw;
-            if c.facts.communicated_before {
-                format!(
-                    "the threads communicate only before {}: move it inside the critical \
-                     section (before the release or unlock), or take the lock around it",
-                    first.place()
-                )
-            } else if rmw(first) != rmw(second) {
-                atomic_and_plain_strong(first, second)
-            } else if let Some((write, read)) = write_and_read(first, second) {
-                let cuda = match scope {
-                    "cta" => "__threadfence_block()",
-                    _ => "__threadfence()",
-                };
-                format!(
+            let handshake = (rmw(first) == rmw(second))
+                .then(|| write_and_read(first, second))
+                .flatten()
+                .map(|(write, read)| handshake_advice(&write, &read, scope));
+            match (c.facts.communicated_before, handshake) {
+                (true, handshake) => {
+                    let lock = format!(
+                        "the threads communicate only before {}: move it inside the critical \
+                         section (before the release or unlock), or take the lock around it",
+                        first.place()
+                    );
+                    match handshake {
+                        Some(handshake) => format!("{lock}. {handshake}"),
+                        None => lock,
+                    }
+                }
+                _ if rmw(first) != rmw(second) => atomic_and_plain_strong(first, second),
+                (false, Some(handshake)) => format!(
                     "nothing passes between the two threads from one access to the other, so no \
-                     fence orders this pair. If {write} and {read} are sides of a flag \
-                     handshake (each thread writes its own flag, then reads the other's, as in \
-                     Dekker's or Peterson's lock), a fence.sc.{scope} (`{cuda}`) between the \
-                     write and the read in each thread makes at least one thread see the \
-                     other's write (this pair itself stays unordered, as the handshake allows); \
-                     otherwise take the same lock around both, or publish one to the other \
-                     through a flag"
-                )
-            } else {
-                "nothing passes between the two threads from one access to the other: take \
-                 the same lock around both, or publish one to the other through a flag"
-                    .to_string()
+                     fence orders this pair. {handshake}; otherwise take the same lock around \
+                     both, or publish one to the other through a flag"
+                ),
+                (false, None) => "nothing passes between the two threads from one access to the \
+                                  other: take the same lock around both, or publish one to the \
+                                  other through a flag"
+                    .to_string(),
             }
         }
     }
+}
+
+/// The advice for a strong write and a strong read of two threads that may be the sides of a
+/// flag handshake, where `fence.sc` makes at least one thread see the other's write.
+fn handshake_advice(write: &str, read: &str, scope: &str) -> String {
+    let cuda = match scope {
+        "cta" => "__threadfence_block()",
+        _ => "__threadfence()",
+    };
+    format!(
+        "If {write} and {read} are sides of a flag handshake (each thread writes its own flag, \
+         then reads the other's, as in Dekker's or Peterson's lock), a fence.sc.{scope} \
+         (`{cuda}`) between the write and the read in each thread makes at least one thread see \
+         the other's write (this pair itself stays unordered, as the handshake allows)"
+    )
 }
 
 /// What to do about an atomic and a plain strong access of another thread with nothing passed
@@ -469,7 +513,7 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
         (Some(relay), Some((write, _))) => parts.extend(relayed_release_missing(
             c,
             first,
-            (site_place(relay), site_place(write)),
+            apart(site_spot(relay), site_spot(write)),
         )),
         _ => parts.extend(release_missing(c, first)),
     }
@@ -477,7 +521,7 @@ fn fence_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEnd) -
         (Some(passed), Some((_, read))) => parts.extend(passed_acquire_missing(
             c,
             second,
-            (site_place(read), site_place(passed)),
+            apart(site_spot(read), site_spot(passed)),
         )),
         _ => parts.extend(acquire_missing(c, second)),
     }
@@ -511,11 +555,20 @@ pub fn lack(have: Option<Strength>, in_cta: bool) -> Option<Lack> {
 /// What the first thread's side lacks when it wrote what the second thread read.
 fn release_missing(c: &Conflict, first: &RaceEnd) -> Option<String> {
     let scope = scope_of(c.release_in_cta());
+    let (after, write) = match &c.via {
+        Some((write, _)) => {
+            let (after, write) = apart(first.spot(), site_spot(write));
+            (after, format!("{write}, the write the other thread reads"))
+        }
+        None => (
+            first.place(),
+            "the write the other thread reads".to_string(),
+        ),
+    };
     Some(match lack(c.facts.first_release, c.release_in_cta())? {
         Lack::Missing => format!(
-            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {}, \
-             before the write the other thread reads",
-            first.place()
+            "no release pattern on the signalling side: a fence.acq_rel.{scope} after {after}, \
+             before {write}"
         ),
         Lack::TooNarrow => format!(
             "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
@@ -558,7 +611,7 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
     let Some(forward) = &c.forward else {
         return Vec::new();
     };
-    let (read, passes) = (site_place(&forward.read), site_place(&forward.passes));
+    let (read, passes) = apart(site_spot(&forward.read), site_spot(&forward.passes));
     let lacks = |s: Option<Strength>| lack(s, c.facts.communication_in_cta);
     let mut parts = Vec::new();
     let theirs = forward.write.as_ref().map(site_place);
@@ -592,14 +645,26 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
 
 /// What the second thread's side lacks when it read the other thread's write itself.
 fn acquire_missing(c: &Conflict, second: &RaceEnd) -> Option<String> {
-    // The read is not named: in code that polls in several places it differs from one
-    // occurrence to the next, and each would be one more advice for the same fence.
+    // Code that polls in several places names another read in another occurrence: the
+    // report gives the most common one, and the others under "in other occurrences".
     let scope = scope_of(c.acquire_in_cta());
+    let (read, before) = match &c.via {
+        Some((_, read)) => {
+            let (read, before) = apart(site_spot(read), second.spot());
+            (
+                format!("{read}, the read that saw the other thread's write"),
+                before,
+            )
+        }
+        None => (
+            "the read that saw the other thread's write".to_string(),
+            second.place(),
+        ),
+    };
     Some(match lack(c.facts.second_acquire, c.acquire_in_cta())? {
         Lack::Missing => format!(
-            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after the \
-             read that saw the other thread's write, before {}",
-            second.place()
+            "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after {read}, \
+             before {before}"
         ),
         Lack::TooNarrow => format!(
             "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
@@ -983,6 +1048,32 @@ mod tests {
         }
     }
 
+    /// QA bug (a ping-pong whose payload, barrier, flag and spin are in a helper of the app's
+    /// own header, inlined at two call lines): the advice named the call lines alone, "a
+    /// fence.acq_rel.gpu in that thread after pingpong.cu:12 and before pingpong.cu:12". The
+    /// lines of the inlined code follow each call line now.
+    #[test]
+    fn advice_on_code_inlined_at_one_call_line_names_the_helpers_own_lines() {
+        let inlined = |line: u32, inner: u32| RaceSite {
+            inner: Some(SourceLine {
+                file: "/app/exchange.cuh".into(),
+                line: inner,
+            }),
+            ..site_at(line, "st.volatile.global.u32")
+        };
+        let mut c = weak_communicated_pair();
+        c.first.site = inlined(12, 15);
+        c.second.site = inlined(13, 32);
+        c.via = Some((inlined(12, 19), inlined(13, 27)));
+        let missing = advice(c);
+        let release = "a fence.acq_rel.gpu after kernel.cu:12 (exchange.cuh:15), before \
+                       kernel.cu:12 (exchange.cuh:19), the write the other thread reads";
+        assert!(missing.contains(release), "{missing}");
+        let acquire = "after kernel.cu:13 (exchange.cuh:27), the read that saw the other \
+                       thread's write, before kernel.cu:13 (exchange.cuh:32)";
+        assert!(missing.contains(acquire), "{missing}");
+    }
+
     #[test]
     fn the_three_classes_follow_strength_and_communication() {
         let mut c = strong_pair();
@@ -1291,6 +1382,25 @@ mod tests {
             !races[0].missing.contains("handshake"),
             "{}",
             races[0].missing
+        );
+    }
+
+    /// QA (leader election by store buffering, repeated in rounds): the threads had
+    /// communicated in earlier rounds, so the flag pair was told only "move it inside the
+    /// critical section", though there is no lock and a `fence.sc` in each thread is the fix.
+    /// Both are named now.
+    #[test]
+    fn a_handshake_pair_after_earlier_rounds_names_the_handshake_fence_beside_the_lock() {
+        let mut later_round = strong_pair();
+        later_round.facts.communicated_before = true;
+        let missing = advice(later_round);
+        assert!(
+            missing.contains("move it inside the critical section"),
+            "{missing}"
+        );
+        assert!(
+            missing.contains("If kernel.cu:10 and kernel.cu:20 are sides of a flag handshake"),
+            "{missing}"
         );
     }
 

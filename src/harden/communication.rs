@@ -30,6 +30,7 @@
 
 use crate::backend::sim::{Conflict, RaceLog, RaceSite};
 use crate::check::driver::CheckError;
+use crate::check::outcome::Outcome;
 use crate::check::races::{classify, fences_cannot_order, lack, run_races, site_place, RaceClass};
 use crate::check::spec::{run_seed, Fences, RunRequest, SiteSummary};
 use crate::check::Executor;
@@ -69,6 +70,17 @@ impl Recorder<'_> {
         stream: u64,
         first: u64,
     ) -> Result<Option<Vec<RaceLog>>, CheckError> {
+        let runs = self.record_with_outcomes(fences, stream, first)?;
+        Ok(runs.map(|runs| runs.into_iter().map(|(_, log)| log).collect()))
+    }
+
+    /// As [`Recorder::record`], each log with its run's outcome.
+    pub fn record_with_outcomes(
+        &mut self,
+        fences: &Fences,
+        stream: u64,
+        first: u64,
+    ) -> Result<Option<Vec<(Outcome, RaceLog)>>, CheckError> {
         if !self.records() {
             return Ok(None);
         }
@@ -86,7 +98,7 @@ impl Recorder<'_> {
         for record in self.executor.execute_many(&requests) {
             let record = record?;
             match record.races {
-                Some(log) => logs.push(log),
+                Some(log) => logs.push((record.outcome, log)),
                 None if record.outcome.needs_restart() => {}
                 None => return Ok(None),
             }

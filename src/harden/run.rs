@@ -15,9 +15,10 @@ use super::algorithm::{
 };
 use super::communication::{
     as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs,
-    Recorder, RequiredFence, UnorderableRace, GUIDE_STREAM,
+    Recorder, RequiredFence, UnorderableRace, COMMUNICATION_RUNS, GUIDE_STREAM,
 };
 use super::recording::RaceRecording;
+use crate::backend::sim::RaceLog;
 use crate::check::driver::{CalibratedStress, CheckError, Stop, Tally};
 use crate::check::executor::Executor;
 use crate::check::journal::{Journal, JournalError};
@@ -217,8 +218,11 @@ pub struct JournaledChecker<'a> {
     progress: &'a mut dyn FnMut(&QueryProgress),
     /// What records races when the executor does not (a GPU's hardening: the simulator).
     race_executor: Option<&'a mut dyn Executor>,
-    /// The races that fences can order, recorded per fence set (with the guide's seeds).
-    orderable: HashMap<Vec<usize>, Option<OrderablePairs>>,
+    /// The races that fences can order, recorded per fence set (with the guide's seeds), with
+    /// how many of the recorded runs failed.
+    orderable: HashMap<Vec<usize>, Option<(OrderablePairs, u64)>>,
+    /// Set when the race guide stopped: see [`GuideOff`].
+    guide_off: Option<GuideOff>,
     /// Every run of every query asked so far, replayed ones included.
     pub totals: Tally,
     /// Runs taken from the journal.
@@ -248,6 +252,7 @@ impl<'a> JournaledChecker<'a> {
             progress,
             race_executor: None,
             orderable: HashMap::new(),
+            guide_off: None,
             totals: Tally::default(),
             replayed: 0,
             last_failure: None,
@@ -279,9 +284,13 @@ impl<'a> JournaledChecker<'a> {
         }
     }
 
-    /// The races that fences can order left unordered with `fences` (the hardening's kind);
-    /// `None` when races are not recorded or do not guide this hardening.
-    fn orderable_with(&mut self, fences: &[usize]) -> Result<Option<OrderablePairs>, HardenError> {
+    /// The races that fences can order left unordered with `fences` (the hardening's kind, run
+    /// as release/acquire stand-ins), with how many of the recorded runs failed; `None` when
+    /// races are not recorded or do not guide this hardening.
+    fn orderable_with(
+        &mut self,
+        fences: &[usize],
+    ) -> Result<Option<(OrderablePairs, u64)>, HardenError> {
         if !self.meta.race_guided {
             return Ok(None);
         }
@@ -290,10 +299,19 @@ impl<'a> JournaledChecker<'a> {
         }
         let base = self.meta.target.fence_kind;
         let kinded = as_release_acquire(fences.iter().map(|&site| (site, base)));
-        let logs = self.recorder().record(&kinded, GUIDE_STREAM, 0)?;
-        let pairs = logs.map(|logs| OrderablePairs::of(&logs, &self.meta.sites));
-        self.orderable.insert(fences.to_vec(), pairs.clone());
-        Ok(pairs)
+        let runs = self
+            .recorder()
+            .record_with_outcomes(&kinded, GUIDE_STREAM, 0)?;
+        let guide = runs.map(|runs| {
+            let failed = runs
+                .iter()
+                .filter(|(outcome, _)| outcome.is_error())
+                .count();
+            let logs: Vec<RaceLog> = runs.into_iter().map(|(_, log)| log).collect();
+            (OrderablePairs::of(&logs, &self.meta.sites), failed as u64)
+        });
+        self.orderable.insert(fences.to_vec(), guide.clone());
+        Ok(guide)
     }
 
     /// The journal's runs of `query`, checked to be runs 0, 1, ... of the same question.
@@ -453,10 +471,22 @@ impl FenceChecker for JournaledChecker<'_> {
         current: &[usize],
         reduced: &[usize],
     ) -> Result<Option<String>, HardenError> {
-        let Some(before) = self.orderable_with(current)? else {
+        if self.guide_off.is_some() {
+            return Ok(None);
+        }
+        let Some((before, failed)) = self.orderable_with(current)? else {
             return Ok(None);
         };
-        let Some(after) = self.orderable_with(reduced)? else {
+        // `current` passed its query: if its stand-ins fail, they are not the app's fences.
+        if failed > 0 {
+            self.guide_off = Some(GuideOff {
+                fences: current.to_vec(),
+                failed,
+                runs: COMMUNICATION_RUNS,
+            });
+            return Ok(None);
+        }
+        let Some((after, _)) = self.orderable_with(reduced)? else {
             return Ok(None);
         };
         Ok(after.new_since(&before))
@@ -465,7 +495,7 @@ impl FenceChecker for JournaledChecker<'_> {
     fn race_sites(&mut self) -> Result<Vec<usize>, HardenError> {
         let races = self.orderable_with(&[])?;
         Ok(races
-            .map(|r| r.sites.into_iter().collect())
+            .map(|(r, _)| r.sites.into_iter().collect())
             .unwrap_or_default())
     }
 }
@@ -509,6 +539,22 @@ pub struct Hardened {
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
     pub replayed: u64,
+    /// Set when the race guide stopped guiding the search.
+    pub guide_off: Option<GuideOff>,
+}
+
+/// Why the race guide stopped: the recordings of a fence set that had passed its query failed
+/// in some runs with release/acquire fences in place of its fences. The app needs what only
+/// its own kinds give (`fence.sc` order: a flag handshake, Peterson's lock), and with the
+/// stand-ins its lock fails and its critical sections race in whichever set is recorded, so
+/// those races cannot tell which fence a set lacks; the search goes on by its runs alone.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuideOff {
+    /// The fence set whose stand-ins failed.
+    pub fences: Vec<usize>,
+    /// Its recorded runs that failed, of `runs`.
+    pub failed: u64,
+    pub runs: u64,
 }
 
 impl Hardened {
@@ -572,6 +618,7 @@ pub fn harden_recording_with<'a>(
                 race_kept: Vec::new(),
             },
             every_fence_failed: checker.last_failure.take(),
+            guide_off: None,
             cross_cta: None,
             required: None,
             unorderable: None,
@@ -656,6 +703,7 @@ pub fn harden_recording_with<'a>(
         unorderable,
         totals: checker.totals,
         replayed: checker.replayed,
+        guide_off: checker.guide_off,
     })
 }
 

@@ -800,6 +800,10 @@ pub struct HardenDocument<'a> {
     /// Races no fence can order, recorded with the final fences (`pair`, `advice`): left as
     /// they are; `null` when the backend records no races.
     unorderable_races: Option<&'a [UnorderableRace]>,
+    /// Set when the race guide stopped guiding the search (see
+    /// [`crate::harden::run::GuideOff`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    race_guide_off: Option<&'a crate::harden::run::GuideOff>,
     stable: bool,
     /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
     stability_check: Stop,
@@ -900,6 +904,7 @@ impl<'a> HardenDocument<'a> {
             fences: fence_entries(meta, hardened, report),
             communication: communication_source(meta),
             unorderable_races: hardened.unorderable.as_deref(),
+            race_guide_off: hardened.guide_off.as_ref(),
             stable: i.stable,
             stability_check: meta.stable,
             stability_runs,

@@ -188,6 +188,15 @@ impl<'a> HardenText<'a> {
                     None => writeln!(f, "        {kind} failed (query #{query})"),
                 }?;
             }
+            if kept_for_sc_order(choice.kind, &choice.rejected) {
+                writeln!(
+                    f,
+                    "        what fence.sc adds to fence.acq_rel is one order of all \
+                     fence.sc, which orders the thread's write before its later read of \
+                     another location, as other threads see them (store buffering: a flag \
+                     handshake, Dekker's or Peterson's lock)"
+                )?;
+            }
         }
         Ok(())
     }
@@ -340,6 +349,28 @@ fn ran_text(runs: &PatchRuns, env: Environment) -> String {
     }
 }
 
+/// Why the race guide stopped, in the report's words.
+fn guide_off_text(off: &crate::harden::run::GuideOff) -> String {
+    let set: Vec<String> = off.fences.iter().map(|id| id.to_string()).collect();
+    let set = set.join(" ");
+    format!(
+        "race guide off: with release/acquire fences in place of fences {{{set}}}, which passed, \
+         {} of {} recorded runs failed (the app needs fence.sc order, as a flag handshake \
+         does), so their races could not tell which fence a set lacks; the search went on by \
+         its runs alone",
+        off.failed, off.runs
+    )
+}
+
+/// Whether a fence kept as `fence.sc.gpu` had its release/acquire kind of the same scope
+/// refuted by a run: what it needs is the order of sequentially consistent fences.
+fn kept_for_sc_order(kept: FenceKind, rejected: &[(FenceKind, usize)]) -> bool {
+    kept == FenceKind::ScGpu
+        && rejected
+            .iter()
+            .any(|(kind, _)| *kind == FenceKind::AcqRelGpu)
+}
+
 /// The fences the PTX model requires beside the kept ones, and whether races were recorded.
 fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
     match &hardened.required {
@@ -351,7 +382,8 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
         None => Ok(()),
         Some(required) if required.is_empty() => writeln!(
             f,
-            "  every kept release has its acquire and the reverse (races recorded, simulator)"
+            "  no partner fence missing: with the kept fences, no recorded pair lacks a release \
+             or an acquire (races recorded, simulator)"
         ),
         Some(required) => {
             for r in required {
@@ -368,6 +400,9 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
     }?;
     for kept in &hardened.insertion.race_kept {
         writeln!(f, "  fence #{} {}", kept.site, race_kept_text(&kept.pair))?;
+    }
+    if let Some(off) = &hardened.guide_off {
+        writeln!(f, "  {}", guide_off_text(off))?;
     }
     for race in hardened.unorderable.iter().flatten() {
         writeln!(

@@ -1,4 +1,5 @@
-//! Loops that cannot see another thread: spins the compiler left without a load.
+//! Loops that wait on another thread: the spins the compiler left without a load, and the
+//! loads a spin waits on.
 //!
 //! A spin on a plain (non-`volatile`, non-atomic) flag is a data race in C++, so the compiler
 //! may read the flag once, before the loop, and spin on the register: `$L: bra.uni $L;`. Such a
@@ -13,6 +14,12 @@
 //! register counts as changed by the loop when an instruction of the body writes it from a
 //! register the body writes, or from a clock (a loop that counts, or waits on `%clock`, is not
 //! blind). The analysis errs towards silence: a loop it cannot prove blind is not reported.
+//!
+//! A *wait load* is the other side: a load in a loop that writes no memory, whose value decides
+//! whether the loop goes round again or leaves ([`wait_loads`]). Its location is a flag or a lock
+//! word some other thread is expected to change: the race recorder counts conflicts there as
+//! the synchronisation itself, in every run, also one where the thread read it only once
+//! (Peterson's `turn`, when the other thread was not in the way).
 
 use crate::ir::{Instruction, Module, Operand, Statement};
 use crate::lines::attribute_statements;
@@ -49,6 +56,72 @@ pub fn blind_loops(module: &Module) -> Vec<BlindLoop> {
     found
 }
 
+/// The PTX lines of the module's wait loads (module doc): loads of a loop whose body writes
+/// no memory (no store, atomic or reduction but to `.local`, no call), whose value reaches,
+/// through the registers the body computes from it, the guard of a branch or exit of that body.
+pub fn wait_loads(module: &Module) -> BTreeSet<usize> {
+    let mut lines = BTreeSet::new();
+    for function in module.functions() {
+        let body = function.body.as_deref().unwrap_or_default();
+        for (start, end) in backward_branches(body) {
+            let instructions = instructions_of(&body[start..=end]);
+            if instructions.iter().any(|i| writes_memory(i)) {
+                continue;
+            }
+            let guards: BTreeSet<&str> = (instructions.iter())
+                .filter(|i| matches!(i.opcode.base.as_str(), "bra" | "ret" | "exit"))
+                .filter_map(|i| i.guard.as_ref())
+                .map(|guard| guard.predicate.as_str())
+                .collect();
+            for load in instructions.iter().filter(|i| i.opcode.base == "ld") {
+                let reached = reached_from(load, &instructions);
+                if reached.iter().any(|r| guards.contains(r)) {
+                    lines.insert(load.ptx_line);
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// The instructions of `body`, labels and directives left out.
+fn instructions_of(body: &[Statement]) -> Vec<&Instruction> {
+    (body.iter())
+        .filter_map(|s| match s {
+            Statement::Instruction(i) => Some(i),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an instruction may write memory another thread can see: a store, atomic or
+/// reduction to any space but `.local`, or a call.
+fn writes_memory(instruction: &Instruction) -> bool {
+    let local = instruction.opcode.modifiers.iter().any(|m| m == "local");
+    match instruction.opcode.base.as_str() {
+        "st" | "atom" | "red" | "sust" | "cp" => !local,
+        "call" => true,
+        _ => false,
+    }
+}
+
+/// The registers `load`'s destination reaches through the instructions of a loop body: its
+/// own, and those written from one reached (round the loop as often as it takes).
+fn reached_from<'a>(load: &'a Instruction, instructions: &[&'a Instruction]) -> BTreeSet<&'a str> {
+    let mut reached: BTreeSet<&str> = destinations(load).into_iter().collect();
+    loop {
+        let before = reached.len();
+        for instruction in instructions {
+            if sources(instruction).iter().any(|r| reached.contains(r)) {
+                reached.extend(destinations(instruction));
+            }
+        }
+        if reached.len() == before {
+            return reached;
+        }
+    }
+}
+
 /// `(label, branch)` statement indices of each branch to a label at or before it.
 fn backward_branches(body: &[Statement]) -> Vec<(usize, usize)> {
     let labels: BTreeMap<&str, usize> = (body.iter().enumerate())
@@ -78,12 +151,7 @@ fn backward_branches(body: &[Statement]) -> Vec<(usize, usize)> {
 
 /// Whether the loop `body` (its label first, its backward branch last) is blind.
 fn is_blind(body: &[Statement]) -> bool {
-    let instructions: Vec<&Instruction> = (body.iter())
-        .filter_map(|s| match s {
-            Statement::Instruction(i) => Some(i),
-            _ => None,
-        })
-        .collect();
+    let instructions = instructions_of(body);
     if instructions.iter().any(|i| has_outside_effect(i)) {
         return false;
     }
@@ -213,6 +281,54 @@ mod tests {
         let invariant = "\t.loc 1 5 3\n$L__BB0_1:\n\tsetp.eq.s32 %p1, %r3, 0;\n\
                          \t@%p1 bra $L__BB0_1;\n";
         assert_eq!(loops_of(invariant), [Some(5)]);
+    }
+
+    fn wait_lines_of(body: &str) -> Vec<usize> {
+        let text = format!(
+            ".version 7.0\n.target sm_70\n.address_size 64\n\
+             .visible .entry k(\n.param .u64 p\n)\n{{\n{body}\tret;\n}}\n"
+        );
+        let module = parse(&text).unwrap();
+        wait_loads(&module).into_iter().collect()
+    }
+
+    /// Peterson's lock: `while (flag[other] == 1 && *turn == other) {}` reads the flag, leaves
+    /// when it is not 1, then reads `turn` and goes round while it names the other thread. Both
+    /// loads decide the loop (lines 9 and 12 of the module).
+    #[test]
+    fn the_loads_a_spin_leaves_or_goes_round_on_are_wait_loads() {
+        let body = "$L__BB0_1:\n\
+                    \tld.volatile.global.u32 %r1, [%rd1];\n\
+                    \tsetp.ne.s32 %p1, %r1, 1;\n\
+                    \t@%p1 bra $L__BB0_3;\n\
+                    \tld.volatile.global.u32 %r2, [%rd2+8];\n\
+                    \tsetp.eq.s32 %p2, %r2, %r3;\n\
+                    \t@%p2 bra $L__BB0_1;\n\
+                    $L__BB0_3:\n";
+        assert_eq!(wait_lines_of(body), [9, 12]);
+    }
+
+    /// A loop that writes memory is no wait, even where a load decides it (a counter raised
+    /// until it reaches a bound: a lost update between two such threads is a race to report);
+    /// a load whose value decides nothing (a payload copied in a counted loop) is no wait
+    /// either.
+    #[test]
+    fn loads_of_a_loop_that_writes_or_that_decide_nothing_are_not_wait_loads() {
+        let raising = "$L__BB0_1:\n\
+                       \tld.volatile.global.u32 %r1, [%rd1];\n\
+                       \tadd.s32 %r2, %r1, 1;\n\
+                       \tst.volatile.global.u32 [%rd1], %r2;\n\
+                       \tsetp.lt.s32 %p1, %r2, 10;\n\
+                       \t@%p1 bra $L__BB0_1;\n";
+        let copying = "$L__BB0_1:\n\
+                       \tld.volatile.global.u32 %r1, [%rd1];\n\
+                       \tadd.s32 %r4, %r4, %r1;\n\
+                       \tadd.s32 %r3, %r3, 1;\n\
+                       \tsetp.lt.s32 %p1, %r3, 10;\n\
+                       \t@%p1 bra $L__BB0_1;\n";
+        for body in [raising, copying] {
+            assert!(wait_lines_of(body).is_empty(), "{body}");
+        }
     }
 
     /// A spin that reads memory, a loop that counts, and one that waits on the clock can all

@@ -45,6 +45,7 @@ use crate::device::{
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Generic addresses in `[SHARED_WINDOW, SHARED_WINDOW + WINDOW_SIZE)` are shared memory.
@@ -220,6 +221,15 @@ struct SimModule {
     variables: HashMap<String, Buffer>,
     /// The PTX text, to resolve the lines the race recorder names.
     text: String,
+    /// The PTX lines of its wait loads, for the race recorder.
+    wait_lines: Arc<HashSet<u32>>,
+}
+
+/// The PTX lines of `module`'s wait loads, for the race recorder.
+fn wait_lines(module: &gpuwmm_ptx::Module) -> HashSet<u32> {
+    (gpuwmm_ptx::loops::wait_loads(module).into_iter())
+        .map(|line| line as u32)
+        .collect()
 }
 
 struct QueuedLaunch {
@@ -346,7 +356,7 @@ impl SimBackend {
             .ending_with_app(launch.stress_from)
             .on_gpus(&launch.gpus)
             .with_grid_workspace(workspace.map_or(0, |(_, address)| address))
-            .recording_races(self.record_races);
+            .recording_races(self.record_races, &self.modules[launch.module].wait_lines);
             let ran = machine.run(deadline);
             if let Some((id, _)) = workspace {
                 self.memory.free(id);
@@ -403,6 +413,7 @@ impl SimBackend {
             by_name,
             variables,
             text: ptx_text.to_string(),
+            wait_lines: Arc::new(wait_lines(&module)),
         })
     }
 }

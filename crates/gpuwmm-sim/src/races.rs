@@ -47,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
+use std::sync::Arc;
 
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
 
@@ -177,8 +178,8 @@ pub struct Conflict {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward: Option<Forwarded>,
     /// The location carries communication itself: a morally strong read of it ordered another
-    /// pair's communication, a thread read it strongly twice without writing it between (a
-    /// spin), or an access made a release or an acquire at it. Never for a stale read its
+    /// pair's communication, a thread read it strongly twice without writing it between or at
+    /// a wait load (a spin), or an access made a release or an acquire at it. Never for a stale read its
     /// thread acted on: a morally strong read (or RMW) that missed the first access though its
     /// thread had heard from the first thread after it, and that its thread did not follow
     /// with another read or RMW there (a spin retries; double-checked initialisation goes on).
@@ -335,7 +336,8 @@ struct Shadow {
     reads: Vec<Side>,
     /// Per thread (the first [`OWN`] to come), whether its last access here was a read.
     last_own: Vec<(u32, bool)>,
-    /// A thread read it again without writing it between: it waits on it.
+    /// A thread read it again without writing it between, or read it at a wait load: it
+    /// waits on it.
     spun: bool,
     /// The widest access made here, bytes (accesses of other widths at this address share
     /// the shadow).
@@ -454,6 +456,10 @@ struct Side {
     line: u32,
     kind: AccessKind,
     strength: Strength,
+    /// For a read: the scope of a `fence.sc` its thread made after a write of its own and
+    /// before the read, with no write between (a flag handshake's read, see
+    /// [`RaceTracker::handshakes`]).
+    after_sc: Option<Strength>,
 }
 
 /// The bytes an access touches.
@@ -530,6 +536,20 @@ pub struct RaceTracker {
     /// Some access was not 4 bytes wide: shadows of other extents may overlap (until then,
     /// with accesses naturally aligned, none does).
     mixed: bool,
+    /// The PTX lines of the module's wait loads ([`gpuwmm_ptx::loops::wait_loads`]): a strong
+    /// read at one is a spin's, whether or not the thread read the location again.
+    wait_lines: Arc<HashSet<u32>>,
+    /// Per thread, the number of its latest write (RMWs included; 0: none yet).
+    last_write: Vec<u32>,
+    /// Per thread, its latest `fence.sc`: how many accesses came before it, its scope, and
+    /// whether one of them was a write.
+    last_sc: Vec<Option<(u32, Strength, bool)>>,
+    /// Per pair and address, whether every occurrence was one side of a fenced flag
+    /// handshake: a strong write and a strong read of another thread that missed it, made
+    /// after a `fence.sc` that followed a write of the reader's own (Dekker's, Peterson's lock,
+    /// leader election: PTX forbids both threads of a handshake fenced so to miss each
+    /// other's write, and a read that misses is the side the handshake allows).
+    handshakes: HashMap<(PairKey, u64), bool>,
 }
 
 fn includes(s: Strength, same_cta: bool) -> bool {
@@ -655,7 +675,17 @@ impl RaceTracker {
             snapshots: vec![None; threads],
             deferred: 0,
             mixed: false,
+            wait_lines: Arc::default(),
+            last_write: vec![0; threads],
+            last_sc: vec![None; threads],
+            handshakes: HashMap::new(),
         }
+    }
+
+    /// The recorder, told which PTX lines are wait loads (a spin's reads).
+    pub fn waiting_at(mut self, wait_lines: Arc<HashSet<u32>>) -> RaceTracker {
+        self.wait_lines = wait_lines;
+        self
     }
 
     fn block(&self, t: u32) -> u32 {
@@ -746,13 +776,30 @@ impl RaceTracker {
             self.deferred = self.deferred.saturating_sub(1);
         }
         let thread = t as u32;
+        let pos = reserved.unwrap_or_else(|| self.step(thread));
+        let after_sc = match kind {
+            AccessKind::Read => self.sc_after_own_write(t, pos),
+            _ => {
+                self.last_write[t] = self.last_write[t].max(pos);
+                None
+            }
+        };
         Some(Side {
             thread,
-            pos: reserved.unwrap_or_else(|| self.step(thread)),
+            pos,
             line,
             kind,
             strength: order.reach.into(),
+            after_sc,
         })
+    }
+
+    /// The scope of thread `t`'s latest `fence.sc` when it came before its access number
+    /// `pos`, after a write of its own and with none between. `None` where that cannot be
+    /// told from the latest fence (a read performed late, after a later fence or write).
+    fn sc_after_own_write(&self, t: usize, pos: u32) -> Option<Strength> {
+        let (at, scope, wrote) = self.last_sc[t]?;
+        (wrote && at < pos && self.last_write[t] <= at).then_some(scope)
     }
 
     /// Notes `at` as a declared synchronisation variable when `order` releases or acquires.
@@ -785,9 +832,11 @@ impl RaceTracker {
         for &addr in &others {
             self.read_part(me, addr, order, None, false);
         }
+        let waits = self.wait_lines.contains(&line);
         let shadow = self.shadow(at);
         if me.strength != Strength::Weak {
             shadow.note_own(t, true);
+            shadow.spun |= waits;
         }
         shadow.note_read(me);
     }
@@ -1196,6 +1245,16 @@ impl RaceTracker {
                 stale.push(key);
             }
         }
+        let read = match (first.kind, second.kind) {
+            (AccessKind::Read, AccessKind::Write) => Some(first),
+            (AccessKind::Write, AccessKind::Read) => Some(second),
+            _ => None,
+        };
+        let handshake = morally_strong
+            && !communicated
+            && !observed
+            && (read.and_then(|r| r.after_sc)).is_some_and(|s| includes(s, same_cta));
+        *self.handshakes.entry((key, addr)).or_insert(true) &= handshake;
         self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
     }
 
@@ -1408,6 +1467,8 @@ impl RaceTracker {
         let at = self.pos[t as usize];
         self.acquire(t, reach, (at, line));
         if sc {
+            let wrote = self.last_write[t as usize] > 0;
+            self.last_sc[t as usize] = Some((at, Strength::from(reach), wrote));
             let block = self.block(t);
             let n = self.n;
             let mut before = self
@@ -1526,7 +1587,8 @@ impl RaceTracker {
             let sync = !acted_on.contains(&(key, addr))
                 && (self.carrying.contains(&addr)
                     || self.declared.contains(&addr)
-                    || self.shadows.get(&addr).is_some_and(|s| s.spun));
+                    || self.shadows.get(&addr).is_some_and(|s| s.spun)
+                    || self.handshakes.get(&(key, addr)) == Some(&true));
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
@@ -1733,6 +1795,43 @@ mod tests {
         }
         r.load(1, None, 21, w(X), order(payload), Some(1));
         r.finish().conflicts
+    }
+
+    /// Store buffering between two CTAs: each thread writes its own flag (lines 10, 20),
+    /// makes a `fence.sc.gpu` when `fenced` says (the reader of the pair asked about first),
+    /// and reads the other's (lines 12, 22). Thread 0 reads first and misses thread 1's
+    /// write; thread 1 sees thread 0's. The pair on thread 1's flag, whether it passes for the
+    /// synchronisation itself.
+    fn handshake_pair_synchronises(fenced: [bool; 2]) -> bool {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Gpu), Some(1));
+        if fenced[0] {
+            r.fence(0, Reach::Gpu, true, 11);
+        }
+        r.load(0, None, 12, w(FLAG), order(Reach::Gpu), None);
+        r.store(1, 20, w(FLAG), order(Reach::Gpu), Some(1));
+        if fenced[1] {
+            r.fence(1, Reach::Gpu, true, 21);
+        }
+        r.load(1, None, 22, w(X), order(Reach::Gpu), Some(1));
+        let pairs = r.finish().conflicts;
+        let flag = pairs
+            .iter()
+            .find(|p| p.key.first.0 == 12 && p.key.second.0 == 20);
+        flag.expect("the read of thread 1's flag and its write")
+            .synchronising
+    }
+
+    /// QA bug (leader election by store buffering, with the `fence.sc.gpu` harden kept in each
+    /// thread): every run reported the read that missed the other thread's flag as a race no
+    /// fence can order, with the advice to add the fence already there. A read a `fence.sc`
+    /// separates from its thread's own earlier write is a fenced handshake's side, which PTX
+    /// lets miss; without the fence on the reading side the pair is still reported.
+    #[test]
+    fn a_handshake_read_after_its_own_write_and_a_sc_fence_is_the_synchronisation_itself() {
+        assert!(handshake_pair_synchronises([true, true]));
+        assert!(!handshake_pair_synchronises([false, true]));
+        assert!(!handshake_pair_synchronises([false, false]));
     }
 
     fn payload_pairs(pairs: &[LaunchPair]) -> Vec<&LaunchPair> {

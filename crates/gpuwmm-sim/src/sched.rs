@@ -32,6 +32,8 @@ use crate::device::{BackendError, LaunchConfig};
 use rand::distr::Bernoulli;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a thread is doing.
@@ -365,11 +367,12 @@ impl<'a> Machine<'a> {
     }
 
     /// Records races among the application's threads (PTX model only; call after
-    /// [`Machine::ending_with_app`]).
-    pub fn recording_races(mut self, on: bool) -> Self {
+    /// [`Machine::ending_with_app`]); `wait_lines`: the PTX lines of the module's wait loads.
+    pub fn recording_races(mut self, on: bool, wait_lines: &Arc<HashSet<u32>>) -> Self {
         if on && self.ptx {
             let per_block = self.block_dim.iter().product::<u32>() as usize;
-            self.races = Some(Box::new(RaceTracker::new(self.app_threads, per_block)));
+            let tracker = RaceTracker::new(self.app_threads, per_block);
+            self.races = Some(Box::new(tracker.waiting_at(Arc::clone(wait_lines))));
         }
         self
     }
