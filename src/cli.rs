@@ -281,7 +281,8 @@ pub struct CheckArgs {
     #[arg(long, default_value = "sys-str+", value_parser = parse_env)]
     pub env: Environment,
     /// Which fences: `as-is` (the app unchanged), `all`, `none`, or site ids from `gpuwmm ptx
-    /// sites` (`0,2,5-7`), inserted in addition to fences the app has.
+    /// sites` (`0,2,5-7`), inserted in addition to fences the app has; each of its own kind
+    /// with `id@kind`, as harden's final fences are (`0@fence.sc.gpu,2@fence.acq_rel.gpu`).
     #[arg(long, default_value = "as-is")]
     pub fences: String,
     #[command(flatten)]

@@ -629,3 +629,43 @@ fn an_installed_binarys_patch_of_a_built_in_app_names_where_it_applies() {
     assert!(!text.contains("apply it in /built-in"), "{text}");
     assert!(text.contains("--- a/kernel.cu\n"), "{text}");
 }
+
+/// QA: harden's final fences, each of its own kind, could not be given to `check --fences`
+/// (`'0@fence.sc.gpu' is not a site id`), though harden's journal names fence sets so. `id@kind`
+/// entries are read now; a kind that does not exist is bad input.
+#[test]
+fn check_fences_take_a_kind_per_site_as_harden_names_them() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let app_dir = common::fixture_app("peterson-lock");
+    let check = |fences: &str, journal: &str| {
+        let app = app_dir.to_str().unwrap();
+        let args = [
+            "check",
+            "--app-dir",
+            app,
+            "--backend",
+            "sim",
+            "--runs",
+            "300",
+        ];
+        let mut args: Vec<&str> = args.to_vec();
+        args.extend(["--json", "--fences", fences, "--journal", journal]);
+        common::cli::gpuwmm(&args, dir.path())
+    };
+    let kept = "0@fence.sc.gpu,1@fence.sc.gpu,2@fence.acq_rel.gpu,4@fence.acq_rel.gpu";
+    let document: serde_json::Value = serde_json::from_str(&ok(&check(kept, "kept.csv"))).unwrap();
+    assert_eq!(document["outcomes"]["fail"], 0, "{document}");
+    let label = "0@fence.sc.gpu 1@fence.sc.gpu 2@fence.acq_rel.gpu 4@fence.acq_rel.gpu";
+    assert_eq!(document["fences"], label);
+    // The lock's two fence.sc as release/acquire fences: it fails.
+    let weaker = "0-2@fence.acq_rel.gpu 4@fence.acq_rel.gpu";
+    let document: serde_json::Value =
+        serde_json::from_str(&ok(&check(weaker, "weaker.csv"))).unwrap();
+    assert!(
+        document["outcomes"]["fail"].as_u64().unwrap() > 0,
+        "{document}"
+    );
+    let bad = check("0@fence.bogus", "bad.csv");
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("fence.bogus"), "{}", stderr(&bad));
+}

@@ -215,9 +215,12 @@ pub struct OrderablePairs {
 
 impl OrderablePairs {
     /// The orderable pairs of `logs`, with the candidate sites of `sites` they touch.
-    pub fn of(logs: &[RaceLog], sites: &[SiteSummary]) -> OrderablePairs {
+    pub fn of<'a>(
+        logs: impl IntoIterator<Item = &'a RaceLog>,
+        sites: &[SiteSummary],
+    ) -> OrderablePairs {
         let mut out = OrderablePairs::default();
-        for c in logs.iter().flat_map(|l| &l.conflicts) {
+        for c in logs.into_iter().flat_map(|l| &l.conflicts) {
             if !fence_orderable(c) {
                 continue;
             }

@@ -220,9 +220,9 @@ pub struct JournaledChecker<'a> {
     race_executor: Option<&'a mut dyn Executor>,
     /// The races that fences can order, recorded per fence set (with the guide's seeds), with
     /// how many of the recorded runs failed.
-    orderable: HashMap<Vec<usize>, Option<(OrderablePairs, u64)>>,
-    /// Set when the race guide stopped: see [`GuideOff`].
-    guide_off: Option<GuideOff>,
+    orderable: HashMap<Vec<usize>, Option<Guide>>,
+    /// Set when the race guide counts only the runs that pass: see [`StandInsFailed`].
+    stand_ins_failed: Option<StandInsFailed>,
     /// Every run of every query asked so far, replayed ones included.
     pub totals: Tally,
     /// Runs taken from the journal.
@@ -252,7 +252,7 @@ impl<'a> JournaledChecker<'a> {
             progress,
             race_executor: None,
             orderable: HashMap::new(),
-            guide_off: None,
+            stand_ins_failed: None,
             totals: Tally::default(),
             replayed: 0,
             last_failure: None,
@@ -287,10 +287,7 @@ impl<'a> JournaledChecker<'a> {
     /// The races that fences can order left unordered with `fences` (the hardening's kind, run
     /// as release/acquire stand-ins), with how many of the recorded runs failed; `None` when
     /// races are not recorded or do not guide this hardening.
-    fn orderable_with(
-        &mut self,
-        fences: &[usize],
-    ) -> Result<Option<(OrderablePairs, u64)>, HardenError> {
+    fn orderable_with(&mut self, fences: &[usize]) -> Result<Option<Guide>, HardenError> {
         if !self.meta.race_guided {
             return Ok(None);
         }
@@ -302,13 +299,14 @@ impl<'a> JournaledChecker<'a> {
         let runs = self
             .recorder()
             .record_with_outcomes(&kinded, GUIDE_STREAM, 0)?;
+        let sites = &self.meta.sites;
         let guide = runs.map(|runs| {
-            let failed = runs
-                .iter()
-                .filter(|(outcome, _)| outcome.is_error())
-                .count();
-            let logs: Vec<RaceLog> = runs.into_iter().map(|(_, log)| log).collect();
-            (OrderablePairs::of(&logs, &self.meta.sites), failed as u64)
+            let passed = |(outcome, _): &&(Outcome, RaceLog)| !outcome.is_error();
+            Guide {
+                all: OrderablePairs::of(runs.iter().map(|(_, log)| log), sites),
+                passing: OrderablePairs::of(runs.iter().filter(passed).map(|(_, log)| log), sites),
+                failed: runs.iter().filter(|run| !passed(run)).count() as u64,
+            }
         });
         self.orderable.insert(fences.to_vec(), guide.clone());
         Ok(guide)
@@ -471,31 +469,30 @@ impl FenceChecker for JournaledChecker<'_> {
         current: &[usize],
         reduced: &[usize],
     ) -> Result<Option<String>, HardenError> {
-        if self.guide_off.is_some() {
-            return Ok(None);
-        }
-        let Some((before, failed)) = self.orderable_with(current)? else {
+        let Some(before) = self.orderable_with(current)? else {
             return Ok(None);
         };
         // `current` passed its query: if its stand-ins fail, they are not the app's fences.
-        if failed > 0 {
-            self.guide_off = Some(GuideOff {
+        if before.failed > 0 && self.stand_ins_failed.is_none() {
+            self.stand_ins_failed = Some(StandInsFailed {
                 fences: current.to_vec(),
-                failed,
+                failed: before.failed,
                 runs: COMMUNICATION_RUNS,
             });
-            return Ok(None);
         }
-        let Some((after, _)) = self.orderable_with(reduced)? else {
+        let Some(after) = self.orderable_with(reduced)? else {
             return Ok(None);
         };
-        Ok(after.new_since(&before))
+        Ok(match self.stand_ins_failed.is_some() {
+            true => after.passing.new_since(&before.passing),
+            false => after.all.new_since(&before.all),
+        })
     }
 
     fn race_sites(&mut self) -> Result<Vec<usize>, HardenError> {
         let races = self.orderable_with(&[])?;
         Ok(races
-            .map(|(r, _)| r.sites.into_iter().collect())
+            .map(|r| r.all.sites.into_iter().collect())
             .unwrap_or_default())
     }
 }
@@ -539,17 +536,26 @@ pub struct Hardened {
     pub totals: Tally,
     /// Runs read from the journal rather than run now.
     pub replayed: u64,
-    /// Set when the race guide stopped guiding the search.
-    pub guide_off: Option<GuideOff>,
+    /// Set when the race guide counted only the runs that passed.
+    pub stand_ins_failed: Option<StandInsFailed>,
 }
 
-/// Why the race guide stopped: the recordings of a fence set that had passed its query failed
-/// in some runs with release/acquire fences in place of its fences. The app needs what only
-/// its own kinds give (`fence.sc` order: a flag handshake, Peterson's lock), and with the
-/// stand-ins its lock fails and its critical sections race in whichever set is recorded, so
-/// those races cannot tell which fence a set lacks; the search goes on by its runs alone.
+/// One fence set's guide: the races that fences can order, in all its recorded runs and in
+/// those that passed, and how many failed.
+#[derive(Debug, Clone)]
+struct Guide {
+    all: OrderablePairs,
+    passing: OrderablePairs,
+    failed: u64,
+}
+
+/// Why the race guide counts only the runs that pass: the recordings of a fence set that had
+/// passed its query failed in some runs with release/acquire fences in place of its fences.
+/// The app needs what only its own kinds give (`fence.sc` order: a flag handshake, Peterson's
+/// lock); with the stand-ins its lock fails, and its critical sections race in whichever set is
+/// recorded, so those runs' races cannot tell which fence a set lacks.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct GuideOff {
+pub struct StandInsFailed {
     /// The fence set whose stand-ins failed.
     pub fences: Vec<usize>,
     /// Its recorded runs that failed, of `runs`.
@@ -618,7 +624,7 @@ pub fn harden_recording_with<'a>(
                 race_kept: Vec::new(),
             },
             every_fence_failed: checker.last_failure.take(),
-            guide_off: None,
+            stand_ins_failed: None,
             cross_cta: None,
             required: None,
             unorderable: None,
@@ -703,7 +709,7 @@ pub fn harden_recording_with<'a>(
         unorderable,
         totals: checker.totals,
         replayed: checker.replayed,
-        guide_off: checker.guide_off,
+        stand_ins_failed: checker.stand_ins_failed,
     })
 }
 

@@ -18,7 +18,7 @@ use crate::check::{run_check, BackendKind, CheckMeta, Fences, Journal, RunRecord
 use crate::env::Environment;
 use crate::plot::{running_rate, running_rate_chart, MAX_POINTS};
 use crate::ptx::loops::BlindLoop;
-use crate::ptx::passes::fences::select_sites;
+use crate::ptx::passes::fences::{select_sites, FenceKind};
 use crate::stats::{Rate, ZeroErrorBound};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -247,9 +247,38 @@ pub fn parse_fences(
         return Ok((Fences::AsIs, Vec::new()));
     }
     let sites = target_sites(target).map_err(JobError::BadApp)?;
-    let chosen = select_sites(&sites, spec).map_err(JobError::Refused)?;
-    let fences = Fences::Sites(chosen.iter().map(|s| s.id).collect());
+    let fences = match spec.contains('@') {
+        true => Fences::Kinded(select_kinded(&sites, spec).map_err(JobError::Refused)?),
+        false => {
+            let chosen = select_sites(&sites, spec).map_err(JobError::Refused)?;
+            Fences::Sites(chosen.iter().map(|s| s.id).collect())
+        }
+    };
     Ok((fences, sites.iter().map(SiteSummary::from).collect()))
+}
+
+/// Sites each with its own kind, as harden's final fences and journal name them:
+/// `0@fence.sc.gpu,2@fence.acq_rel.gpu` (commas or spaces between; a range `4-6@membar.cta`
+/// gives each of its sites that kind).
+fn select_kinded(
+    sites: &[crate::ptx::passes::fences::FenceSite],
+    spec: &str,
+) -> Result<std::collections::BTreeMap<usize, FenceKind>, String> {
+    let mut kinded = std::collections::BTreeMap::new();
+    for part in spec
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let (ids, kind) = part.split_once('@').ok_or_else(|| {
+            format!("'{part}' names no fence kind (`id@kind`, as in `0@fence.sc.gpu`)")
+        })?;
+        let kind: FenceKind = kind.parse()?;
+        for site in select_sites(sites, ids)? {
+            kinded.insert(site.id, kind);
+        }
+    }
+    Ok(kinded)
 }
 
 /// `check --json`: the check's results as one document.

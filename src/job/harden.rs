@@ -800,10 +800,10 @@ pub struct HardenDocument<'a> {
     /// Races no fence can order, recorded with the final fences (`pair`, `advice`): left as
     /// they are; `null` when the backend records no races.
     unorderable_races: Option<&'a [UnorderableRace]>,
-    /// Set when the race guide stopped guiding the search (see
-    /// [`crate::harden::run::GuideOff`]).
+    /// Set when the race guide counted only the runs that passed (see
+    /// [`crate::harden::run::StandInsFailed`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    race_guide_off: Option<&'a crate::harden::run::GuideOff>,
+    race_guide_stand_ins_failed: Option<&'a crate::harden::run::StandInsFailed>,
     stable: bool,
     /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
     stability_check: Stop,
@@ -904,7 +904,7 @@ impl<'a> HardenDocument<'a> {
             fences: fence_entries(meta, hardened, report),
             communication: communication_source(meta),
             unorderable_races: hardened.unorderable.as_deref(),
-            race_guide_off: hardened.guide_off.as_ref(),
+            race_guide_stand_ins_failed: hardened.stand_ins_failed.as_ref(),
             stable: i.stable,
             stability_check: meta.stable,
             stability_runs,

@@ -349,16 +349,16 @@ fn ran_text(runs: &PatchRuns, env: Environment) -> String {
     }
 }
 
-/// Why the race guide stopped, in the report's words.
-fn guide_off_text(off: &crate::harden::run::GuideOff) -> String {
+/// Why the race guide counted only the runs that passed, in the report's words.
+fn stand_ins_failed_text(off: &crate::harden::run::StandInsFailed) -> String {
     let set: Vec<String> = off.fences.iter().map(|id| id.to_string()).collect();
-    let set = set.join(" ");
     format!(
-        "race guide off: with release/acquire fences in place of fences {{{set}}}, which passed, \
-         {} of {} recorded runs failed (the app needs fence.sc order, as a flag handshake \
-         does), so their races could not tell which fence a set lacks; the search went on by \
-         its runs alone",
-        off.failed, off.runs
+        "race guide: with release/acquire fences in place of fences {{{}}}, which passed, {} of \
+         {} recorded runs failed (the app needs fence.sc order, as a flag handshake does), so \
+         from then on only the recorded runs that passed guided the search",
+        set.join(" "),
+        off.failed,
+        off.runs
     )
 }
 
@@ -401,8 +401,8 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
     for kept in &hardened.insertion.race_kept {
         writeln!(f, "  fence #{} {}", kept.site, race_kept_text(&kept.pair))?;
     }
-    if let Some(off) = &hardened.guide_off {
-        writeln!(f, "  {}", guide_off_text(off))?;
+    if let Some(off) = &hardened.stand_ins_failed {
+        writeln!(f, "  {}", stand_ins_failed_text(off))?;
     }
     for race in hardened.unorderable.iter().flatten() {
         writeln!(

@@ -179,7 +179,9 @@ pub struct Conflict {
     pub forward: Option<Forwarded>,
     /// The location carries communication itself: a morally strong read of it ordered another
     /// pair's communication, a thread read it strongly twice without writing it between or at
-    /// a wait load (a spin), or an access made a release or an acquire at it. Never for a stale read its
+    /// a wait load (a spin), an access made a release or an acquire at it, or the pair is a
+    /// fenced flag handshake's (a read after its thread's write and a `fence.sc`, which PTX
+    /// lets miss the other thread's write). Never for a stale read its
     /// thread acted on: a morally strong read (or RMW) that missed the first access though its
     /// thread had heard from the first thread after it, and that its thread did not follow
     /// with another read or RMW there (a spin retries; double-checked initialisation goes on).
@@ -458,7 +460,7 @@ struct Side {
     strength: Strength,
     /// For a read: the scope of a `fence.sc` its thread made after a write of its own and
     /// before the read, with no write between (a flag handshake's read, see
-    /// [`RaceTracker::handshakes`]).
+    /// [`Occurrences::handshakes`]).
     after_sc: Option<Strength>,
 }
 
@@ -515,7 +517,7 @@ pub struct RaceTracker {
     /// Locations some access made a release or an acquire at: declared synchronisation
     /// variables (a semaphore's or lock's word, a flag of `cuda::atomic` release/acquire).
     declared: HashSet<u64>,
-    pairs: HashMap<(PairKey, u64), (u64, (u32, u32))>,
+    pairs: HashMap<(PairKey, u64), Occurrences>,
     /// Per thread and address, the pairs its newest read there recorded as a *stale read*: a
     /// morally strong read (or an RMW's read) that missed another thread's write though it had
     /// heard from that thread after the write. A read or RMW of the thread there again (a
@@ -544,12 +546,20 @@ pub struct RaceTracker {
     /// Per thread, its latest `fence.sc`: how many accesses came before it, its scope, and
     /// whether one of them was a write.
     last_sc: Vec<Option<(u32, Strength, bool)>>,
-    /// Per pair and address, whether every occurrence was one side of a fenced flag
-    /// handshake: a strong write and a strong read of another thread that missed it, made
-    /// after a `fence.sc` that followed a write of the reader's own (Dekker's, Peterson's lock,
-    /// leader election: PTX forbids both threads of a handshake fenced so to miss each
-    /// other's write, and a read that misses is the side the handshake allows).
-    handshakes: HashMap<(PairKey, u64), bool>,
+}
+
+/// How often a pair was recorded at one address.
+#[derive(Debug)]
+struct Occurrences {
+    count: u64,
+    /// The blocks of its first occurrence.
+    ctas: (u32, u32),
+    /// Every occurrence was one side of a fenced flag handshake: a strong write and a strong
+    /// read of another thread that missed it, made after a `fence.sc` that followed a write of
+    /// the reader's own (Dekker's or Peterson's lock, leader election: PTX forbids both
+    /// threads of a handshake so fenced to miss each other's write, and a read that misses is
+    /// the side the handshake allows).
+    handshakes: bool,
 }
 
 fn includes(s: Strength, same_cta: bool) -> bool {
@@ -678,7 +688,6 @@ impl RaceTracker {
             wait_lines: Arc::default(),
             last_write: vec![0; threads],
             last_sc: vec![None; threads],
-            handshakes: HashMap::new(),
         }
     }
 
@@ -1254,8 +1263,13 @@ impl RaceTracker {
             && !communicated
             && !observed
             && (read.and_then(|r| r.after_sc)).is_some_and(|s| includes(s, same_cta));
-        *self.handshakes.entry((key, addr)).or_insert(true) &= handshake;
-        self.pairs.entry((key, addr)).or_insert((0, (a, b))).0 += 1;
+        let seen = self.pairs.entry((key, addr)).or_insert(Occurrences {
+            count: 0,
+            ctas: (a, b),
+            handshakes: true,
+        });
+        seen.count += 1;
+        seen.handshakes &= handshake;
     }
 
     /// A global store of thread `t` performed as it is issued (the tests' shorthand).
@@ -1581,14 +1595,19 @@ impl RaceTracker {
         let acted_on: HashSet<(PairKey, u64)> = (self.stale_reads.into_iter())
             .flat_map(|((_, addr), keys)| keys.into_iter().map(move |k| (k, addr)))
             .collect();
-        for ((key, addr), (count, ctas)) in self.pairs {
+        for ((key, addr), seen) in self.pairs {
+            let Occurrences {
+                count,
+                ctas,
+                handshakes,
+            } = seen;
             // A stale read the thread went on from is no spin: the pair is not the
             // synchronisation itself, whatever else the location carries.
             let sync = !acted_on.contains(&(key, addr))
                 && (self.carrying.contains(&addr)
                     || self.declared.contains(&addr)
                     || self.shadows.get(&addr).is_some_and(|s| s.spun)
-                    || self.handshakes.get(&(key, addr)) == Some(&true));
+                    || handshakes);
             let e = merged.entry((key, sync)).or_insert((0, 0, ctas));
             e.0 += count;
             e.1 += 1;
