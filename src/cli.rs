@@ -979,6 +979,12 @@ pub struct LitmusRunArgs {
     /// simulator, 1,000 on a GPU; 1 to 10^9).
     #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
     pub executions: Option<u64>,
+    /// A test whose state (the one its condition rules on) the PTX model allows and no
+    /// execution reached runs on, up to this many executions in all: a rare weak behaviour is
+    /// hunted longer, a forbidden state never (default 10 x --executions on the simulator, no
+    /// more than --executions on a GPU).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::EXECUTIONS))]
+    pub max_executions: Option<u64>,
     /// Test instances per launch, side by side in their own blocks and memory (default 1 on the
     /// simulator, whose model is coarser when unrelated instances share a launch, 256 on a
     /// GPU); 1 to 4096.

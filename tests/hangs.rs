@@ -45,6 +45,9 @@ fn a_spin_on_a_plain_flag_is_named_where_runs_hang() {
     // A run passes when the writer's flag is out before the reader's one load of it.
     assert!(!stdout.contains("timeout 0"), "{stdout}");
     assert!(stdout.contains(&hang), "{hang}\n{stdout}");
+    // The timeout's reason says where the thread that never finished was.
+    let still = format!("the app's threads still running: 1 at kernel.cu:{spin}");
+    assert!(stdout.contains(&still), "{still}\n{stdout}");
     assert!(
         stdout.contains("`volatile`, `cuda::atomic_ref` or an atomic"),
         "{stdout}"

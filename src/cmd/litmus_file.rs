@@ -9,7 +9,7 @@ use gpuwmm::isolation::WorkerCommand;
 use gpuwmm::litmus::file::collect_files;
 use gpuwmm::litmus::file::expect::{csv_writable, test_name, Expectations, Row, Table};
 use gpuwmm::litmus::file::run::{
-    default_executions, default_instances, default_sim_budget, FileSettings,
+    default_executions, default_instances, default_max_executions, default_sim_budget, FileSettings,
 };
 use gpuwmm::litmus::file::suite::{
     self, InProcess, Isolated, OpenBackend, SuiteError, SuiteRunner,
@@ -39,9 +39,10 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     let opened = open(args, settings.instances, true)?;
     outln!("{}", provenance(opened.backend.as_ref()))?;
     outln!(
-        "{} test(s), {} executions each, {} instance(s) per launch, distance {} words, seed {}",
+        "{} test(s), {} executions each{}, {} instance(s) per launch, distance {} words, seed {}",
         files.len(),
         settings.executions,
+        hunt_text(&settings),
         settings.instances,
         settings.distance,
         args.backend.seed
@@ -69,12 +70,27 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     finish(args, &table, expectations.is_some(), malformed)
 }
 
+/// What the header says of hunting rare allowed states.
+fn hunt_text(settings: &FileSettings) -> String {
+    match settings.max_executions > settings.executions {
+        true => format!(
+            " (up to {} while a state the PTX model allows is not reached)",
+            settings.max_executions
+        ),
+        false => String::new(),
+    }
+}
+
 /// How each file runs: the options, with the backend's default instances per launch.
 fn file_settings(args: &LitmusRunArgs) -> Result<FileSettings, Failure> {
     let backend = backend_options(&args.backend);
     let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
+    let executions = args.executions.unwrap_or(default_executions(kind));
     Ok(FileSettings {
-        executions: args.executions.unwrap_or(default_executions(kind)),
+        executions,
+        max_executions: (args.max_executions)
+            .unwrap_or(default_max_executions(kind, executions))
+            .max(executions),
         instances: args.instances.unwrap_or(default_instances(kind)).max(1),
         distance: args.distance.max(1),
         deadline: args.deadline,

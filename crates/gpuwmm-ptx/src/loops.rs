@@ -143,10 +143,49 @@ fn backward_branches(body: &[Statement]) -> Vec<(usize, usize)> {
             _ => None,
         });
         if let Some(label) = target.filter(|&label| label <= i) {
-            loops.push((label, i));
+            if goes_round(&body[label..=i], &labels, label) {
+                loops.push((label, i));
+            }
         }
     }
     loops
+}
+
+/// Whether control that enters `range` at its label (statement `start` of the body) can reach
+/// the backward branch that ends it, going only through the range's own statements. A block
+/// that returns, laid out before the code that branches back to it, is no loop:
+/// `$L: ret; … @%p bra $L;`.
+fn goes_round(range: &[Statement], labels: &BTreeMap<&str, usize>, start: usize) -> bool {
+    let end = range.len() - 1;
+    let mut seen = vec![false; range.len()];
+    let mut next = vec![0];
+    while let Some(at) = next.pop() {
+        if at == end {
+            return true;
+        }
+        if std::mem::replace(&mut seen[at], true) {
+            continue;
+        }
+        let Statement::Instruction(i) = &range[at] else {
+            next.push(at + 1);
+            continue;
+        };
+        let base = i.opcode.base.as_str();
+        if !matches!(base, "bra" | "ret" | "exit" | "trap") || i.guard.is_some() {
+            next.push(at + 1);
+        }
+        if base == "bra" {
+            let target = i.operands.first().and_then(|o| match o {
+                Operand::Symbol(name) => labels.get(name.as_str()),
+                _ => None,
+            });
+            let inside = target
+                .and_then(|&t| t.checked_sub(start))
+                .filter(|&t| t <= end);
+            next.extend(inside);
+        }
+    }
+    false
 }
 
 /// Whether the loop `body` (its label first, its backward branch last) is blind.
@@ -281,6 +320,36 @@ mod tests {
         let invariant = "\t.loc 1 5 3\n$L__BB0_1:\n\tsetp.eq.s32 %p1, %r3, 0;\n\
                          \t@%p1 bra $L__BB0_1;\n";
         assert_eq!(loops_of(invariant), [Some(5)]);
+    }
+
+    /// Regression (a sense-reversing grid barrier): NVRTC laid the kernel's `ret` block out
+    /// before the code, and the early exit `@%p2 bra $L__BB0_24;` branches back to it. The
+    /// statements between the label and that branch (the `ret`, a `mov`, a `setp` on a
+    /// parameter) were taken for a loop that never leaves, and every timeout of the barrier's
+    /// lost arrival was reported as `hang: kernel.cu:24 spins without reading memory`.
+    #[test]
+    fn a_return_block_laid_out_before_the_branch_to_it_is_no_loop() {
+        let body = "	bra.uni $L__BB0_1;
+$L__BB0_24:
+	.loc 1 35 1
+	ret;
+$L__BB0_1:
+                    	.loc 1 24 5
+	mov.u32 %r1, %nctaid.x;
+	setp.lt.s32 %p2, %r28, 1;
+                    	@%p2 bra $L__BB0_24;
+";
+        assert_eq!(loops_of(body), []);
+        // A return inside a loop that a branch goes round is still part of a loop.
+        let around = "	.loc 1 7 3
+$L__BB0_1:
+	setp.eq.s32 %p1, %r3, 0;
+                      	@%p1 bra $L__BB0_2;
+	ret;
+$L__BB0_2:
+	bra.uni $L__BB0_1;
+";
+        assert_eq!(loops_of(around), [Some(7)]);
     }
 
     fn wait_lines_of(body: &str) -> Vec<usize> {

@@ -117,16 +117,15 @@ impl Machine<'_> {
     #[cold]
     #[inline(never)]
     fn trap_reason(&self, line: u32) -> String {
-        let origin = self.k.trap_origins.iter().find(|(l, _)| *l == line);
-        match origin {
-            Some((_, o)) if o.contains("cooperative_groups") && self.grid_workspace == 0 => {
+        match self.k.origins.get(&line) {
+            Some(o) if o.contains("cooperative_groups") && self.grid_workspace == 0 => {
                 format!(
                     "trap at {o}: a grid-wide cooperative_groups sync needs a cooperative launch \
                      (cudaLaunchCooperativeKernel; in an app.toml, `cooperative = true` on the \
                      launch), and this launch is not cooperative"
                 )
             }
-            Some((_, o)) => format!("trap at {o}"),
+            Some(o) => format!("trap at {o}"),
             None => "trap".to_string(),
         }
     }

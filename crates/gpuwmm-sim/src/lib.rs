@@ -703,6 +703,37 @@ mod tests {
 
     const VARIABLES: &str = include_str!("../../../tests/fixtures/ptx/small/variables.ptx");
 
+    /// Regression (a sense-reversing grid barrier whose last arrival was lost): every run ran
+    /// out of budget with "a hang or a livelock" and no word of where. The message now names
+    /// where the application's threads still running are, busiest line first.
+    #[test]
+    fn a_launch_out_of_budget_names_where_the_app_threads_spin() {
+        let text = ".version 7.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
+                    .visible .entry k(.param .u64 k_mem)\n{\n\
+                    \t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<2>;\n\
+                    \tld.param.u64 %rd1, [k_mem];\n\tmov.u32 %r1, %tid.x;\n\
+                    \tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $DONE;\n\
+                    $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
+                    \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n$DONE:\n\tret;\n}\n";
+        let mut config = SimConfig::new(MemoryModel::Ptx, 1);
+        config.instruction_budget = 10_000;
+        let mut sim = SimBackend::new(config);
+        let module = sim.load_module(text).unwrap();
+        let flag = sim.alloc(4).unwrap();
+        sim.memset(flag, 0).unwrap();
+        let three = LaunchConfig::new((1, 1, 1), (3, 1, 1));
+        sim.launch(module, "k", &three, &[KernelArg::ptr(flag)])
+            .unwrap();
+        let err = sim.synchronize(Duration::from_secs(60)).unwrap_err();
+        let BackendError::Hang(message) = err else {
+            panic!("{err}");
+        };
+        assert!(
+            message.ends_with("; the app's threads still running: 2 at k.cu:12"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn module_variables_are_the_defined_globals_with_their_initial_bytes() {
         let module = gpuwmm_ptx::parse(VARIABLES).unwrap();

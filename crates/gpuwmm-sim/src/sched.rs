@@ -32,7 +32,7 @@ use crate::device::{BackendError, LaunchConfig};
 use rand::distr::Bernoulli;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -428,8 +428,10 @@ impl<'a> Machine<'a> {
             if self.executed > self.cfg.instruction_budget {
                 return Err(BackendError::Hang(format!(
                     "{} thread-instructions executed, more than the budget of {} (a hang or a \
-                     livelock)",
-                    self.executed, self.cfg.instruction_budget
+                     livelock){}",
+                    self.executed,
+                    self.cfg.instruction_budget,
+                    self.still_running()
                 )));
             }
             if steps.is_multiple_of(4096) && start.elapsed() > deadline {
@@ -485,6 +487,39 @@ impl<'a> Machine<'a> {
         let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
         let races = self.races.take().map(|r| r.finish());
         Ok((self.executed, longest, races))
+    }
+
+    /// Where the application's threads that have not finished are, for a launch that ran out of
+    /// budget: `; the app's threads still running: 3 at kernel.cu:26, inlined from
+    /// kernel.cu:12, …`, by source line (the PTX line without line information), the busiest
+    /// first, at most three. Empty when every application thread has exited.
+    #[cold]
+    fn still_running(&self) -> String {
+        let mut at: BTreeMap<String, usize> = BTreeMap::new();
+        for thread in &self.threads[..self.app_threads] {
+            if thread.state != State::Exited {
+                let line = self.k.code.get(thread.pc as usize).map_or(0, |i| i.line);
+                let place = match self.k.origins.get(&line) {
+                    Some(origin) => origin.clone(),
+                    None => format!("PTX line {line}"),
+                };
+                *at.entry(place).or_default() += 1;
+            }
+        }
+        let mut places: Vec<(String, usize)> = at.into_iter().collect();
+        places.sort_by_key(|(_, threads)| std::cmp::Reverse(*threads));
+        let shown: Vec<String> = (places.iter().take(3))
+            .map(|(place, threads)| format!("{threads} at {place}"))
+            .collect();
+        match places.len() {
+            0 => String::new(),
+            n if n > 3 => format!(
+                "; the app's threads still running: {}, and at {} more places",
+                shown.join(", "),
+                n - 3
+            ),
+            _ => format!("; the app's threads still running: {}", shown.join(", ")),
+        }
     }
 
     /// Takes the blocks that a staggered launch starts later out of the runnable set; returns

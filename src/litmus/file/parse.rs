@@ -588,18 +588,17 @@ impl Operands<'_, '_> {
     }
 }
 
-/// `ld{.weak|.volatile|.relaxed.S|.acquire.S} r, x` and `ld r, imm`.
+/// `ld{.weak|.volatile|.relaxed.S|.acquire.S} r, x`, and `ld{.weak} r, imm` (a constant
+/// moved into the register, as the suite's Memalloy translations write it).
 fn load(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
     ops.count(2)?;
     let dst = ops.reg(0)?;
-    if q.is_empty() {
-        if let Some(value) = parse_int(ops.list[1]) {
-            return Ok(Instr::Move { dst, value });
-        }
-    }
     let Some(sem) = access_sem(q, "acquire") else {
         return Ok(Instr::Unknown(ops.text.to_string()));
     };
+    if let (AccessSem::Weak, Some(value)) = (&sem, parse_int(ops.list[1])) {
+        return Ok(Instr::Move { dst, value });
+    }
     Ok(Instr::Load {
         sem,
         dst,

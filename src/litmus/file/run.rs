@@ -12,10 +12,15 @@
 //! costs the deadline and a new context and could show nothing the proof does not (the
 //! simulator still runs it, which checks the proof: an execution that ends is reported as a
 //! bug).
+//!
+//! A rare allowed behaviour is hunted longer: a test whose state (the one its condition rules
+//! on) no execution has reached when its executions are done runs on, up to
+//! [`FileSettings::max_executions`], when the PTX model ([`crate::litmus::model`]) allows that
+//! state. A state the model forbids is never hunted, so a forbidden test costs no more.
 
 use super::ast::{Condition, LitmusFile, Observed, Quantifier};
 use super::deadlock::{finishing, Finishing};
-use super::expect::Finding;
+use super::expect::{Expected, Finding};
 use super::kernel::{refuse, translate, Kernel, Refusal, KERNEL};
 use crate::backend::words::read_buffer;
 use crate::backend::{Backend, BackendError, BackendKind, Buffer, KernelArg, LaunchConfig};
@@ -52,6 +57,17 @@ pub fn default_executions(backend: crate::backend::BackendKind) -> u64 {
     }
 }
 
+/// How far a rare allowed state is hunted by default ([`FileSettings::max_executions`]): to ten
+/// times the executions on the simulator (the rarest weak state of Dat3M's PTX tests it
+/// reaches, in `SB+RMW-a`, comes in about 6 of 100,000 executions, and 100,000 take a few
+/// seconds), not at all on a GPU.
+pub fn default_max_executions(backend: crate::backend::BackendKind, executions: u64) -> u64 {
+    match backend {
+        crate::backend::BackendKind::Sim => executions.saturating_mul(10),
+        crate::backend::BackendKind::Cuda => executions,
+    }
+}
+
 /// Instances per launch by default: one on the simulator (the paper's one test per launch), many
 /// side by side on a GPU.
 pub fn default_instances(backend: crate::backend::BackendKind) -> u32 {
@@ -71,6 +87,9 @@ pub fn default_sim_budget(instances: u32) -> u64 {
 pub struct FileSettings {
     /// Executions (test instances) in all.
     pub executions: u64,
+    /// The most executions in all of a test whose state the PTX model allows and no execution
+    /// has reached yet (at most `executions`: no hunting).
+    pub max_executions: u64,
     /// Instances per launch.
     pub instances: u32,
     /// Words between two locations of an instance.
@@ -83,6 +102,7 @@ impl Default for FileSettings {
     fn default() -> FileSettings {
         FileSettings {
             executions: 1000,
+            max_executions: 0,
             instances: 1,
             distance: 64,
             deadline: Duration::from_secs(10),
@@ -121,6 +141,8 @@ pub struct FileOutcome {
     pub stopped: Option<String>,
     /// The backend cannot be used any more (a GPU kernel that never finished).
     pub backend_lost: bool,
+    /// Executions ran on past those asked for, hunting a state the PTX model allows.
+    pub hunted: bool,
 }
 
 /// Whether `test` has barriers and the PTX model, with the suite's barrier semantics, lets no
@@ -147,6 +169,7 @@ impl FileOutcome {
             seed,
             stopped: None,
             backend_lost: false,
+            hunted: false,
         }
     }
 
@@ -270,6 +293,13 @@ impl FileOutcome {
             );
         }
         t.push('\n');
+        if self.hunted {
+            let _ = writeln!(
+                t,
+                "Hunted: ran on past the executions asked for, since the PTX model allows the \
+                 state the condition rules on and no execution had reached it"
+            );
+        }
         if let Some(why) = &self.stopped {
             let _ = writeln!(t, "Stopped early: {why}");
         }
@@ -348,8 +378,14 @@ fn launches(
         _ => HANG_PROBE_UNPROVED,
     };
     let mut done = 0;
-    while done < settings.executions {
-        let n = per_launch.min(settings.executions - done);
+    let mut allowed = None;
+    while done < settings.executions || hunts_on(test, settings, done, &outcome, &mut allowed) {
+        outcome.hunted |= done >= settings.executions;
+        let until = match done < settings.executions {
+            true => settings.executions,
+            false => settings.max_executions,
+        };
+        let n = per_launch.min(until - done);
         let memory = layout.initial_memory(n as usize);
         backend.copy_in(buffers.mem, 0, &bytes_of(&memory))?;
         backend.memset(buffers.out, 0)?;
@@ -386,6 +422,24 @@ fn launches(
         progress(n);
     }
     Ok(outcome)
+}
+
+/// Whether a test whose executions are done runs on: below `settings.max_executions`, while
+/// no execution reached the state its condition rules on and the PTX model allows that state
+/// (asked of the model once, kept in `allowed`).
+fn hunts_on(
+    test: &LitmusFile,
+    settings: &FileSettings,
+    done: u64,
+    outcome: &FileOutcome,
+    allowed: &mut Option<bool>,
+) -> bool {
+    if done >= settings.max_executions || outcome.reached() > 0 || outcome.stopped.is_some() {
+        return false;
+    }
+    *allowed.get_or_insert_with(|| {
+        crate::litmus::model::model(test).is_ok_and(|m| m.expected() == Expected::Allowed)
+    })
 }
 
 /// Reads the output words and the locations of `n` instances and counts their final states.

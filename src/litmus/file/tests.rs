@@ -111,6 +111,15 @@ fn loads_stores_and_moves() {
             value: -2
         }
     );
+    // Regression (Dat3M's Memalloy tests `RWC_uniproc`, `IRWIW_gl_cta`): the weak spelling
+    // of a constant's load was refused, "`2` is not a location".
+    assert_eq!(
+        one("ld.weak r0, 2"),
+        Instr::Move {
+            dst: "r0".into(),
+            value: 2
+        }
+    );
     let store = |sem, value| Instr::Store {
         sem,
         loc: "x".into(),

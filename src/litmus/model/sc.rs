@@ -1,7 +1,9 @@
 //! Which final states sequential consistency reaches: every interleaving of the threads'
 //! traces in which each read returns the value memory holds at that moment, with barriers as
 //! rendezvous (a `sync` waits until the barrier's count of arrivals, its quorum or else every
-//! thread of the CTA, is reached; phases restart after each completion).
+//! thread of the CTA, is reached; phases restart after each completion). As PTX's `exit` says,
+//! a barrier of every thread of the CTA is released when the only threads it still waits for
+//! have finished.
 //!
 //! This is the `sc_reachable` column of `expected.csv`: an allowed state SC cannot reach needs
 //! a weak behaviour.
@@ -14,6 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A barrier's identity for the rendezvous: CTA and name.
 type BarrierKey = (u32, Vec<u32>);
+/// The threads that arrived at a barrier in its current phase (a bit each), and its quorum
+/// (`None`: every thread of the CTA).
+type Arrivals = (u64, Option<u32>);
 
 /// The final states SC reaches (empty when no interleaving finishes).
 pub fn sc_states(program: &Program, observed: &[Observed]) -> BTreeSet<Vec<u32>> {
@@ -52,7 +57,7 @@ struct State {
     /// Threads that arrived at the `sync` at their position and wait for it to complete.
     waiting: u64,
     memory: Vec<u32>,
-    arrived: BTreeMap<BarrierKey, u32>,
+    arrived: BTreeMap<BarrierKey, Arrivals>,
 }
 
 struct Search<'a> {
@@ -110,24 +115,37 @@ impl Search<'_> {
             EventKind::Barrier { arrive, operands } => {
                 let cta = self.program.threads[t].cta;
                 let (name, quorum) = name_and_quorum(operands);
-                let count = quorum.unwrap_or_else(|| {
-                    self.program.threads.iter().filter(|x| x.cta == cta).count() as u32
-                });
                 let key = (cta, name.to_vec());
-                let n = next.arrived.entry(key.clone()).or_default();
-                *n += 1;
+                next.arrived.entry(key).or_insert((0, quorum)).0 |= 1 << t;
                 if *arrive {
                     next.pos[t] += 1;
                 } else {
                     next.waiting |= 1 << t;
                 }
-                if *n >= count {
-                    next.arrived.remove(&key);
-                    self.release(&mut next, &key);
-                }
             }
         }
+        self.complete_barriers(&mut next, self.program.threads[t].cta);
         Some(next)
+    }
+
+    /// Releases every barrier of `cta` whose phase is complete: its quorum of arrivals, or
+    /// without one, every thread of the CTA arrived or finished.
+    fn complete_barriers(&self, state: &mut State, cta: u32) {
+        let threads = &self.program.threads;
+        let complete: Vec<BarrierKey> = (state.arrived.iter())
+            .filter(|(key, _)| key.0 == cta)
+            .filter(|(_, &(arrived, quorum))| match quorum {
+                Some(k) => arrived.count_ones() >= k,
+                None => (0..threads.len())
+                    .filter(|&u| threads[u].cta == cta)
+                    .all(|u| arrived >> u & 1 == 1 || state.pos[u] == self.events(u).len()),
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in complete {
+            state.arrived.remove(&key);
+            self.release(state, &key);
+        }
     }
 
     /// Lets every thread waiting at barrier `key` go on.

@@ -342,3 +342,27 @@ fn an_rmw_reading_a_weak_write_does_not_order_its_read_after_its_own_readers() {
     assert_eq!(chain("st.relaxed.gpu", 3), Expected::Forbidden);
     assert_eq!(chain("st.weak", 1), Expected::Forbidden);
 }
+
+/// Regression (held-out Dat3M tests `SB+bar-dyn-reg-const` and a reduction of it): a third
+/// thread of the CTA that stores and exits without reaching the barrier held it up for ever in
+/// the SC rendezvous, so the model said no execution ends (`no-final-state`) and called the SC
+/// state weak, while the simulator finished every run. PTX's `exit` releases a barrier of every
+/// thread of the CTA whose only missing threads have exited; a quorum barrier still waits.
+#[test]
+fn a_barrier_of_the_whole_cta_goes_on_when_the_threads_it_waits_for_have_exited() {
+    let text = |bar: &str| {
+        format!(
+            "PTX t\n{{ x=0; y=0; z=0; }}\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 | P2@cta 0,gpu 0 ;\n \
+             st.weak x, 1 | st.weak y, 1 | st.weak z, 1 ;\n \
+             {bar} | {bar} | ;\n \
+             ld.weak r0, y | ld.weak r1, x | ;\nexists (P0:r0 == 0 \\/ P1:r1 == 0)\n"
+        )
+    };
+    let whole = run(&text("bar.cta.sync 1"));
+    assert_eq!(whole.sc, BTreeSet::from([vec![1, 1]]));
+    assert_eq!(whole.sc_reachable(), ScReachable::No);
+    assert_eq!(whole.expected(), Expected::Forbidden);
+    // A quorum of three that the exited thread never joins is not met.
+    let quorum = run(&text("bar.cta.sync 1, 1, 3"));
+    assert!(quorum.sc.is_empty());
+}

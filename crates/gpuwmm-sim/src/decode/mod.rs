@@ -57,8 +57,9 @@ pub struct Kernel {
     pub dynamic_shared_offset: u64,
     /// Bytes of `.local` memory per thread.
     pub local_bytes: u64,
-    /// The source line of each `trap` with line information, by PTX line (see [`origin_of`]).
-    pub trap_origins: Vec<(u32, String)>,
+    /// The source line of each instruction with line information, by PTX line (as
+    /// [`origin_of`] writes it): what a `trap` or a hang names.
+    pub origins: HashMap<u32, String>,
 }
 
 /// What a symbol names.
@@ -134,7 +135,7 @@ struct Program<'m> {
     entries: HashMap<String, u32>,
     /// Call sites whose callee is not decoded yet.
     pending: Vec<(usize, String)>,
-    trap_origins: Vec<(u32, String)>,
+    origins: HashMap<u32, String>,
 }
 
 /// Decodes one kernel and the device functions it calls.
@@ -158,7 +159,7 @@ pub fn decode_kernel(
         frames: HashMap::new(),
         entries: HashMap::new(),
         pending: Vec::new(),
-        trap_origins: Vec::new(),
+        origins: HashMap::new(),
     };
     decode_body(&mut p, f, symbols.clone(), false)?;
     while let Some((site, callee)) = p.pending.pop() {
@@ -183,7 +184,7 @@ pub fn decode_kernel(
         static_shared: layout.static_shared,
         dynamic_shared_offset: layout.dynamic_offset,
         local_bytes: align_up(p.local, 8),
-        trap_origins: p.trap_origins,
+        origins: p.origins,
     })
 }
 
@@ -276,6 +277,7 @@ fn decode_body(
         params: vec![HashMap::new()],
         in_func,
     };
+    let attribution = ptx::lines::attribute_statements(body);
     for (index, s) in body.iter().enumerate() {
         match s {
             Statement::BlockOpen => {
@@ -296,10 +298,8 @@ fn decode_body(
                 let inst = d
                     .inst(i, &f.name)
                     .map_err(|e| with_origin(e, d.p.module, body, index))?;
-                if inst.op == Op::Trap {
-                    if let Some(origin) = origin_of(d.p.module, body, index) {
-                        d.p.trap_origins.push((inst.line, origin));
-                    }
+                if let Some(at) = attribution[index] {
+                    (d.p.origins).insert(inst.line, show_origin(d.p.module, at));
                 }
                 d.p.code.push(inst);
             }
@@ -337,17 +337,21 @@ fn with_origin(
 /// name only): the line of the function compiled, followed by the inlined helper's line when
 /// it differs (`kernel.cu:12, inlined from cooperative_groups.h:520`). `None` without `.loc`.
 pub fn origin_of(module: &ptx::Module, body: &[Statement], index: usize) -> Option<String> {
+    let at = ptx::lines::attribute_statements(body)[index]?;
+    Some(show_origin(module, at))
+}
+
+/// An attribution as [`origin_of`] writes it.
+fn show_origin(module: &ptx::Module, at: ptx::lines::LineAttribution) -> String {
     let show = |p: ptx::SourcePos| {
         let file = module.file_path(p.file).unwrap_or("?");
         let name = file.rsplit('/').next().unwrap_or(file);
         format!("{name}:{}", p.line)
     };
-    let at = ptx::lines::attribute_statements(body)[index]?;
-    Some(if at.inner == at.outer {
-        show(at.outer)
-    } else {
-        format!("{}, inlined from {}", show(at.outer), show(at.inner))
-    })
+    match at.inner == at.outer {
+        true => show(at.outer),
+        false => format!("{}, inlined from {}", show(at.outer), show(at.inner)),
+    }
 }
 
 /// The definition (with body) of a function; modules may also declare it earlier.
