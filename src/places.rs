@@ -94,6 +94,31 @@ pub fn env_dir(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// `path` made absolute, as `std::path::absolute` does, and written without `.` and `..`
+/// where that names the same file (`/w/run/../apps/k` is `/w/apps/k` unless `run` is a link):
+/// the paths gpuwmm records and prints stay readable when given relative to a sibling folder.
+pub fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    use std::path::Component;
+    let spelled = std::path::absolute(path)?;
+    let mut tidy = PathBuf::new();
+    for part in spelled.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if tidy.file_name().is_some() => {
+                tidy.pop();
+            }
+            other => tidy.push(other),
+        }
+    }
+    let same = |a: &Path, b: &Path| {
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+    };
+    Ok(match tidy == spelled || same(&tidy, &spelled) {
+        true => tidy,
+        false => spelled,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +153,22 @@ mod tests {
             Path::new("/home/u/.local/share")
         );
         assert!(xdg_base(None, None, ".cache").starts_with(std::env::temp_dir()));
+    }
+
+    #[test]
+    fn an_app_folder_given_through_a_sibling_is_recorded_without_dot_dot() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, apps) = (dir.path().join("run"), dir.path().join("apps/k"));
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::create_dir_all(&apps).unwrap();
+        let through = run.join("..").join(".").join("apps/k");
+        assert_eq!(absolute(&through).unwrap(), apps);
+        // Through a link, `..` is the link target's parent: the path stays as spelled.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("apps/k")).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(elsewhere.path().join("apps"), &link).unwrap();
+        let via_link = link.join("../apps/k");
+        assert_eq!(absolute(&via_link).unwrap(), via_link);
     }
 }

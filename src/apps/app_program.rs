@@ -73,7 +73,7 @@ impl AppProgram {
     /// be read and the include folders exist, and reads the app's files for reports.
     pub fn new(manifest: &Manifest, dir: &Path) -> Result<(AppProgram, KernelSource), AppError> {
         let spec = &manifest.source;
-        let absolute = |p: &Path| std::path::absolute(dir.join(p)).unwrap_or(dir.join(p));
+        let absolute = |p: &Path| crate::places::absolute(&dir.join(p)).unwrap_or(dir.join(p));
         let mut include_dirs = vec![absolute(Path::new("."))];
         for (i, folder) in spec.include.iter().enumerate() {
             let path = absolute(folder);
@@ -102,11 +102,7 @@ impl AppProgram {
         };
         let mut texts = Vec::new();
         for (i, file) in spec.files.iter().enumerate() {
-            let path = if spec.declared {
-                absolute(file)
-            } else {
-                dir.join(file)
-            };
+            let path = absolute(file);
             texts.push((path.clone(), read("files", i, &path)?));
         }
         let check_files: Vec<PathBuf> = spec.check_files.iter().map(|f| absolute(f)).collect();

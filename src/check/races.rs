@@ -182,6 +182,11 @@ impl RaceEnd {
         place_of(self.file.as_deref(), self.line, self.ptx_line)
     }
 
+    /// Its file and line.
+    fn position(&self) -> Position<'_> {
+        (self.file.as_deref(), self.line)
+    }
+
     /// Its place and, for code inlined there, its own line (see [`apart`]).
     fn spot(&self) -> Spot<'_> {
         (self.place(), self.inner.as_ref())
@@ -241,6 +246,25 @@ fn apart(a: Spot, b: Spot) -> (String, String) {
     match a.0 == b.0 {
         true => (shown(a), shown(b)),
         false => (a.0, b.0),
+    }
+}
+
+/// A source position: file and line, as far as known.
+type Position<'a> = (Option<&'a str>, Option<u32>);
+
+fn position(site: &RaceSite) -> Position<'_> {
+    (site.file.as_deref(), site.line)
+}
+
+/// What advice adds when the fence's `before` place stands above its `after` place in one
+/// file: in time it comes after, on a later round of the loop that holds both (a consumer
+/// that reads the next node at :24 after the head's CAS at :25 took the last one).
+fn later_round(after: Position, before: Position) -> &'static str {
+    match (after, before) {
+        ((Some(a), Some(x)), (Some(b), Some(y))) if a == b && y < x => {
+            " (it stands above, and runs after it on a later round of the loop)"
+        }
+        _ => "",
     }
 }
 
@@ -555,20 +579,22 @@ pub fn lack(have: Option<Strength>, in_cta: bool) -> Option<Lack> {
 /// What the first thread's side lacks when it wrote what the second thread read.
 fn release_missing(c: &Conflict, first: &RaceEnd) -> Option<String> {
     let scope = scope_of(c.release_in_cta());
-    let (after, write) = match &c.via {
+    let (after, write, round) = match &c.via {
         Some((write, _)) => {
-            let (after, write) = apart(first.spot(), site_spot(write));
-            (after, format!("{write}, the write the other thread reads"))
+            let (after, shown) = apart(first.spot(), site_spot(write));
+            let round = later_round(first.position(), position(write));
+            (after, format!("{shown}, the write the other thread reads"), round)
         }
         None => (
             first.place(),
             "the write the other thread reads".to_string(),
+            "",
         ),
     };
     Some(match lack(c.facts.first_release, c.release_in_cta())? {
         Lack::Missing => format!(
             "no release pattern on the signalling side: a fence.acq_rel.{scope} after {after}, \
-             before {write}"
+             before {write}{round}"
         ),
         Lack::TooNarrow => format!(
             "the release after {} is .cta: it does not reach the other CTA (needs .gpu)",
@@ -648,23 +674,25 @@ fn acquire_missing(c: &Conflict, second: &RaceEnd) -> Option<String> {
     // Code that polls in several places names another read in another occurrence: the
     // report gives the most common one, and the others under "in other occurrences".
     let scope = scope_of(c.acquire_in_cta());
-    let (read, before) = match &c.via {
+    let (read, before, round) = match &c.via {
         Some((_, read)) => {
-            let (read, before) = apart(site_spot(read), second.spot());
+            let (shown, before) = apart(site_spot(read), second.spot());
             (
-                format!("{read}, the read that saw the other thread's write"),
+                format!("{shown}, the read that saw the other thread's write"),
                 before,
+                later_round(position(read), second.position()),
             )
         }
         None => (
             "the read that saw the other thread's write".to_string(),
             second.place(),
+            "",
         ),
     };
     Some(match lack(c.facts.second_acquire, c.acquire_in_cta())? {
         Lack::Missing => format!(
             "no acquire pattern on the waiting side: a fence.acq_rel.{scope} after {read}, \
-             before {before}"
+             before {before}{round}"
         ),
         Lack::TooNarrow => format!(
             "the acquire before {} is .cta: it does not reach the other CTA (needs .gpu)",
@@ -1072,6 +1100,26 @@ mod tests {
         let acquire = "after kernel.cu:13 (exchange.cuh:27), the read that saw the other \
                        thread's write, before kernel.cu:13 (exchange.cuh:32)";
         assert!(missing.contains(acquire), "{missing}");
+    }
+
+    /// QA finding (a Treiber stack's pop reads `next[h]` at :24 and takes the node with a CAS at
+    /// :25, in a loop): the advice said "after kernel.cu:25 … before kernel.cu:24" with no word
+    /// that :24 comes after :25 only on the loop's next round.
+    #[test]
+    fn advice_whose_fence_goes_before_a_line_above_says_it_runs_on_a_later_round() {
+        let mut c = weak_communicated_pair();
+        c.first.site = site_at(15, "st.global.u32");
+        c.second.site = site_at(24, "ld.global.u32");
+        c.via = Some((site_at(16, "atom.global.cas.b32"), site_at(25, "atom.global.cas.b32")));
+        let missing = advice(c);
+        let acquire = "after kernel.cu:25, the read that saw the other thread's write, before \
+                       kernel.cu:24 (it stands above, and runs after it on a later round of the \
+                       loop)";
+        assert!(missing.contains(acquire), "{missing}");
+        // The release goes down the source: no note.
+        let release = "after kernel.cu:15, before kernel.cu:16, the write the other thread \
+                       reads;";
+        assert!(missing.contains(release), "{missing}");
     }
 
     #[test]

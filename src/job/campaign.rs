@@ -130,7 +130,7 @@ fn campaign_settings(
     // simulator fallback note was printed twice).
     let mut settings = target_settings(&resolve(first, options.target, &|_| {})?.target);
     let app_dir = match &options.target.app_dir {
-        Some(dir) => std::path::absolute(dir)?.display().to_string(),
+        Some(dir) => crate::places::absolute(dir)?.display().to_string(),
         None => "none (built-in app)".into(),
     };
     settings.insert("--app-dir", app_dir);

@@ -89,7 +89,9 @@ impl<'a> HardenText<'a> {
             &self.hardening.report,
         );
         let count = report.placed.len() + report.unplaced.len();
-        if hardened.kinds.is_empty() {
+        if count == 0 {
+            writeln!(f, "\nfinal fences: none")?;
+        } else if hardened.kinds.is_empty() {
             writeln!(
                 f,
                 "\nfinal fences: {count} ({}, in CUDA `{}`)",

@@ -115,7 +115,7 @@ pub fn move_app_dir(journal: &Path, subject: &mut Subject, dir: &Path) -> Result
             subject.target.app
         )));
     }
-    subject.target.app_dir = Some(std::path::absolute(dir)?);
+    subject.target.app_dir = Some(crate::places::absolute(dir)?);
     Ok(())
 }
 

@@ -102,7 +102,7 @@ pub fn resolve(app: &str, options: &TargetOptions, say: Say) -> Result<Resolved,
         app_dir: options
             .app_dir
             .as_deref()
-            .map(std::path::absolute)
+            .map(crate::places::absolute)
             .transpose()?,
         size: options.size.unwrap_or(size),
         backend: probed.kind,
