@@ -5,6 +5,7 @@ use super::naming::resuming_note;
 use crate::check::{CheckMeta, Outcome, Tally};
 use crate::ptx::loops::BlindLoop;
 use crate::stats::ZeroErrorBound;
+use crate::backend::BackendKind;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -33,8 +34,29 @@ fn stress_text(meta: &CheckMeta) -> String {
     }
     let p = &meta.target.profile;
     format!(
-        "{} iterations of '{}' x spread {} x patch {}",
-        meta.stress.stress_iterations, p.sequence, p.spread, p.patch_words
+        "{} iterations of '{}' x spread {} x patch {}{}",
+        meta.stress.stress_iterations,
+        p.sequence,
+        p.spread,
+        p.patch_words,
+        calibrated_text(meta)
+    )
+}
+
+/// What the stress was sized to: `--stress-factor` times the app's own kernel with idle
+/// stressing blocks, in the backend's unit (a long kernel, a spin that gives up after many
+/// rounds say, makes every run long).
+fn calibrated_text(meta: &CheckMeta) -> String {
+    let Some(c) = &meta.stress.calibration else {
+        return String::new();
+    };
+    let base = match meta.target.backend {
+        BackendKind::Sim => format!("{:.0} instructions of its busiest thread", c.base),
+        BackendKind::Cuda => format!("{:.3} ms", c.base * 1e3),
+    };
+    format!(
+        ", sized to {}x the app's kernel with idle stress ({base}; --stress-factor)",
+        meta.target.stress_factor
     )
 }
 
