@@ -110,9 +110,7 @@ pub fn absolute(path: &Path) -> std::io::Result<PathBuf> {
             other => tidy.push(other),
         }
     }
-    let same = |a: &Path, b: &Path| {
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
-    };
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
     Ok(match tidy == spelled || same(&tidy, &spelled) {
         true => tidy,
         false => spelled,

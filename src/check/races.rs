@@ -583,7 +583,11 @@ fn release_missing(c: &Conflict, first: &RaceEnd) -> Option<String> {
         Some((write, _)) => {
             let (after, shown) = apart(first.spot(), site_spot(write));
             let round = later_round(first.position(), position(write));
-            (after, format!("{shown}, the write the other thread reads"), round)
+            (
+                after,
+                format!("{shown}, the write the other thread reads"),
+                round,
+            )
         }
         None => (
             first.place(),
@@ -1110,7 +1114,10 @@ mod tests {
         let mut c = weak_communicated_pair();
         c.first.site = site_at(15, "st.global.u32");
         c.second.site = site_at(24, "ld.global.u32");
-        c.via = Some((site_at(16, "atom.global.cas.b32"), site_at(25, "atom.global.cas.b32")));
+        c.via = Some((
+            site_at(16, "atom.global.cas.b32"),
+            site_at(25, "atom.global.cas.b32"),
+        ));
         let missing = advice(c);
         let acquire = "after kernel.cu:25, the read that saw the other thread's write, before \
                        kernel.cu:24 (it stands above, and runs after it on a later round of the \

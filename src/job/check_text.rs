@@ -2,10 +2,10 @@
 //! stress, journal) and the summary of its runs (outcomes, error rate, first error).
 
 use super::naming::resuming_note;
+use crate::backend::BackendKind;
 use crate::check::{CheckMeta, Outcome, Tally};
 use crate::ptx::loops::BlindLoop;
 use crate::stats::ZeroErrorBound;
-use crate::backend::BackendKind;
 use std::fmt::Write;
 use std::path::Path;
 

@@ -401,6 +401,10 @@ struct Heard {
     /// Relayed: how many of the accesses the third thread's releases covered before its
     /// write, at CTA and at GPU scope.
     released: (u32, u32),
+    /// Heard from the writer of the write read: how many of its own accesses its releases
+    /// covered before that write, at CTA and at GPU scope (a release it made after the write
+    /// forms no release pattern with it).
+    writer_released: Option<(u32, u32)>,
     /// The writer and the reader of the communication are of one CTA.
     in_cta: bool,
     /// Passed on: the line of the barrier at which the thread that read the communication
@@ -951,6 +955,7 @@ impl RaceTracker {
                     true => known.earliest_rpos(),
                     false => me.pos,
                 };
+                let own = |v: &Option<Clock>| v.as_ref().map_or(0, |c| c[x as usize]);
                 let heard = Heard {
                     wpos: xpos,
                     rpos: me.pos,
@@ -959,6 +964,7 @@ impl RaceTracker {
                     wline: xline,
                     rline: me.line,
                     in_cta,
+                    writer_released: (x == writer).then(|| (own(&views.0), own(&views.1))),
                     ..Heard::default()
                 };
                 self.set_heard(me.thread, x, heard);
@@ -1195,9 +1201,10 @@ impl RaceTracker {
             self.carrying.insert(heard.addr);
         }
         let relayed = communicated && heard.relay != 0;
-        let first_release = match relayed {
-            true => relayed_release(heard.released, first.pos),
-            false => self.last_release[first.thread as usize]
+        let first_release = match (relayed, heard.writer_released) {
+            (true, _) => relayed_release(heard.released, first.pos),
+            (false, Some(released)) if communicated => relayed_release(released, first.pos),
+            (false, _) => self.last_release[first.thread as usize]
                 .filter(|&(p, _)| p >= first.pos)
                 .map(|r| r.1),
         };
@@ -1879,6 +1886,28 @@ mod tests {
         assert_eq!(key.facts.second_acquire, None);
         assert_eq!(key.via, Some((11, 20)));
         assert!(!key.facts.same_cta);
+    }
+
+    /// QA finding (a producer whose `__threadfence()` stands after its flag store, a consumer
+    /// fenced after its spin): the fence after the flag counted as the release after the
+    /// payload, so release and acquire both looked present and the advice named no line ("a
+    /// release and an acquire of gpu scope around the communication between them"). Only a
+    /// release before the write the other thread read forms the pattern.
+    #[test]
+    fn a_fence_after_the_flag_store_is_no_release_of_the_payload() {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Weak), Some(1));
+        r.store(0, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(1, None, 20, w(FLAG), order(Reach::Gpu), Some(2));
+        r.fence(0, Reach::Gpu, true, 12);
+        r.fence(1, Reach::Gpu, false, 30);
+        r.load(1, None, 21, w(X), order(Reach::Weak), Some(1));
+        let pairs = payload_of(r);
+        assert_eq!(pairs.len(), 1);
+        let facts = pairs[0].key.facts;
+        assert!(facts.communicated);
+        assert_eq!(facts.first_release, None);
+        assert_eq!(facts.second_acquire, Some(Strength::Gpu));
     }
 
     #[test]
