@@ -31,13 +31,18 @@ fn suite() -> Option<PathBuf> {
 }
 
 fn run_on_sim(path: &Path, model: MemoryModel, executions: u64) -> FileOutcome {
-    let test = parse_file(path).unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = SimBackend::new(SimConfig::new(model, 3));
     let settings = FileSettings {
         executions,
         ..FileSettings::default()
     };
-    run_litmus_file(&mut sim, &test, &settings, 11, |_| {})
+    run_with(path, model, &settings, 11)
+}
+
+/// `path` on a simulator of `model` (its seed 3), with `settings` and run seed `seed`.
+fn run_with(path: &Path, model: MemoryModel, settings: &FileSettings, seed: u64) -> FileOutcome {
+    let test = parse_file(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = SimBackend::new(SimConfig::new(model, 3));
+    run_litmus_file(&mut sim, &test, settings, seed, |_| {})
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -447,25 +452,22 @@ fn a_state_the_model_allows_is_hunted_until_reached_and_a_forbidden_one_never() 
         max_executions: 5_000,
         ..FileSettings::default()
     };
-    let run = |name: &str| {
-        let test = parse_file(&repo(&format!("tests/litmus/{name}.litmus"))).unwrap();
-        let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Ptx, 3));
-        run_litmus_file(&mut sim, &test, &settings, 1, |_| {}).unwrap()
+    let run = |name: &str, settings: &FileSettings| {
+        let path = repo(&format!("tests/litmus/{name}.litmus"));
+        run_with(&path, MemoryModel::Ptx, settings, 1)
     };
-    let weak = run("MP+volatile");
+    let weak = run("MP+volatile", &settings);
     assert!(weak.hunted, "{}", weak.report());
     assert_eq!(weak.reached(), 1, "stops at the first: {}", weak.report());
     assert!(weak.finished() > 1 && weak.finished() < 5_000);
     assert!(weak.report().contains("Hunted: ran on past"));
-    let fenced = run("MP+membar.gl");
+    let fenced = run("MP+membar.gl", &settings);
     assert_eq!((fenced.hunted, fenced.finished()), (false, 1));
     // Without a higher limit nothing is hunted.
     let asked = FileSettings {
         max_executions: 0,
         ..settings
     };
-    let test = parse_file(&repo("tests/litmus/MP+volatile.litmus")).unwrap();
-    let mut sim = SimBackend::new(SimConfig::new(MemoryModel::Ptx, 3));
-    let once = run_litmus_file(&mut sim, &test, &asked, 1, |_| {}).unwrap();
+    let once = run("MP+volatile", &asked);
     assert_eq!((once.hunted, once.finished()), (false, 1));
 }
