@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A barrier's identity for the rendezvous: CTA and name.
 type BarrierKey = (u32, Vec<u32>);
-/// The threads that arrived at a barrier in its current phase (a bit each), and its quorum
-/// (`None`: every thread of the CTA).
-type Arrivals = (u64, Option<u32>);
+/// A barrier's current phase: its arrivals, the threads that arrived (a bit each), and its
+/// quorum (`None`: every thread of the CTA).
+type Arrivals = (u32, u64, Option<u32>);
 
 /// The final states SC reaches (empty when no interleaving finishes).
 pub fn sc_states(program: &Program, observed: &[Observed]) -> BTreeSet<Vec<u32>> {
@@ -116,7 +116,9 @@ impl Search<'_> {
                 let cta = self.program.threads[t].cta;
                 let (name, quorum) = name_and_quorum(operands);
                 let key = (cta, name.to_vec());
-                next.arrived.entry(key).or_insert((0, quorum)).0 |= 1 << t;
+                let phase = next.arrived.entry(key).or_insert((0, 0, quorum));
+                phase.0 += 1;
+                phase.1 |= 1 << t;
                 if *arrive {
                     next.pos[t] += 1;
                 } else {
@@ -134,8 +136,8 @@ impl Search<'_> {
         let threads = &self.program.threads;
         let complete: Vec<BarrierKey> = (state.arrived.iter())
             .filter(|(key, _)| key.0 == cta)
-            .filter(|(_, &(arrived, quorum))| match quorum {
-                Some(k) => arrived.count_ones() >= k,
+            .filter(|(_, &(arrivals, arrived, quorum))| match quorum {
+                Some(k) => arrivals >= k,
                 None => (0..threads.len())
                     .filter(|&u| threads[u].cta == cta)
                     .all(|u| arrived >> u & 1 == 1 || state.pos[u] == self.events(u).len()),
