@@ -59,6 +59,30 @@ fn model_agrees_with_every_expressible_shared_verdict() {
     assert!(agree >= 96, "{summary}");
 }
 
+/// The project's own litmus files (`tests/litmus/`): their verdicts, written from the PTX
+/// axioms, are the model's too.
+#[test]
+fn model_agrees_with_every_verdict_of_the_projects_own_files() {
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/litmus");
+    let out = gpuwmm_in_repo(&[
+        "litmus",
+        "model",
+        own.to_str().unwrap(),
+        "--expect",
+        own.join("expected.csv").to_str().unwrap(),
+        "--quiet",
+    ]);
+    let text = ok(&out);
+    let summary = text
+        .lines()
+        .find(|l| l.contains(" tests: agree "))
+        .expect("a summary line");
+    assert_eq!(
+        summary, "67 tests: agree 67, DISAGREE 0, not modelled 0",
+        "{text}"
+    );
+}
+
 /// Writes the families into a fresh folder, `gen`.
 fn generated() -> tempfile::TempDir {
     generated_with(&[])

@@ -24,6 +24,7 @@ use crate::device::BackendError;
 use rand::Rng;
 
 mod held;
+mod own_store;
 
 /// Where an access goes after resolving generic addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,8 +172,11 @@ impl Machine<'_> {
                         n += 1;
                         continue;
                     }
+                    Hazard::OwnStore if self.overtake_own_loads(t, base, inst) => {}
                     Hazard::Boundary
-                        if !self.holds_stores(t) && self.overtake_deferred(t, is_fence(inst)) => {}
+                        if !self.holds_stores(t)
+                            && !self.overtaken_by_own_store(t)
+                            && self.overtake_deferred(t, is_fence(inst)) => {}
                     // The thread waits for its loads, half the time letting others run first.
                     _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
@@ -918,6 +922,7 @@ impl Machine<'_> {
                     rmw: None,
                     reserved: None,
                     race_pos,
+                    before_own: None,
                 },
             );
             return Ok(());
@@ -1011,6 +1016,7 @@ impl Machine<'_> {
                 rmw: Some((op, mem, b, c)),
                 reserved,
                 race_pos: 0,
+                before_own: None,
             },
         );
         Ok(())
@@ -1592,15 +1598,21 @@ impl Machine<'_> {
         order: Order,
         mark: Option<Mark>,
     ) -> Option<Restriction> {
-        let newest = self.mem.read(addr, size).ok()?;
-        let pick = self.rng.random::<u32>();
-        let a = self.model_access(t, order);
-        let fallback = self.model.effectless_value(a, addr, size, newest, pick)?;
+        let fallback = self.effectless_value(t, addr, size, order)?;
         Some(Restriction {
             fallback,
             mark,
             may_observe: true,
         })
+    }
+
+    /// A value a load of thread `t` may read now with no effect on the model; `None` when it
+    /// has none.
+    fn effectless_value(&mut self, t: usize, addr: u64, size: u64, order: Order) -> Option<u64> {
+        let newest = self.mem.read(addr, size).ok()?;
+        let pick = self.rng.random::<u32>();
+        let a = self.model_access(t, order);
+        self.model.effectless_value(a, addr, size, newest, pick)
     }
 
     /// A fence or release of thread `t` about to overtake its deferred loads and RMWs: on the
@@ -1668,9 +1680,10 @@ impl Machine<'_> {
                 continue;
             }
             self.deferred_race_pos = (p.race_pos != 0).then_some(p.race_pos);
-            let v = match p.restricted {
-                None => self.load_global(t, p.line, p.addr, size, p.order)?,
-                Some(r) => self.restricted_load(t, &p, r),
+            let v = match (p.restricted, p.before_own) {
+                (Some(r), _) => self.restricted_load(t, &p, r),
+                (None, Some(b)) => self.load_before_own(t, &p, b),
+                (None, None) => self.load_global(t, p.line, p.addr, size, p.order)?,
             };
             self.set(base, p.d, alu::extend(p.ty, v));
         }
@@ -1722,12 +1735,20 @@ impl Machine<'_> {
             r.mark,
             r.may_observe,
         );
+        self.record_deferred_load(t, p);
+        v.unwrap_or(r.fallback)
+    }
+
+    /// Records deferred load `p` of thread `t`, just performed, while races are recorded.
+    fn record_deferred_load(&mut self, t: usize, p: &Deferred) {
         if let Some(races) = &mut self.races {
             let pos = self.deferred_race_pos.take();
-            let at = Bytes { addr: p.addr, size };
+            let at = Bytes {
+                addr: p.addr,
+                size: u64::from(p.ty.bytes()),
+            };
             races.load(t, pos, p.line, at, p.order, self.model.last_read);
         }
-        v.unwrap_or(r.fallback)
     }
 
     /// Whether `inst` must wait for the thread's deferred loads: it uses or overwrites their
@@ -1738,6 +1759,7 @@ impl Machine<'_> {
     /// arithmetic, a branch, or a relaxed or weak load or store (`Wait`).
     fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
         match self.needs_deferred(t, base, inst) {
+            true if self.may_overtake_own_loads(t, base, inst) => Hazard::OwnStore,
             true => self.hold_or_wait(t, base, inst),
             false => match inst.op {
                 Op::Fence { reach, .. } if !self.alone_in_scope(t, reach) => Hazard::Boundary,
@@ -1847,6 +1869,9 @@ enum Hazard {
     /// A fence, release store, acquire load or an RMW that releases or acquires: it may
     /// overtake them, restricting them.
     Boundary,
+    /// A store of a deferred plain load's bytes that may take effect first
+    /// (`exec/own_store.rs`), else it waits.
+    OwnStore,
     /// It must wait until they are performed.
     Wait,
 }

@@ -63,7 +63,10 @@
 //!   coherence-last value.
 //! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
 //!   overtake them, and arithmetic on their values and stores of them are held back with
-//!   them (`exec/held.rs`). A fence, release store or acquire load may overtake a deferred load too;
+//!   them (`exec/held.rs`). A store of the same bytes that releases nothing may overtake a
+//!   deferred load too ([`PtxMemory::load_before_own`], `exec/own_store.rs`): the load then
+//!   reads from its thread's position before the store, never its own newer writes (load
+//!   buffering on one location). A fence, release store or acquire load may overtake a deferred load too;
 //!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
 //!   forms no synchronisation with and that no thread wrote after the thread's first
 //!   overtaking release ([`PtxMemory::mark`]) with that release in its causal past, or else a
@@ -279,6 +282,11 @@ impl Location {
     /// the coherence key of the newest message its past holds through a late observation
     /// ([`PtxMemory::late_floor`]; 0 for none).
     fn lower_bound(&self, t: u32, past: Option<&View>, late: u64) -> usize {
+        self.lower_bound_from(self.position(t), past, late)
+    }
+
+    /// [`Location::lower_bound`] for a reader whose coherence position here is `position`.
+    fn lower_bound_from(&self, position: u64, past: Option<&View>, late: u64) -> usize {
         let seen = |m: &Message| past.is_some_and(|p| p.covers(m.block, m.seq)) || m.co <= late;
         let mut by_causality = self
             .msgs
@@ -290,7 +298,6 @@ impl Location {
         if by_causality > 0 && self.msgs[by_causality].racing {
             by_causality -= 1;
         }
-        let position = self.position(t);
         let mut by_coherence = self
             .msgs
             .iter()
@@ -661,6 +668,62 @@ impl PtxMemory {
         } else {
             last
         };
+        self.read_message(a, addr, i)
+    }
+
+    /// The coherence key of the newest message of `[addr, addr + size)` that thread `t` has
+    /// written or strongly read (0: none, or no history of that width).
+    pub fn position(&self, t: u32, addr: u64, size: u64) -> u64 {
+        self.tracked_location(addr, size)
+            .map_or(0, |loc| loc.position(t))
+    }
+
+    /// A deferred load `a` of `[addr, addr + size)` that a later store of its own thread to
+    /// the same bytes overtook (load buffering on one location), performed now: as
+    /// [`PtxMemory::load`] from the coherence position `floor` its thread had there before
+    /// that store, never reading a write of its own thread newer than `floor`. PTX allows it
+    /// to read another thread's write that follows its own store in coherence unless the
+    /// three are pairwise morally strong: `store` is the store's scope when the load and the
+    /// store are both strong, and then no write newer than `floor` that is morally strong with
+    /// the load at its scope or at the store's is read (stronger than PTX for such writes
+    /// below the store). `None` when no kept message qualifies.
+    pub fn load_before_own(
+        &mut self,
+        a: Access,
+        (addr, size): (u64, u64),
+        (pick, older): (u32, u32),
+        floor: u64,
+        store: Option<Reach>,
+    ) -> Option<u64> {
+        self.last_read = None;
+        let late = self.late_floor(a.thread, addr);
+        let past = self.past[a.thread as usize].as_ref();
+        let loc = self.tracked_location(addr, size)?;
+        let lower = loc.lower_bound_from(floor, past, late);
+        let strong_with = |m: &Message, reach: Reach| {
+            reach != Reach::Weak && morally_strong(&self.gpus, m, a.thread, a.block, reach)
+        };
+        let excluded = |m: &Message| {
+            m.co > floor
+                && m.ts != 0
+                && (m.writer == a.thread
+                    || store.is_some_and(|r| strong_with(m, a.reach) || strong_with(m, r)))
+        };
+        let choices: Vec<usize> = (lower..loc.msgs.len())
+            .filter(|&i| !excluded(&loc.msgs[i]))
+            .collect();
+        let last = choices.len().checked_sub(1)?;
+        let i = match last > 0 && pick < older {
+            true => choices[(pick as usize) % last],
+            false => choices[last],
+        };
+        Some(self.read_message(a, addr, i))
+    }
+
+    /// Thread `a` reads message `i` of the tracked location at `addr`: coherence, the read
+    /// log and (for a morally strong read) observation follow. Returns the value.
+    fn read_message(&mut self, a: Access, addr: u64, i: usize) -> u64 {
+        let loc = self.locations.get_mut(&addr).expect("a tracked location");
         self.last_read = Some(loc.msgs[i].ts);
         let own = loc.msgs[i].writer == a.thread && loc.msgs[i].ts != 0;
         let strong = a.reach != Reach::Weak
@@ -2046,6 +2109,39 @@ mod tests {
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
         m.store(access(1, 1, Reach::Gpu), X, 4, 1, 2, lowest);
         assert_eq!(readable(&m, access(0, 0, Reach::Gpu), X, 1), vec![1]);
+    }
+
+    /// The values a load of `X` by `a` that its thread's store overtook may read, from
+    /// coherence position `floor` (see [`PtxMemory::load_before_own`]).
+    fn values_before_own(m: &PtxMemory, a: Access, floor: u64, store: Option<Reach>) -> Vec<u64> {
+        let mut out: Vec<u64> = (0..=KEPT as u32)
+            .filter_map(|p| {
+                let chance = if p == KEPT as u32 { 0 } else { u32::MAX };
+                clone(m).load_before_own(a, (X, 4), (p, chance), floor, store)
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn a_load_its_own_store_overtook_reads_the_other_threads_later_write_but_never_its_own() {
+        // Thread 0 (block 0) loaded X, then its store of 1 took effect; thread 1 (block 1)
+        // then wrote 2.
+        let setup = |load: Reach, store: Reach, other: Reach| {
+            let mut m = PtxMemory::new(2, 2);
+            let floor = m.position(0, X, 4);
+            m.store(access(0, 0, store), X, 4, 0, 1, as_newest);
+            m.store(access(1, 1, other), X, 4, 1, 2, as_newest);
+            let both = (load != Reach::Weak && store != Reach::Weak).then_some(store);
+            values_before_own(&m, access(0, 0, load), floor, both)
+        };
+        assert_eq!(setup(Reach::Weak, Reach::Weak, Reach::Weak), vec![0, 2]);
+        assert_eq!(setup(Reach::Weak, Reach::Gpu, Reach::Gpu), vec![0, 2]);
+        assert_eq!(setup(Reach::Cta, Reach::Cta, Reach::Cta), vec![0, 2]);
+        // Pairwise morally strong: SC per location keeps the later write from it.
+        assert_eq!(setup(Reach::Gpu, Reach::Gpu, Reach::Gpu), vec![0]);
     }
 
     /// The values a restricted load of `X` by `a` (overtaken by the release at `mark`) may

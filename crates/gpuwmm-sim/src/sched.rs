@@ -103,6 +103,23 @@ pub struct Deferred {
     /// While races are recorded: the access number the recorder gave the load when it was
     /// issued, so that it is recorded in program order though performed later (0: none).
     pub race_pos: u32,
+    /// A later store of its thread to the same bytes took effect first (see
+    /// `exec/own_store.rs`).
+    pub before_own: Option<BeforeOwn>,
+}
+
+/// What a deferred load that its thread's later store to the same bytes overtook may read.
+#[derive(Debug, Clone, Copy)]
+pub struct BeforeOwn {
+    /// Its thread's coherence position at those bytes before the store: it reads nothing
+    /// older, and no write of its own thread newer.
+    pub floor: u64,
+    /// A value it could read, with no effect, before the store: read when nothing else
+    /// qualifies any more.
+    pub fallback: u64,
+    /// The store's scope when the load and the store are both strong (the load then reads no
+    /// write above `floor` morally strong with either).
+    pub strong_store: Option<super::isa::Reach>,
 }
 
 /// What a restricted deferred load may still read.
@@ -138,6 +155,7 @@ impl Default for Deferred {
             rmw: None,
             reserved: None,
             race_pos: 0,
+            before_own: None,
         }
     }
 }
