@@ -270,6 +270,43 @@ fn out_of_bounds_store_faults() {
     b.synchronize(LONG).unwrap();
 }
 
+/// QA bug (a ring buffer whose size define was misspelt): the fault named the mangled kernel
+/// and a PTX line, `kernel '_ZN4ring8pipeline…', PTX line 210`; it names the kernel as the
+/// source does and the source line, with the line the code is inlined at.
+#[test]
+fn a_fault_names_the_kernel_and_the_source_line_as_the_source_spells_them() {
+    const RING: &str = "\
+.version 8.8
+.target sm_70
+.address_size 64
+.file 1 \"/app/ring.cu\"
+.file 2 \"/app/spsc.cuh\"
+
+.visible .entry _ZN4ring4pushEPi(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	.loc 1 13 5
+	.loc 2 22 3, function_name $L__info_string0, inlined_at 1 13 5
+	st.global.u32 [%rd1+64], 1;
+	ret;
+}
+";
+    let mut b = sim(MemoryModel::Ptx, 0);
+    let m = b.load_module(RING).unwrap();
+    let buf = b.alloc(16).unwrap();
+    b.launch(m, "_ZN4ring4pushEPi", &launch(1, 1), &[KernelArg::ptr(buf)])
+        .unwrap();
+    let e = b.synchronize(LONG).unwrap_err();
+    let BackendError::Fault(msg) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        msg.starts_with("kernel 'ring::push', at ring.cu:13, inlined from spsc.cuh:22 (PTX line"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn division_by_zero_faults() {
     let mut b = sim(MemoryModel::Sc, 0);

@@ -23,6 +23,8 @@ pub struct AppDescription {
     pub manifest: Option<PathBuf>,
     /// Per input size, `sim` then `gpu`.
     pub sizes: Vec<SizeDescription>,
+    /// What looks wrong but compiles: a define no file of the app mentions.
+    pub warnings: Vec<String>,
 }
 
 /// What the app is at one input size.
@@ -93,6 +95,10 @@ pub fn describe(app: &dyn App) -> Result<AppDescription, AppError> {
         sources: app.source().files().map(|(p, _)| p.to_path_buf()).collect(),
         manifest: app.manifest().map(|m| m.file.clone()),
         sizes,
+        warnings: app
+            .manifest()
+            .map(|m| m.unused_defines())
+            .unwrap_or_default(),
     })
 }
 
@@ -213,6 +219,9 @@ impl Display for AppDescription {
         }
         for size in &self.sizes {
             write!(f, "{size}")?;
+        }
+        for warning in &self.warnings {
+            writeln!(f, "{warning}")?;
         }
         writeln!(
             f,

@@ -693,7 +693,8 @@ impl RunContext<'_> {
             args,
         };
         self.launches += 1;
-        let step = format!("launch {} (kernel {kernel})", launch.index);
+        let name = ptx::demangle::call_name(kernel);
+        let step = format!("launch {} (kernel {name})", launch.index);
         let started = self.launcher.launch(&mut *self.backend, &mut launch);
         self.launched_from.retain(|&m| m != launch.module);
         self.launched_from.push(launch.module);

@@ -636,11 +636,15 @@ fn relayed_release_missing(
 /// before the write the first forwarder reads (unless the access reached that thread
 /// causally), of a scope with that forwarder, and in each forwarding thread an acquire after
 /// its read and a release before its write (one `fence.acq_rel` between the two, of a scope
-/// with every thread of the chain; the first thread that lacks it is named).
+/// with every thread of the chain; the first thread that lacks it is named). A forwarder
+/// whose read and write are one read-modify-write needs none: PTX's observation order runs
+/// through an atomic operation, and no fence fits inside one.
 fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> {
     let Some(forward) = &c.forward else {
         return Vec::new();
     };
+    let one_rmw = forward.read.function == forward.passes.function
+        && forward.read.ptx_line == forward.passes.ptx_line;
     let (read, passes) = apart(site_spot(&forward.read), site_spot(&forward.passes));
     let lacks = |s: Option<Strength>| lack(s, c.facts.communication_in_cta);
     let mut parts = Vec::new();
@@ -658,7 +662,7 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
         )),
         _ => {}
     }
-    match lacks(forward.fenced) {
+    match lacks(forward.fenced).filter(|_| !one_rmw) {
         Some(Lack::Missing) => parts.push(format!(
             "no acquire and release in a thread that passes it on: that thread reads at {read}, \
              then writes {passes}, which the next thread reads; a fence.acq_rel.{scope} in that \
@@ -1502,6 +1506,30 @@ mod tests {
         );
         c.forward.as_mut().unwrap().write = None;
         assert!(!advice(c).contains("signalling side"));
+    }
+
+    /// QA bug (a spin lock taken with `atomicCAS`): a thread whose CAS read the unlock and wrote
+    /// the lock was named as a forwarder lacking "a fence.acq_rel.gpu in that thread after
+    /// spinlock.cuh:6 and before spinlock.cuh:6", inside one instruction. Observation order
+    /// runs through the RMW: only the writer's release and the reader's acquire are named.
+    #[test]
+    fn a_forwarder_that_is_one_rmw_is_named_for_no_fence() {
+        let mut c = weak_communicated_pair();
+        c.facts.second_acquire = Some(Strength::Gpu);
+        c.via = Some((site_at(15, "atom.cas"), site_at(18, "ld")));
+        c.forward = Some(Forwarded {
+            write: Some(site_at(11, "atom.exch")),
+            read: site_at(15, "atom.cas"),
+            passes: site_at(15, "atom.cas"),
+            fenced: None,
+            first_in_cta: false,
+            last_in_cta: false,
+        });
+        let missing = advice(c);
+        assert!(!missing.contains("passes it on: that thread"), "{missing}");
+        let release = "a fence.acq_rel.gpu after kernel.cu:10, before kernel.cu:11, which a \
+                       further thread reads and passes on";
+        assert!(missing.contains(release), "{missing}");
     }
 
     /// A `.cta` flag between CTAs: the payload's advice named no flag ("make both strong"),

@@ -659,7 +659,7 @@ fn offer(
 
 /// The indentation of a fence on a line of its own after `line`: like the line its statement
 /// starts on, or, first in a block, like the block's first line (one level deeper than the
-/// `{` line for an empty block).
+/// `{` line for an empty block, by the file's own step: [`indent_step`]).
 fn new_line_indent(lines: &[Line<'_>], st: &Statements<'_>, e: &Event, line: usize) -> String {
     let What::Fence { side, node, .. } = &e.what else {
         return String::new();
@@ -673,10 +673,30 @@ fn new_line_indent(lines: &[Line<'_>], st: &Statements<'_>, e: &Event, line: usi
         Some(n) => indentation(lines[n - 1].content).to_string(),
         None => {
             let outer = indentation(lines[line - 1].content);
-            let step = if outer.contains('\t') { "\t" } else { "    " };
-            format!("{outer}{step}")
+            format!("{outer}{}", indent_step(lines, outer))
         }
     }
+}
+
+/// One level of indentation in the file of `lines`, for a line nested in one indented by
+/// `outer`: a tab where `outer` has one, else the smallest number of spaces by which a line
+/// goes deeper than the line above it (4 where none does).
+fn indent_step(lines: &[Line<'_>], outer: &str) -> String {
+    if outer.contains('\t') {
+        return "\t".to_string();
+    }
+    let depths: Vec<usize> = (lines.iter())
+        .filter(|l| !l.content.trim().is_empty())
+        .map(|l| indentation(l.content))
+        .filter(|i| !i.contains('\t'))
+        .map(str::len)
+        .collect();
+    let step = (depths.windows(2))
+        .filter(|w| w[1] > w[0])
+        .map(|w| w[1] - w[0])
+        .min()
+        .unwrap_or(4);
+    " ".repeat(step)
 }
 
 /// The line after which a line goes that is to come before `line`: the one above it, or above
@@ -1109,6 +1129,22 @@ mod tests {
         assert_eq!(
             fenced_after(closed, &[1]),
             "while (flag[0] == 0) { F; }\nF;\nx = 1;\n"
+        );
+    }
+
+    /// Bug (QA, a spin loop in a file indented by 2): the fence in an empty loop body was
+    /// indented 4 deeper than the loop, as if every file used 4.
+    #[test]
+    fn a_fence_in_an_empty_block_takes_the_files_own_indentation_step() {
+        let text = "void k() {\n  if (t) {\n    while (flag[0] == 0) {\n    }\n  }\n}\n";
+        assert_eq!(
+            fenced_after(text, &[3]),
+            "void k() {\n  if (t) {\n    while (flag[0] == 0) {\n      F;\n    }\n    F;\n  }\n}\n"
+        );
+        let tabs = "void k() {\n\twhile (flag[0] == 0) {\n\t}\n}\n";
+        assert_eq!(
+            fenced_after(tabs, &[2]),
+            "void k() {\n\twhile (flag[0] == 0) {\n\t\tF;\n\t}\n\tF;\n}\n"
         );
     }
 

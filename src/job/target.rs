@@ -88,6 +88,16 @@ pub fn resolve(app: &str, options: &TargetOptions, say: Say) -> Result<Resolved,
     if let Some(reason) = &probed.fallback_reason {
         say(&format!("note: running on the simulator: {reason}"));
     }
+    if let Some(dir) = &options.app_dir {
+        let app = crate::apps::load_app_dir(dir).map_err(JobError::BadApp)?;
+        for warning in app
+            .manifest()
+            .map(|m| m.unused_defines())
+            .unwrap_or_default()
+        {
+            say(&warning);
+        }
+    }
     let (profile, profile_source) = match &options.profile {
         Some(path) => (StressProfile::load(path)?, path.display().to_string()),
         None => profile::resolve(&profile::default_dir(), &probed.info)?,

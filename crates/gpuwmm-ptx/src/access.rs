@@ -131,18 +131,16 @@ impl Instruction {
         classify_fence(&self.opcode)
     }
 
-    /// Whether this is a CTA barrier its thread waits at (`bar.sync`, `bar.red`,
-    /// `barrier.sync`, `barrier.cta.red`, ...; not `bar.arrive`, which does not wait, nor
-    /// `bar.warp.sync` or a cluster barrier). What the block's threads did before it precedes
-    /// what each does after it; a release fence after it, followed by a strong write, passes all
-    /// of that on to another block (PTX: base causality is po and synchronizes-with, and a
-    /// release pattern is a fence followed by a write of its own thread).
-    pub fn waits_at_cta_barrier(&self) -> bool {
+    /// Whether this is a CTA or warp barrier its thread waits at (`bar.sync`, `bar.red`,
+    /// `barrier.sync`, `barrier.cta.red`, `bar.warp.sync`, ...; not `bar.arrive`, which does
+    /// not wait, nor a cluster barrier). What the threads it joins (the block's, or the lanes
+    /// of the warp mask) did before it precedes what each does after it; a release fence after
+    /// it, followed by a strong write, passes all of that on to another thread (PTX: base
+    /// causality is po and synchronizes-with, and a release pattern is a fence followed by a
+    /// write of its own thread).
+    pub fn waits_at_barrier(&self) -> bool {
         let op = &self.opcode;
-        matches!(op.base.as_str(), "bar" | "barrier")
-            && !op.has("arrive")
-            && !op.has("warp")
-            && !op.has("cluster")
+        matches!(op.base.as_str(), "bar" | "barrier") && !op.has("arrive") && !op.has("cluster")
     }
 }
 

@@ -109,8 +109,15 @@ impl Machine<'_> {
         u64::from(v)
     }
 
+    /// A fault at PTX line `line`: the kernel as its source names it, and the source line
+    /// (with the line it is inlined at) where the PTX carries line information.
     pub(crate) fn fault(&self, line: u32, what: impl std::fmt::Display) -> BackendError {
-        BackendError::Fault(format!("kernel '{}', PTX line {line}: {what}", self.k.name))
+        let name = gpuwmm_ptx::demangle::call_name(&self.k.name);
+        let at = match self.k.origins.get(&line) {
+            Some(origin) => format!("at {origin} (PTX line {line})"),
+            None => format!("PTX line {line}"),
+        };
+        BackendError::Fault(format!("kernel '{name}', {at}: {what}"))
     }
 
     /// What a `trap` at PTX line `line` says: its source line, and for one in

@@ -19,6 +19,7 @@ mod data;
 mod error;
 mod plan;
 mod raw;
+mod unused;
 mod validate;
 
 pub use error::{ManifestError, Problem};

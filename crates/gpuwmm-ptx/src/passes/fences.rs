@@ -7,9 +7,9 @@
 //! chosen subset of them (after each run of a site's accesses, where a fence in the source can
 //! go: [`fence_points`]), and strips existing fences to make the `-nf` variants of applications.
 //!
-//! Beyond the paper, a CTA barrier (`__syncthreads()`) is a site too: a fence after it is the
-//! only place a fence can release, to another block, what the block's other threads wrote before
-//! the barrier (a fence before the barrier releases only its own thread's writes: PTX's release
+//! Beyond the paper, a CTA or warp barrier (`__syncthreads()`, `__syncwarp()`) is a site too: a
+//! fence after it is the only place a fence can release, to another thread, what the other
+//! threads it joined wrote before the barrier (a fence before the barrier releases only its own thread's writes: PTX's release
 //! pattern is a fence followed by a write of the same thread). A grid barrier or a last-block
 //! reduction in which every thread writes and one thread then signals needs it.
 
@@ -72,7 +72,7 @@ impl fmt::Display for SourceLine {
     }
 }
 
-/// One access instruction (or CTA barrier) after which a fence may go.
+/// One access instruction (or barrier) after which a fence may go.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Access {
     /// Index of the instruction's statement in its function's body.
@@ -191,7 +191,7 @@ parse_by_name!(FenceKind, opcode, String, |s| {
 
 /// Every candidate fence site of the module: first the sites holding an access that may touch
 /// global memory, in module order of their first such access, then the sites whose accesses are
-/// all to shared memory, in module order, then the sites that are CTA barriers only. So a
+/// all to shared memory, in module order, then the sites that are barriers only. So a
 /// kernel's global sites keep their ids whatever shared-memory code or barriers sit between
 /// them, the ids they had before shared accesses and barriers were sites. At line granularity
 /// a line's site holds all its accesses, shared ones and barriers too.
@@ -232,7 +232,7 @@ struct AccessGroup {
     accesses: Vec<Access>,
     /// The statement of its first access that may touch global memory, if any.
     first_global: Option<usize>,
-    /// Whether it holds a memory access (else only CTA barriers).
+    /// Whether it holds a memory access (else only barriers).
     memory: bool,
 }
 
@@ -270,7 +270,7 @@ impl Groups {
     }
 }
 
-/// The accesses (and CTA barriers) of one function, grouped by site, in order of first
+/// The accesses (and barriers) of one function, grouped by site, in order of first
 /// appearance.
 fn function_accesses(
     module: &Module,
@@ -286,7 +286,7 @@ fn function_accesses(
             continue;
         };
         let memory = instruction.memory_access().filter(|a| a.may_communicate());
-        if memory.is_none() && !instruction.waits_at_cta_barrier() {
+        if memory.is_none() && !instruction.waits_at_barrier() {
             continue;
         }
         let access = Access {
@@ -668,8 +668,7 @@ mod tests {
     /// signalled with an atomic; no site put a fence between the barrier and the atomic, so
     /// harden kept `fence.sc` fences that order the other threads' writes only when fence-SC
     /// order happens to (8 failures in 2,000 runs of the patched app). A barrier is a site of
-    /// its own line, after the accesses' sites; `bar.arrive` (no wait) and `bar.warp.sync` are
-    /// not.
+    /// its own line, after the accesses' sites; `bar.arrive` (no wait) is not.
     #[test]
     fn a_cta_barrier_is_a_site_after_the_access_sites_and_gets_its_fence_after_it() {
         let text = "\
@@ -689,7 +688,6 @@ mod tests {
 	bar.sync 0;
 	.loc 1 5 5
 	bar.arrive 1, 64;
-	bar.warp.sync -1;
 	.loc 1 6 5
 	atom.global.add.u32 %r1, [%rd1+4], 1;
 	ret;
@@ -704,6 +702,44 @@ mod tests {
         let fenced = print(&insert_fences(&module, &[&sites[2]], FenceKind::AcqRelGpu));
         assert!(
             fenced.contains("bar.sync \t0;\n\tfence.acq_rel.gpu;\n"),
+            "{fenced}"
+        );
+    }
+
+    /// Bug (QA, a warp-to-warp handoff in shared memory): lanes wrote a tile, `__syncwarp()`,
+    /// then lane 0 raised a flag; `bar.warp.sync` was no site, so harden could not put the
+    /// release after it and kept `fence.sc.cta` inside the tile loop instead. A warp barrier
+    /// joins the causal pasts of its lanes as a CTA barrier does those of the block.
+    #[test]
+    fn a_warp_barrier_is_a_site_like_a_cta_barrier() {
+        let text = "\
+.version 8.8
+.target sm_70
+.address_size 64
+.file 1 \"k.cu\"
+
+.visible .entry k(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	.loc 1 3 5
+	st.shared.u32 [%rd1], 1;
+	.loc 1 4 5
+	bar.warp.sync -1;
+	.loc 1 5 5
+	st.volatile.shared.u32 [%rd1+4], 1;
+	ret;
+}
+";
+        let module = parse(text).unwrap();
+        let sites = fence_sites(&module, Granularity::SourceLine);
+        let lines: Vec<u32> = (sites.iter())
+            .map(|s| s.source.as_ref().unwrap().line)
+            .collect();
+        assert_eq!(lines, [3, 5, 4]);
+        let fenced = print(&insert_fences(&module, &[&sites[2]], FenceKind::AcqRelCta));
+        assert!(
+            fenced.contains("bar.warp.sync \t-1;\n\tfence.acq_rel.cta;\n"),
             "{fenced}"
         );
     }
