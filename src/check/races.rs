@@ -662,11 +662,16 @@ fn forwarded_missing(c: &Conflict, scope: &str, first: &RaceEnd) -> Vec<String> 
         )),
         _ => {}
     }
+    // A link the access reached causally starts at the barrier that brought it.
+    let reached = match forward.read.ptx.starts_with("bar") {
+        true => format!("it reaches that thread at the barrier {read}"),
+        false => format!("that thread reads at {read}"),
+    };
     match lacks(forward.fenced).filter(|_| !one_rmw) {
         Some(Lack::Missing) => parts.push(format!(
-            "no acquire and release in a thread that passes it on: that thread reads at {read}, \
-             then writes {passes}, which the next thread reads; a fence.acq_rel.{scope} in that \
-             thread after {read} and before {passes}"
+            "no acquire and release in a thread that passes it on: {reached}, then writes \
+             {passes}, which the next thread reads; a fence.acq_rel.{scope} in that thread \
+             after {read} and before {passes}"
         )),
         Some(Lack::TooNarrow) => parts.push(format!(
             "the fences of a thread that passes it on, between {read} and {passes}, are .cta: \
@@ -1506,6 +1511,27 @@ mod tests {
         );
         c.forward.as_mut().unwrap().write = None;
         assert!(!advice(c).contains("signalling side"));
+    }
+
+    /// QA finding (a last-block histogram): a link the payload reached at a barrier read
+    /// "that thread reads at histogram.cu:32", where line 32 is `__syncthreads()`.
+    #[test]
+    fn a_forwarding_link_reached_at_a_barrier_says_so() {
+        let mut c = weak_communicated_pair();
+        c.facts.first_release = Some(Strength::Gpu);
+        c.facts.second_acquire = Some(Strength::Gpu);
+        c.forward = Some(Forwarded {
+            write: None,
+            read: site_at(13, "bar.sync \t0;"),
+            passes: site_at(15, "atom.add"),
+            fenced: None,
+            first_in_cta: false,
+            last_in_cta: false,
+        });
+        let missing = advice(c);
+        let reached = "it reaches that thread at the barrier kernel.cu:13, then writes \
+                       kernel.cu:15";
+        assert!(missing.contains(reached), "{missing}");
     }
 
     /// QA bug (a spin lock taken with `atomicCAS`): a thread whose CAS read the unlock and wrote
