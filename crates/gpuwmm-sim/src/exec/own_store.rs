@@ -67,17 +67,25 @@ impl Machine<'_> {
         let mut before = [None; super::super::sched::MAX_DEFERRED as usize];
         for (i, slot) in before.iter_mut().enumerate().take(n) {
             let p = self.threads[t].pending[i];
-            if p.addr != at || p.before_own.is_some() {
+            if p.addr != at {
                 continue;
             }
-            let Some(fallback) = self.effectless_value(t, at, size, p.order) else {
-                return false;
-            };
             let both_strong = p.order.reach != Reach::Weak && mem.order.reach != Reach::Weak;
-            *slot = Some(BeforeOwn {
-                floor,
-                fallback,
-                strong_store: both_strong.then_some(mem.order.reach),
+            let strong_store = both_strong.then_some(mem.order.reach);
+            // A second store keeps the first one's floor; the widest strong store rules.
+            *slot = Some(match p.before_own {
+                Some(b) => BeforeOwn {
+                    strong_store: b.strong_store.max(strong_store),
+                    ..b
+                },
+                None => BeforeOwn {
+                    floor,
+                    fallback: match self.effectless_value(t, at, size, p.order) {
+                        Some(v) => v,
+                        None => return false,
+                    },
+                    strong_store,
+                },
             });
         }
         for (i, b) in before.into_iter().enumerate().take(n) {
