@@ -679,23 +679,27 @@ fn new_line_indent(lines: &[Line<'_>], st: &Statements<'_>, e: &Event, line: usi
 }
 
 /// One level of indentation in the file of `lines`, for a line nested in one indented by
-/// `outer`: a tab where `outer` has one, else the smallest number of spaces by which a line
-/// goes deeper than the line above it (4 where none does).
+/// `outer`: a tab where `outer` has one, else the number of spaces by which a line most often
+/// goes deeper than the line above it (the smaller on a tie; 4 where none does). Lines of a
+/// block comment (` * …`) do not count.
 fn indent_step(lines: &[Line<'_>], outer: &str) -> String {
     if outer.contains('\t') {
         return "\t".to_string();
     }
     let depths: Vec<usize> = (lines.iter())
-        .filter(|l| !l.content.trim().is_empty())
-        .map(|l| indentation(l.content))
+        .map(|l| l.content)
+        .filter(|c| !c.trim().is_empty() && !c.trim_start().starts_with('*'))
+        .map(indentation)
         .filter(|i| !i.contains('\t'))
         .map(str::len)
         .collect();
-    let step = (depths.windows(2))
-        .filter(|w| w[1] > w[0])
-        .map(|w| w[1] - w[0])
-        .min()
-        .unwrap_or(4);
+    let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+    for w in depths.windows(2).filter(|w| w[1] > w[0]) {
+        *counts.entry(w[1] - w[0]).or_default() += 1;
+    }
+    let step = (counts.iter())
+        .max_by_key(|&(step, n)| (n, std::cmp::Reverse(step)))
+        .map_or(4, |(&step, _)| step);
     " ".repeat(step)
 }
 
@@ -1140,6 +1144,13 @@ mod tests {
         assert_eq!(
             fenced_after(text, &[3]),
             "void k() {\n  if (t) {\n    while (flag[0] == 0) {\n      F;\n    }\n    F;\n  }\n}\n"
+        );
+        // A block comment's ` * ` lines are no step of 1.
+        let commented = format!("/*\n * spin\n */\n{text}");
+        assert!(
+            fenced_after(&commented, &[6]).contains("\n      F;\n    }\n"),
+            "{}",
+            fenced_after(&commented, &[6])
         );
         let tabs = "void k() {\n\twhile (flag[0] == 0) {\n\t}\n}\n";
         assert_eq!(
