@@ -29,10 +29,8 @@ fn suite() -> Option<PathBuf> {
     }
 }
 
-#[test]
-fn model_agrees_with_every_expressible_shared_verdict() {
-    let suite = common::or_skip!(suite());
-    let (tests, csv) = (suite.join("tests"), suite.join("expected.csv"));
+/// The summary line of `litmus model TESTS --expect CSV`.
+fn model_summary(tests: &Path, csv: &Path) -> String {
     let out = gpuwmm_in_repo(&[
         "litmus",
         "model",
@@ -42,10 +40,16 @@ fn model_agrees_with_every_expressible_shared_verdict() {
         "--quiet",
     ]);
     let text = ok(&out);
-    let summary = text
-        .lines()
-        .find(|l| l.contains(" tests: agree "))
-        .expect("a summary line");
+    let summary = text.lines().find(|l| l.contains(" tests: agree "));
+    summary
+        .unwrap_or_else(|| panic!("no summary line in\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn model_agrees_with_every_expressible_shared_verdict() {
+    let suite = common::or_skip!(suite());
+    let summary = model_summary(&suite.join("tests"), &suite.join("expected.csv"));
     assert!(summary.contains("DISAGREE 0"), "{summary}");
     assert!(!summary.contains("sc_reachable differs"), "{summary}");
     // Every test is expressed, those on two GPUs included.
@@ -64,23 +68,8 @@ fn model_agrees_with_every_expressible_shared_verdict() {
 #[test]
 fn model_agrees_with_every_verdict_of_the_projects_own_files() {
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/litmus");
-    let out = gpuwmm_in_repo(&[
-        "litmus",
-        "model",
-        own.to_str().unwrap(),
-        "--expect",
-        own.join("expected.csv").to_str().unwrap(),
-        "--quiet",
-    ]);
-    let text = ok(&out);
-    let summary = text
-        .lines()
-        .find(|l| l.contains(" tests: agree "))
-        .expect("a summary line");
-    assert_eq!(
-        summary, "68 tests: agree 68, DISAGREE 0, not modelled 0",
-        "{text}"
-    );
+    let summary = model_summary(&own, &own.join("expected.csv"));
+    assert_eq!(summary, "68 tests: agree 68, DISAGREE 0, not modelled 0");
 }
 
 /// Writes the families into a fresh folder, `gen`.
