@@ -117,9 +117,6 @@ pub struct BeforeOwn {
     /// A value it could read, with no effect, before the store: read when nothing else
     /// qualifies any more.
     pub fallback: u64,
-    /// The store's scope when the load and the store are both strong (the load then reads no
-    /// write above `floor` morally strong with either).
-    pub strong_store: Option<super::isa::Reach>,
 }
 
 /// What a restricted deferred load may still read.

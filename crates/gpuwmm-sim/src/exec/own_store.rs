@@ -11,9 +11,10 @@
 //! So a global store that neither releases nor acquires, whose address and value are known
 //! and that touches only deferred plain loads of exactly its bytes, may take effect before
 //! them. Each such load then reads as from the coherence position its thread had before the
-//! store, never a write of its own thread newer than that and, when the load and the store
-//! are both strong, no newer write morally strong with either (the three would be pairwise
-//! morally strong) ([`PtxMemory::load_before_own`](super::super::ptx_model::PtxMemory::load_before_own));
+//! store, never a write of its own thread newer than that, and no write morally strong with
+//! it that follows the store in coherence: reading that one would observe it, and
+//! observation then program order put it before the store in causality, so in coherence
+//! ([`PtxMemory::load_before_own`](super::super::ptx_model::PtxMemory::load_before_own));
 //! where nothing qualifies any more, a value it could have read before the store. The store
 //! carries no view of its thread's that the load could be caused by (it does not release),
 //! and anything after it that could synchronise (a fence, release or acquire) waits for the
@@ -67,26 +68,14 @@ impl Machine<'_> {
         let mut before = [None; super::super::sched::MAX_DEFERRED as usize];
         for (i, slot) in before.iter_mut().enumerate().take(n) {
             let p = self.threads[t].pending[i];
-            if p.addr != at {
+            // A load a store overtook already keeps that store's floor.
+            if p.addr != at || p.before_own.is_some() {
                 continue;
             }
-            let both_strong = p.order.reach != Reach::Weak && mem.order.reach != Reach::Weak;
-            let strong_store = both_strong.then_some(mem.order.reach);
-            // A second store keeps the first one's floor; the widest strong store rules.
-            *slot = Some(match p.before_own {
-                Some(b) => BeforeOwn {
-                    strong_store: b.strong_store.max(strong_store),
-                    ..b
-                },
-                None => BeforeOwn {
-                    floor,
-                    fallback: match self.effectless_value(t, at, size, p.order) {
-                        Some(v) => v,
-                        None => return false,
-                    },
-                    strong_store,
-                },
-            });
+            let Some(fallback) = self.effectless_value(t, at, size, p.order) else {
+                return false;
+            };
+            *slot = Some(BeforeOwn { floor, fallback });
         }
         for (i, b) in before.into_iter().enumerate().take(n) {
             if b.is_some() {
@@ -110,13 +99,9 @@ impl Machine<'_> {
         let size = u64::from(p.ty.bytes());
         let pick = self.rng.random::<u32>();
         let a = self.model_access(t, p.order);
-        let v = self.model.load_before_own(
-            a,
-            (p.addr, size),
-            (pick, self.older),
-            b.floor,
-            b.strong_store,
-        );
+        let v = self
+            .model
+            .load_before_own(a, (p.addr, size), (pick, self.older), b.floor);
         self.record_deferred_load(t, p);
         v.unwrap_or(b.fallback)
     }
