@@ -108,7 +108,8 @@
 //! # Where it differs from PTX
 //!
 //! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
-//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND):
+//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND; one known
+//! exception, found by fuzzing, is in the crate's README under "Known unsound"):
 //! causality gained through synchronisation is tracked per block, so acquiring one write of a
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
@@ -316,11 +317,20 @@ impl Location {
 
     /// How many of the newest messages a new write may be placed below: those it need not
     /// follow in coherence (`must_follow` false for each), with room for a key between.
-    fn placements(&self, must_follow: impl Fn(&Message) -> bool) -> usize {
+    /// A write that must follow the message before a racing one and that is morally strong
+    /// with the racing one (`orders`) does not go between them: it would order the two
+    /// through itself (PTX's coherence is transitive), and a reader may already have read the
+    /// older after the racing one, which that order forbids.
+    fn placements(
+        &self,
+        must_follow: impl Fn(&Message) -> bool,
+        orders: impl Fn(&Message) -> bool,
+    ) -> usize {
         let mut n = 0;
         for i in (1..self.msgs.len()).rev() {
-            let m = &self.msgs[i];
-            if must_follow(m) || m.co - self.msgs[i - 1].co < 2 {
+            let (m, before) = (&self.msgs[i], &self.msgs[i - 1]);
+            let splits = m.racing && must_follow(before) && orders(m);
+            if must_follow(m) || m.co - before.co < 2 || splits {
                 break;
             }
             n += 1;
@@ -685,8 +695,9 @@ impl PtxMemory {
     /// to read another thread's write that follows its own store in coherence, but not one it
     /// is morally strong with: reading that one observes it, and observation then program
     /// order put it before the store in causality, so in coherence too. Such writes are read
-    /// only below the thread's first write above `floor` (below `floor` when that write is no
-    /// longer kept). `None` when no kept message qualifies.
+    /// only at or below `floor` (stronger than PTX, which also allows those between `floor`
+    /// and the store: reading one would order it before the store, which a racing store
+    /// placed above it does not record). `None` when no kept message qualifies.
     pub fn load_before_own(
         &mut self,
         a: Access,
@@ -699,18 +710,11 @@ impl PtxMemory {
         let past = self.past[a.thread as usize].as_ref();
         let loc = self.tracked_location(addr, size)?;
         let lower = loc.lower_bound_from(floor, past, late);
-        let own_later = |m: &Message| m.writer == a.thread && m.ts != 0 && m.co > floor;
-        // The store's coherence key, when every message above `floor` is still kept.
-        let store = match loc.msgs[0].co <= floor {
-            true => loc.msgs.iter().filter(|m| own_later(m)).map(|m| m.co).min(),
-            false => None,
-        };
         let observed = |m: &Message| {
             a.reach != Reach::Weak && morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
         };
-        let excluded = |m: &Message| {
-            own_later(m) || (m.ts != 0 && m.co > store.unwrap_or(floor) && observed(m))
-        };
+        let excluded =
+            |m: &Message| m.ts != 0 && m.co > floor && (m.writer == a.thread || observed(m));
         let choices: Vec<usize> = (lower..loc.msgs.len())
             .filter(|&i| !excluded(&loc.msgs[i]))
             .collect();
@@ -1103,13 +1107,17 @@ impl PtxMemory {
     /// value.
     fn placements(&self, a: Access, addr: u64, loc: &Location) -> usize {
         let position = loc.position(a.thread).max(self.late_floor(a.thread, addr));
-        loc.placements(|m| {
+        let must_follow = |m: &Message| {
             m.ts == 0
                 || m.co <= position
                 || (m.rmw.is_some() && morally_strong(&self.gpus, m, a.thread, a.block, a.reach))
                 || m.writer == a.thread
                 || self.knows(a.thread, m)
-        })
+        };
+        let orders = |m: &Message| {
+            a.reach != Reach::Weak && morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
+        };
+        loc.placements(must_follow, orders)
     }
 
     fn choose_placement(
