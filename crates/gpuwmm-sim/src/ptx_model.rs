@@ -108,8 +108,8 @@
 //! # Where it differs from PTX
 //!
 //! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
-//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND; one known
-//! exception, found by fuzzing, is in the crate's README under "Known unsound"):
+//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND; the
+//! classes fuzzing found, all fixed, are listed in the crate's README):
 //! causality gained through synchronisation is tracked per block, so acquiring one write of a
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
@@ -889,9 +889,12 @@ impl PtxMemory {
 
     /// A value load `a` may read now with no effect on the model (see
     /// [`PtxMemory::restricted_choices`]), chosen by `pick`; `newest` (memory) for a location
-    /// without history; `None` when every message it may read would synchronise.
+    /// without history; `None` when every message it may read would synchronise. The caller
+    /// keeps it as the value a deferred load reads when nothing else qualifies later, so it
+    /// is logged as a read now: a late observation made before the load is performed must
+    /// not leave that value stale for a thread that holds its mark.
     pub fn effectless_value(
-        &self,
+        &mut self,
         a: Access,
         addr: u64,
         size: u64,
@@ -902,11 +905,14 @@ impl PtxMemory {
             return Some(newest);
         }
         let Some(v) = self.restricted_choices(a, addr, size, None, false) else {
+            self.note_read(addr, a.thread, 0);
             return Some(newest);
         };
         let loc = self.tracked_location(addr, size)?;
         let (i, _) = *v.get(pick as usize % v.len().max(1))?;
-        Some(loc.msgs[i].value)
+        let (co, value) = (loc.msgs[i].co, loc.msgs[i].value);
+        self.note_read(addr, a.thread, co);
+        Some(value)
     }
 
     /// A restricted deferred load `a` of `[addr, addr + size)` (overtaken by a fence or
@@ -2392,5 +2398,26 @@ mod tests {
     fn a_late_observation_is_refused_when_a_thread_holding_the_release_read_older() {
         let (mut m, k) = rmw_chain(true);
         assert_eq!(restricted_read(&mut m, k, true), Some(0));
+    }
+
+    /// Regression (UNSOUND, found by fuzzing): thread 1 defers its relaxed load of X and its
+    /// release of Y overtakes it; thread 2 acquires Y and defers an acquire load of X, which
+    /// keeps the initial value as its fallback; thread 0 then writes X. Thread 1's load may not
+    /// observe that write late: thread 2, holding the release, may still read its fallback,
+    /// which the observation would make stale (write-to-read causality). X has a history
+    /// before, so that the fallback is a message of it.
+    #[test]
+    fn a_late_observation_is_refused_when_a_thread_holding_the_release_kept_an_older_fallback() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 0, as_newest);
+        let k = m.mark(1, 1);
+        m.store(releasing(access(1, 1, Reach::Gpu)), Y, 4, 0, 1, as_newest);
+        let acquirer = acquiring(access(2, 2, Reach::Gpu));
+        assert_eq!(newest_load(&mut m, acquirer, Y, 1), 1);
+        assert_eq!(m.effectless_value(acquirer, X, 4, 0, 0), Some(0));
+        m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
+        let observer = access(1, 1, Reach::Gpu);
+        let read = m.restricted_load(observer, (X, 4), 1, (u32::MAX, 0), Some(k), true);
+        assert_eq!(read, Some(0));
     }
 }
