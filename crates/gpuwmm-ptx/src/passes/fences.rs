@@ -671,17 +671,8 @@ mod tests {
     /// its own line, after the accesses' sites; `bar.arrive` (no wait) is not.
     #[test]
     fn a_cta_barrier_is_a_site_after_the_access_sites_and_gets_its_fence_after_it() {
-        let text = "\
-.version 8.8
-.target sm_70
-.address_size 64
-.file 1 \"k.cu\"
-
-.visible .entry k(.param .u64 p)
-{
-	.reg .b64 %rd<2>;
+        let body = "\
 	.reg .b32 %r<2>;
-	ld.param.u64 %rd1, [p];
 	.loc 1 3 5
 	st.global.u32 [%rd1], 1;
 	.loc 1 4 5
@@ -690,20 +681,9 @@ mod tests {
 	bar.arrive 1, 64;
 	.loc 1 6 5
 	atom.global.add.u32 %r1, [%rd1+4], 1;
-	ret;
-}
 ";
-        let module = parse(text).unwrap();
-        let sites = fence_sites(&module, Granularity::SourceLine);
-        let lines: Vec<u32> = (sites.iter())
-            .map(|s| s.source.as_ref().unwrap().line)
-            .collect();
-        assert_eq!(lines, [3, 6, 4]);
-        let fenced = print(&insert_fences(&module, &[&sites[2]], FenceKind::AcqRelGpu));
-        assert!(
-            fenced.contains("bar.sync \t0;\n\tfence.acq_rel.gpu;\n"),
-            "{fenced}"
-        );
+        let expected = "bar.sync \t0;\n\tfence.acq_rel.gpu;\n";
+        assert_barrier_site_is_last(body, [3, 6, 4], FenceKind::AcqRelGpu, expected);
     }
 
     /// Bug (QA, a warp-to-warp handoff in shared memory): lanes wrote a tile, `__syncwarp()`,
@@ -712,36 +692,35 @@ mod tests {
     /// joins the causal pasts of its lanes as a CTA barrier does those of the block.
     #[test]
     fn a_warp_barrier_is_a_site_like_a_cta_barrier() {
-        let text = "\
-.version 8.8
-.target sm_70
-.address_size 64
-.file 1 \"k.cu\"
-
-.visible .entry k(.param .u64 p)
-{
-	.reg .b64 %rd<2>;
-	ld.param.u64 %rd1, [p];
+        let body = "\
 	.loc 1 3 5
 	st.shared.u32 [%rd1], 1;
 	.loc 1 4 5
 	bar.warp.sync -1;
 	.loc 1 5 5
 	st.volatile.shared.u32 [%rd1+4], 1;
-	ret;
-}
 ";
-        let module = parse(text).unwrap();
+        let expected = "bar.warp.sync \t-1;\n\tfence.acq_rel.cta;\n";
+        assert_barrier_site_is_last(body, [3, 5, 4], FenceKind::AcqRelCta, expected);
+    }
+
+    /// The kernel `k(p)` of `k.cu` with `body` after loading `p` into `%rd1`: its sites per
+    /// source line are at `lines`, the last is the barrier's, and a `kind` fence there prints
+    /// as `expected`.
+    fn assert_barrier_site_is_last(body: &str, lines: [u32; 3], kind: FenceKind, expected: &str) {
+        let text = format!(
+            ".version 8.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\n\
+             .visible .entry k(.param .u64 p)\n{{\n\t.reg .b64 %rd<2>;\n\
+             \tld.param.u64 %rd1, [p];\n{body}\tret;\n}}\n"
+        );
+        let module = parse(&text).unwrap();
         let sites = fence_sites(&module, Granularity::SourceLine);
-        let lines: Vec<u32> = (sites.iter())
+        let found: Vec<u32> = (sites.iter())
             .map(|s| s.source.as_ref().unwrap().line)
             .collect();
-        assert_eq!(lines, [3, 5, 4]);
-        let fenced = print(&insert_fences(&module, &[&sites[2]], FenceKind::AcqRelCta));
-        assert!(
-            fenced.contains("bar.warp.sync \t-1;\n\tfence.acq_rel.cta;\n"),
-            "{fenced}"
-        );
+        assert_eq!(found, lines);
+        let fenced = print(&insert_fences(&module, &[&sites[2]], kind));
+        assert!(fenced.contains(expected), "{fenced}");
     }
 
     #[test]
