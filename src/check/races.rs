@@ -403,12 +403,14 @@ fn missing(c: &Conflict, class: RaceClass, first: &RaceEnd, second: &RaceEnd) ->
                 (false, Some(handshake)) => format!(
                     "nothing passes between the two threads from one access to the other, so no \
                      fence orders this pair. {handshake}; otherwise take the same lock around \
-                     both, or publish one to the other through a flag"
+                     both, or publish one to the other through a flag{}",
+                    barrier_option(c)
                 ),
-                (false, None) => "nothing passes between the two threads from one access to the \
-                                  other: take the same lock around both, or publish one to the \
-                                  other through a flag"
-                    .to_string(),
+                (false, None) => format!(
+                    "nothing passes between the two threads from one access to the other: take \
+                     the same lock around both, or publish one to the other through a flag{}",
+                    barrier_option(c)
+                ),
             }
         }
     }
@@ -521,8 +523,22 @@ fn data_race_missing(c: &Conflict, scope: &str, first: &RaceEnd, second: &RaceEn
         "{parts}, and nothing passes between the two threads from one access to the other: make \
          both strong at a scope with both threads (a flag one thread waits on: `volatile` or an \
          atomic), or publish one to the other through a strong flag with a release and an \
-         acquire of {scope} scope"
+         acquire of {scope} scope{}",
+        barrier_option(c)
     )
+}
+
+/// For a pair of one CTA with nothing passed between its threads, the barrier that orders it
+/// (a barrier synchronises the threads that reach it, so it orders what each did before it
+/// with what the others do after it); nothing for threads of two CTAs.
+fn barrier_option(c: &Conflict) -> &'static str {
+    match c.facts.same_cta {
+        true => {
+            "; or, as both threads are of one CTA, a barrier that both reach between the two \
+             accesses: `__syncthreads()`, or `__syncwarp()` where they are lanes of one warp"
+        }
+        false => "",
+    }
 }
 
 /// How CUDA code widens a `.cta` access to `.gpu`.
@@ -1382,6 +1398,27 @@ mod tests {
         let mut strong_communicated = strong_pair();
         strong_communicated.facts.communicated = true;
         assert!(!fences_cannot_order(&strong_communicated));
+    }
+
+    /// QA (a warp handing a shared tile from lane to lane with no `__syncwarp()`): the advice
+    /// offered flags, locks and strong accesses but not the barrier such code lacks. A pair of
+    /// one CTA with nothing between its threads names the barrier; one across CTAs does not.
+    #[test]
+    fn a_pair_of_one_cta_with_nothing_between_names_the_barrier_that_orders_it() {
+        let barrier = "a barrier that both reach between the two accesses: `__syncthreads()`";
+        let mut weak = weak_communicated_pair();
+        weak.facts.communicated = false;
+        assert!(!advice(weak.clone()).contains("__syncthreads"));
+        weak.facts.same_cta = true;
+        weak.ctas = (0, 0);
+        assert!(advice(weak).contains(barrier));
+        let mut strong = strong_pair();
+        strong.facts.same_cta = true;
+        strong.ctas = (0, 0);
+        assert!(advice(strong).contains(barrier));
+        let mut communicated = weak_communicated_pair();
+        communicated.facts.same_cta = true;
+        assert!(!advice(communicated).contains("__syncthreads"));
     }
 
     /// QA (a lock-free stack's top, pushed with atomicCAS and polled with a volatile read):
