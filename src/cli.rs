@@ -824,7 +824,8 @@ pub struct LitmusArgs {
     pub test: Option<LitmusShape>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Distance between the two locations x and y, in 32-bit words (0 to 65536).
+    /// Where y lies after x, in 32-bit words: 1 = adjacent (1 to 65536). tune counts the words
+    /// between them instead: its distance d is --distance d+1 here.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::DISTANCE))]
     pub distance: u32,
     /// Fence between thread 0's two accesses (fence.sc.gpu, membar.gl, fence.acq_rel.gpu,
@@ -950,8 +951,9 @@ pub struct LitmusModelArgs {
     pub quiet: bool,
     /// Candidate executions to try per test before refusing it (the largest shared-suite,
     /// generated or Dat3M loop test needs a few million; four threads each taking a lock in a
-    /// loop need more).
-    #[arg(long, value_name = "N", default_value_t = gpuwmm::litmus::model::explore::MAX_CANDIDATES)]
+    /// loop need more); 1 to 10^12.
+    #[arg(long, value_name = "N", default_value_t = gpuwmm::litmus::model::explore::MAX_CANDIDATES,
+          value_parser = clap::value_parser!(u64).range(gpuwmm::limits::CANDIDATES))]
     pub max_candidates: u64,
 }
 
@@ -990,7 +992,9 @@ pub struct LitmusRunArgs {
     /// GPU); 1 to 4096.
     #[arg(long, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::INSTANCES))]
     pub instances: Option<u32>,
-    /// Distance between two locations of a test, in 32-bit words (0 to 65536).
+    /// Where each location of a test lies after the one before, in 32-bit words: 1 = adjacent
+    /// (1 to 65536). tune counts the words between them instead: its distance d is
+    /// --distance d+1 here.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(gpuwmm::limits::DISTANCE))]
     pub distance: u32,
     /// An expected.csv with the verdicts of the tests: prints the conformance table.

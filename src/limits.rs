@@ -16,8 +16,9 @@ pub const ITERATIONS: RangeInclusive<u64> = 1..=1_000_000_000;
 pub const ROUNDS: RangeInclusive<i64> = 1..=64;
 /// Executions of a litmus test or of a tuning configuration.
 pub const EXECUTIONS: RangeInclusive<u64> = 1..=1_000_000_000;
-/// Distance between two locations of a litmus test, and tuning's D, in 32-bit words (256 KiB).
-pub const DISTANCE: RangeInclusive<i64> = 0..=65_536;
+/// Where a litmus test's `y` lies after `x`, in 32-bit words (1: adjacent; 256 KiB). Tuning
+/// counts the words between them instead (its distance d is a litmus distance of d + 1).
+pub const DISTANCE: RangeInclusive<i64> = 1..=65_536;
 /// Distances, locations, patch words and resident threads of a tuning.
 pub const TUNE_COUNT: RangeInclusive<i64> = 1..=65_536;
 /// Tuning's N: access sequences of 1 to N loads and stores (2^(N+1) − 2 of them).
@@ -35,6 +36,8 @@ pub const STRESS_ITERATIONS: RangeInclusive<i64> = 0..=1_000_000_000;
 pub const STRESS_FACTOR: RangeInclusive<f64> = 0.01..=1000.0;
 /// Simulator thread-instructions per launch before a timeout.
 pub const SIM_BUDGET: RangeInclusive<u64> = 1..=1_000_000_000_000;
+/// Candidate executions the axiomatic model tries per litmus test before refusing it.
+pub const CANDIDATES: RangeInclusive<u64> = 1..=1_000_000_000_000;
 /// Worker processes.
 pub const JOBS: RangeInclusive<usize> = 1..=256;
 /// Uncounted warm-up runs of `cost`.

@@ -126,6 +126,20 @@ pub fn chip_of(device: &DeviceInfo) -> String {
     }
 }
 
+/// A warning for a profile tuned on another chip than `device` (stress tuned for one chip
+/// may expose little on another); `None` when the chips match or the profile is a default.
+pub fn other_chip_warning(profile: &StressProfile, device: &DeviceInfo) -> Option<String> {
+    let here = chip_of(device);
+    (profile.is_tuned() && profile.chip != here).then(|| {
+        format!(
+            "warning: the stress profile is for chip '{}', but this is '{here}': stress tuned \
+             for one chip may expose little on another (run `gpuwmm tune` here for a profile of \
+             its own)",
+            profile.chip
+        )
+    })
+}
+
 /// The file name and text of the backend's built-in default profile.
 fn builtin_default(device: &DeviceInfo) -> (&'static str, &'static str) {
     match device.backend {
@@ -227,5 +241,29 @@ mod tests {
         let (profile, from) = resolve(dir.path(), &info).unwrap();
         assert_eq!(profile.patch_words, 8);
         assert_eq!(from, file.display().to_string());
+    }
+
+    /// QA: a profile tuned on an A100, given to a check on another chip, ran without a word.
+    #[test]
+    fn a_profile_tuned_on_another_chip_is_warned_about_and_a_default_is_not() {
+        let sim = crate::backend::sim::SimBackend::new(crate::backend::sim::SimConfig::new(
+            crate::backend::sim::MemoryModel::Ptx,
+            1,
+        ));
+        let info = crate::backend::Device::info(&sim).clone();
+        let tuned = |chip: &str| {
+            let text = format!(
+                "chip = '{chip}'\npatch_words = 8\nsequence = 'st'\nspread = 1\n\
+                 [provenance]\nsource = 'tune'\n"
+            );
+            StressProfile::parse(&text, Path::new("p.toml")).unwrap()
+        };
+        let warning = other_chip_warning(&tuned("a100"), &info).unwrap();
+        assert!(
+            warning.contains("for chip 'a100', but this is 'sim'"),
+            "{warning}"
+        );
+        assert_eq!(other_chip_warning(&tuned("sim"), &info), None);
+        assert_eq!(other_chip_warning(&default_for(&info), &info), None);
     }
 }

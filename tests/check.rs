@@ -367,6 +367,10 @@ fn resume_without_a_journal_continues_the_newest_unfinished_default_one() {
     let longer = run(short_check(dir.path(), "7").arg("--resume"));
     assert!(longer.status.success());
     assert_eq!(rows(&journal("-3")).len(), 7);
+    // QA: the sidecar kept the old stop (a campaign's collect said "7 of 5 runs"); it records
+    // the new one.
+    let meta: CheckMeta = read_meta(&journal("-3")).unwrap();
+    assert_eq!(meta.stop, gpuwmm::check::Stop::Runs(7));
 }
 
 #[test]

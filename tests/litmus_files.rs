@@ -237,6 +237,30 @@ fn the_command_exits_1_when_a_forbidden_state_is_reached() {
     );
 }
 
+/// QA: with a malformed file beside an UNSOUND test the run exited 2 and never said UNSOUND, so
+/// a CI that looks for exit code 1 missed the unsoundness. UNSOUND wins, and the error line
+/// counts both.
+#[test]
+fn an_unsound_test_beside_a_malformed_file_still_exits_1_and_says_both() {
+    let texts = [
+        ("sb.litmus", SB_UNFENCED),
+        ("expected.csv", SB_CALLED_FORBIDDEN),
+        ("c.litmus", EMPTY_COMPARISON),
+    ];
+    let dir = folder_of(&[], &texts);
+    let csv = dir.path().join("expected.csv");
+    let options = [&SC_500[..], &["--expect", path(&csv)]].concat();
+    let mut args = vec!["litmus", "run", path(dir.path()), "--backend", "sim"];
+    args.extend_from_slice(&options);
+    let out = gpuwmm(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("1 test(s) UNSOUND") && stderr.contains("also 1 malformed litmus file(s)"),
+        "{stderr}"
+    );
+}
+
 /// Regression: a barrier test under which the suite's barriers (no phases) let no execution end
 /// has a "forbidden" verdict that holds vacuously; runs whose rendezvous barriers end reached
 /// the state and the runner called the simulator UNSOUND (Dat3M's older XF-Barrier-atom). It is

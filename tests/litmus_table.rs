@@ -20,16 +20,16 @@ const SC_MODEL: &[&str] = &["--sim-model", "sc"];
 
 /// The README's table, cell by cell: test, the column's options, weak launches of 3,000.
 const TABLE: [(&str, &[&str], u64); 13] = [
-    ("mp", &[], 552),
-    ("mp", SC_GPU_WRITER, 551),
+    ("mp", &[], 578),
+    ("mp", SC_GPU_WRITER, 571),
     ("mp", SC_GPU_BOTH, 0),
-    ("mp", MEMBAR_CTA_BOTH, 547),
+    ("mp", MEMBAR_CTA_BOTH, 575),
     ("mp", SC_MODEL, 0),
-    ("sb", &[], 1_456),
+    ("sb", &[], 1_457),
     ("sb", SC_GPU_BOTH, 0),
-    ("sb", ACQ_REL_GPU_BOTH, 1_425),
+    ("sb", ACQ_REL_GPU_BOTH, 1_447),
     ("sb", SC_MODEL, 0),
-    ("lb", &[], 23),
+    ("lb", &[], 19),
     ("lb", SC_MODEL, 0),
     ("corr", &[], 0),
     ("corr", SC_MODEL, 0),

@@ -98,23 +98,25 @@ fn an_interrupted_tuning_resumes_and_refuses_other_budgets() {
     let kept: Vec<&str> = full.lines().take(6).collect();
     std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
 
-    let again = run(
-        &small(&["--out", "t", "--profile-out", "p.toml"]),
-        dir.path(),
-    );
-    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
-    assert!(
-        text(&again).contains("t/tune.csv exists"),
-        "{}",
-        text(&again)
+    let refused = |args: &[&str], says: &str| {
+        let out = run(&small(args), dir.path());
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(says), "{}", text(&out));
+    };
+    refused(
+        &["--out", "t", "--profile-out", "p.toml"],
+        "t/tune.csv exists",
     );
     // A new tuning may not replace another's profile without --force.
-    let other = run(
-        &small(&["--out", "t2", "--profile-out", "p.toml"]),
-        dir.path(),
+    refused(&["--out", "t2", "--profile-out", "p.toml"], "p.toml exists");
+    // QA: a folder as --profile-out failed only after the whole tuning ("Is a directory").
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    let into_folder = words("--out t3 --profile-out folder --force");
+    refused(&into_folder, "folder is a folder");
+    assert!(
+        !dir.path().join("t3/tune.csv").exists(),
+        "refused before tuning"
     );
-    assert_eq!(other.status.code(), Some(2), "{}", text(&other));
-    assert!(text(&other).contains("p.toml exists"), "{}", text(&other));
 
     let resumed = run(
         &small(&words("--out t --profile-out p.toml --resume --force")),

@@ -86,13 +86,19 @@ fn file_settings(args: &LitmusRunArgs) -> Result<FileSettings, Failure> {
     let backend = backend_options(&args.backend);
     let kind = probe_backend(backend.backend, &backend.sim_config())?.kind;
     let executions = args.executions.unwrap_or(default_executions(kind));
+    if let Some(max) = args.max_executions.filter(|&m| m < executions) {
+        return Err(Failure::bad_input(anyhow::anyhow!(
+            "--max-executions {max} is below the {executions} executions each test runs: it \
+             caps a test's executions in all, so give at least --executions"
+        )));
+    }
     Ok(FileSettings {
         executions,
         max_executions: (args.max_executions)
             .unwrap_or(default_max_executions(kind, executions))
             .max(executions),
         instances: args.instances.unwrap_or(default_instances(kind)).max(1),
-        distance: args.distance.max(1),
+        distance: args.distance,
         deadline: args.deadline,
     })
 }
@@ -162,18 +168,24 @@ fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -
         })?;
         outln!("conformance table written to {}", path.display())?;
     }
-    if malformed > 0 {
-        return Err(Failure {
-            error: anyhow::anyhow!("{malformed} malformed litmus file(s) (see the errors above)"),
-            exit_code: EXIT_BAD_INPUT,
-        });
-    }
+    let malformed_note = format!("{malformed} malformed litmus file(s) (see the errors above)");
     if summary.unsound > 0 {
+        // A forbidden state reached is the finding: exit 1 even beside malformed files.
+        let also = match malformed {
+            0 => String::new(),
+            _ => format!("; also {malformed_note}"),
+        };
         return Err(anyhow::anyhow!(
-            "{} test(s) UNSOUND: the backend reached a state the PTX memory model forbids",
+            "{} test(s) UNSOUND: the backend reached a state the PTX memory model forbids{also}",
             summary.unsound
         )
         .into());
+    }
+    if malformed > 0 {
+        return Err(Failure {
+            error: anyhow::anyhow!(malformed_note),
+            exit_code: EXIT_BAD_INPUT,
+        });
     }
     Ok(())
 }

@@ -23,8 +23,8 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
         expectations.as_ref(),
         args.csv.as_deref(),
         args.max_candidates,
-        |file, result| {
-            if let (Some(text), true) = (result.text(file, args.quiet), printed.is_ok()) {
+        |_, result| {
+            if let (Some(text), true) = (result.text(args.quiet), printed.is_ok()) {
                 printed = outln!("{text}");
             }
         },
@@ -41,22 +41,26 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         outln!("model verdicts written to {}", path.display())?;
     }
-    if suite.malformed > 0 {
-        return Err(Failure {
-            error: anyhow::anyhow!(
-                "{} malformed litmus file(s) (see the errors above)",
-                suite.malformed
-            ),
-            exit_code: EXIT_BAD_INPUT,
-        });
-    }
+    let malformed = suite.malformed;
+    let malformed_note = format!("{malformed} malformed litmus file(s) (see the errors above)");
     if summary.disagree > 0 {
+        // A disagreement is the finding: exit 1 even beside malformed files.
+        let also = match malformed {
+            0 => String::new(),
+            _ => format!("; also {malformed_note}"),
+        };
         return Err(anyhow::anyhow!(
-            "{} test(s) where the model's verdict disagrees with {}",
+            "{} test(s) where the model's verdict disagrees with {}{also}",
             summary.disagree,
             args.expect.as_deref().unwrap_or(Path::new("-")).display()
         )
         .into());
+    }
+    if malformed > 0 {
+        return Err(Failure {
+            error: anyhow::anyhow!(malformed_note),
+            exit_code: EXIT_BAD_INPUT,
+        });
     }
     Ok(())
 }

@@ -187,9 +187,11 @@ fn resume(spec: &CheckJob, say: Say) -> Result<OpenCheck, JobError> {
         let now = target_sites(&meta.target).map_err(JobError::BadApp)?;
         refuse_changed_sites(path, "resume", &meta.sites, &now)?;
     }
-    // A new stop given with --resume extends (or shortens) the check.
-    if let Some(stop) = spec.stop {
+    // A new stop given with --resume extends (or shortens) the check, and the sidecar says so
+    // (a campaign's collect and the next resume read it there).
+    if let Some(stop) = spec.stop.filter(|&s| s != meta.stop) {
         meta.stop = stop;
+        set_meta_entry(path, "stop", &stop).map_err(super::bad_journal)?;
     }
     Ok(OpenCheck {
         journal,

@@ -68,8 +68,14 @@ fn message(signal: i32, argv: &[String], resumable: Option<&Resumable>) -> Strin
     };
     match resumable.filter(|r| r.journal.exists()) {
         Some(r) => format!(
-            "interrupted ({name}): every finished run is in {}; continue with:\n  {}",
-            r.journal.display(),
+            "interrupted ({name}): every finished run is {} {}; continue with:\n  {}",
+            // A folder's job (tune, cost, campaign) journals its runs in files of its own.
+            if r.option == "--out" {
+                "journaled under"
+            } else {
+                "in"
+            },
+            r.path.display(),
             resume_command(argv, r)
         ),
         None => format!("interrupted ({name}) before anything was journaled: nothing to resume"),
@@ -125,6 +131,26 @@ mod tests {
             "gpuwmm check x --journal=j.csv --resume"
         );
         assert_eq!(shell_quoted("it's"), r"'it'\''s'");
+    }
+
+    /// QA: a campaign's Ctrl-C said "every finished run is in DIR/plan.json"; its runs are in
+    /// the cells' journals under DIR.
+    #[test]
+    fn a_folders_job_says_its_runs_are_under_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan.json");
+        std::fs::write(&plan, "{}").unwrap();
+        let r = Resumable {
+            option: "--out",
+            path: dir.path().to_path_buf(),
+            journal: plan,
+        };
+        let text = message(SIGINT, &argv("gpuwmm campaign --runs 9"), Some(&r));
+        let under = format!(
+            "every finished run is journaled under {};",
+            dir.path().display()
+        );
+        assert!(text.contains(&under), "{text}");
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub fn resolve(app: &str, options: &TargetOptions, say: Say) -> Result<Resolved,
         Some(path) => (StressProfile::load(path)?, path.display().to_string()),
         None => profile::resolve(&profile::default_dir(), &probed.info)?,
     };
+    if let Some(warning) = profile::other_chip_warning(&profile, &probed.info) {
+        say(&warning);
+    }
     let size = match probed.kind {
         BackendKind::Sim => Size::Sim,
         BackendKind::Cuda => Size::Gpu,

@@ -261,6 +261,14 @@ fn tune_settings(meta: &TuneMeta) -> Settings {
 /// `journal` wrote it itself before it was stopped (a Slurm job requeued after its profile was
 /// written resumes, replays its journal and writes the same profile again).
 fn refuse_to_overwrite(path: &Path, options: &TuneOptions, journal: &Path) -> Result<(), JobError> {
+    // Said now, not after hours of tuning: a folder cannot be replaced by a profile.
+    if path.is_dir() {
+        return Err(JobError::refused(format!(
+            "{} is a folder: --profile-out names the profile's file (e.g. {})",
+            path.display(),
+            path.join("chip.toml").display()
+        )));
+    }
     let ours = || options.out.resume && written_by(path, journal);
     if path.exists() && !options.force && !ours() {
         return Err(JobError::refused(format!(
@@ -306,14 +314,17 @@ fn open_journal(
     let listed: Vec<String> = differences.iter().map(|d| d.to_string()).collect();
     if !force {
         return Err(JobError::refused(format!(
-            "cannot resume {}: it records another tuning ({}); give the same options, another              --out, or pass --force to go on with the journal's settings (recorded in its              sidecar)",
+            "cannot resume {}: it records another tuning ({}); give the same options, another \
+             --out, or pass --force to go on with the journal's settings (recorded in its \
+             sidecar)",
             path.display(),
             listed.join("; ")
         )));
     }
     record_forced(path, rows.len(), differences)?;
     say(&format!(
-        "warning: --force: going on with {} from row {} with its own settings, although {};          recorded in its sidecar",
+        "warning: --force: going on with {} from row {} with its own settings, although {}; \
+         recorded in its sidecar",
         path.display(),
         rows.len(),
         listed.join("; ")

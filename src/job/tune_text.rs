@@ -13,18 +13,25 @@ use std::path::Path;
 pub fn start_text(meta: &TuneMeta, out: &Path, recorded: usize) -> String {
     let b = &meta.budgets;
     let stage1 = match meta.patch_words {
-        Some(_) => 0,
-        None => b.locations as u64 * b.tests.len() as u64 * b.distance_list().len() as u64,
+        Some(p) => format!("stage 1 skipped (patch {p} words given)"),
+        None => format!(
+            "stage 1 {} configurations",
+            b.locations as u64 * b.tests.len() as u64 * b.distance_list().len() as u64
+        ),
+    };
+    let stage2 = match &meta.sequence {
+        Some(s) => format!("stage 2 skipped (sequence '{s}' given)"),
+        None => format!(
+            "stage 2 {} sequences x the patch-start locations",
+            all_sequences(b.max_sequence).len()
+        ),
     };
     format!(
-        "{}\ntuning {} (seed {}): stage 1 {} configurations, stage 2 {} sequences x the \
-         patch-start locations, stage 3 {} spreads; {} executions each, {} per launch; {} \
-         threads at most, {} stress iterations; journal {}{}",
+        "{}\ntuning {} (seed {}): {stage1}, {stage2}, stage 3 {} spreads; {} executions each, {} \
+         per launch; {} threads at most, {} stress iterations; journal {}{}",
         meta.provenance,
         meta.chip,
         meta.seed,
-        stage1,
-        all_sequences(b.max_sequence).len(),
         b.max_spread,
         b.executions,
         meta.instances,

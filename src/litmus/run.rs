@@ -3,6 +3,7 @@
 use super::{Histogram, LitmusTest, KERNEL};
 use crate::backend::words::read_buffer;
 use crate::backend::{Backend, KernelArg, LaunchConfig, Result};
+use crate::check::spec::run_seed;
 use std::time::Duration;
 
 /// How much to run.
@@ -30,7 +31,8 @@ impl Default for LitmusRun {
 }
 
 /// Runs `test` `run.iterations` times; `on_launch` sees the running histogram after each launch
-/// (for progress bars). The backend is reseeded with `seed + launch` before each launch.
+/// (for progress bars). The backend is reseeded before each launch with [`run_seed`] of `seed`
+/// and the launch number, so that neighbouring seeds share no launch.
 pub fn run_litmus(
     backend: &mut dyn Backend,
     test: &LitmusTest,
@@ -48,7 +50,7 @@ pub fn run_litmus(
     for launch in 0..run.iterations {
         backend.memset(mem, 0)?;
         backend.memset(out, 0)?;
-        backend.reseed(seed.wrapping_add(launch));
+        backend.reseed(run_seed(seed, launch));
         backend.launch(module, KERNEL, &config, &args)?;
         backend.synchronize(run.deadline)?;
         histogram.add(&read_buffer(backend, out)?);

@@ -188,12 +188,12 @@ pub fn score_chart(
             .border_style(BLACK)
             .draw()
             .map_err(plot_error)?;
+        let legend = match chosen {
+            Some(_) => format!("{note} · dashed line: chosen"),
+            None => format!("{note} · none chosen: the default is kept"),
+        };
         note_area
-            .draw(&Text::new(
-                format!("{note} · dashed line: chosen"),
-                (12, 4),
-                ("sans-serif", 12),
-            ))
+            .draw(&Text::new(legend, (12, 4), ("sans-serif", 12)))
             .map_err(plot_error)?;
         Ok(())
     })
@@ -245,5 +245,10 @@ mod tests {
         for text in ["ld st", "mp", "lb", "dashed line: chosen", "simulator"] {
             assert!(svg.contains(text), "{text}");
         }
+        // QA: with no choice (the default kept) the legend still promised a dashed line.
+        let tests = [LitmusShape::Mp, LitmusShape::Lb];
+        let svg = score_chart("stage 2", "simulator", "σ", &labels, &tests, &scores, None);
+        let svg = svg.unwrap();
+        assert!(!svg.contains("dashed line") && svg.contains("none chosen"));
     }
 }

@@ -99,7 +99,9 @@ fn patch_decision(verdict: &PatchVerdict, fallback: u32) -> Decision<u32> {
         PatchVerdict::Uniform => (
             fallback,
             Source::Fallback(
-                "weak behaviour at every stressed location alike: no patch structure".into(),
+                "more than ε weak behaviours at every stressed location: no patch boundary to \
+                 measure"
+                    .into(),
             ),
         ),
         PatchVerdict::NoPatches => (

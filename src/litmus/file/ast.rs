@@ -300,6 +300,15 @@ impl Quantifier {
             Quantifier::Forall => "forall",
         }
     }
+
+    /// The kind herd's `Test` line gives a test of this quantifier.
+    pub fn herd_kind(self) -> &'static str {
+        match self {
+            Quantifier::Exists => "Allowed",
+            Quantifier::NotExists => "Forbidden",
+            Quantifier::Forall => "Required",
+        }
+    }
 }
 
 /// The final condition and its line.

@@ -184,11 +184,17 @@ impl Expectations {
         Ok(Expectations { dir, rows, by_path })
     }
 
-    /// The row of a test: the one whose path, relative to the CSV's folder, is this file; else
-    /// the only one with this file name.
+    /// The row of a test: the one whose path, relative to the CSV's folder, is this file; else,
+    /// for a file outside that folder (a copy of a suite's test), the only one with this file
+    /// name. A file inside the folder has its own path there, so a row of the same name at
+    /// another path is another test.
     pub fn find(&self, file: &Path) -> Option<&Expectation> {
-        if let Some(&i) = self.by_path.get(&canonical(file)) {
+        let file = canonical(file);
+        if let Some(&i) = self.by_path.get(&file) {
             return Some(&self.rows[i]);
+        }
+        if file.starts_with(canonical(&self.dir)) {
+            return None;
         }
         let name = file.file_name()?;
         let mut same_name = self

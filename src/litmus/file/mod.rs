@@ -46,7 +46,8 @@ pub enum LitmusFileError {
 }
 
 /// The litmus files named by `paths`: files as given, directories walked recursively for
-/// `*.litmus` files (sorted), in the order given.
+/// `*.litmus` files (sorted), in the order given; a file named twice (also through a folder)
+/// comes once, where it was first named.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LitmusFileError> {
     let mut out = Vec::new();
     for path in paths {
@@ -63,6 +64,8 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LitmusFileError>
             out.push(path.clone());
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     Ok(out)
 }
 

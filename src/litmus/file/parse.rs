@@ -20,8 +20,40 @@ pub fn parse_file(path: &Path) -> Result<LitmusFile, LitmusFileError> {
     parse(path, &text)
 }
 
+/// `text` with herd's `(* … *)` comments (anywhere outside a quoted comment, over several
+/// lines too) made blanks, newlines kept, so that lines keep their numbers; an unclosed one
+/// runs to the end.
+fn blank_herd_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut quoted, mut in_comment) = (false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (in_comment, c) {
+            (true, '*') if chars.peek() == Some(&')') => {
+                chars.next();
+                out.push_str("  ");
+                in_comment = false;
+            }
+            (true, '\n') => out.push('\n'),
+            (true, _) => out.push(' '),
+            (false, '(') if !quoted && chars.peek() == Some(&'*') => {
+                chars.next();
+                out.push_str("  ");
+                in_comment = true;
+            }
+            (false, '"') => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            (false, _) => out.push(c),
+        }
+    }
+    out
+}
+
 /// Parses the text of a litmus file; `path` only names it in errors and in the result.
 pub fn parse(path: &Path, text: &str) -> Result<LitmusFile, LitmusFileError> {
+    let text = &blank_herd_comments(text);
     let mut p = Parser { path, text, pos: 0 };
     let name = p.header()?;
     let comment = p.comments()?;
@@ -227,7 +259,10 @@ impl<'a> Parser<'a> {
         }
         let rhs = rhs.trim();
         let value = match parse_int(rhs) {
-            Some(v) => InitValue::Int(v),
+            Some(v) => match not_a_word(rhs, v) {
+                Some(why) => return Err(self.error_at(line, why)),
+                None => InitValue::Int(v),
+            },
             None if is_identifier(rhs) => InitValue::Address(rhs.to_string()),
             None => return Err(self.error_at(line, format!("`{rhs}` is not an initial value"))),
         };
@@ -581,7 +616,10 @@ impl Operands<'_, '_> {
     fn value(&self, i: usize) -> Result<Value, LitmusFileError> {
         let o = self.list[i];
         match parse_int(o) {
-            Some(v) => Ok(Value::Imm(v)),
+            Some(v) => match not_a_word(o, v) {
+                Some(why) => Err(self.error(format_args!("{why}"))),
+                None => Ok(Value::Imm(v)),
+            },
             None if is_register(o) => Ok(Value::Reg(o.to_string())),
             None => Err(self.error(format_args!("`{o}` is not a register or an integer"))),
         }
@@ -597,6 +635,9 @@ fn load(q: &[&str], ops: &Operands) -> Result<Instr, LitmusFileError> {
         return Ok(Instr::Unknown(ops.text.to_string()));
     };
     if let (AccessSem::Weak, Some(value)) = (&sem, parse_int(ops.list[1])) {
+        if let Some(why) = not_a_word(ops.list[1], value) {
+            return Err(ops.error(format_args!("{why}")));
+        }
         return Ok(Instr::Move { dst, value });
     }
     Ok(Instr::Load {
@@ -793,6 +834,13 @@ pub fn is_identifier(s: &str) -> bool {
 }
 
 /// A decimal (optionally negative) or `0x` hexadecimal integer.
+/// Why `text`, an integer, is no value of a test: registers and locations are 32-bit words, so
+/// a value is one read signed or unsigned (`None` when it fits).
+fn not_a_word(text: &str, v: i64) -> Option<String> {
+    (!(-(1i64 << 31)..=i64::from(u32::MAX)).contains(&v))
+        .then(|| format!("`{text}` does not fit a 32-bit word (-2147483648 to 4294967295)"))
+}
+
 pub fn parse_int(s: &str) -> Option<i64> {
     let (negative, digits) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -1056,7 +1104,10 @@ fn tokenize(text: &str, line: usize, out: &mut Vec<(usize, Token)>) -> Result<()
                     .map_or(text.len() - i, |n| n + 1);
                 let word = &text[i..i + len];
                 match parse_int(word) {
-                    Some(n) => (Token::Int(n), len),
+                    Some(n) => match not_a_word(word, n) {
+                        Some(why) => return Err(format!("in the condition: {why}")),
+                        None => (Token::Int(n), len),
+                    },
                     // Locations, and registers with or without PTX's `%`.
                     None if c != '-' && is_register(word) => (Token::Word(word.to_string()), len),
                     None => {

@@ -252,10 +252,7 @@ impl FileOutcome {
     /// proposition), `Ok`/`No`, witnesses, condition, observation; then executions, and the
     /// executions that did not finish when there are any.
     pub fn report(&self) -> String {
-        let kind = match self.condition.quantifier {
-            Quantifier::Forall => "Required",
-            _ => "Allowed",
-        };
+        let kind = self.condition.quantifier.herd_kind();
         let mut t = format!("Test {} {kind}\nStates {}\n", self.name, self.states.len());
         for (state, n) in &self.states {
             let mark = if self.condition.holds(&self.observed, state) {

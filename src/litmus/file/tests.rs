@@ -337,6 +337,18 @@ fn condition_evaluation() {
     assert!(not_exists.validated(0, 5) && not_exists.targets(true));
 }
 
+/// QA: `~exists` tests were labelled `Allowed` on their `Test` line; herd says `Forbidden`.
+#[test]
+fn the_test_line_names_each_quantifier_as_herd_does() {
+    let kinds = [
+        Quantifier::Exists,
+        Quantifier::NotExists,
+        Quantifier::Forall,
+    ]
+    .map(|q| q.herd_kind());
+    assert_eq!(kinds, ["Allowed", "Forbidden", "Required"]);
+}
+
 /// Regression: a comment that quotes text (Dat3M's `Manual/MICRO24-Fig4b-correct`, whose
 /// comment says `means "No, but loops where not fully unrolled"`) ended at its inner quote, and
 /// the file was refused: "expected the init block". Dat3M skips all text before the init block.
@@ -350,6 +362,44 @@ fn a_comment_with_quotes_inside_runs_to_the_init_block() {
     assert!(comment.starts_with("A test."), "{comment}");
     assert!(comment.ends_with("means \"No, but loops\""), "{comment}");
     assert_eq!(f.init.len(), 1);
+}
+
+/// QA: a herd `(* … *)` comment after the condition was "in the condition: unexpected *".
+/// herd allows them anywhere; they are blanks now, lines keeping their numbers.
+#[test]
+fn herd_comments_are_blanks_anywhere_and_lines_keep_their_numbers() {
+    let f = parse_ok(
+        "PTX t\n(* before *)\n{ x=0; (* in init *) }\n P0@cta 0,gpu 0 ;\n \
+         st.weak x, 1 (* a store *) ;\n(* two\nlines *)\nexists (x == 1) (* after *)\n",
+    );
+    assert_eq!(f.init.len(), 1);
+    assert_eq!(f.condition.line, 8);
+    let err = parse(
+        Path::new("t.litmus"),
+        "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n(* a\ncomment *) st.weak x, ;\nexists (x == 1)\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("t.litmus:5"), "{err}");
+}
+
+/// QA: `st.relaxed.gpu x, 4294967297` stored 1 (the value wrapped) and its state counted as
+/// reached. A value that fits no 32-bit word is an error naming its line, wherever it stands.
+#[test]
+fn a_value_that_fits_no_32_bit_word_is_an_error_naming_its_line() {
+    let file = |init: &str, code: &str, cond: &str| {
+        format!("PTX t\n{{ x={init}; }}\n P0@cta 0,gpu 0 ;\n {code} ;\nexists ({cond})\n")
+    };
+    for (text, line) in [
+        (file("0", "st.relaxed.gpu x, 4294967297", "x == 1"), 4),
+        (file("-2147483649", "st.weak x, 1", "x == 1"), 2),
+        (file("0", "ld.weak r0, 0x100000000", "x == 0"), 4),
+        (file("0", "st.weak x, 1", "x == 4294967296"), 5),
+    ] {
+        let err = parse_err(&text);
+        assert!(err.contains(&format!("t.litmus:{line}")), "{err}");
+        assert!(err.contains("does not fit a 32-bit word"), "{err}");
+    }
+    parse_ok(&file("-2147483648", "st.weak x, 4294967295", "x == -1"));
 }
 
 /// Older files of Dat3M's suite spell `add` and `sub` as `plus` and `minus`.
@@ -800,4 +850,34 @@ fn a_test_without_a_row_is_named_relative_to_the_csv_folder_as_the_rows_are() {
     assert!(expectations.find(&file).is_none());
     assert_eq!(test_name(Some(&expectations), &file), "Manual/x.litmus");
     assert_eq!(test_name(None, &file), file.display().to_string());
+}
+
+/// QA: a row `t.litmus` matched both `a/t.litmus` and `b/t.litmus` of its folder (by file
+/// name), so one table named two files alike, one UNSOUND and one ok; and a file named twice
+/// ran and counted twice. A file inside the CSV's folder matches only its own path's row, and
+/// files come once.
+#[test]
+fn a_row_matches_only_its_own_path_in_the_csv_folder_and_a_file_named_twice_runs_once() {
+    use super::expect::Expectations;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("expected.csv");
+    std::fs::write(&csv, "test,expected,sc_reachable\nt.litmus,allowed,yes\n").unwrap();
+    for sub in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join("t.litmus"), "").unwrap();
+    }
+    std::fs::write(dir.path().join("t.litmus"), "").unwrap();
+    let expectations = Expectations::load(&csv).unwrap();
+    assert!(expectations.find(&dir.path().join("a/t.litmus")).is_none());
+    assert!(expectations.find(&dir.path().join("t.litmus")).is_some());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("t.litmus");
+    std::fs::write(&copy, "").unwrap();
+    assert!(
+        expectations.find(&copy).is_some(),
+        "a copy outside matches by name"
+    );
+    let a = dir.path().join("a/t.litmus");
+    let files = super::collect_files(&[a.clone(), dir.path().join("a"), a]).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
 }

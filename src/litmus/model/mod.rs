@@ -143,10 +143,7 @@ impl ModelOutcome {
     /// herd-style: the allowed states (`*>` satisfies the proposition, `weak` marks states SC
     /// does not reach), `Ok`/`No`, witnesses, condition, observation.
     pub fn report(&self) -> String {
-        let kind = match self.condition.quantifier {
-            crate::litmus::file::ast::Quantifier::Forall => "Required",
-            _ => "Allowed",
-        };
+        let kind = self.condition.quantifier.herd_kind();
         let mut t = format!("Test {} {kind}\nStates {}\n", self.name, self.allowed.len());
         let mut positive = 0;
         for state in &self.allowed {

@@ -652,8 +652,9 @@ fn apply(op: RmwOp, old: u32, args: &[u32]) -> Option<u32> {
         RmwOp::And => old & a,
         RmwOp::Or => old | a,
         RmwOp::Xor => old ^ a,
-        RmwOp::Min => old.min(a),
-        RmwOp::Max => old.max(a),
+        // Signed, as the kernel's `atom.min.s32` (a litmus value may be negative).
+        RmwOp::Min => (old as i32).min(a as i32) as u32,
+        RmwOp::Max => (old as i32).max(a as i32) as u32,
     })
 }
 
@@ -670,6 +671,16 @@ fn strength(sem: AccessSem) -> (Strength, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// QA: the model compared min and max unsigned while the kernel runs `atom.min.s32`, so a
+    /// min with -1 was forbidden by the model and reached on the simulator (a false UNSOUND).
+    #[test]
+    fn min_and_max_compare_signed_values_as_the_kernel_does() {
+        let minus_one = (-1i32) as u32;
+        assert_eq!(apply(RmwOp::Min, 5, &[minus_one]), Some(minus_one));
+        assert_eq!(apply(RmwOp::Max, minus_one, &[3]), Some(3));
+        assert_eq!(apply(RmwOp::Max, 7, &[3]), Some(7));
+    }
 
     #[test]
     fn a_domain_keeps_only_the_minimal_ways_of_computing_each_value() {

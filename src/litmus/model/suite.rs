@@ -12,17 +12,21 @@ use std::path::{Path, PathBuf};
 /// What happened to one file.
 pub enum FileResult<'a> {
     Modelled(&'a ModelOutcome),
-    Refused(String),
+    /// The test's name (as `litmus run` names it too) and why it was refused.
+    Refused {
+        test: String,
+        why: String,
+    },
     Malformed(String),
 }
 
 impl FileResult<'_> {
-    /// What `gpuwmm litmus model` shows for `file`: the herd-style report of a modelled test
+    /// What `gpuwmm litmus model` shows for a file: the herd-style report of a modelled test
     /// (nothing when `quiet`), or why it was refused or is malformed.
-    pub fn text(&self, file: &Path, quiet: bool) -> Option<String> {
+    pub fn text(&self, quiet: bool) -> Option<String> {
         match self {
             FileResult::Modelled(o) => (!quiet).then(|| o.report()),
-            FileResult::Refused(why) => Some(format!("Test {} refused: {why}\n", file.display())),
+            FileResult::Refused { test, why } => Some(format!("Test {test} refused: {why}\n")),
             FileResult::Malformed(why) => Some(format!("error: {why}\n")),
         }
     }
@@ -82,7 +86,11 @@ pub fn model_files(
             }
             Err(r) => {
                 let why = format!("refused (line {}): `{}`: {}", r.line, r.construct, r.reason);
-                report(file, FileResult::Refused(r.to_string()));
+                let refused = FileResult::Refused {
+                    test: test.name.clone(),
+                    why: r.to_string(),
+                };
+                report(file, refused);
                 run.table
                     .rows
                     .push(ModelRow::new(&name, expectation, Err(why)));
