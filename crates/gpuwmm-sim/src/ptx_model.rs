@@ -1200,7 +1200,9 @@ impl PtxMemory {
     /// directly above that message, below every newer one, so that no write comes between
     /// its read and its write (atomicity). It need not follow a newer message: none is its
     /// own, known to it, or at or below its coherence position, and there is room for a key.
-    /// It splits no other RMW morally strong with it from what that RMW read: none is newer,
+    /// Nor does it split a write racing with message `i` from it when morally strong with that
+    /// write (it would order the two). It splits no other RMW morally strong with it from what
+    /// that RMW read: none is newer,
     /// but for the one directly above, which then reads `a`'s write instead of message `i`:
     /// allowed when it read the value `a` writes and `a` carries it no release it lacks (the
     /// read message released nothing, or that RMW read it and carries its release, and `a`
@@ -1231,6 +1233,13 @@ impl PtxMemory {
             return false;
         }
         let (read, above) = (&loc.msgs[i], &newer[0]);
+        // A write racing with the one `a` read stays unordered with it unless `a`'s write,
+        // after the one it read and morally strong with the racing one, orders the two; a
+        // reader may already have read the older after the racing one (as for stores, see
+        // [`Location::placements`]).
+        if above.racing && morally_strong(&self.gpus, above, a.thread, a.block, a.reach) {
+            return false;
+        }
         let Some(above_read) = above.rmw.filter(|_| atomic_with(above)) else {
             return true;
         };
