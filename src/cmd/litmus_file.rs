@@ -168,26 +168,28 @@ fn finish(args: &LitmusRunArgs, table: &Table, expect: bool, malformed: usize) -
         })?;
         outln!("conformance table written to {}", path.display())?;
     }
-    let malformed_note = format!("{malformed} malformed litmus file(s) (see the errors above)");
-    if summary.unsound > 0 {
-        // A forbidden state reached is the finding: exit 1 even beside malformed files.
-        let also = match malformed {
-            0 => String::new(),
-            _ => format!("; also {malformed_note}"),
-        };
-        return Err(anyhow::anyhow!(
-            "{} test(s) UNSOUND: the backend reached a state the PTX memory model forbids{also}",
+    let unsound = (summary.unsound > 0).then(|| {
+        format!(
+            "{} test(s) UNSOUND: the backend reached a state the PTX memory model forbids",
             summary.unsound
         )
-        .into());
-    }
-    if malformed > 0 {
-        return Err(Failure {
+    });
+    finding_then_malformed(unsound, malformed)
+}
+
+/// How a litmus command ends: a finding (an UNSOUND test, a verdict that disagrees) exits 1,
+/// also beside malformed files, and its error line counts them; else malformed files exit 2.
+pub fn finding_then_malformed(finding: Option<String>, malformed: usize) -> CmdResult {
+    let malformed_note = format!("{malformed} malformed litmus file(s) (see the errors above)");
+    match (finding, malformed) {
+        (Some(finding), 0) => Err(anyhow::anyhow!(finding).into()),
+        (Some(finding), _) => Err(anyhow::anyhow!("{finding}; also {malformed_note}").into()),
+        (None, 0) => Ok(()),
+        (None, _) => Err(Failure {
             error: anyhow::anyhow!(malformed_note),
             exit_code: EXIT_BAD_INPUT,
-        });
+        }),
     }
-    Ok(())
 }
 
 /// Opens the backend, with the simulator's instruction budget sized for `instances` per launch;

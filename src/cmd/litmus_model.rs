@@ -1,7 +1,7 @@
 //! `gpuwmm litmus model` (the PTX model's allowed states, and agreement with known verdicts)
 //! and `gpuwmm litmus generate` (families of tests with the model's verdicts).
 
-use super::{CmdResult, Failure, EXIT_BAD_INPUT};
+use super::{CmdResult, Failure};
 use crate::cli::{LitmusGenerateArgs, LitmusModelArgs};
 use gpuwmm::litmus::file::collect_files;
 use gpuwmm::litmus::file::expect::{write_csv, Expectations};
@@ -41,28 +41,14 @@ pub fn run(args: &LitmusModelArgs) -> CmdResult {
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         outln!("model verdicts written to {}", path.display())?;
     }
-    let malformed = suite.malformed;
-    let malformed_note = format!("{malformed} malformed litmus file(s) (see the errors above)");
-    if summary.disagree > 0 {
-        // A disagreement is the finding: exit 1 even beside malformed files.
-        let also = match malformed {
-            0 => String::new(),
-            _ => format!("; also {malformed_note}"),
-        };
-        return Err(anyhow::anyhow!(
-            "{} test(s) where the model's verdict disagrees with {}{also}",
+    let disagree = (summary.disagree > 0).then(|| {
+        format!(
+            "{} test(s) where the model's verdict disagrees with {}",
             summary.disagree,
             args.expect.as_deref().unwrap_or(Path::new("-")).display()
         )
-        .into());
-    }
-    if malformed > 0 {
-        return Err(Failure {
-            error: anyhow::anyhow!(malformed_note),
-            exit_code: EXIT_BAD_INPUT,
-        });
-    }
-    Ok(())
+    });
+    super::litmus_file::finding_then_malformed(disagree, suite.malformed)
 }
 
 pub fn generate(args: &LitmusGenerateArgs) -> CmdResult {
