@@ -76,8 +76,9 @@ fn a_check_kernel_that_never_writes_its_result_is_an_error_never_a_pass() {
 #[test]
 fn numeric_options_out_of_their_range_and_nan_are_refused_with_exit_2_naming_the_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str); 9] = [
-        ("litmus mp --backend sim --distance 4294967295", "0..=65536"),
+    let cases: [(&str, &str); 10] = [
+        ("litmus mp --backend sim --distance 4294967295", "1..=65536"),
+        ("litmus mp --backend sim --distance 0", "1..=65536"),
         ("litmus mp --backend sim --instances 10000000", "1..=4096"),
         (
             "litmus run x.litmus --backend sim --instances 10000000",
