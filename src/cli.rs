@@ -883,13 +883,19 @@ pub enum LitmusCommand {
     ///                   order of the threads' barrier steps deadlocks, proved);
     ///   not comparable  no final state to compare without that proof, refused or malformed.
     /// Exit code 1 when a test is UNSOUND, 2 when a file or the CSV is malformed.
+    ///
+    /// With --journal each test's result is journaled as it ends; after an interruption the
+    /// same command with --resume runs only the tests the journal lacks (a file edited since
+    /// runs again) and prints the whole table.
     #[command(verbatim_doc_comment)]
     #[command(after_help = "Examples:
   gpuwmm litmus generate --out generated     # test files and their expected.csv, from the model
   gpuwmm litmus run generated --backend sim --executions 2000 \\
       --expect generated/expected.csv --csv conformance.csv
   gpuwmm litmus run generated/MP/MP+weak+fence.sc+gpu-gpu+cta-each.litmus --backend sim --sim-model sc
-  gpuwmm litmus run generated/MP --backend cuda --instances 1024 --expect generated/expected.csv")]
+  gpuwmm litmus run generated/MP --backend cuda --instances 1024 --expect generated/expected.csv
+  gpuwmm litmus run generated --executions 100000 --journal conformance.csv     # Ctrl-C, then:
+  gpuwmm litmus run generated --executions 100000 --journal conformance.csv --resume")]
     Run(LitmusRunArgs),
     /// Print every final state the PTX memory model allows for litmus files, exactly, and with
     /// --expect compare the verdicts with known ones.
@@ -1010,6 +1016,16 @@ pub struct LitmusRunArgs {
     /// 100000 per instance; 1 to 10^12).
     #[arg(long, value_parser = clap::value_parser!(u64).range(gpuwmm::limits::SIM_BUDGET))]
     pub sim_budget: Option<u64>,
+    /// A CSV journal of the tests' results, a row as each test ends (with a sidecar of the
+    /// settings), so that an interrupted run loses only the test under way. An existing file
+    /// given here is continued with --resume and otherwise refused.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Continue the run --journal records: a test it holds (same path, same text) is printed
+    /// from it, the others run. The journal's settings must be given again (the interrupt
+    /// message prints the command).
+    #[arg(long, requires = "journal")]
+    pub resume: bool,
     /// Internal: be the worker process of a run on a GPU (file names as JSON lines on stdin).
     #[arg(long, hide = true)]
     pub serve: bool,

@@ -205,3 +205,39 @@ fn sigint_during_a_campaign_prints_a_resume_command_with_its_folder() {
         assert_runs_in_order(&rows, 1500, cell);
     }
 }
+
+/// Bug: Ctrl-C during `litmus run` of a long suite lost every test that had finished. With
+/// `--journal` the printed command runs only the tests the journal lacks, and prints the same
+/// conformance table as a run that was never interrupted.
+#[test]
+fn sigint_during_a_journaled_litmus_run_resumes_to_the_table_of_an_uninterrupted_run() {
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/litmus");
+    let base = format!(
+        "litmus run {} --backend sim --executions 3000 --expect {}",
+        suite.display(),
+        suite.join("expected.csv").display()
+    );
+    let line = format!("{base} --journal l.csv");
+    let command = resume_command_after(dir.path(), &line, "l.csv", 6, "INT");
+    assert_eq!(command, format!("{BIN} {line} --resume"));
+    let journaled = std::fs::read_to_string(dir.path().join("l.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    let files = std::fs::read_dir(&suite).unwrap().count() - 1;
+    assert!(
+        (5..files).contains(&journaled),
+        "{journaled} tests journaled"
+    );
+    let resumed = common::cli::gpuwmm(&words(&command)[1..], dir.path());
+    let resumed = common::cli::ok(&resumed);
+    let note = format!("{journaled} test(s) journaled in l.csv: not run again");
+    assert!(resumed.contains(&note), "{note:?} not in {resumed}");
+    assert_eq!(resumed.matches("(from the journal) ").count(), journaled);
+    let fresh = common::cli::ok(&common::cli::gpuwmm(&words(&base), dir.path()));
+    let table = |out: &str| out.split_once("\nTest ").map(|(_, t)| t.to_string());
+    let without_marks = resumed.replace("(from the journal) ", "");
+    assert_eq!(table(&without_marks), table(&fresh));
+}

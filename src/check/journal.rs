@@ -73,6 +73,7 @@ pub enum JobKind {
     Campaign,
     Cost,
     Tune,
+    Litmus,
 }
 
 impl JobKind {
@@ -84,6 +85,7 @@ impl JobKind {
             JobKind::Campaign => "campaign",
             JobKind::Cost => "cost measurement",
             JobKind::Tune => "tuning",
+            JobKind::Litmus => "litmus run",
         }
     }
 }

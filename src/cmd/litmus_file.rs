@@ -6,6 +6,7 @@ use crate::cli::LitmusRunArgs;
 use gpuwmm::backend::select::{open_backend, probe_backend, provenance, OpenedBackend};
 use gpuwmm::backend::BackendKind;
 use gpuwmm::isolation::WorkerCommand;
+use gpuwmm::job::litmus::{litmus_settings, SuiteJournal};
 use gpuwmm::litmus::file::collect_files;
 use gpuwmm::litmus::file::expect::{csv_writable, test_name, Expectations, Row, Table};
 use gpuwmm::litmus::file::run::{
@@ -37,6 +38,7 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     }
     let settings = file_settings(args)?;
     let opened = open(args, settings.instances, true)?;
+    let mut journal = journal(args, &settings, opened.kind)?;
     outln!("{}", provenance(opened.backend.as_ref()))?;
     outln!(
         "{} test(s), {} executions each{}, {} instance(s) per launch, distance {} words, seed {}",
@@ -47,18 +49,25 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
         settings.distance,
         args.backend.seed
     )?;
+    if let (Some(path), n @ 1..) = (&args.journal, journal.journaled()) {
+        outln!("{n} test(s) journaled in {}: not run again", path.display())?;
+    }
     let mut runner = runner(args, settings, opened)?;
     let bar = progress_bar(files.len() as u64 * settings.executions);
     let mut table = Table::default();
     let mut malformed = 0;
     for (i, file) in files.iter().enumerate() {
         bar.set_message(file.display().to_string());
-        let result = runner.run(file, &mut |n| bar.inc(n)).map_err(|e| match e {
-            SuiteError::File(e) => Failure::bad_input(e),
-            other => anyhow::Error::new(other).into(),
-        })?;
+        let run = || {
+            runner.run(file, &mut |n| bar.inc(n)).map_err(|e| match e {
+                SuiteError::File(e) => Failure::bad_input(e),
+                other => anyhow::Error::new(other).into(),
+            })
+        };
+        let (result, journaled) = journal.result_of(file, run)?;
         malformed += usize::from(result.malformed);
-        bar.suspend(|| outln!("{}", result.report))?;
+        let from = if journaled { "(from the journal) " } else { "" };
+        bar.suspend(|| outln!("{from}{}", result.report))?;
         bar.set_position((i as u64 + 1) * settings.executions);
         let expectation = expectations.as_ref().and_then(|e| e.find(file));
         let name = test_name(expectations.as_ref(), file);
@@ -68,6 +77,27 @@ pub fn run(args: &LitmusRunArgs) -> CmdResult {
     }
     bar.finish_and_clear();
     finish(args, &table, expectations.is_some(), malformed)
+}
+
+/// The suite's journal: `--journal`'s, new or resumed, recording the settings the tests run
+/// with; none without it.
+fn journal(
+    args: &LitmusRunArgs,
+    settings: &FileSettings,
+    kind: BackendKind,
+) -> Result<SuiteJournal, Failure> {
+    let Some(path) = &args.journal else {
+        return Ok(SuiteJournal::none());
+    };
+    let sim_budget = args
+        .sim_budget
+        .unwrap_or(default_sim_budget(settings.instances));
+    let recorded = litmus_settings(
+        settings,
+        (kind, args.backend.seed),
+        (args.backend.sim_model, sim_budget),
+    );
+    Ok(SuiteJournal::open(path, args.resume, &recorded)?)
 }
 
 /// What the header says of hunting rare allowed states.

@@ -110,7 +110,10 @@ pub fn run(command: Command, given: GivenOptions) -> CmdResult {
             | Command::Cost(_)
             | Command::Tune(_)
             | Command::Campaign(_)
-    );
+    ) || matches!(&command, Command::Litmus(l) if matches!(
+        &l.command,
+        Some(LitmusCommand::Run(run)) if run.journal.is_some() && !run.serve
+    ));
     if journaled {
         gpuwmm::job::interrupt::on_signals(std::env::args().collect())?;
     }

@@ -1,4 +1,4 @@
-//! Long jobs (check, harden, campaign, cost, tune) as the commands run them: where their output
+//! Long jobs (check, harden, campaign, cost, tune, a litmus suite) as the commands run them: where their output
 //! goes, what "finished" means, which output `--resume` continues, the kind-tagged sidecar, and
 //! the JSON documents they print. Each of these rules is written here once, so that every job
 //! follows the same ones and the binary only reads arguments, calls one function and prints.
@@ -13,7 +13,7 @@
 //!   and the executors that run it;
 //! - [`check`], [`harden`], [`campaign`], [`cost`], [`tune`]: each job opened, resumed, run and
 //!   summed up; [`replay`]: one journaled run rebuilt from its journal; [`slurm`]: campaigns
-//!   and tunings as Slurm jobs.
+//!   and tunings as Slurm jobs; [`litmus`]: a litmus suite's results journaled test by test.
 
 pub mod campaign;
 pub mod check;
@@ -22,6 +22,7 @@ pub mod cost;
 pub mod harden;
 pub mod harden_text;
 pub mod interrupt;
+pub mod litmus;
 pub mod naming;
 pub mod replay;
 pub mod settings;

@@ -50,7 +50,8 @@ pub fn kind_in(meta: &serde_json::Value) -> Option<JobKind> {
         JobKind::Harden => HardenMeta::deserialize(meta).is_ok(),
         JobKind::Cost => crate::cost::CostMeta::deserialize(meta).is_ok(),
         JobKind::Tune => super::tune::TuneMeta::deserialize(meta).is_ok(),
-        JobKind::Campaign => false,
+        // Their sidecars always had a kind.
+        JobKind::Campaign | JobKind::Litmus => false,
     };
     [
         JobKind::Check,
@@ -88,6 +89,8 @@ pub fn unfinished(kind: JobKind, output: &Path, stop: Option<Stop>) -> bool {
         JobKind::Cost => no_result(&output.join(super::cost::JOURNAL)),
         JobKind::Campaign => !output.join("summary.csv").exists(),
         JobKind::Tune => !output.join("summary.md").exists(),
+        // Resumed only by name: every test the journal lacks runs, so it is never finished.
+        JobKind::Litmus => true,
     }
 }
 

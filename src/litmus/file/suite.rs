@@ -28,6 +28,10 @@ pub struct FileResult {
     pub malformed: bool,
     /// The backend cannot be used after this test (a fault, or a kernel that never ended).
     pub backend_lost: bool,
+    /// The test did not run because the backend failed (not a result of the test: a journal
+    /// keeps no such result, see [`crate::job::litmus`]).
+    #[serde(default)]
+    pub backend_error: bool,
 }
 
 impl FileResult {
@@ -37,15 +41,29 @@ impl FileResult {
             finding: Finding::NotRun(format!("malformed: {e}")),
             malformed: true,
             backend_lost: false,
+            backend_error: false,
         }
     }
 
-    fn not_run(report: String, reason: String, backend_lost: bool) -> FileResult {
+    /// Refused: the test uses what the backend cannot run.
+    fn refused(report: String, reason: String) -> FileResult {
+        FileResult {
+            report,
+            finding: Finding::NotRun(reason),
+            malformed: false,
+            backend_lost: false,
+            backend_error: false,
+        }
+    }
+
+    /// The backend failed (`backend_lost`: and cannot be used again).
+    fn backend_failed(report: String, reason: String, backend_lost: bool) -> FileResult {
         FileResult {
             report,
             finding: Finding::NotRun(reason),
             malformed: false,
             backend_lost,
+            backend_error: true,
         }
     }
 }
@@ -71,13 +89,13 @@ pub fn run_file(
                 finding: outcome.finding(&test),
                 malformed: false,
                 backend_lost: outcome.backend_lost,
+                backend_error: false,
             },
-            Err(FileRunError::Refused(r)) => FileResult::not_run(
+            Err(FileRunError::Refused(r)) => FileResult::refused(
                 format!("Test {} refused: {r}\n", test.name),
                 format!("refused (line {}): `{}`: {}", r.line, r.construct, r.reason),
-                false,
             ),
-            Err(FileRunError::Backend(e)) => FileResult::not_run(
+            Err(FileRunError::Backend(e)) => FileResult::backend_failed(
                 format!("Test {} failed on the backend: {e}\n", test.name),
                 format!("backend: {}", first_line(&e.to_string())),
                 e.loses_context(),
@@ -228,7 +246,7 @@ impl SuiteRunner for Isolated {
         let result = match received {
             Received::Answer(Answer::Ran(result)) => result,
             Received::Answer(Answer::Error(e)) => return Err(SuiteError::Worker(e)),
-            lost => FileResult::not_run(
+            lost => FileResult::backend_failed(
                 format!("Test {} ended its worker: {lost}\n", file.display()),
                 format!("backend: {lost}"),
                 true,
@@ -264,7 +282,7 @@ pub fn serve(
             None => match open() {
                 Ok(b) => backend.insert(b),
                 Err(e) => {
-                    let result = FileResult::not_run(
+                    let result = FileResult::backend_failed(
                         format!("Test {} not run: {e}\n", request.file.display()),
                         format!("backend: {}", first_line(&e)),
                         true,
