@@ -58,5 +58,12 @@ pub fn generate(args: &LitmusGenerateArgs) -> CmdResult {
     };
     let written = write_families(&args.out, spread).map_err(|e| anyhow::anyhow!("{e}"))?;
     outln!("{written}")?;
+    for file in &written.stale.foreign {
+        eprintln!(
+            "warning: {} is no generated test (kept): a run of {} runs it too, with no verdict",
+            file.display(),
+            args.out.display()
+        );
+    }
     Ok(())
 }

@@ -97,7 +97,7 @@ pub enum GenerateError {
 }
 
 /// What was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Written {
     pub tests: usize,
     pub families: usize,
@@ -105,6 +105,8 @@ pub struct Written {
     /// Allowed tests whose state only a weak behaviour reaches.
     pub weak_only: usize,
     pub forbidden: usize,
+    /// What an earlier generation had left in the folder.
+    pub stale: Stale,
 }
 
 impl fmt::Display for Written {
@@ -113,12 +115,88 @@ impl fmt::Display for Written {
             f,
             "{} tests in {} families: {} allowed ({} only through a weak behaviour), {} forbidden (PTX model)",
             self.tests, self.families, self.allowed, self.weak_only, self.forbidden
-        )
+        )?;
+        if self.stale.removed > 0 {
+            write!(
+                f,
+                "; removed {} test(s) of an earlier generation that this one does not write",
+                self.stale.removed
+            )?;
+        }
+        Ok(())
     }
 }
 
+/// The tests of an earlier generation in the output folder that this one does not write: those
+/// its `expected.csv` lists are removed (a run of the folder would run them, with no verdict),
+/// other litmus files are left alone and named.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stale {
+    /// Files the earlier `expected.csv` listed, removed.
+    pub removed: usize,
+    /// Litmus files under the folder that no generation wrote (kept; `litmus run` of the folder
+    /// runs them too, without a verdict from its `expected.csv`).
+    pub foreign: Vec<PathBuf>,
+}
+
+/// Removes from `out` the tests its earlier `expected.csv` lists that are not in `kept`
+/// (paths relative to `out`), and empty family folders left behind; names the other litmus
+/// files under `out` that are not in `kept`.
+pub fn remove_stale(out: &Path, kept: &HashSet<String>) -> Result<Stale, GenerateError> {
+    let listed = earlier_tests(out)?;
+    let mut stale = Stale::default();
+    for test in listed.iter().filter(|t| !kept.contains(*t)) {
+        let path = out.join(test);
+        match std::fs::remove_file(&path) {
+            Ok(()) => stale.removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(GenerateError::Io { path, source }),
+        }
+        if let Some(dir) = path.parent().filter(|d| *d != out) {
+            let _ = std::fs::remove_dir(dir); // only when empty
+        }
+    }
+    let found = crate::litmus::file::collect_files(&[out.to_path_buf()]).unwrap_or_default();
+    stale.foreign = found
+        .into_iter()
+        .filter(|path| {
+            let relative = path.strip_prefix(out).unwrap_or(path);
+            !kept.contains(&relative.to_string_lossy().replace('\\', "/"))
+        })
+        .collect();
+    Ok(stale)
+}
+
+/// The `test` column of `out/expected.csv`, when there is one.
+fn earlier_tests(out: &Path) -> Result<Vec<String>, GenerateError> {
+    let csv = out.join("expected.csv");
+    if !csv.is_file() {
+        return Ok(Vec::new());
+    }
+    let bad = |source| GenerateError::Csv {
+        path: csv.clone(),
+        source,
+    };
+    let mut reader = csv::Reader::from_path(&csv).map_err(bad)?;
+    let column = reader
+        .headers()
+        .map_err(bad)?
+        .iter()
+        .position(|h| h == "test");
+    let Some(column) = column else {
+        return Ok(Vec::new());
+    };
+    let mut tests = Vec::new();
+    for record in reader.records() {
+        if let Some(test) = record.map_err(bad)?.get(column) {
+            tests.push(test.to_string());
+        }
+    }
+    Ok(tests)
+}
+
 /// Writes every test (threads spread as `spread` says) under `out` and `out/expected.csv` with
-/// the model's verdicts.
+/// the model's verdicts, removing the tests of an earlier generation there ([`remove_stale`]).
 pub fn write_families(out: &Path, spread: Spread) -> Result<Written, GenerateError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -147,6 +225,8 @@ pub fn write_families(out: &Path, spread: Spread) -> Result<Written, GenerateErr
         rows.push(row);
     }
     written.families = families.len();
+    let kept: HashSet<String> = tests.iter().map(Generated::path).collect();
+    written.stale = remove_stale(out, &kept)?;
     let csv = out.join("expected.csv");
     write_csv(&csv, &rows).map_err(|source| GenerateError::Csv { path: csv, source })?;
     Ok(written)

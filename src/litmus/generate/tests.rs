@@ -37,3 +37,26 @@ fn tests_across_gpus_put_thread_0_and_thread_1_on_two_gpus() {
         .collect();
     assert!(tests.iter().all(|t| !one_gpu.contains(&t.name)));
 }
+
+/// QA: `litmus generate` into a folder of an earlier generation left that generation's tests
+/// there, and a run of the folder ran them with no verdict.
+#[test]
+fn an_earlier_generations_tests_are_removed_and_other_files_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    for file in ["MP/a.litmus", "SB/gone.litmus", "own/mine.litmus"] {
+        std::fs::create_dir_all(out.join(file).parent().unwrap()).unwrap();
+        std::fs::write(out.join(file), "PTX x\n").unwrap();
+    }
+    std::fs::write(
+        out.join("expected.csv"),
+        "test,tier,expected\nMP/a.litmus,A,allowed\nSB/gone.litmus,A,forbidden\n",
+    )
+    .unwrap();
+    let kept: HashSet<String> = ["MP/a.litmus".to_string()].into();
+    let stale = remove_stale(out, &kept).unwrap();
+    assert_eq!(stale.removed, 1);
+    assert!(!out.join("SB").exists(), "the emptied family folder stays");
+    assert!(out.join("MP/a.litmus").exists());
+    assert_eq!(stale.foreign, vec![out.join("own/mine.litmus")]);
+}
