@@ -47,18 +47,7 @@ const TOP: usize = 3;
 pub fn markdown(outcome: &TuneOutcome, budgets: &Budgets, provenance: &str) -> String {
     let mut md = String::from("# Stress tuning\n\n");
     let _ = writeln!(md, "{provenance}\n");
-    let _ = writeln!(
-        md,
-        "Budgets: D = {} (every {}), L = {}, C = {}, N = {}, M = {}, ε = {}; tests {}.\n",
-        budgets.distances,
-        budgets.distance_step,
-        budgets.locations,
-        budgets.executions,
-        budgets.max_sequence,
-        budgets.max_spread,
-        budgets.epsilon,
-        names(&budgets.tests)
-    );
+    let _ = writeln!(md, "{}\n", budgets_line(outcome, budgets));
     md.push_str("| parameter | value | how |\n| --- | --- | --- |\n");
     row(
         &mut md,
@@ -114,6 +103,34 @@ pub fn markdown(outcome: &TuneOutcome, budgets: &Budgets, provenance: &str) -> S
         }
     }
     md
+}
+
+/// The budgets of the stages that ran: a value given on the command line skips its stage, and
+/// that stage's budgets measured nothing.
+fn budgets_line(outcome: &TuneOutcome, budgets: &Budgets) -> String {
+    let ran = |source: &Source| !matches!(source, Source::Given);
+    let mut parts = Vec::new();
+    if ran(&outcome.patch_words.source) {
+        parts.push(format!(
+            "D = {} (every {}), L = {}",
+            budgets.distances, budgets.distance_step, budgets.locations
+        ));
+    }
+    parts.push(format!("C = {}", budgets.executions));
+    if ran(&outcome.sequence.source) {
+        parts.push(format!("N = {}", budgets.max_sequence));
+    }
+    if ran(&outcome.spread.source) {
+        parts.push(format!("M = {}", budgets.max_spread));
+    }
+    if ran(&outcome.patch_words.source) {
+        parts.push(format!("ε = {}", budgets.epsilon));
+    }
+    format!(
+        "Budgets: {}; tests {}.",
+        parts.join(", "),
+        names(&budgets.tests)
+    )
 }
 
 fn row<T>(md: &mut String, what: &str, decision: &Decision<T>, show: impl Fn(&T) -> String) {
@@ -249,6 +266,16 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| spread | mp | lb | sb |"), "{md}");
+    }
+
+    /// QA: summary.md listed the budgets of stages a given value had skipped (N for a given
+    /// sequence), as if they had been spent.
+    #[test]
+    fn the_budgets_line_leaves_out_the_stages_a_given_value_skipped() {
+        let md = markdown(&outcome(), &Budgets::paper(), "simulator");
+        let line = md.lines().find(|l| l.starts_with("Budgets:")).unwrap();
+        assert!(line.contains("M = ") && line.contains("C = "), "{line}");
+        assert!(!line.contains("N = "), "the sequence was given: {line}");
     }
 
     #[test]
