@@ -317,25 +317,71 @@ impl Location {
 
     /// How many of the newest messages a new write may be placed below: those it need not
     /// follow in coherence (`must_follow` false for each), with room for a key between.
-    /// A write that must follow the message before a racing one and that is morally strong
-    /// with the racing one (`orders`) does not go between them: it would order the two
-    /// through itself (PTX's coherence is transitive), and a reader may already have read the
-    /// older after the racing one, which that order forbids.
+    /// A write placed below one it is morally strong with (`orders`) and above one it
+    /// follows orders the two through itself (PTX's coherence is transitive): it does not go
+    /// there when the history leaves those two unordered (`fixed` says which pairs of writes
+    /// coherence orders by themselves), since a reader may already have read the older after
+    /// the newer, which that order forbids. It follows the writes `must_follow` names and,
+    /// where it goes right above one it `orders`, that one.
     fn placements(
         &self,
         must_follow: impl Fn(&Message) -> bool,
         orders: impl Fn(&Message) -> bool,
+        fixed: impl Fn(&Message, &Message) -> bool,
     ) -> usize {
         let mut n = 0;
         for i in (1..self.msgs.len()).rev() {
             let (m, before) = (&self.msgs[i], &self.msgs[i - 1]);
-            let splits = m.racing && must_follow(before) && orders(m);
-            if must_follow(m) || m.co - before.co < 2 || splits {
+            if must_follow(m) || m.co - before.co < 2 {
+                break;
+            }
+            let followed = (0..i).filter(|&j| {
+                let f = &self.msgs[j];
+                f.ts != 0 && (must_follow(f) || (j == i - 1 && orders(f)))
+            });
+            let ordered: Vec<usize> = (i..self.msgs.len())
+                .filter(|&k| orders(&self.msgs[k]))
+                .collect();
+            if self.would_order_unordered(followed, &ordered, &fixed) {
                 break;
             }
             n += 1;
         }
         n
+    }
+
+    /// Whether a new write after each message of `followed` and before each of `ordered`
+    /// (indices, the first all below the second) would order two the history leaves
+    /// unordered.
+    fn would_order_unordered(
+        &self,
+        mut followed: impl Iterator<Item = usize>,
+        ordered: &[usize],
+        fixed: &impl Fn(&Message, &Message) -> bool,
+    ) -> bool {
+        followed.any(|f| ordered.iter().any(|&o| !self.ordered_before(f, o, fixed)))
+    }
+
+    /// Whether the history orders message `f` before the newer message `o` in coherence: a
+    /// chain of messages each ordered after the one before it (not racing with it) or after
+    /// an earlier one of the chain by `fixed` (morally strong writes, one thread's writes).
+    fn ordered_before(
+        &self,
+        f: usize,
+        o: usize,
+        fixed: &impl Fn(&Message, &Message) -> bool,
+    ) -> bool {
+        // Bit k: message k follows message f.
+        let mut after_f: u32 = 1 << f;
+        for k in f + 1..=o {
+            let m = &self.msgs[k];
+            let chained = after_f & (1 << (k - 1)) != 0 && !m.racing;
+            let by_pair = (f..k).any(|j| after_f & (1 << j) != 0 && fixed(&self.msgs[j], m));
+            if chained || by_pair {
+                after_f |= 1 << k;
+            }
+        }
+        after_f & (1 << o) != 0
     }
 }
 
@@ -1123,7 +1169,13 @@ impl PtxMemory {
         let orders = |m: &Message| {
             a.reach != Reach::Weak && morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
         };
-        loc.placements(must_follow, orders)
+        loc.placements(must_follow, orders, |x, y| self.fixed_pair(x, y))
+    }
+
+    /// Whether coherence orders writes `x` and `y` by themselves: one thread's, or morally
+    /// strong.
+    fn fixed_pair(&self, x: &Message, y: &Message) -> bool {
+        x.writer == y.writer || morally_strong(&self.gpus, x, y.writer, y.block, y.reach)
     }
 
     fn choose_placement(
@@ -1200,8 +1252,9 @@ impl PtxMemory {
     /// directly above that message, below every newer one, so that no write comes between
     /// its read and its write (atomicity). It need not follow a newer message: none is its
     /// own, known to it, or at or below its coherence position, and there is room for a key.
-    /// Nor does it split a write racing with message `i` from it when morally strong with that
-    /// write (it would order the two). It splits no other RMW morally strong with it from what
+    /// Nor does it go there when a racing write lies between a write it follows (message `i`,
+    /// or one below that it must follow) and a newer one morally strong with it (it would
+    /// order the two). It splits no other RMW morally strong with it from what
     /// that RMW read: none is newer,
     /// but for the one directly above, which then reads `a`'s write instead of message `i`:
     /// allowed when it read the value `a` writes and `a` carries it no release it lacks (the
@@ -1233,11 +1286,18 @@ impl PtxMemory {
             return false;
         }
         let (read, above) = (&loc.msgs[i], &newer[0]);
-        // A write racing with the one `a` read stays unordered with it unless `a`'s write,
-        // after the one it read and morally strong with the racing one, orders the two; a
-        // reader may already have read the older after the racing one (as for stores, see
-        // [`Location::placements`]).
-        if above.racing && morally_strong(&self.gpus, above, a.thread, a.block, a.reach) {
+        // `a`'s write follows the one it read (and those below it that `a` must follow) and
+        // precedes every newer one morally strong with it: it orders each pair of those, which
+        // the history may leave unordered; a reader may already have read the older after the
+        // newer (as for stores, see [`Location::placements`]).
+        let must_follow = |m: &Message| {
+            m.ts != 0 && (m.co <= position || m.writer == a.thread || self.knows(a.thread, m))
+        };
+        let followed = (0..=i).filter(|&j| j == i || must_follow(&loc.msgs[j]));
+        let ordered: Vec<usize> = (i + 1..loc.msgs.len())
+            .filter(|&k| morally_strong(&self.gpus, &loc.msgs[k], a.thread, a.block, a.reach))
+            .collect();
+        if loc.would_order_unordered(followed, &ordered, &|x, y| self.fixed_pair(x, y)) {
             return false;
         }
         let Some(above_read) = above.rmw.filter(|_| atomic_with(above)) else {
@@ -2096,6 +2156,28 @@ mod tests {
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 2, as_newest);
         assert!(!m.store(access(1, 1, Reach::Gpu), X, 4, 2, 1, lowest));
         assert!(!m.tracked_location(X, 4).unwrap().msgs[2].racing);
+    }
+
+    /// Regression (fuzzing, `tests/litmus/CoWR+write-orders-racing-writes-through-a-third`):
+    /// a write following its own weak write and morally strong with a racing one above went
+    /// below that one when a third write lay between, ordering the racing pair.
+    #[test]
+    fn a_write_does_not_order_a_racing_pair_through_a_write_between_them() {
+        let mut m = PtxMemory::new(3, 4);
+        m.store(access(2, 3, Reach::Weak), X, 4, 0, 3, as_newest);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 3, 2, as_newest);
+        m.store(access(0, 0, Reach::Weak), X, 4, 2, 1, |_| 1);
+        let values: Vec<u64> = m
+            .tracked_location(X, 4)
+            .unwrap()
+            .msgs
+            .iter()
+            .map(|m| m.value)
+            .collect();
+        assert_eq!(values, vec![0, 3, 1, 2]);
+        assert_eq!(placements_of_x(&m, access(2, 3, Reach::Gpu)), 0);
+        // A weak write orders nothing it goes below: it may go anywhere above its own.
+        assert_eq!(placements_of_x(&m, access(2, 3, Reach::Weak)), 2);
     }
 
     #[test]
