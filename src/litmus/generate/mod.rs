@@ -128,18 +128,18 @@ impl fmt::Display for Written {
 }
 
 /// The tests of an earlier generation in the output folder that this one does not write: those
-/// its `expected.csv` lists are removed (a run of the folder would run them, with no verdict),
+/// its [`MANIFEST`] lists are removed (a run of the folder would run them, with no verdict),
 /// other litmus files are left alone and named.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stale {
-    /// Files the earlier `expected.csv` listed, removed.
+    /// Files the earlier [`MANIFEST`] listed, removed.
     pub removed: usize,
     /// Litmus files under the folder that no generation wrote (kept; `litmus run` of the folder
     /// runs them too, without a verdict from its `expected.csv`).
     pub foreign: Vec<PathBuf>,
 }
 
-/// Removes from `out` the tests its earlier `expected.csv` lists that are not in `kept`
+/// Removes from `out` the tests its earlier [`MANIFEST`] lists that are not in `kept`
 /// (paths relative to `out`), and empty family folders left behind; names the other litmus
 /// files under `out` that are not in `kept`.
 pub fn remove_stale(out: &Path, kept: &HashSet<String>) -> Result<Stale, GenerateError> {
@@ -167,36 +167,42 @@ pub fn remove_stale(out: &Path, kept: &HashSet<String>) -> Result<Stale, Generat
     Ok(stale)
 }
 
-/// The `test` column of `out/expected.csv`, when there is one.
+/// The file in the output folder listing the tests a generation wrote (paths relative to the
+/// folder, one a line), so that the next generation there removes only what it wrote itself.
+pub const MANIFEST: &str = "generated-tests.txt";
+
+/// The tests the earlier generation in `out` wrote, as its [`MANIFEST`] lists them (none
+/// without one: then nothing is removed).
 fn earlier_tests(out: &Path) -> Result<Vec<String>, GenerateError> {
-    let csv = out.join("expected.csv");
-    if !csv.is_file() {
-        return Ok(Vec::new());
+    let path = out.join(MANIFEST);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(GenerateError::Io { path, source }),
     }
-    let bad = |source| GenerateError::Csv {
-        path: csv.clone(),
-        source,
-    };
-    let mut reader = csv::Reader::from_path(&csv).map_err(bad)?;
-    let column = reader
-        .headers()
-        .map_err(bad)?
-        .iter()
-        .position(|h| h == "test");
-    let Some(column) = column else {
-        return Ok(Vec::new());
-    };
-    let mut tests = Vec::new();
-    for record in reader.records() {
-        if let Some(test) = record.map_err(bad)?.get(column) {
-            tests.push(test.to_string());
-        }
+}
+
+/// Writes the [`MANIFEST`] of `tests` to `out`.
+fn write_manifest(out: &Path, tests: &[Generated]) -> Result<(), GenerateError> {
+    let mut text = String::from(
+        "# The tests `gpuwmm litmus generate` wrote here; the next generation into this folder\n\
+         # removes those it does not write again.\n",
+    );
+    for t in tests {
+        text.push_str(&t.path());
+        text.push('\n');
     }
-    Ok(tests)
+    let path = out.join(MANIFEST);
+    std::fs::write(&path, text).map_err(|source| GenerateError::Io { path, source })
 }
 
 /// Writes every test (threads spread as `spread` says) under `out` and `out/expected.csv` with
-/// the model's verdicts, removing the tests of an earlier generation there ([`remove_stale`]).
+/// the model's verdicts and the [`MANIFEST`] of the tests, removing the tests of an earlier
+/// generation there ([`remove_stale`]).
 pub fn write_families(out: &Path, spread: Spread) -> Result<Written, GenerateError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -227,6 +233,7 @@ pub fn write_families(out: &Path, spread: Spread) -> Result<Written, GenerateErr
     written.families = families.len();
     let kept: HashSet<String> = tests.iter().map(Generated::path).collect();
     written.stale = remove_stale(out, &kept)?;
+    write_manifest(out, &tests)?;
     let csv = out.join("expected.csv");
     write_csv(&csv, &rows).map_err(|source| GenerateError::Csv { path: csv, source })?;
     Ok(written)

@@ -39,7 +39,8 @@ fn tests_across_gpus_put_thread_0_and_thread_1_on_two_gpus() {
 }
 
 /// QA: `litmus generate` into a folder of an earlier generation left that generation's tests
-/// there, and a run of the folder ran them with no verdict.
+/// there, and a run of the folder ran them with no verdict. Only what a generation wrote (its
+/// manifest) is removed: a folder's own `expected.csv` may list the user's tests.
 #[test]
 fn an_earlier_generations_tests_are_removed_and_other_files_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,8 +50,8 @@ fn an_earlier_generations_tests_are_removed_and_other_files_named() {
         std::fs::write(out.join(file), "PTX x\n").unwrap();
     }
     std::fs::write(
-        out.join("expected.csv"),
-        "test,tier,expected\nMP/a.litmus,A,allowed\nSB/gone.litmus,A,forbidden\n",
+        out.join(MANIFEST),
+        "# written by litmus generate\nMP/a.litmus\nSB/gone.litmus\n",
     )
     .unwrap();
     let kept: HashSet<String> = ["MP/a.litmus".to_string()].into();
@@ -59,4 +60,15 @@ fn an_earlier_generations_tests_are_removed_and_other_files_named() {
     assert!(!out.join("SB").exists(), "the emptied family folder stays");
     assert!(out.join("MP/a.litmus").exists());
     assert_eq!(stale.foreign, vec![out.join("own/mine.litmus")]);
+}
+
+#[test]
+fn without_a_manifest_nothing_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.litmus"), "PTX x\n").unwrap();
+    std::fs::write(dir.path().join("expected.csv"), "test\nmine.litmus\n").unwrap();
+    let stale = remove_stale(dir.path(), &HashSet::new()).unwrap();
+    assert_eq!(stale.removed, 0);
+    assert!(dir.path().join("mine.litmus").exists());
+    assert_eq!(stale.foreign, vec![dir.path().join("mine.litmus")]);
 }
