@@ -513,7 +513,12 @@ impl<'a> Machine<'a> {
         let mut at: BTreeMap<String, usize> = BTreeMap::new();
         for thread in &self.threads[..self.app_threads] {
             if thread.state != State::Exited {
-                let line = self.k.code.get(thread.pc as usize).map_or(0, |i| i.line);
+                // A thread waiting at a barrier or rendezvous has stepped past it.
+                let pc = match thread.state {
+                    State::Barrier | State::Warp => thread.pc.saturating_sub(1),
+                    _ => thread.pc,
+                };
+                let line = self.k.code.get(pc as usize).map_or(0, |i| i.line);
                 let place = match self.k.origins.get(&line) {
                     Some(origin) => origin.clone(),
                     None => format!("PTX line {line}"),
