@@ -624,11 +624,23 @@ fn without_own_fences(target: &Target) -> String {
 /// has one (relative to the working directory when the file lies under it).
 fn fence_places(fences: &[OwnFence]) -> String {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let place = |f: &OwnFence| match &f.source {
+    let place = |f: &OwnFence| match f.written.as_ref().or(f.source.as_ref()) {
         Some(line) => format!("{}:{} ({})", shown_path(&line.file, &cwd), line.line, f.ptx),
         None => format!("{} in {}", f.ptx, f.function),
     };
-    fences.iter().map(place).collect::<Vec<_>>().join(", ")
+    // A helper's fence inlined at several calls is one place, with its count.
+    let mut places: Vec<(String, usize)> = Vec::new();
+    for name in fences.iter().map(place) {
+        match places.iter_mut().find(|(p, _)| *p == name) {
+            Some((_, n)) => *n += 1,
+            None => places.push((name, 1)),
+        }
+    }
+    let shown = places.into_iter().map(|(place, n)| match n {
+        1 => place,
+        n => format!("{place} × {n} inlined copies"),
+    });
+    shown.collect::<Vec<_>>().join(", ")
 }
 
 /// `file` relative to `cwd` when it lies under it, else as it is.
@@ -1036,6 +1048,29 @@ fn first_error(p: &QueryProgress) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// QA: a grid barrier's three `__threadfence()`s in a helper inlined six times were
+    /// listed as 18 fences at the calling lines.
+    #[test]
+    fn own_fences_of_an_inlined_helper_are_named_once_at_their_own_line() {
+        let line = |line| {
+            Some(crate::ptx::passes::fences::SourceLine {
+                file: "k.cu".into(),
+                line,
+            })
+        };
+        let fence = |written, source| OwnFence {
+            function: "k".into(),
+            source: line(source),
+            written: line(written),
+            ptx: "membar.gl".into(),
+        };
+        let fences = [fence(13, 38), fence(13, 41), fence(17, 38), fence(23, 23)];
+        assert_eq!(
+            fence_places(&fences),
+            "k.cu:13 (membar.gl) × 2 inlined copies, k.cu:17 (membar.gl), k.cu:23 (membar.gl)"
+        );
+    }
 
     /// Bug: a hardening that kept no fence wrote an empty `<journal>.patch`, which `git apply`
     /// refuses ("No valid patches in input"), and a rerun of a journal whose patch had fences

@@ -392,6 +392,9 @@ pub struct OwnFence {
     pub function: String,
     /// The source line of the outermost frame, when the PTX has line info.
     pub source: Option<SourceLine>,
+    /// The line the fence is written on: in code inlined from a helper, the helper's line
+    /// (`source` is then the line that calls it).
+    pub written: Option<SourceLine>,
     /// The fence instruction, as printed.
     pub ptx: String,
 }
@@ -407,6 +410,7 @@ pub fn own_fences(module: &Module) -> Vec<OwnFence> {
                     fences.push(OwnFence {
                         function: function.name.clone(),
                         source: attribution.and_then(|a| source_line(module, a.outer)),
+                        written: attribution.and_then(|a| source_line(module, a.inner)),
                         ptx: crate::print::instruction_text(i),
                     });
                 }
