@@ -932,7 +932,8 @@ pub enum LitmusCommand {
     /// membar), scopes (cta, gpu, sys) and placements (one CTA, one CTA per thread, thread 0
     /// apart; or, with --across-gpus, the same on two GPUs). Files go to
     /// DIR/<family>/<name>.litmus in the Dat3M dialect; DIR/expected.csv has the columns of the
-    /// shared suite's. The output is the same on every run.
+    /// shared suite's, DIR/generated-tests.txt lists the tests (a later generation into DIR
+    /// removes those it does not write again). The output is the same on every run.
     #[command(after_help = "Examples:
   gpuwmm litmus generate --out generated
   gpuwmm litmus model generated --expect generated/expected.csv
