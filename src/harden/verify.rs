@@ -289,7 +289,7 @@ fn patch_run_request(plan: &PatchCheckPlan, run: u64, races: bool) -> RunRequest
         env: plan.env,
         fences: Fences::AsIs,
         stress_iterations: plan.stress_iterations,
-        races: races && run % RACE_RECORDING_EVERY == 0,
+        races: races && run.is_multiple_of(RACE_RECORDING_EVERY),
     }
 }
 
