@@ -1252,8 +1252,8 @@ impl PtxMemory {
     /// directly above that message, below every newer one, so that no write comes between
     /// its read and its write (atomicity). It need not follow a newer message: none is its
     /// own, known to it, or at or below its coherence position, and there is room for a key.
-    /// Nor does it go there when a racing write lies between a write it follows (message `i`,
-    /// or one below that it must follow) and a newer one morally strong with it (it would
+    /// Nor does it go there when the history leaves a write it follows (message `i`, or one
+    /// below that it must follow) unordered with a newer one morally strong with it (it would
     /// order the two). It splits no other RMW morally strong with it from what
     /// that RMW read: none is newer,
     /// but for the one directly above, which then reads `a`'s write instead of message `i`:
@@ -1290,10 +1290,11 @@ impl PtxMemory {
         // precedes every newer one morally strong with it: it orders each pair of those, which
         // the history may leave unordered; a reader may already have read the older after the
         // newer (as for stores, see [`Location::placements`]).
-        let must_follow = |m: &Message| {
-            m.ts != 0 && (m.co <= position || m.writer == a.thread || self.knows(a.thread, m))
-        };
-        let followed = (0..=i).filter(|&j| j == i || must_follow(&loc.msgs[j]));
+        let must_follow =
+            |m: &Message| m.co <= position || m.writer == a.thread || self.knows(a.thread, m);
+        // The initial value precedes every write.
+        let followed =
+            (0..=i).filter(|&j| loc.msgs[j].ts != 0 && (j == i || must_follow(&loc.msgs[j])));
         let ordered: Vec<usize> = (i + 1..loc.msgs.len())
             .filter(|&k| morally_strong(&self.gpus, &loc.msgs[k], a.thread, a.block, a.reach))
             .collect();
