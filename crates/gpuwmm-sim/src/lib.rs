@@ -703,31 +703,41 @@ mod tests {
 
     const VARIABLES: &str = include_str!("../../../tests/fixtures/ptx/small/variables.ptx");
 
-    /// Regression (a sense-reversing grid barrier whose last arrival was lost): every run ran
-    /// out of budget with "a hang or a livelock" and no word of where. The message now names
-    /// where the application's threads still running are, busiest line first.
-    #[test]
-    fn a_launch_out_of_budget_names_where_the_app_threads_spin() {
-        let text = ".version 7.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
-                    .visible .entry k(.param .u64 k_mem)\n{\n\
-                    \t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<2>;\n\
-                    \tld.param.u64 %rd1, [k_mem];\n\tmov.u32 %r1, %tid.x;\n\
-                    \tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $DONE;\n\
-                    $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
-                    \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n$DONE:\n\tret;\n}\n";
+    /// The hang message of kernel `k(mem)` (PTX body `body`, file 1 `k.cu`) run by three
+    /// threads of one block over a zero word, with a budget of 10,000 instructions.
+    fn hang_of_three_threads(body: &str) -> String {
+        let text = format!(
+            ".version 7.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
+             .visible .entry k(.param .u64 k_mem)\n{{\n\
+             \t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<2>;\n\
+             \tld.param.u64 %rd1, [k_mem];\n\tmov.u32 %r1, %tid.x;\n\
+             \tsetp.eq.u32 %p1, %r1, 0;\n{body}}}\n"
+        );
         let mut config = SimConfig::new(MemoryModel::Ptx, 1);
         config.instruction_budget = 10_000;
         let mut sim = SimBackend::new(config);
-        let module = sim.load_module(text).unwrap();
+        let module = sim.load_module(&text).unwrap();
         let flag = sim.alloc(4).unwrap();
         sim.memset(flag, 0).unwrap();
         let three = LaunchConfig::new((1, 1, 1), (3, 1, 1));
         sim.launch(module, "k", &three, &[KernelArg::ptr(flag)])
             .unwrap();
-        let err = sim.synchronize(Duration::from_secs(60)).unwrap_err();
-        let BackendError::Hang(message) = err else {
-            panic!("{err}");
-        };
+        match sim.synchronize(Duration::from_secs(60)).unwrap_err() {
+            BackendError::Hang(message) => message,
+            err => panic!("{err}"),
+        }
+    }
+
+    /// Regression (a sense-reversing grid barrier whose last arrival was lost): every run ran
+    /// out of budget with "a hang or a livelock" and no word of where. The message now names
+    /// where the application's threads still running are, busiest line first.
+    #[test]
+    fn a_launch_out_of_budget_names_where_the_app_threads_spin() {
+        let message = hang_of_three_threads(
+            "\t@%p1 bra $DONE;\n\
+             $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
+             \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n$DONE:\n\tret;\n",
+        );
         assert!(
             message.ends_with("; the app's threads still running: 2 at k.cu:12"),
             "{message}"
@@ -737,27 +747,12 @@ mod tests {
     /// QA: threads waiting at a `__syncthreads()` in a hang were named at the line after it.
     #[test]
     fn a_hang_names_the_line_of_the_barrier_threads_wait_at() {
-        let text = ".version 7.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
-                    .visible .entry k(.param .u64 k_mem)\n{\n\
-                    \t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<2>;\n\
-                    \tld.param.u64 %rd1, [k_mem];\n\tmov.u32 %r1, %tid.x;\n\
-                    \tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $SPIN;\n\
-                    \t.loc 1 20 5\n\tbar.sync 0;\n\t.loc 1 21 5\n\tret;\n\
-                    $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
-                    \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n\tret;\n}\n";
-        let mut config = SimConfig::new(MemoryModel::Ptx, 1);
-        config.instruction_budget = 10_000;
-        let mut sim = SimBackend::new(config);
-        let module = sim.load_module(text).unwrap();
-        let flag = sim.alloc(4).unwrap();
-        sim.memset(flag, 0).unwrap();
-        let three = LaunchConfig::new((1, 1, 1), (3, 1, 1));
-        sim.launch(module, "k", &three, &[KernelArg::ptr(flag)])
-            .unwrap();
-        let err = sim.synchronize(Duration::from_secs(60)).unwrap_err();
-        let BackendError::Hang(message) = err else {
-            panic!("{err}");
-        };
+        let message = hang_of_three_threads(
+            "\t@%p1 bra $SPIN;\n\
+             \t.loc 1 20 5\n\tbar.sync 0;\n\t.loc 1 21 5\n\tret;\n\
+             $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
+             \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n\tret;\n",
+        );
         assert!(
             message.ends_with("; the app's threads still running: 2 at k.cu:20, 1 at k.cu:12"),
             "{message}"
