@@ -61,6 +61,21 @@ for name in ("MP+membar.gl.litmus", "SB+membar.sys.litmus"):
     assert rows[name]["verdict"].startswith("ok") and rows[name]["executions"] == "64", rows[name]
 print("stand-in litmus: the faulting test is reported, the tests after it ran in a new worker")
 PY
+    echo "== the same, journaled: the faulting test is not journaled, and a resume runs only it"
+    GPUWMM_STANDIN_INJECT="fault@2" "$gpuwmm" litmus run "$work/litmus" --backend cuda \
+        --executions 64 --instances 64 --seed 1 --journal "$work/litmus-journal.csv" >/dev/null
+    [[ "$(outcomes "$work/litmus-journal.csv" '*')" == 2 ]] || {
+        echo "the journal should hold the two tests that ran" >&2
+        exit 1
+    }
+    resumed="$("$gpuwmm" litmus run "$work/litmus" --backend cuda --executions 64 --instances 64 \
+        --seed 1 --expect tests/litmus/expected.csv --journal "$work/litmus-journal.csv" --resume)"
+    grep -q '^3 tests: ok 3, UNSOUND 0' <<<"$resumed" &&
+        [[ "$(grep -c '^(from the journal) ' <<<"$resumed")" == 2 ]] || {
+        echo "the resumed run should print two tests from the journal and run the third: $resumed" >&2
+        exit 1
+    }
+    echo "stand-in litmus: a journaled run on the worker path resumes with only the faulted test"
 fi
 
 if [[ " $PART " == *" check "* ]]; then
