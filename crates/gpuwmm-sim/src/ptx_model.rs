@@ -329,37 +329,52 @@ impl Location {
         orders: impl Fn(&Message) -> bool,
         fixed: impl Fn(&Message, &Message) -> bool,
     ) -> usize {
+        // Bit k: the write goes below message k, which it orders (morally strong with it).
+        let mut ordered: u32 = 0;
+        // Bit j: a message it must follow (not the initial value); found when first needed.
+        let mut follows: Option<u32> = None;
         let mut n = 0;
         for i in (1..self.msgs.len()).rev() {
             let (m, before) = (&self.msgs[i], &self.msgs[i - 1]);
             if must_follow(m) || m.co - before.co < 2 {
                 break;
             }
-            let followed = (0..i).filter(|&j| {
-                let f = &self.msgs[j];
-                f.ts != 0 && (must_follow(f) || (j == i - 1 && orders(f)))
-            });
-            let ordered: Vec<usize> = (i..self.msgs.len())
-                .filter(|&k| orders(&self.msgs[k]))
-                .collect();
-            if self.would_order_unordered(followed, &ordered, &fixed) {
-                break;
+            if orders(m) {
+                ordered |= 1 << i;
+            }
+            if ordered != 0 {
+                let below = (1u32 << i) - 1;
+                let mut followed = below & *follows.get_or_insert_with(|| self.bits(&must_follow));
+                if before.ts != 0 && orders(before) {
+                    followed |= 1 << (i - 1);
+                }
+                if self.would_order_unordered(followed, ordered, &fixed) {
+                    break;
+                }
             }
             n += 1;
         }
         n
     }
 
+    /// The messages `which` names (not the initial value), as bits by index.
+    fn bits(&self, which: impl Fn(&Message) -> bool) -> u32 {
+        (0..self.msgs.len())
+            .filter(|&j| self.msgs[j].ts != 0 && which(&self.msgs[j]))
+            .fold(0, |bits, j| bits | 1 << j)
+    }
+
     /// Whether a new write after each message of `followed` and before each of `ordered`
-    /// (indices, the first all below the second) would order two the history leaves
+    /// (bits by index, the first all below the second) would order two the history leaves
     /// unordered.
     fn would_order_unordered(
         &self,
-        mut followed: impl Iterator<Item = usize>,
-        ordered: &[usize],
+        followed: u32,
+        ordered: u32,
         fixed: &impl Fn(&Message, &Message) -> bool,
     ) -> bool {
-        followed.any(|f| ordered.iter().any(|&o| !self.ordered_before(f, o, fixed)))
+        let set = |bits: u32| (0..self.msgs.len()).filter(move |&k| bits & (1 << k) != 0);
+        set(followed).any(|f| set(ordered).any(|o| !self.ordered_before(f, o, fixed)))
     }
 
     /// Whether the history orders message `f` before the newer message `o` in coherence: a
@@ -1290,16 +1305,18 @@ impl PtxMemory {
         // precedes every newer one morally strong with it: it orders each pair of those, which
         // the history may leave unordered; a reader may already have read the older after the
         // newer (as for stores, see [`Location::placements`]).
-        let must_follow =
-            |m: &Message| m.co <= position || m.writer == a.thread || self.knows(a.thread, m);
-        // The initial value precedes every write.
-        let followed =
-            (0..=i).filter(|&j| loc.msgs[j].ts != 0 && (j == i || must_follow(&loc.msgs[j])));
-        let ordered: Vec<usize> = (i + 1..loc.msgs.len())
-            .filter(|&k| morally_strong(&self.gpus, &loc.msgs[k], a.thread, a.block, a.reach))
-            .collect();
-        if loc.would_order_unordered(followed, &ordered, &|x, y| self.fixed_pair(x, y)) {
-            return false;
+        let below_newer = (1u32 << (i + 1)) - 1;
+        let ordered =
+            !below_newer & loc.bits(|m| morally_strong(&self.gpus, m, a.thread, a.block, a.reach));
+        if ordered != 0 {
+            // The initial value precedes every write (`bits` leaves it out).
+            let must_follow =
+                |m: &Message| m.co <= position || m.writer == a.thread || self.knows(a.thread, m);
+            let read_bit = if read.ts != 0 { 1 << i } else { 0 };
+            let followed = below_newer & (loc.bits(must_follow) | read_bit);
+            if loc.would_order_unordered(followed, ordered, &|x, y| self.fixed_pair(x, y)) {
+                return false;
+            }
         }
         let Some(above_read) = above.rmw.filter(|_| atomic_with(above)) else {
             return true;
