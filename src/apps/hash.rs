@@ -79,15 +79,21 @@ pub fn patch_sha256(patched: &[super::PatchedFile]) -> String {
     hasher.finish()
 }
 
+/// SHA-256 of one file's bytes (length-prefixed, as every hash here): how a journal names a
+/// data file or a litmus test as it was.
+pub fn bytes_sha256(bytes: &[u8]) -> String {
+    let mut hasher = Hasher::default();
+    hasher.field(bytes);
+    hasher.finish()
+}
+
 /// The hash of each data file `app`'s buffers are read from, by its name in the manifest.
 fn inputs_hash(app: &dyn App) -> BTreeMap<String, String> {
     let buffers = app.manifest().map_or(&[][..], |m| &m.buffers[..]);
     let mut hashes = BTreeMap::new();
     for buffer in buffers {
         if let (Some(file), Init::Data(data)) = (&buffer.file, &buffer.init) {
-            let mut hasher = Hasher::default();
-            hasher.field(data);
-            hashes.insert(file.to_string_lossy().into_owned(), hasher.finish());
+            hashes.insert(file.to_string_lossy().into_owned(), bytes_sha256(data));
         }
     }
     hashes

@@ -628,7 +628,8 @@ fn fence_places(fences: &[OwnFence]) -> String {
         Some(line) => format!("{}:{} ({})", shown_path(&line.file, &cwd), line.line, f.ptx),
         None => format!("{} in {}", f.ptx, f.function),
     };
-    // A helper's fence inlined at several calls is one place, with its count.
+    // A fence the PTX holds several times (a helper inlined at several calls, an unrolled
+    // loop) is one place, with its count.
     let mut places: Vec<(String, usize)> = Vec::new();
     for name in fences.iter().map(place) {
         match places.iter_mut().find(|(p, _)| *p == name) {
@@ -638,7 +639,7 @@ fn fence_places(fences: &[OwnFence]) -> String {
     }
     let shown = places.into_iter().map(|(place, n)| match n {
         1 => place,
-        n => format!("{place} × {n} inlined copies"),
+        n => format!("{place} × {n} copies in the PTX"),
     });
     shown.collect::<Vec<_>>().join(", ")
 }
@@ -1068,7 +1069,7 @@ mod tests {
         let fences = [fence(13, 38), fence(13, 41), fence(17, 38), fence(23, 23)];
         assert_eq!(
             fence_places(&fences),
-            "k.cu:13 (membar.gl) × 2 inlined copies, k.cu:17 (membar.gl), k.cu:23 (membar.gl)"
+            "k.cu:13 (membar.gl) × 2 copies in the PTX, k.cu:17 (membar.gl), k.cu:23 (membar.gl)"
         );
     }
 

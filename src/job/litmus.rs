@@ -12,6 +12,7 @@
 use super::settings::{all_differences, Settings};
 use super::sidecar::{create_journal, now, resume_journal, JobKind};
 use super::JobError;
+use crate::apps::hash::bytes_sha256;
 use crate::backend::sim::SimModel;
 use crate::backend::BackendKind;
 use crate::check::journal::Journal;
@@ -19,7 +20,6 @@ use crate::litmus::file::expect::Finding;
 use crate::litmus::file::run::FileSettings;
 use crate::litmus::file::suite::FileResult;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -37,7 +37,7 @@ pub struct LitmusMeta {
 pub struct LitmusRecord {
     /// The file, as the suite named it.
     pub file: String,
-    /// SHA-256 of the file's text.
+    /// SHA-256 of the file's text ([`bytes_sha256`]).
     pub sha256: String,
     /// `ran`, `deadlocked` or `not-run`.
     pub outcome: String,
@@ -217,7 +217,7 @@ impl SuiteJournal {
         let Ok(text) = std::fs::read(file) else {
             return Ok((run()?, false));
         };
-        let sha256 = hex(&Sha256::digest(&text));
+        let sha256 = bytes_sha256(&text);
         let key = (file.display().to_string(), sha256);
         if let Some(row) = self.recorded.get(&key) {
             let result = row.result().map_err(|e| {
@@ -255,10 +255,6 @@ fn refuse_other_settings(
         path.display(),
         listed.join("; ")
     )))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
