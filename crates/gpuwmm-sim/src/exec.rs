@@ -181,9 +181,7 @@ impl Machine<'_> {
                     }
                     Hazard::OwnStore if self.overtake_own_loads(t, base, inst) => {}
                     Hazard::Boundary
-                        if !self.holds_stores(t)
-                            && !self.overtaken_by_own_store(t)
-                            && self.overtake_deferred(t, is_fence(inst)) => {}
+                        if !self.holds_stores(t) && self.overtake_deferred(t, is_fence(inst)) => {}
                     // The thread waits for its loads, half the time letting others run first.
                     _ if self.rng.sample(self.half_coin) => break Ok(QuantumEnd::Quantum),
                     _ => self.resolve_deferred(t)?,
@@ -695,7 +693,12 @@ impl Machine<'_> {
                 // Not while races are recorded: the recorder takes the order accesses are
                 // performed in as program order, and a deferred unlock would be "after" reads
                 // that follow it.
-                if self.ptx && self.races.is_none() && self.may_defer_rmw(t, mem, at) {
+                // Nor one that overtook a deferred load of its bytes (`exec/own_store.rs`).
+                if self.ptx
+                    && self.races.is_none()
+                    && !self.touches_unperformed(t, base, mem)
+                    && self.may_defer_rmw(t, mem, at)
+                {
                     return self.defer_rmw(t, inst.line, d, op, mem, at, [b, c]);
                 }
                 let old = self.atomic(t, inst.line, op, mem, at, b, c)?;
@@ -1648,9 +1651,15 @@ impl Machine<'_> {
                 }
                 continue;
             }
-            *slot = match p.restricted {
-                Some(r) => Some(r),
-                None => match self.restriction(t, p.addr, size, p.order, None) {
+            *slot = match (p.restricted, p.before_own) {
+                (Some(r), _) => Some(r),
+                // Its own store took effect already: what it could read now may be that store.
+                (None, Some(b)) => Some(Restriction {
+                    fallback: b.fallback,
+                    mark: None,
+                    may_observe: true,
+                }),
+                (None, None) => match self.restriction(t, p.addr, size, p.order, None) {
                     Some(r) => Some(r),
                     None => return false,
                 },
@@ -1688,7 +1697,7 @@ impl Machine<'_> {
             }
             self.deferred_race_pos = (p.race_pos != 0).then_some(p.race_pos);
             let v = match (p.restricted, p.before_own) {
-                (Some(r), _) => self.restricted_load(t, &p, r),
+                (Some(r), b) => self.restricted_load(t, &p, r, b.map(|b| b.floor)),
                 (None, Some(b)) => self.load_before_own(t, &p, b),
                 (None, None) => self.load_global(t, p.line, p.addr, size, p.order)?,
             };
@@ -1728,20 +1737,27 @@ impl Machine<'_> {
     }
 
     /// A restricted deferred load performed now: what it may read with no effect and not
-    /// caused by the release that overtook it, else its fallback.
-    fn restricted_load(&mut self, t: usize, p: &Deferred, r: Restriction) -> u64 {
+    /// caused by the release that overtook it (from `floor` where its own later access of
+    /// the same bytes took effect first), else its fallback.
+    fn restricted_load(
+        &mut self,
+        t: usize,
+        p: &Deferred,
+        r: Restriction,
+        floor: Option<u64>,
+    ) -> u64 {
         let size = u64::from(p.ty.bytes());
         let newest = self.mem.read(p.addr, size).unwrap_or(0);
         let pick = self.rng.random::<u32>();
         let a = self.model_access(t, p.order);
-        let v = self.model.restricted_load(
-            a,
-            (p.addr, size),
-            newest,
-            (pick, self.older),
-            r.mark,
-            r.may_observe,
-        );
+        let limits = ptx_model::ReadLimits {
+            mark: r.mark,
+            observing: r.may_observe,
+            floor,
+        };
+        let v = self
+            .model
+            .restricted_load(a, (p.addr, size), newest, (pick, self.older), limits);
         self.record_deferred_load(t, p);
         v.unwrap_or(r.fallback)
     }

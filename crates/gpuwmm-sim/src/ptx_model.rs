@@ -63,10 +63,12 @@
 //!   coherence-last value.
 //! - Loads and relaxed RMWs may be deferred (`exec.rs`): later accesses to other addresses
 //!   overtake them, and arithmetic on their values and stores of them are held back with
-//!   them (`exec/held.rs`). A store of the same bytes that releases nothing may overtake a
-//!   deferred load too ([`PtxMemory::load_before_own`], `exec/own_store.rs`): the load then
-//!   reads from its thread's position before the store, never its own newer writes (load
-//!   buffering on one location). A fence, release store or acquire load may overtake a deferred load too;
+//!   them (`exec/held.rs`). A store of the same bytes that acquires nothing, or such an RMW
+//!   that releases nothing either, may overtake a deferred load too
+//!   ([`PtxMemory::load_before_own`], `exec/own_store.rs`): the load then reads from its
+//!   thread's position before that write, never its own newer writes (load buffering on one
+//!   location), and is restricted as below as well where the store releases or a fence or
+//!   release follows. A fence, release store or acquire load may overtake a deferred load too;
 //!   the load is then *restricted* ([`PtxMemory::restricted_load`]): it reads only a write it
 //!   forms no synchronisation with and that no thread wrote after the thread's first
 //!   overtaking release ([`PtxMemory::mark`]) with that release in its causal past, or else a
@@ -462,6 +464,21 @@ pub struct Mark {
     pub seq: u32,
 }
 
+/// What a restricted deferred load may read ([`PtxMemory::restricted_load`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadLimits {
+    /// The reader's first release that overtook the load: no write it may have caused.
+    pub mark: Option<Mark>,
+    /// No fence overtook the load (which is no acquire): it may observe a morally strong write
+    /// late ([`PtxMemory::observable_late`]).
+    pub observing: bool,
+    /// A later access of its thread to the same bytes took effect first (load buffering on
+    /// one location, `exec/own_store.rs`): the thread's coherence position there before that
+    /// access. The load reads nothing older, and no morally strong write newer (see
+    /// [`PtxMemory::load_before_own`]).
+    pub floor: Option<u64>,
+}
+
 /// A read remembered for restricted loads that may observe ([`PtxMemory::restricted_load`]):
 /// where, by whom, when (the launch clock) and the coherence key of the message it read (0
 /// when unknown).
@@ -825,25 +842,33 @@ impl PtxMemory {
     }
 
     /// The messages of `[addr, addr + size)` that load `a` may read now, by index, each with
-    /// whether reading it is an observation. Without one: those that would make no
+    /// whether reading it is an observation. Without limits: those that would make no
     /// synchronisation, not morally strong with it (any, for a weak load), so reading one is
-    /// no observation and no acquire. With `mark`, none written after it by a thread whose
+    /// no observation and no acquire. With a `mark`, none written after it by a thread whose
     /// causal past holds what the reader passed on at the mark: the reader's release that
     /// overtook the load may have caused those. With `observing` too (no fence overtook the
     /// load, which is no acquire), also the morally strong ones it may observe late
-    /// ([`PtxMemory::observable_late`]). `None` for a location without history (its value in
-    /// memory is such a read).
+    /// ([`PtxMemory::observable_late`]), but with a `floor` none above it. `None` for a
+    /// location without history (its value in memory is such a read).
     fn restricted_choices(
         &self,
         a: Access,
         addr: u64,
         size: u64,
-        mark: Option<Mark>,
-        observing: bool,
+        limits: ReadLimits,
     ) -> Option<Vec<(usize, bool)>> {
+        let ReadLimits {
+            mark,
+            observing,
+            floor,
+        } = limits;
         let loc = self.tracked_location(addr, size)?;
         let past = self.past[a.thread as usize].as_ref();
-        let lower = loc.lower_bound(a.thread, past, self.late_floor(a.thread, addr));
+        let late = self.late_floor(a.thread, addr);
+        let lower = match floor {
+            Some(f) => loc.lower_bound_from(f, past, late),
+            None => loc.lower_bound(a.thread, past, late),
+        };
         let observing = observing && !a.acquires && !a.reduction;
         let choice = |i: usize| {
             let m = &loc.msgs[i];
@@ -853,6 +878,9 @@ impl PtxMemory {
             if a.reach == Reach::Weak || !morally_strong(&self.gpus, m, a.thread, a.block, a.reach)
             {
                 return Some((i, false));
+            }
+            if floor.is_some_and(|f| m.co > f) {
+                return None;
             }
             let k = mark.filter(|_| observing)?;
             self.observable_late(k, loc, addr, i, a.thread)
@@ -965,7 +993,7 @@ impl PtxMemory {
         if !tracked(size) {
             return Some(newest);
         }
-        let Some(v) = self.restricted_choices(a, addr, size, None, false) else {
+        let Some(v) = self.restricted_choices(a, addr, size, ReadLimits::default()) else {
             self.note_read(addr, a.thread, 0);
             return Some(newest);
         };
@@ -979,24 +1007,26 @@ impl PtxMemory {
     /// A restricted deferred load `a` of `[addr, addr + size)` (overtaken by a fence or
     /// release, see `sched.rs`) performed now: the newest message it may read (see
     /// [`PtxMemory::restricted_choices`]: with no effect and not caused by the release at
-    /// `mark`, or, when `observing`, observed late) or, with the chance `older` out of
-    /// `u32::MAX` against `pick`, an older such one; `None` when there is none. A late
-    /// observation is remembered for the threads holding the mark.
+    /// `mark`, or, when `observing`, observed late; with a `floor`, as from there) or, with
+    /// the chance `older` out of `u32::MAX` against `pick`, an older such one; `None` when
+    /// there is none. A late observation is remembered for the threads holding the mark.
+    /// `newest` (memory) is read where the location has no history, unless a later access of
+    /// the thread's took effect first (a floor): memory may hold its write then.
     pub fn restricted_load(
         &mut self,
         a: Access,
         (addr, size): (u64, u64),
         newest: u64,
         (pick, older): (u32, u32),
-        mark: Option<Mark>,
-        observing: bool,
+        limits: ReadLimits,
     ) -> Option<u64> {
         self.last_read = None;
+        let untracked = limits.floor.is_none().then_some(newest);
         if !tracked(size) {
-            return Some(newest);
+            return untracked;
         }
-        let Some(v) = self.restricted_choices(a, addr, size, mark, observing) else {
-            return Some(newest);
+        let Some(v) = self.restricted_choices(a, addr, size, limits) else {
+            return untracked;
         };
         let Some(last) = v.len().checked_sub(1) else {
             self.note_read(addr, a.thread, 0);
@@ -1010,7 +1040,7 @@ impl PtxMemory {
         let m = self.locations[&addr].msgs[i].clone();
         self.last_read = Some(m.ts);
         self.note_read(addr, a.thread, m.co);
-        if let (true, Some(k)) = (observes, mark) {
+        if let (true, Some(k)) = (observes, limits.mark) {
             self.observe_late(a, addr, i, k);
         }
         Some(m.value)
@@ -2280,12 +2310,55 @@ mod tests {
         assert_eq!(setup(Reach::Gpu, Reach::Weak, Reach::Gpu), vec![0]);
     }
 
-    /// The values a restricted load of `X` by `a` (overtaken by the release at `mark`) may
-    /// read.
-    fn restricted_values(m: &PtxMemory, a: Access, mark: Option<Mark>) -> Vec<u64> {
+    /// Load buffering through a release store of the load's own bytes: thread 0 loaded X,
+    /// then its `st.release` of 1 took effect; thread 1 acquired that store and wrote 2 (the
+    /// release caused it); thread 2 wrote 3. The load reads from its floor, never its own
+    /// write nor the caused one, and a morally strong write above the floor not at all.
+    #[test]
+    fn a_load_its_own_release_store_overtook_reads_from_its_floor_nothing_the_release_caused() {
+        let setup = |other: Reach| {
+            let mut m = PtxMemory::new(3, 3);
+            let floor = m.position(0, X, 4);
+            let mark = m.mark(0, 0);
+            m.store(releasing(access(0, 0, Reach::Gpu)), X, 4, 0, 1, as_newest);
+            let acquirer = acquiring(access(1, 1, Reach::Gpu));
+            assert_eq!(newest_load(&mut m, acquirer, X, 1), 1);
+            m.store(access(1, 1, Reach::Weak), X, 4, 1, 2, as_newest);
+            m.store(access(2, 2, other), X, 4, 2, 3, as_newest);
+            let limits = ReadLimits {
+                mark: Some(mark),
+                observing: true,
+                floor: Some(floor),
+            };
+            (m, limits)
+        };
+        let (m, limits) = setup(Reach::Weak);
+        let weak = access(0, 0, Reach::Weak);
+        assert_eq!(restricted_values(&m, weak, limits), vec![0, 3]);
+        let (m, limits) = setup(Reach::Gpu);
+        let relaxed = access(0, 0, Reach::Gpu);
+        assert_eq!(restricted_values(&m, relaxed, limits), vec![0]);
+        // Without the floor its own store would bound it: nothing left but its fallback.
+        let no_floor = ReadLimits {
+            floor: None,
+            ..limits
+        };
+        assert_eq!(restricted_values(&m, relaxed, no_floor), Vec::<u64>::new());
+    }
+
+    /// Limits of a load overtaken by the release at `mark`, observing nothing.
+    fn marked(mark: Mark) -> ReadLimits {
+        ReadLimits {
+            mark: Some(mark),
+            ..ReadLimits::default()
+        }
+    }
+
+    /// The values a restricted load of `X` by `a` may read with `limits`.
+    fn restricted_values(m: &PtxMemory, a: Access, limits: ReadLimits) -> Vec<u64> {
         let loc = m.tracked_location(X, 4).expect("X was written");
         let mut v: Vec<u64> = m
-            .restricted_choices(a, X, 4, mark, false)
+            .restricted_choices(a, X, 4, limits)
             .expect("X was written")
             .into_iter()
             .map(|(i, _)| loc.msgs[i].value)
@@ -2308,12 +2381,12 @@ mod tests {
         // Thread 1 writes X without reading the flag (load buffering): readable.
         m.store(access(1, 1, Reach::Weak), X, 4, 5, 6, as_newest);
         let weak = access(0, 0, Reach::Weak);
-        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+        assert_eq!(restricted_values(&m, weak, marked(mark)), vec![0, 5, 6]);
         // Thread 2 acquires the flag, then writes X: caused by the release, never read.
         newest_load(&mut m, acquiring(access(2, 2, Reach::Gpu)), Y, 1);
         m.store(access(2, 2, Reach::Weak), X, 4, 6, 7, as_newest);
         assert_eq!(readable(&m, weak, X, 7), vec![0, 5, 6, 7]);
-        assert_eq!(restricted_values(&m, weak, Some(mark)), vec![0, 5, 6]);
+        assert_eq!(restricted_values(&m, weak, marked(mark)), vec![0, 5, 6]);
     }
 
     #[test]
@@ -2323,12 +2396,12 @@ mod tests {
         m.store(access(2, 2, Reach::Weak), X, 4, 1, 2, as_newest);
         // A gpu-scope load would observe thread 1's write (and might synchronise): excluded.
         assert_eq!(
-            restricted_values(&m, access(0, 0, Reach::Gpu), None),
+            restricted_values(&m, access(0, 0, Reach::Gpu), ReadLimits::default()),
             vec![0, 2]
         );
         // A cta-scope load in another block is not morally strong with it.
         assert_eq!(
-            restricted_values(&m, access(0, 0, Reach::Cta), None),
+            restricted_values(&m, access(0, 0, Reach::Cta), ReadLimits::default()),
             vec![0, 1, 2]
         );
     }
@@ -2481,7 +2554,12 @@ mod tests {
     /// What thread 2's restricted load of X reads in [`rmw_chain`] (the newest it may).
     fn restricted_read(m: &mut PtxMemory, k: Mark, observing: bool) -> Option<u64> {
         let a = access(2, 2, Reach::Gpu);
-        m.restricted_load(a, (X, 4), 1, (u32::MAX, 0), Some(k), observing)
+        let limits = ReadLimits {
+            mark: Some(k),
+            observing,
+            floor: None,
+        };
+        m.restricted_load(a, (X, 4), 1, (u32::MAX, 0), limits)
     }
 
     /// Regression (the simulator never showed Dat3M's `rmw-chain-2a`, allowed by PTX): a
@@ -2526,7 +2604,12 @@ mod tests {
         assert_eq!(m.effectless_value(acquirer, X, 4, 0, 0), Some(0));
         m.store(access(0, 0, Reach::Gpu), X, 4, 0, 1, as_newest);
         let observer = access(1, 1, Reach::Gpu);
-        let read = m.restricted_load(observer, (X, 4), 1, (u32::MAX, 0), Some(k), true);
+        let limits = ReadLimits {
+            mark: Some(k),
+            observing: true,
+            floor: None,
+        };
+        let read = m.restricted_load(observer, (X, 4), 1, (u32::MAX, 0), limits);
         assert_eq!(read, Some(0));
     }
 }

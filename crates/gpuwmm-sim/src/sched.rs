@@ -103,19 +103,20 @@ pub struct Deferred {
     /// While races are recorded: the access number the recorder gave the load when it was
     /// issued, so that it is recorded in program order though performed later (0: none).
     pub race_pos: u32,
-    /// A later store of its thread to the same bytes took effect first (see
-    /// `exec/own_store.rs`).
+    /// A later store or RMW of its thread to the same bytes took effect first (see
+    /// `exec/own_store.rs`); with `restricted`, it bounds that restricted read too.
     pub before_own: Option<BeforeOwn>,
 }
 
-/// What a deferred load that its thread's later store to the same bytes overtook may read.
+/// What a deferred load that its thread's later store or RMW to the same bytes overtook may
+/// read.
 #[derive(Debug, Clone, Copy)]
 pub struct BeforeOwn {
-    /// Its thread's coherence position at those bytes before the store: it reads nothing
+    /// Its thread's coherence position at those bytes before the write: it reads nothing
     /// older, and no write of its own thread newer.
     pub floor: u64,
-    /// A value it could read, with no effect, before the store: read when nothing else
-    /// qualifies any more.
+    /// A value it could read, with no effect, before the write (a restricted load's own
+    /// fallback): read when nothing else qualifies any more.
     pub fallback: u64,
 }
 

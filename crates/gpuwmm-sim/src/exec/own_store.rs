@@ -1,24 +1,25 @@
-//! A store that takes effect before its thread's deferred load of the same bytes: load
-//! buffering on one location (PTX model).
+//! A store or read-modify-write that takes effect before its thread's deferred load of the
+//! same bytes: load buffering on one location (PTX model).
 //!
 //! PTX keeps program order between accesses of one location only among accesses that are
 //! pairwise morally strong (axiom "SC per location"). In `ld.weak r0, [x]; st.weak [x], 1`
 //! racing with another thread's `ld.weak r1, [x]; st.weak [x], 2`, the first load may read 2
 //! and the second 1: each load reads a write that follows its own thread's store in coherence,
 //! and no set of pairwise morally strong accesses sees the cycle. Dat3M's ticket-lock tests
-//! with a weak critical section end this way.
+//! with a weak critical section end this way; so does `ld x; atom.exch x` racing with the same.
 //!
-//! So a global store that neither releases nor acquires, whose address and value are known
-//! and that touches only deferred plain loads of exactly its bytes, may take effect before
+//! So a global store or RMW whose address and operands are known, that acquires nothing, and
+//! that touches only deferred loads of exactly its bytes (not RMWs), may take effect before
 //! them. Each such load then reads as from the coherence position its thread had before the
-//! store, never a write of its own thread newer than that, and no write morally strong with
-//! it that follows the store in coherence: reading that one would observe it, and
-//! observation then program order put it before the store in causality, so in coherence
+//! write, never a write of its own thread newer than that, and no write morally strong with
+//! it that follows the write in coherence: reading that one would observe it, and
+//! observation then program order put it before the write in causality, so in coherence
 //! ([`PtxMemory::load_before_own`](super::super::ptx_model::PtxMemory::load_before_own));
-//! where nothing qualifies any more, a value it could have read before the store. The store
-//! carries no view of its thread's that the load could be caused by (it does not release),
-//! and anything after it that could synchronise (a fence, release or acquire) waits for the
-//! load first, so the load never reads a write its own store caused.
+//! where nothing qualifies any more, a value it could have read before the write. The write
+//! carries no view of its thread's that the load could be caused by: a release store, and any
+//! fence, release or acquire after it, also restricts the load as one that overtakes a
+//! deferred load does (it reads no write that release may have caused, `exec.rs`), and the
+//! floor then bounds that restricted read too.
 
 use super::super::isa::*;
 use super::super::sched::{BeforeOwn, Deferred, Machine};
@@ -26,19 +27,22 @@ use super::{resolve, Region};
 use rand::Rng;
 
 impl Machine<'_> {
-    /// Whether `inst` is a store that may take effect before the thread's deferred loads of
-    /// its bytes (see the module documentation).
+    /// Whether `inst` is a store or RMW that may take effect before the thread's deferred
+    /// loads of its bytes (see the module documentation).
     pub(super) fn may_overtake_own_loads(&self, t: usize, base: usize, inst: &Inst) -> bool {
-        let Op::St { s, mem } = inst.op else {
-            return false;
+        let known = |s: Src| !matches!(s, Src::Reg(r) if self.unknown(t, r));
+        let mem = match inst.op {
+            Op::St { s, mem } if mem.n == 1 && known(s[0]) => mem,
+            Op::Atom { d, b, c, mem, .. }
+                if !mem.order.releases && known(b) && known(c) && !self.overwrites(t, d) =>
+            {
+                mem
+            }
+            _ => return false,
         };
-        let known = |r: Reg| !self.unknown(t, r);
-        if mem.n != 1
-            || mem.order.releases
-            || mem.order.acquires
-            || (inst.guard != NO_GUARD && !known(inst.guard & !GUARD_NEGATED))
-            || matches!(s[0], Src::Reg(r) if !known(r))
-            || mem.addr.base.is_some_and(|r| !known(r))
+        if mem.order.acquires
+            || (inst.guard != NO_GUARD && !known(Src::Reg(inst.guard & !GUARD_NEGATED)))
+            || mem.addr.base.is_some_and(|r| !known(Src::Reg(r)))
             || self.holds_stores(t)
         {
             return false;
@@ -51,11 +55,13 @@ impl Machine<'_> {
         same.peek().is_some() && same.all(|p| p.is_some())
     }
 
-    /// On the dice, lets the store `inst` (for which [`Machine::may_overtake_own_loads`]
-    /// holds) take effect before the thread's deferred loads of its bytes, recording for each
-    /// what it may still read; false when they must be performed first.
+    /// On the dice, lets the store or RMW `inst` (for which
+    /// [`Machine::may_overtake_own_loads`] holds) take effect before the thread's deferred
+    /// loads of its bytes, recording for each what it may still read (and, for a release
+    /// store, restricting the thread's deferred loads as a release that overtakes them does);
+    /// false when they must be performed first.
     pub(super) fn overtake_own_loads(&mut self, t: usize, base: usize, inst: &Inst) -> bool {
-        let Op::St { mem, .. } = inst.op else {
+        let (Op::St { mem, .. } | Op::Atom { mem, .. }) = inst.op else {
             return false;
         };
         if !self.rng.sample(self.half_coin) {
@@ -72,10 +78,18 @@ impl Machine<'_> {
             if p.addr != at || p.before_own.is_some() {
                 continue;
             }
-            let Some(fallback) = self.effectless_value(t, at, size, p.order) else {
-                return false;
+            // A restricted load keeps the value it could read when it was overtaken.
+            let fallback = match p.restricted {
+                Some(r) => r.fallback,
+                None => match self.effectless_value(t, at, size, p.order) {
+                    Some(v) => v,
+                    None => return false,
+                },
             };
             *slot = Some(BeforeOwn { floor, fallback });
+        }
+        if self.orders_others(t, mem.order) && !self.overtake_deferred(t, false) {
+            return false;
         }
         for (i, b) in before.into_iter().enumerate().take(n) {
             if b.is_some() {
@@ -83,15 +97,6 @@ impl Machine<'_> {
             }
         }
         true
-    }
-
-    /// Whether a deferred load of thread `t` waits for what a store overtook (a fence,
-    /// release or acquire must not overtake it then).
-    pub(super) fn overtaken_by_own_store(&self, t: usize) -> bool {
-        let th = &self.threads[t];
-        th.pending[..th.deferred as usize]
-            .iter()
-            .any(|p| p.before_own.is_some())
     }
 
     /// A deferred load of thread `t` that its own store overtook, performed now.
@@ -107,8 +112,7 @@ impl Machine<'_> {
     }
 
     /// For each deferred access of thread `t` overlapping `[at, at + size)`: the load, when
-    /// it is a plain (unrestricted, not read-modify-write) load of exactly those bytes, else
-    /// `None`.
+    /// it is a load (not a read-modify-write) of exactly those bytes, else `None`.
     fn overlapping_loads(
         &self,
         t: usize,
@@ -120,8 +124,8 @@ impl Machine<'_> {
             .iter()
             .filter(move |p| p.addr < at + size && at < p.addr + u64::from(p.ty.bytes()))
             .map(move |p| {
-                let plain = p.rmw.is_none() && p.restricted.is_none();
-                (plain && p.addr == at && u64::from(p.ty.bytes()) == size).then_some(p)
+                let load = p.rmw.is_none();
+                (load && p.addr == at && u64::from(p.ty.bytes()) == size).then_some(p)
             })
     }
 }
