@@ -24,7 +24,7 @@ use crate::device::BackendError;
 use rand::Rng;
 
 mod held;
-mod own_store;
+mod one_location;
 
 /// Where an access goes after resolving generic addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +180,7 @@ impl Machine<'_> {
                         continue;
                     }
                     Hazard::OwnStore if self.overtake_own_loads(t, base, inst) => {}
+                    Hazard::QueueLoad => {}
                     Hazard::Boundary
                         if !self.holds_stores(t) && self.overtake_deferred(t, is_fence(inst)) => {}
                     // The thread waits for its loads, half the time letting others run first.
@@ -693,7 +694,7 @@ impl Machine<'_> {
                 // Not while races are recorded: the recorder takes the order accesses are
                 // performed in as program order, and a deferred unlock would be "after" reads
                 // that follow it.
-                // Nor one that overtook a deferred load of its bytes (`exec/own_store.rs`).
+                // Nor one that overtook a deferred load of its bytes (`exec/one_location.rs`).
                 if self.ptx
                     && self.races.is_none()
                     && !self.touches_unperformed(t, base, mem)
@@ -909,7 +910,8 @@ impl Machine<'_> {
         let MemRef {
             space, ty, order, ..
         } = mem;
-        if mem.n == 1 && self.ptx && self.may_defer(t, space, at) {
+        let queued = self.ptx && self.must_defer_load(t, base, mem);
+        if mem.n == 1 && self.ptx && (queued || self.may_defer(t, space, at)) {
             self.check_global(line, Access::Load, at, size)?;
             // An acquire load that later accesses overtake must not synchronise.
             let restricted = match self.orders_others(t, order) {
@@ -1783,6 +1785,7 @@ impl Machine<'_> {
     fn hazard(&self, t: usize, base: usize, inst: &Inst) -> Hazard {
         match self.needs_deferred(t, base, inst) {
             true if self.may_overtake_own_loads(t, base, inst) => Hazard::OwnStore,
+            true if self.may_queue_behind_loads(t, base, inst) => Hazard::QueueLoad,
             true => self.hold_or_wait(t, base, inst),
             false => match inst.op {
                 Op::Fence { reach, .. } if !self.alone_in_scope(t, reach) => Hazard::Boundary,
@@ -1892,9 +1895,11 @@ enum Hazard {
     /// A fence, release store, acquire load or an RMW that releases or acquires: it may
     /// overtake them, restricting them.
     Boundary,
-    /// A store of a deferred plain load's bytes that may take effect first
-    /// (`exec/own_store.rs`), else it waits.
+    /// A store or RMW of a deferred load's bytes that may take effect first
+    /// (`exec/one_location.rs`), else it waits.
     OwnStore,
+    /// A load of a deferred load's bytes: deferred behind it (`exec/one_location.rs`).
+    QueueLoad,
     /// It must wait until they are performed.
     Wait,
 }

@@ -65,7 +65,7 @@
 //!   overtake them, and arithmetic on their values and stores of them are held back with
 //!   them (`exec/held.rs`). A store of the same bytes that acquires nothing, or such an RMW
 //!   that releases nothing either, may overtake a deferred load too
-//!   ([`PtxMemory::load_before_own`], `exec/own_store.rs`): the load then reads from its
+//!   ([`PtxMemory::load_before_own`], `exec/one_location.rs`): the load then reads from its
 //!   thread's position before that write, never its own newer writes (load buffering on one
 //!   location), and is restricted as below as well where the store releases or a fence or
 //!   release follows. A fence, release store or acquire load may overtake a deferred load too;
@@ -473,7 +473,7 @@ pub struct ReadLimits {
     /// late ([`PtxMemory::observable_late`]).
     pub observing: bool,
     /// A later access of its thread to the same bytes took effect first (load buffering on
-    /// one location, `exec/own_store.rs`): the thread's coherence position there before that
+    /// one location, `exec/one_location.rs`): the thread's coherence position there before that
     /// access. The load reads nothing older, and no morally strong write newer (see
     /// [`PtxMemory::load_before_own`]).
     pub floor: Option<u64>,

@@ -104,7 +104,7 @@ pub struct Deferred {
     /// issued, so that it is recorded in program order though performed later (0: none).
     pub race_pos: u32,
     /// A later store or RMW of its thread to the same bytes took effect first (see
-    /// `exec/own_store.rs`); with `restricted`, it bounds that restricted read too.
+    /// `exec/one_location.rs`); with `restricted`, it bounds that restricted read too.
     pub before_own: Option<BeforeOwn>,
 }
 

@@ -1,5 +1,5 @@
-//! A store or read-modify-write that takes effect before its thread's deferred load of the
-//! same bytes: load buffering on one location (PTX model).
+//! Accesses that need not wait for their thread's deferred load of the same bytes: load
+//! buffering on one location (PTX model).
 //!
 //! PTX keeps program order between accesses of one location only among accesses that are
 //! pairwise morally strong (axiom "SC per location"). In `ld.weak r0, [x]; st.weak [x], 1`
@@ -20,6 +20,10 @@
 //! fence, release or acquire after it, also restricts the load as one that overtakes a
 //! deferred load does (it reads no write that release may have caused, `exec.rs`), and the
 //! floor then bounds that restricted read too.
+//!
+//! A second load of the same bytes that orders nothing joins the deferred ones behind the
+//! first instead of waiting for it ([`Machine::may_queue_behind_loads`]): both are performed
+//! later, oldest first, so a store after them may overtake both (`ld x; ld x; st x`).
 
 use super::super::isa::*;
 use super::super::sched::{BeforeOwn, Deferred, Machine};
@@ -53,6 +57,39 @@ impl Machine<'_> {
         }
         let mut same = self.overlapping_loads(t, at, mem.size()).peekable();
         same.peek().is_some() && same.all(|p| p.is_some())
+    }
+
+    /// Whether `inst` is a load of exactly the bytes of the thread's deferred loads of its
+    /// address (none an RMW, no store held) that orders nothing, with room behind them: it is
+    /// deferred behind them rather than waiting ([`Machine::must_defer_load`]).
+    pub(super) fn may_queue_behind_loads(&self, t: usize, base: usize, inst: &Inst) -> bool {
+        let Op::Ld { d, mem } = inst.op else {
+            return false;
+        };
+        let known = |r: Reg| !self.unknown(t, r);
+        if mem.n != 1
+            || self.orders_others(t, mem.order)
+            || self.overwrites(t, d[0])
+            || (inst.guard != NO_GUARD && !known(inst.guard & !GUARD_NEGATED))
+            || mem.addr.base.is_some_and(|r| !known(r))
+            || self.holds_stores(t)
+            || self.threads[t].deferred >= super::super::sched::MAX_DEFERRED
+        {
+            return false;
+        }
+        let (region, at) = resolve(mem.space, self.address(base, mem.addr));
+        if region != Region::Global {
+            return false;
+        }
+        let mut same = self.overlapping_loads(t, at, mem.size()).peekable();
+        same.peek().is_some() && same.all(|p| p.is_some())
+    }
+
+    /// Whether a load of thread `t` through `mem` touches its deferred loads, so that it must
+    /// be deferred behind them ([`Machine::may_queue_behind_loads`] let it through): performed
+    /// now, it would overtake a load of its own bytes.
+    pub(super) fn must_defer_load(&self, t: usize, base: usize, mem: MemRef) -> bool {
+        self.threads[t].deferred != 0 && self.touches_unperformed(t, base, mem)
     }
 
     /// On the dice, lets the store or RMW `inst` (for which
