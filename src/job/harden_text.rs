@@ -196,7 +196,9 @@ impl<'a> HardenText<'a> {
                     "        what fence.sc adds to fence.acq_rel is one order of all \
                      fence.sc, which orders the thread's write before its later read of \
                      another location, as other threads see them (store buffering: a flag \
-                     handshake, Dekker's or Peterson's lock)"
+                     handshake, Dekker's or Peterson's lock); where the code has no such \
+                     handshake, the failure may come from a fence missing elsewhere that \
+                     fence.sc only made rarer: replay the failing run"
                 )?;
             }
         }
