@@ -73,8 +73,10 @@
 //!   forms no synchronisation with and that no thread wrote after the thread's first
 //!   overtaking release ([`PtxMemory::mark`]) with that release in its causal past, or else a
 //!   value it could read that way when it was overtaken. Acquire loads are deferred only
-//!   restricted. So the load never synchronises with what it reads, and never reads a write
-//!   its own later release caused (which PTX's Causality axiom forbids). It observes a write
+//!   restricted; until a fence or release overtakes one, it may also observe a write that
+//!   releases nothing (load buffering with acquire loads and relaxed stores). So the load
+//!   never synchronises with what it reads, and never reads a write its own later release
+//!   caused (which PTX's Causality axiom forbids). It observes a write
 //!   (reads one it is morally strong with) only when no fence overtook it (with one it would
 //!   form an acquire pattern), no write below that one in coherence may have been caused by
 //!   the release, and no read of the location since the release read it or older while its
@@ -848,8 +850,9 @@ impl PtxMemory {
     /// causal past holds what the reader passed on at the mark: the reader's release that
     /// overtook the load may have caused those. With `observing` too (no fence overtook the
     /// load, which is no acquire), also the morally strong ones it may observe late
-    /// ([`PtxMemory::observable_late`]), but with a `floor` none above it. `None` for a
-    /// location without history (its value in memory is such a read).
+    /// ([`PtxMemory::observable_late`]), but with a `floor` none above it; for an acquire
+    /// load with `observing` and no mark, those that release nothing. `None` for a location
+    /// without history (its value in memory is such a read).
     fn restricted_choices(
         &self,
         a: Access,
@@ -869,6 +872,10 @@ impl PtxMemory {
             Some(f) => loc.lower_bound_from(f, past, late),
             None => loc.lower_bound(a.thread, past, late),
         };
+        // A deferred acquire load that nothing ordering overtook may observe a write that
+        // releases nothing: it synchronises with nobody, and nothing after it that could pass
+        // the observation on has run yet.
+        let acquire_of_nothing = observing && a.acquires && !a.reduction && mark.is_none();
         let observing = observing && !a.acquires && !a.reduction;
         let choice = |i: usize| {
             let m = &loc.msgs[i];
@@ -881,6 +888,9 @@ impl PtxMemory {
             }
             if floor.is_some_and(|f| m.co > f) {
                 return None;
+            }
+            if acquire_of_nothing && released_nothing(&m.views) {
+                return Some((i, true));
             }
             let k = mark.filter(|_| observing)?;
             self.observable_late(k, loc, addr, i, a.thread)
@@ -1040,8 +1050,14 @@ impl PtxMemory {
         let m = self.locations[&addr].msgs[i].clone();
         self.last_read = Some(m.ts);
         self.note_read(addr, a.thread, m.co);
-        if let (true, Some(k)) = (observes, limits.mark) {
-            self.observe_late(a, addr, i, k);
+        match (observes, limits.mark) {
+            (true, Some(k)) => self.observe_late(a, addr, i, k),
+            (true, None) => {
+                let loc = self.locations.get_mut(&addr).expect("read above");
+                loc.advance(a.thread, m.co);
+                self.observe(a, addr, &m, false, false);
+            }
+            (false, _) => {}
         }
         Some(m.value)
     }
@@ -2344,6 +2360,38 @@ mod tests {
             ..limits
         };
         assert_eq!(restricted_values(&m, relaxed, no_floor), Vec::<u64>::new());
+    }
+
+    /// LB with acquire loads (`ld.acquire x; st.relaxed y || ld.acquire y; st.relaxed x`):
+    /// a deferred acquire load that nothing ordering overtook may observe a morally strong
+    /// write that releases nothing (it synchronises with nobody), never one that releases,
+    /// nor one whose writer fenced before it (a release pattern).
+    #[test]
+    fn a_deferred_acquire_load_observes_a_write_only_where_it_releases_nothing() {
+        let acquirer = acquiring(access(0, 0, Reach::Gpu));
+        let deferred = ReadLimits {
+            observing: true,
+            ..ReadLimits::default()
+        };
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 0, 1, as_newest);
+        assert_eq!(restricted_values(&m, acquirer, deferred), vec![0, 1]);
+        // As a fallback (no effect allowed) it may not.
+        let fallback = ReadLimits::default();
+        assert_eq!(restricted_values(&m, acquirer, fallback), vec![0]);
+        let mut m = PtxMemory::new(2, 2);
+        m.store(releasing(access(1, 1, Reach::Gpu)), X, 4, 0, 1, as_newest);
+        assert_eq!(restricted_values(&m, acquirer, deferred), vec![0]);
+        let mut m = PtxMemory::new(2, 2);
+        m.fence_acq_rel(1, Reach::Gpu);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 0, 1, as_newest);
+        assert_eq!(restricted_values(&m, acquirer, deferred), vec![0]);
+        // Observing it is a strong read: the reader's later reads of X are held by it.
+        let mut m = PtxMemory::new(2, 2);
+        m.store(access(1, 1, Reach::Gpu), X, 4, 0, 1, as_newest);
+        let read = m.restricted_load(acquirer, (X, 4), 1, (u32::MAX, 0), deferred);
+        assert_eq!(read, Some(1));
+        assert_eq!(readable(&m, access(0, 0, Reach::Gpu), X, 1), vec![1]);
     }
 
     /// Limits of a load overtaken by the release at `mark`, observing nothing.
