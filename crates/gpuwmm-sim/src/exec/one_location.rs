@@ -35,28 +35,21 @@ impl Machine<'_> {
     /// loads of its bytes (see the module documentation).
     pub(super) fn may_overtake_own_loads(&self, t: usize, base: usize, inst: &Inst) -> bool {
         let known = |s: Src| !matches!(s, Src::Reg(r) if self.unknown(t, r));
-        let mem = match inst.op {
-            Op::St { s, mem } if mem.n == 1 && known(s[0]) => mem,
-            Op::Atom { d, b, c, mem, .. }
-                if !mem.order.releases && known(b) && known(c) && !self.overwrites(t, d) =>
-            {
-                mem
+        match inst.op {
+            Op::St { s, mem } if mem.n == 1 && !mem.order.acquires && known(s[0]) => {
+                self.touches_only_loads_of_its_bytes(t, base, inst.guard, mem)
             }
-            _ => return false,
-        };
-        if mem.order.acquires
-            || (inst.guard != NO_GUARD && !known(Src::Reg(inst.guard & !GUARD_NEGATED)))
-            || mem.addr.base.is_some_and(|r| !known(Src::Reg(r)))
-            || self.holds_stores(t)
-        {
-            return false;
+            Op::Atom { d, b, c, mem, .. }
+                if !mem.order.releases
+                    && !mem.order.acquires
+                    && known(b)
+                    && known(c)
+                    && !self.overwrites(t, d) =>
+            {
+                self.touches_only_loads_of_its_bytes(t, base, inst.guard, mem)
+            }
+            _ => false,
         }
-        let (region, at) = resolve(mem.space, self.address(base, mem.addr));
-        if region != Region::Global {
-            return false;
-        }
-        let mut same = self.overlapping_loads(t, at, mem.size()).peekable();
-        same.peek().is_some() && same.all(|p| p.is_some())
     }
 
     /// Whether `inst` is a load of exactly the bytes of the thread's deferred loads of its
@@ -66,14 +59,27 @@ impl Machine<'_> {
         let Op::Ld { d, mem } = inst.op else {
             return false;
         };
+        mem.n == 1
+            && !self.orders_others(t, mem.order)
+            && !self.overwrites(t, d[0])
+            && self.threads[t].deferred < super::super::sched::MAX_DEFERRED
+            && self.touches_only_loads_of_its_bytes(t, base, inst.guard, mem)
+    }
+
+    /// Whether an access through `mem` under `guard`, whose guard and address registers are
+    /// known, while thread `t` holds no store, touches deferred accesses of `t` and only loads
+    /// (not RMWs) of exactly its global bytes.
+    fn touches_only_loads_of_its_bytes(
+        &self,
+        t: usize,
+        base: usize,
+        guard: Reg,
+        mem: MemRef,
+    ) -> bool {
         let known = |r: Reg| !self.unknown(t, r);
-        if mem.n != 1
-            || self.orders_others(t, mem.order)
-            || self.overwrites(t, d[0])
-            || (inst.guard != NO_GUARD && !known(inst.guard & !GUARD_NEGATED))
+        if (guard != NO_GUARD && !known(guard & !GUARD_NEGATED))
             || mem.addr.base.is_some_and(|r| !known(r))
             || self.holds_stores(t)
-            || self.threads[t].deferred >= super::super::sched::MAX_DEFERRED
         {
             return false;
         }
