@@ -37,6 +37,12 @@ cargo test --release --locked -p gpuwmm-ptx -p gpuwmm-sim -p gpuwmm "$@"
 cargo build --release --locked --benches -p gpuwmm-ptx -p gpuwmm-sim -p gpuwmm
 # The book builds and the README's and book's links resolve.
 bash scripts/book.sh
+# A short soundness fuzzing round: random litmus tests on the simulator against the axiomatic
+# model (fails on a state the model forbids; scripts/fuzz-litmus.py runs longer ones).
+fuzz_dir=$(mktemp -d)
+python3 scripts/fuzz-litmus.py "$fuzz_dir" --tests 40 --executions 2000 \
+    --gpuwmm target/release/gpuwmm
+rm -rf "$fuzz_dir"
 # An installed binary with its source tree deleted (issue 28).
 bash scripts/install-test.sh
 # The cuda backend against the stand-in driver (standin/, README "The stand-in driver"): the GPU
