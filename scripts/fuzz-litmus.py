@@ -313,8 +313,11 @@ def main():
         if seen - allowed:
             unsound.append((name, sorted(seen - allowed)))
         unreached += bool(allowed - seen)
-        print(f"\r{k + 1}/{len(names)} tests, UNSOUND {len(unsound)}", end="", file=sys.stderr)
-    print(file=sys.stderr)
+        if sys.stderr.isatty():
+            print(f"\r{k + 1}/{len(names)} tests, UNSOUND {len(unsound)}", end="",
+                  file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     print(f"{len(names)} tests (seed {a.seed}, {a.executions} executions each, simulator against "
           f"the axiomatic model): UNSOUND {len(unsound)}; with an allowed state not reached "
           f"{unreached}")
