@@ -111,9 +111,9 @@
 //!
 //! # Where it differs from PTX
 //!
-//! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
-//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND; the
-//! classes fuzzing found, all fixed, are listed in the crate's README):
+//! Meant only in the stronger direction (it can miss a weak behaviour, and so a bug; it
+//! reports no outcome PTX forbids on `../shared/litmus/ptx/`: 0 UNSOUND; the classes fuzzing
+//! found are listed in the crate's README, five fixed and one open):
 //! causality gained through synchronisation is tracked per block, so acquiring one write of a
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
