@@ -913,10 +913,17 @@ impl Machine<'_> {
         let queued = self.ptx && self.must_defer_load(t, base, mem);
         if mem.n == 1 && self.ptx && (queued || self.may_defer(t, space, at)) {
             self.check_global(line, Access::Load, at, size)?;
-            // An acquire load that later accesses overtake must not synchronise.
+            // An acquire load that later accesses overtake must not synchronise with what it
+            // reads; it still ends an acquire pattern begun by an earlier strong read, so what
+            // that read collected is taken now, before anything after it.
             let restricted = match self.orders_others(t, order) {
                 true => match self.restriction(t, at, size, order, None) {
-                    Some(r) => Some(r),
+                    Some(r) => {
+                        if order.acquires {
+                            self.model.acquire(t as u32, order.reach);
+                        }
+                        Some(r)
+                    }
                     None => return self.exec_ld_now(t, base, line, d, mem, at, size),
                 },
                 false => None,

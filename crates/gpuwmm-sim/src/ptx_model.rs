@@ -44,8 +44,9 @@
 //!   (PTX keeps coherence only between morally strong accesses).
 //! - A morally strong read (same thread, or both strong with scopes that include each other)
 //!   puts the write it reads, as a single write, into what the reader passes on (its own later
-//!   reads are held by coherence) and collects the writer's released view; an acquire read or
-//!   a later acquire fence of a matching scope takes what was collected.
+//!   reads are held by coherence) and collects the writer's released view; a later acquire
+//!   operation (whatever it reads: `ld.relaxed [M]; ld.acquire [M]` is an acquire pattern) or
+//!   acquire fence of a matching scope takes what was collected.
 //! - Strong writes carry the view of the thread's last release (pattern `fence; st.relaxed`);
 //!   release writes release the causal past; weak writes release nothing. A read-modify-write
 //!   carries the view of the message it read forward (release sequences); a `cas` that does not
@@ -111,9 +112,9 @@
 //!
 //! # Where it differs from PTX
 //!
-//! Meant only in the stronger direction (it can miss a weak behaviour, and so a bug; it
-//! reports no outcome PTX forbids on `../shared/litmus/ptx/`: 0 UNSOUND; the classes fuzzing
-//! found are listed in the crate's README, five fixed and one open):
+//! Only in the stronger direction (it can miss a weak behaviour, and so a bug; it never
+//! reports an outcome PTX forbids, measured on `../shared/litmus/ptx/`: 0 UNSOUND; the
+//! classes fuzzing found, all fixed, are listed in the crate's README):
 //! causality gained through synchronisation is tracked per block, so acquiring one write of a
 //! block means seeing every earlier write of that block (by any of its threads), and a release
 //! passes on the releasing thread's block's earlier writes with its own; a view keeps observed
@@ -734,6 +735,23 @@ impl PtxMemory {
         pick: u32,
         older: u32,
     ) -> u64 {
+        let value = self.read(a, addr, size, newest, pick, older);
+        self.acquire_pattern(a);
+        value
+    }
+
+    /// An acquire operation ends an acquire pattern whatever it reads: after a strong read of
+    /// its location (PTX's second acquire pattern, `ld.relaxed [M]; ld.acquire [M]`) it takes
+    /// what that read collected. The simulator takes everything its thread collected, from
+    /// any location (stronger than PTX, as an acquire that observes already did).
+    fn acquire_pattern(&mut self, a: Access) {
+        if a.acquires && !a.reduction {
+            self.acquire(a.thread, a.reach);
+        }
+    }
+
+    /// [`PtxMemory::load`] without the acquire.
+    fn read(&mut self, a: Access, addr: u64, size: u64, newest: u64, pick: u32, older: u32) -> u64 {
         self.last_read = None;
         if !tracked(size) {
             return newest;
@@ -1428,6 +1446,7 @@ impl PtxMemory {
                 self.read_overlapping(a, addr, size)
             }
         };
+        self.acquire_pattern(a);
         let Some(new) = new else {
             return false;
         };
@@ -2360,6 +2379,23 @@ mod tests {
             ..limits
         };
         assert_eq!(restricted_values(&m, relaxed, no_floor), Vec::<u64>::new());
+    }
+
+    /// Regression (UNSOUND, found by `scripts/fuzz-litmus.py`, seed 59): a strong read of Y
+    /// that reads a release, then an acquire of Y that reads a newer weak write, is PTX's
+    /// second acquire pattern (`ld.relaxed [M]; ld.acquire [M]`): it synchronises with the
+    /// release whatever the acquire reads. Only an acquire that observed a release took it.
+    #[test]
+    fn a_strong_read_then_an_acquire_of_its_location_acquires_whatever_the_acquire_reads() {
+        let mut m = PtxMemory::new(3, 3);
+        m.store(access(1, 1, Reach::Weak), X, 4, 0, 1, as_newest);
+        m.store(releasing(access(1, 1, Reach::Gpu)), Y, 4, 0, 1, as_newest);
+        read_flag(&mut m, 0, 0);
+        m.store(access(2, 2, Reach::Weak), Y, 4, 1, 2, as_newest);
+        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![0, 1]);
+        let acquirer = acquiring(access(0, 0, Reach::Gpu));
+        assert_eq!(newest_load(&mut m, acquirer, Y, 2), 2);
+        assert_eq!(readable(&m, access(0, 0, Reach::Weak), X, 1), vec![1]);
     }
 
     /// LB with acquire loads (`ld.acquire x; st.relaxed y || ld.acquire y; st.relaxed x`):
