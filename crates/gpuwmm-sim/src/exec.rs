@@ -910,8 +910,11 @@ impl Machine<'_> {
         let MemRef {
             space, ty, order, ..
         } = mem;
-        let queued = self.ptx && self.must_defer_load(t, base, mem);
-        if mem.n == 1 && self.ptx && (queued || self.may_defer(t, space, at)) {
+        // A load queued behind a deferred load of its bytes is always deferred.
+        if mem.n == 1
+            && self.ptx
+            && (self.must_defer_load(t, base, mem) || self.may_defer(t, space, at))
+        {
             self.check_global(line, Access::Load, at, size)?;
             // An acquire load that later accesses overtake must not synchronise with what it
             // reads; it still ends an acquire pattern begun by an earlier strong read, so what
