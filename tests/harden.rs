@@ -378,6 +378,31 @@ fn a_deferred_slot_read_ordered_by_both_fences_lets_the_race_rule_keep_the_acqui
     assert!(!stdout.contains("required by the PTX model"), "{stdout}");
 }
 
+/// Regression (QA of stop 57, a work-stealing deque): harden added a fence after the thief's
+/// CAS as "required by the PTX model" that the deque does not need. The partner pass records
+/// release/acquire stand-ins for the kept fences; with them the owner-thief handshake breaks,
+/// two threads take one task, and the pair that made (the thief's CAS of `top`, then the
+/// owner's read of `top`, linked through both counting the task) exists only in those failing
+/// runs. Partners are now asked only of the runs that passed.
+#[test]
+fn a_pair_seen_only_in_runs_the_stand_ins_broke_requires_no_partner() {
+    let app = "work-stealing-deque";
+    let Some((_, stdout)) = hardened_fixture(app) else {
+        return;
+    };
+    assert!(!stdout.contains("required by the PTX model"), "{stdout}");
+    assert!(
+        stdout.contains("required fences: with release/acquire fences in place of the kept"),
+        "{stdout}"
+    );
+    let push = fixture_kernel_line(app, "tasks[end] = i;");
+    let pop = fixture_kernel_line(app, "*bottom = last;");
+    for (line, kind) in [(push, "fence.acq_rel.gpu"), (pop, "fence.sc.gpu")] {
+        let placed = format!("kernel.cu:{line}  [deque]  {kind}");
+        assert!(stdout.contains(&placed), "{placed}\n{stdout}");
+    }
+}
+
 /// A deferred load performed after its thread's later flag store made the race recorder place
 /// the read after the communication, so the slot recycler's read and overwrite were reported
 /// as a race no fence can order.

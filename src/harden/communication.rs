@@ -273,6 +273,24 @@ const PARTNER_PASSES: usize = 3;
 pub struct Completion {
     pub required: Vec<RequiredFence>,
     pub unorderable: Vec<UnorderableRace>,
+    /// Set when the release/acquire stand-ins for the kept fences failed in some of the
+    /// recorded runs, whose pairs were then left out.
+    pub stand_ins_failed: Option<StandInsFailed>,
+}
+
+/// Why a recording of release/acquire stand-ins counts only the runs that passed: with the
+/// stand-ins in place of a fence set, some runs failed. The app needs what only the set's own
+/// kinds give (`fence.sc` order: a flag handshake, Peterson's lock, a work-stealing deque's
+/// owner and thief); with the stand-ins that order breaks, and the failing runs' pairs are those
+/// of the broken algorithm (two threads taking one task, critical sections overlapping), which
+/// the set's own fences forbid, not pairs its fences leave unordered.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StandInsFailed {
+    /// The fence set whose stand-ins failed.
+    pub fences: Vec<usize>,
+    /// Its recorded runs that failed, of `runs`.
+    pub failed: u64,
+    pub runs: u64,
 }
 
 /// Completes the synchronisation of `kept` (site → kind): records races in runs with those
@@ -281,6 +299,10 @@ pub struct Completion {
 /// a release fence after the first access, an acquire fence after the read the communication
 /// went through, of GPU scope between CTAs and CTA scope inside one. Repeats with the new set
 /// until nothing is missing. `None` when the executor records no races.
+///
+/// The runs record release/acquire stand-ins ([`as_release_acquire`]) for the fences; where
+/// the stand-ins are weaker than the fences and a run fails with them, that run's pairs are not
+/// asked ([`StandInsFailed`]): a partner is required only by a pair of a run that passed.
 pub fn required_partners(
     recorder: &mut Recorder,
     sites: &[SiteSummary],
@@ -289,14 +311,23 @@ pub fn required_partners(
     let mut fences = kept.clone();
     let mut required: Vec<RequiredFence> = Vec::new();
     let mut last = Vec::new();
+    let mut failed = StandInsFailed {
+        fences: kept.keys().copied().collect(),
+        failed: 0,
+        runs: 0,
+    };
     for pass in 0..PARTNER_PASSES {
         let first = pass as u64 * COMMUNICATION_RUNS;
         let kinded = as_release_acquire(fences.clone());
-        let Some(logs) = recorder.record(&kinded, PARTNER_STREAM, first)? else {
+        let Some(runs) = recorder.record_with_outcomes(&kinded, PARTNER_STREAM, first)? else {
             return Ok(None);
         };
+        let weaker = kinded != Fences::Kinded(fences.clone());
+        let asked = |(outcome, _): &&(Outcome, RaceLog)| !(weaker && outcome.is_error());
+        failed.runs += runs.len() as u64;
+        failed.failed += runs.iter().filter(|run| !asked(run)).count() as u64;
         let mut added = false;
-        for c in logs.iter().flat_map(|l| &l.conflicts) {
+        for c in runs.iter().filter(asked).flat_map(|(_, l)| &l.conflicts) {
             for need in missing_sides(c, sites) {
                 if upgrade(&mut fences, need.site, need.kind) {
                     required.retain(|r| r.site != need.site);
@@ -305,7 +336,7 @@ pub fn required_partners(
                 }
             }
         }
-        last = logs;
+        last = runs.into_iter().map(|(_, log)| log).collect();
         if !added {
             break;
         }
@@ -325,6 +356,7 @@ pub fn required_partners(
     Ok(Some(Completion {
         required,
         unorderable: unorderable_races(&last),
+        stand_ins_failed: (failed.failed > 0).then_some(failed),
     }))
 }
 

@@ -15,7 +15,7 @@ use super::algorithm::{
 };
 use super::communication::{
     as_release_acquire, cross_cta_sites, required_partners, Completion, CrossCta, OrderablePairs,
-    Recorder, RequiredFence, UnorderableRace, COMMUNICATION_RUNS, GUIDE_STREAM,
+    Recorder, RequiredFence, StandInsFailed, UnorderableRace, COMMUNICATION_RUNS, GUIDE_STREAM,
 };
 use super::recording::RaceRecording;
 use crate::backend::sim::RaceLog;
@@ -538,6 +538,9 @@ pub struct Hardened {
     pub replayed: u64,
     /// Set when the race guide counted only the runs that passed.
     pub stand_ins_failed: Option<StandInsFailed>,
+    /// Set when the fences the PTX model requires were asked of only the recorded runs that
+    /// passed.
+    pub partner_stand_ins_failed: Option<StandInsFailed>,
 }
 
 /// One fence set's guide: the races that fences can order, in all its recorded runs and in
@@ -547,20 +550,6 @@ struct Guide {
     all: OrderablePairs,
     passing: OrderablePairs,
     failed: u64,
-}
-
-/// Why the race guide counts only the runs that pass: the recordings of a fence set that had
-/// passed its query failed in some runs with release/acquire fences in place of its fences.
-/// The app needs what only its own kinds give (`fence.sc` order: a flag handshake, Peterson's
-/// lock); with the stand-ins its lock fails, and its critical sections race in whichever set is
-/// recorded, so those runs' races cannot tell which fence a set lacks.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StandInsFailed {
-    /// The fence set whose stand-ins failed.
-    pub fences: Vec<usize>,
-    /// Its recorded runs that failed, of `runs`.
-    pub failed: u64,
-    pub runs: u64,
 }
 
 impl Hardened {
@@ -625,6 +614,7 @@ pub fn harden_recording_with<'a>(
             },
             every_fence_failed: checker.last_failure.take(),
             stand_ins_failed: None,
+            partner_stand_ins_failed: None,
             cross_cta: None,
             required: None,
             unorderable: None,
@@ -680,12 +670,13 @@ pub fn harden_recording_with<'a>(
     } else {
         None
     };
-    let (required, unorderable) = match completion {
+    let (required, unorderable, partner_stand_ins_failed) = match completion {
         Some(Completion {
             required,
             unorderable,
-        }) => (Some(required), Some(unorderable)),
-        None => (None, None),
+            stand_ins_failed,
+        }) => (Some(required), Some(unorderable), stand_ins_failed),
+        None => (None, None, None),
     };
     let unused = checker.unused_rows();
     if unused > 0 {
@@ -710,6 +701,7 @@ pub fn harden_recording_with<'a>(
         totals: checker.totals,
         replayed: checker.replayed,
         stand_ins_failed: checker.stand_ins_failed,
+        partner_stand_ins_failed,
     })
 }
 

@@ -22,7 +22,7 @@ use crate::check::races::RunRace;
 use crate::check::{BackendKind, Executor, Fences, Journal, Outcome, Pool, SimModel, Stop, Target};
 use crate::env::Environment;
 use crate::harden::algorithm::{Insertion, Phase};
-use crate::harden::communication::UnorderableRace;
+use crate::harden::communication::{StandInsFailed, UnorderableRace};
 use crate::harden::patch_journal::PatchJournal;
 use crate::harden::recording::{RaceRecording, SiteMap, SiteMapped};
 use crate::harden::report::{styled_fence_report, FenceReport, FenceStyle};
@@ -814,9 +814,13 @@ pub struct HardenDocument<'a> {
     /// they are; `null` when the backend records no races.
     unorderable_races: Option<&'a [UnorderableRace]>,
     /// Set when the race guide counted only the runs that passed (see
-    /// [`crate::harden::run::StandInsFailed`]).
+    /// [`crate::harden::communication::StandInsFailed`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    race_guide_stand_ins_failed: Option<&'a crate::harden::run::StandInsFailed>,
+    race_guide_stand_ins_failed: Option<&'a StandInsFailed>,
+    /// Set when the fences the PTX model requires were asked of only the recorded runs that
+    /// passed: the release/acquire stand-ins of the kept fences failed in the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    required_stand_ins_failed: Option<&'a StandInsFailed>,
     stable: bool,
     /// The stability check asked for (`{"runs": N}` or `{"seconds": S}`).
     stability_check: Stop,
@@ -918,6 +922,7 @@ impl<'a> HardenDocument<'a> {
             communication: communication_source(meta),
             unorderable_races: hardened.unorderable.as_deref(),
             race_guide_stand_ins_failed: hardened.stand_ins_failed.as_ref(),
+            required_stand_ins_failed: hardened.partner_stand_ins_failed.as_ref(),
             stable: i.stable,
             stability_check: meta.stable,
             stability_runs,

@@ -10,6 +10,7 @@ use super::naming::resuming_note;
 use super::JobError;
 use crate::check::journal::read_rows;
 use crate::env::Environment;
+use crate::harden::communication::StandInsFailed;
 use crate::harden::recording::RaceRecording;
 use crate::harden::run::{HardenMeta, HardenRow, Hardened};
 use crate::harden::verify::{PatchCheck, PatchRuns};
@@ -354,16 +355,34 @@ fn ran_text(runs: &PatchRuns, env: Environment) -> String {
 }
 
 /// Why the race guide counted only the runs that passed, in the report's words.
-fn stand_ins_failed_text(off: &crate::harden::run::StandInsFailed) -> String {
-    let set: Vec<String> = off.fences.iter().map(|id| id.to_string()).collect();
+fn stand_ins_failed_text(off: &StandInsFailed) -> String {
     format!(
         "race guide: with release/acquire fences in place of fences {{{}}}, which passed, {} of \
          {} recorded runs failed (the app needs fence.sc order, as a flag handshake does), so \
          from then on only the recorded runs that passed guided the search",
-        set.join(" "),
+        site_list(&off.fences),
         off.failed,
         off.runs
     )
+}
+
+/// Why the fences the PTX model requires were asked of only the runs that passed.
+fn required_stand_ins_failed_text(off: &StandInsFailed) -> String {
+    format!(
+        "required fences: with release/acquire fences in place of the kept fences {{{}}}, {} of \
+         {} recorded runs failed (the app needs fence.sc order there), so only the runs that \
+         passed were asked which fences the PTX model requires (a failed run's pairs are those of \
+         the algorithm the weaker fences broke)",
+        site_list(&off.fences),
+        off.failed,
+        off.runs
+    )
+}
+
+/// Site ids separated by spaces.
+fn site_list(sites: &[usize]) -> String {
+    let ids: Vec<String> = sites.iter().map(|id| id.to_string()).collect();
+    ids.join(" ")
 }
 
 /// Whether a fence kept as `fence.sc.gpu` had its release/acquire kind of the same scope
@@ -407,6 +426,9 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
     }
     if let Some(off) = &hardened.stand_ins_failed {
         writeln!(f, "  {}", stand_ins_failed_text(off))?;
+    }
+    if let Some(off) = &hardened.partner_stand_ins_failed {
+        writeln!(f, "  {}", required_stand_ins_failed_text(off))?;
     }
     for race in hardened.unorderable.iter().flatten() {
         writeln!(
