@@ -22,6 +22,7 @@ mod ptx_model;
 mod races;
 mod rounding;
 mod sched;
+mod spin;
 mod vars;
 mod weak;
 
@@ -706,6 +707,15 @@ mod tests {
     /// The hang message of kernel `k(mem)` (PTX body `body`, file 1 `k.cu`) run by three
     /// threads of one block over a zero word, with a budget of 10,000 instructions.
     fn hang_of_three_threads(body: &str) -> String {
+        match three_threads(body, 10_000).unwrap_err() {
+            BackendError::Hang(message) => message,
+            err => panic!("{err}"),
+        }
+    }
+
+    /// How kernel `k(mem)` (PTX body `body`, file 1 `k.cu`, `%p1` set in thread 0) run by
+    /// three threads of one block over a zero word ends, with `budget` instructions.
+    fn three_threads(body: &str, budget: u64) -> device::Result<()> {
         let text = format!(
             ".version 7.8\n.target sm_70\n.address_size 64\n.file 1 \"k.cu\"\n\
              .visible .entry k(.param .u64 k_mem)\n{{\n\
@@ -714,7 +724,7 @@ mod tests {
              \tsetp.eq.u32 %p1, %r1, 0;\n{body}}}\n"
         );
         let mut config = SimConfig::new(MemoryModel::Ptx, 1);
-        config.instruction_budget = 10_000;
+        config.instruction_budget = budget;
         let mut sim = SimBackend::new(config);
         let module = sim.load_module(&text).unwrap();
         let flag = sim.alloc(4).unwrap();
@@ -722,10 +732,39 @@ mod tests {
         let three = LaunchConfig::new((1, 1, 1), (3, 1, 1));
         sim.launch(module, "k", &three, &[KernelArg::ptr(flag)])
             .unwrap();
-        match sim.synchronize(Duration::from_secs(60)).unwrap_err() {
-            BackendError::Hang(message) => message,
+        sim.synchronize(Duration::from_secs(60))
+    }
+
+    /// QA (a fence-less Treiber stack, 2026-12-07): a run whose popper spun on a head nobody
+    /// would write again ran the whole budget, 3.2 s, before it was a timeout. A launch that
+    /// goes a million thread-instructions with nothing written and every thread round the same
+    /// loop with the same registers is a hang now, whatever the budget.
+    #[test]
+    fn a_spin_nothing_can_end_is_a_hang_long_before_the_budget() {
+        let spin = "\t@%p1 bra $DONE;\n\
+                    $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
+                    \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n$DONE:\n\tret;\n";
+        match three_threads(spin, 100_000_000_000).unwrap_err() {
+            BackendError::Hang(message) => {
+                assert!(message.contains("a spin that cannot end"), "{message}");
+                assert!(
+                    message.ends_with("still running: 2 at k.cu:12"),
+                    "{message}"
+                );
+            }
             err => panic!("{err}"),
         }
+    }
+
+    /// A spin that counts (a bounded wait) changes its registers each time round: it is never
+    /// steady, and ends when its count runs out, as it would with the budget alone.
+    #[test]
+    fn a_spin_that_counts_runs_to_its_end() {
+        let bounded = "\tmov.u32 %r3, 0;\n\
+                       $SPIN:\n\tld.volatile.global.u32 %r2, [%rd1];\n\
+                       \tadd.u32 %r3, %r3, 1;\n\tsetp.lt.u32 %p1, %r3, 400000;\n\
+                       \t@%p1 bra $SPIN;\n\tret;\n";
+        three_threads(bounded, 100_000_000).unwrap();
     }
 
     /// Regression (a sense-reversing grid barrier whose last arrival was lost): every run ran

@@ -26,6 +26,7 @@ use super::memory::GlobalMemory;
 use super::printf::DeviceOutput;
 use super::ptx_model::{Gpus, PtxMemory};
 use super::races::{LaunchRaces, RaceTracker};
+use super::spin::{state_hash, Seen, SpinWatch, SPIN_WINDOW};
 use super::weak::{StaleCache, StoreBuffer};
 use super::{MemoryModel, SimConfig};
 use crate::device::{BackendError, LaunchConfig};
@@ -275,6 +276,11 @@ pub struct Machine<'a> {
     pub quarter_coin: Bernoulli,
     /// Where `printf` calls write, in the order they execute.
     pub output: &'a mut DeviceOutput,
+    /// Exits, barrier arrivals and warp rendezvous so far: with the PTX model's clock, what
+    /// tells [`SpinWatch`] that the launch moved.
+    pub events: u64,
+    /// PTX model: ends a launch whose threads spin for good ([`crate::spin`]).
+    pub spin: SpinWatch,
 }
 
 /// A coin that comes up with chance `p` (clamped to 0..=1).
@@ -375,6 +381,8 @@ impl<'a> Machine<'a> {
             app_unfinished: nthreads,
             races: None,
             deferred_race_pos: None,
+            events: 0,
+            spin: SpinWatch::default(),
             defer_coin: coin(cfg.defer_probability),
             half_coin: coin(0.5),
             quarter_coin: coin(0.25),
@@ -450,8 +458,18 @@ impl<'a> Machine<'a> {
                     self.still_running()
                 )));
             }
-            if steps.is_multiple_of(4096) && start.elapsed() > deadline {
-                return Err(BackendError::Timeout(start.elapsed()));
+            if steps.is_multiple_of(4096) {
+                if start.elapsed() > deadline {
+                    return Err(BackendError::Timeout(start.elapsed()));
+                }
+                if self.spins_for_good(waiting.is_empty()) {
+                    return Err(BackendError::Hang(format!(
+                        "for {SPIN_WINDOW} thread-instructions no thread wrote memory, exited or \
+                         reached a barrier, and every thread left went round with the same \
+                         registers (a spin that cannot end){}",
+                        self.still_running()
+                    )));
+                }
             }
             let i = self.rng.random_range(0..self.runnable.len());
             let t = self.runnable[i] as usize;
@@ -459,6 +477,7 @@ impl<'a> Machine<'a> {
                 let len = self.threads[t].buffer.len();
                 let pick = self.rng.random_range(0..len);
                 self.drain_one(t, pick);
+                self.events += 1;
                 if self.threads[t].buffer.is_empty() {
                     self.runnable.swap_remove(i);
                     self.finished(t);
@@ -472,7 +491,11 @@ impl<'a> Machine<'a> {
                 self.resolve_deferred(t)?;
             }
             let quantum = self.rng.random_range(1..=max_quantum);
-            match self.run_quantum(t, quantum)? {
+            let end = self.run_quantum(t, quantum)?;
+            if !matches!(end, QuantumEnd::Quantum) {
+                self.events += 1;
+            }
+            match end {
                 QuantumEnd::Quantum => {}
                 QuantumEnd::Exit => {
                     if self.threads[t].buffer.is_empty() {
@@ -503,6 +526,37 @@ impl<'a> Machine<'a> {
         let longest = self.threads.iter().map(|t| t.executed).max().unwrap_or(0);
         let races = self.races.take().map(|r| r.finish());
         Ok((self.executed, longest, races))
+    }
+
+    /// Whether the launch has been in a steady state long enough to be a hang ([`crate::spin`]):
+    /// PTX model only, every block started (`admitted`); a write a thread's deferred work makes
+    /// later moves the model's clock.
+    fn spins_for_good(&mut self, admitted: bool) -> bool {
+        if !self.ptx || !admitted {
+            self.spin.moved();
+            return false;
+        }
+        if !self.spin.unchanged((self.model.clock(), self.events)) {
+            return false;
+        }
+        let threads = &self.threads;
+        let left = (0..threads.len()).filter(|&t| threads[t].state != State::Exited);
+        let seen = left.map(|t| Seen {
+            thread: t,
+            pc: threads[t].pc,
+            state: (threads[t].deferred == 0 && threads[t].n_held == 0).then(|| self.state_hash(t)),
+        });
+        let seen = seen.collect();
+        self.spin.steady_for_good(self.executed, seen)
+    }
+
+    /// The hash of thread `t`'s registers and local memory.
+    fn state_hash(&self, t: usize) -> u64 {
+        let (nregs, local) = (self.nregs, self.local_size);
+        state_hash(
+            &self.regs[t * nregs..(t + 1) * nregs],
+            &self.local[t * local..(t + 1) * local],
+        )
     }
 
     /// Where the application's threads that have not finished are, for a launch that ran out of
