@@ -131,6 +131,8 @@ impl SpinWatch {
 mod tests {
     use super::*;
 
+    const MARK: Mark = (5, 1);
+
     fn seen(states: &[(usize, u32, u64)]) -> Vec<Seen> {
         let seen = states.iter().map(|&(thread, pc, state)| Seen {
             thread,
@@ -140,47 +142,47 @@ mod tests {
         seen.collect()
     }
 
+    /// A watch that saw the launch at [`MARK`] twice, the second time with `first`, at 0.
+    fn quiet_from(first: Vec<Seen>) -> SpinWatch {
+        let mut watch = SpinWatch::default();
+        assert!(!watch.unchanged(MARK));
+        assert!(watch.unchanged(MARK));
+        assert!(!watch.steady_for_good(0, first));
+        watch
+    }
+
+    /// The next check, still at [`MARK`]: whether the launch spins for good.
+    fn check(watch: &mut SpinWatch, executed: u64, now: Vec<Seen>) -> bool {
+        assert!(watch.unchanged(MARK));
+        watch.steady_for_good(executed, now)
+    }
+
     /// A thread seen again at its first pc with the same state, for the whole window: a hang.
     #[test]
     fn a_thread_back_where_it_was_with_the_same_state_for_the_window_spins_for_good() {
-        let mut watch = SpinWatch::default();
-        assert!(!watch.unchanged((5, 1)));
-        assert!(watch.unchanged((5, 1)));
-        assert!(!watch.steady_for_good(100, seen(&[(0, 10, 7)])));
-        assert!(watch.unchanged((5, 1)));
+        let mut watch = quiet_from(seen(&[(0, 10, 7)]));
         // Elsewhere in its loop: not yet seen again where it was.
-        assert!(!watch.steady_for_good(SPIN_WINDOW + 200, seen(&[(0, 12, 9)])));
-        assert!(watch.unchanged((5, 1)));
+        assert!(!check(&mut watch, SPIN_WINDOW + 200, seen(&[(0, 12, 9)])));
         // Back, but the window has not passed since it went quiet.
-        assert!(!watch.steady_for_good(SPIN_WINDOW, seen(&[(0, 10, 7)])));
-        assert!(watch.steady_for_good(SPIN_WINDOW + 100, seen(&[(0, 10, 7)])));
+        assert!(!check(&mut watch, SPIN_WINDOW - 1, seen(&[(0, 10, 7)])));
+        assert!(check(&mut watch, SPIN_WINDOW, seen(&[(0, 10, 7)])));
     }
 
     /// A loop that counts (or reads a clock) comes back with other registers: it starts over.
     #[test]
     fn a_thread_back_at_its_pc_with_other_registers_is_not_steady() {
-        let mut watch = SpinWatch::default();
-        watch.unchanged((5, 1));
-        watch.unchanged((5, 1));
-        watch.steady_for_good(0, seen(&[(0, 10, 7)]));
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 10, 8)])));
+        let mut watch = quiet_from(seen(&[(0, 10, 7)]));
+        assert!(!check(&mut watch, SPIN_WINDOW * 2, seen(&[(0, 10, 8)])));
         // It starts over from there.
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 10, 8)])));
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW * 3 - 1, seen(&[(0, 10, 8)])));
-        watch.unchanged((5, 1));
-        assert!(watch.steady_for_good(SPIN_WINDOW * 3, seen(&[(0, 10, 8)])));
+        assert!(!check(&mut watch, SPIN_WINDOW * 2, seen(&[(0, 10, 8)])));
+        assert!(!check(&mut watch, SPIN_WINDOW * 3 - 1, seen(&[(0, 10, 8)])));
+        assert!(check(&mut watch, SPIN_WINDOW * 3, seen(&[(0, 10, 8)])));
     }
 
     /// A write, an exit or a barrier (another mark) starts the wait over.
     #[test]
     fn a_new_mark_starts_the_wait_over() {
-        let mut watch = SpinWatch::default();
-        watch.unchanged((5, 1));
-        watch.unchanged((5, 1));
-        watch.steady_for_good(0, seen(&[(0, 10, 7)]));
+        let mut watch = quiet_from(seen(&[(0, 10, 7)]));
         assert!(!watch.unchanged((6, 1)));
         assert!(watch.unchanged((6, 1)));
         assert!(!watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 10, 7)])));
@@ -189,35 +191,29 @@ mod tests {
     /// A thread with deferred work is not compared; one first seen so is noted when it has none.
     #[test]
     fn a_thread_with_deferred_work_is_compared_only_without_it() {
-        let mut watch = SpinWatch::default();
         let busy = |pc| {
+            let state = None;
             vec![Seen {
                 thread: 0,
                 pc,
-                state: None,
+                state,
             }]
         };
-        watch.unchanged((5, 1));
-        watch.unchanged((5, 1));
-        watch.steady_for_good(0, busy(10));
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW, seen(&[(0, 11, 7)])));
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW * 2, busy(11)));
-        watch.unchanged((5, 1));
-        assert!(watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 11, 7)])));
+        let mut watch = quiet_from(busy(10));
+        assert!(!check(&mut watch, SPIN_WINDOW, seen(&[(0, 11, 7)])));
+        assert!(!check(&mut watch, SPIN_WINDOW * 2, busy(11)));
+        assert!(check(&mut watch, SPIN_WINDOW * 2, seen(&[(0, 11, 7)])));
     }
 
     /// Every thread left must have come back; one that has not keeps the launch going.
     #[test]
     fn one_thread_not_yet_back_keeps_the_launch_going() {
-        let mut watch = SpinWatch::default();
-        watch.unchanged((5, 1));
-        watch.unchanged((5, 1));
-        watch.steady_for_good(0, seen(&[(0, 10, 7), (1, 20, 3)]));
-        watch.unchanged((5, 1));
-        assert!(!watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 10, 7), (1, 21, 4)])));
-        watch.unchanged((5, 1));
-        assert!(watch.steady_for_good(SPIN_WINDOW * 2, seen(&[(0, 11, 1), (1, 20, 3)])));
+        let mut watch = quiet_from(seen(&[(0, 10, 7), (1, 20, 3)]));
+        let (first_back, second_elsewhere) = (
+            seen(&[(0, 10, 7), (1, 21, 4)]),
+            seen(&[(0, 11, 1), (1, 20, 3)]),
+        );
+        assert!(!check(&mut watch, SPIN_WINDOW * 2, first_back));
+        assert!(check(&mut watch, SPIN_WINDOW * 2, second_elsewhere));
     }
 }
