@@ -283,7 +283,7 @@ pub struct Completion {
 /// kinds give (`fence.sc` order: a flag handshake, Peterson's lock, a work-stealing deque's
 /// owner and thief); with the stand-ins that order breaks, and the failing runs' pairs are those
 /// of the broken algorithm (two threads taking one task, critical sections overlapping), which
-/// the set's own fences forbid, not pairs its fences leave unordered.
+/// the set's own fences are there to forbid, not pairs its fences leave unordered.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StandInsFailed {
     /// The fence set whose stand-ins failed.

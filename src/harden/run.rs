@@ -540,7 +540,7 @@ pub struct Hardened {
     pub stand_ins_failed: Option<StandInsFailed>,
     /// Set when the fences the PTX model requires were asked of only the recorded runs that
     /// passed.
-    pub partner_stand_ins_failed: Option<StandInsFailed>,
+    pub required_stand_ins_failed: Option<StandInsFailed>,
 }
 
 /// One fence set's guide: the races that fences can order, in all its recorded runs and in
@@ -614,7 +614,7 @@ pub fn harden_recording_with<'a>(
             },
             every_fence_failed: checker.last_failure.take(),
             stand_ins_failed: None,
-            partner_stand_ins_failed: None,
+            required_stand_ins_failed: None,
             cross_cta: None,
             required: None,
             unorderable: None,
@@ -670,7 +670,7 @@ pub fn harden_recording_with<'a>(
     } else {
         None
     };
-    let (required, unorderable, partner_stand_ins_failed) = match completion {
+    let (required, unorderable, required_stand_ins_failed) = match completion {
         Some(Completion {
             required,
             unorderable,
@@ -701,7 +701,7 @@ pub fn harden_recording_with<'a>(
         totals: checker.totals,
         replayed: checker.replayed,
         stand_ins_failed: checker.stand_ins_failed,
-        partner_stand_ins_failed,
+        required_stand_ins_failed,
     })
 }
 

@@ -922,7 +922,7 @@ impl<'a> HardenDocument<'a> {
             communication: communication_source(meta),
             unorderable_races: hardened.unorderable.as_deref(),
             race_guide_stand_ins_failed: hardened.stand_ins_failed.as_ref(),
-            required_stand_ins_failed: hardened.partner_stand_ins_failed.as_ref(),
+            required_stand_ins_failed: hardened.required_stand_ins_failed.as_ref(),
             stable: i.stable,
             stability_check: meta.stable,
             stability_runs,

@@ -427,7 +427,7 @@ fn write_required(f: &mut Formatter, hardened: &Hardened) -> fmt::Result {
     if let Some(off) = &hardened.stand_ins_failed {
         writeln!(f, "  {}", stand_ins_failed_text(off))?;
     }
-    if let Some(off) = &hardened.partner_stand_ins_failed {
+    if let Some(off) = &hardened.required_stand_ins_failed {
         writeln!(f, "  {}", required_stand_ins_failed_text(off))?;
     }
     for race in hardened.unorderable.iter().flatten() {
