@@ -357,10 +357,10 @@ fn ran_text(runs: &PatchRuns, env: Environment) -> String {
 /// Why the race guide counted only the runs that passed, in the report's words.
 fn stand_ins_failed_text(off: &StandInsFailed) -> String {
     format!(
-        "race guide: with release/acquire fences in place of fences {{{}}}, which passed, {} of \
+        "race guide: with release/acquire fences in place of fences {}, which passed, {} of \
          {} recorded runs failed (the app needs fence.sc order, as a flag handshake does), so \
          from then on only the recorded runs that passed guided the search",
-        site_list(&off.fences),
+        braces(&off.fences, &BTreeMap::new()),
         off.failed,
         off.runs
     )
@@ -369,20 +369,14 @@ fn stand_ins_failed_text(off: &StandInsFailed) -> String {
 /// Why the fences the PTX model requires were asked of only the runs that passed.
 fn required_stand_ins_failed_text(off: &StandInsFailed) -> String {
     format!(
-        "required fences: with release/acquire fences in place of the kept fences {{{}}}, {} of \
+        "required fences: with release/acquire fences in place of the kept fences {}, {} of \
          {} recorded runs failed (the app needs fence.sc order there), so only the runs that \
          passed were asked which fences the PTX model requires (a failed run's pairs are those of \
          the algorithm the weaker fences broke)",
-        site_list(&off.fences),
+        braces(&off.fences, &BTreeMap::new()),
         off.failed,
         off.runs
     )
-}
-
-/// Site ids separated by spaces.
-fn site_list(sites: &[usize]) -> String {
-    let ids: Vec<String> = sites.iter().map(|id| id.to_string()).collect();
-    ids.join(" ")
 }
 
 /// Whether a fence kept as `fence.sc.gpu` had its release/acquire kind of the same scope

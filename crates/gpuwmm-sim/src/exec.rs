@@ -922,9 +922,7 @@ impl Machine<'_> {
             let restricted = match self.orders_others(t, order) {
                 true => match self.restriction(t, at, size, order, None) {
                     Some(r) => {
-                        if order.acquires {
-                            self.model.acquire(t as u32, order.reach);
-                        }
+                        self.model.acquire_pattern(self.model_access(t, order));
                         Some(r)
                     }
                     None => return self.exec_ld_now(t, base, line, d, mem, at, size),
@@ -1019,9 +1017,7 @@ impl Machine<'_> {
                 let Some(reserved) = self.reserve_rmw(t, mem, at) else {
                     return Err(self.fault(line, "internal error: no floor for a deferred atomic"));
                 };
-                if mem.order.acquires {
-                    self.model.acquire(t as u32, mem.order.reach);
-                }
+                self.model.acquire_pattern(self.model_access(t, mem.order));
                 Some(reserved)
             }
             false => None,

@@ -738,13 +738,14 @@ mod tests {
     /// QA (a fence-less Treiber stack, 2026-12-07): a run whose popper spun on a head nobody
     /// would write again ran the whole budget, 3.2 s, before it was a timeout. A launch that
     /// goes a million thread-instructions with nothing written and every thread round the same
-    /// loop with the same registers is a hang now, whatever the budget.
+    /// loop with the same registers is a hang now, long before the budget.
     #[test]
     fn a_spin_nothing_can_end_is_a_hang_long_before_the_budget() {
         let spin = "\t@%p1 bra $DONE;\n\
                     $SPIN:\n\t.loc 1 12 9\n\tld.volatile.global.u32 %r2, [%rd1];\n\
                     \tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $SPIN;\n$DONE:\n\tret;\n";
-        match three_threads(spin, 100_000_000_000).unwrap_err() {
+        // With the budget alone it would end after 50 M instructions, with the budget's words.
+        match three_threads(spin, 50_000_000).unwrap_err() {
             BackendError::Hang(message) => {
                 assert!(message.contains("a spin that cannot end"), "{message}");
                 assert!(

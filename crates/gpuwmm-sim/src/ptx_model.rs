@@ -744,7 +744,7 @@ impl PtxMemory {
     /// its location (PTX's second acquire pattern, `ld.relaxed [M]; ld.acquire [M]`) it takes
     /// what that read collected. The simulator takes everything its thread collected, from
     /// any location (stronger than PTX, as an acquire that observes already did).
-    fn acquire_pattern(&mut self, a: Access) {
+    pub fn acquire_pattern(&mut self, a: Access) {
         if a.acquires && !a.reduction {
             self.acquire(a.thread, a.reach);
         }

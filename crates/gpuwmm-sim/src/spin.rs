@@ -104,11 +104,17 @@ impl SpinWatch {
             });
             return false;
         };
-        for now in seen {
-            let Some(left) = quiet.threads.iter_mut().find(|l| l.thread == now.thread) else {
-                self.quiet = None;
-                return false;
-            };
+        // Under one mark no thread exited, so the threads left are the same, in the same order.
+        let same_threads = seen.len() == quiet.threads.len()
+            && seen
+                .iter()
+                .zip(&quiet.threads)
+                .all(|(s, l)| s.thread == l.thread);
+        if !same_threads {
+            self.quiet = None;
+            return false;
+        }
+        for (now, left) in seen.into_iter().zip(&mut quiet.threads) {
             let Some(state) = now.state else {
                 continue;
             };
