@@ -393,6 +393,33 @@ fn a_peterson_locks_turn_read_once_by_its_spin_is_still_the_synchronisation() {
     assert_edited_copy_passes_without_races(dir.path(), "peterson-lock", &edits);
 }
 
+/// Regression (a bounded queue with the consumer's release missing failed about one run in 12
+/// by load buffering and reported no race): the consumer reads its slot lap after lap, so the
+/// slot passed for a flag spun on and its pairs for the synchronisation itself; and a slot read
+/// deferred past the hand-back was compared with what the producer had heard last, or with the
+/// consumer's clock when it was performed, not when it was issued. The pair is reported with
+/// the release the consumer lacks, and with that fence the queue passes with no race left.
+#[test]
+fn a_queue_slot_emptied_without_a_release_before_its_hand_back_is_a_race_a_fence_can_order() {
+    let app = "races-queue-slot";
+    let dir = common::or_skip!(common::temp_dir_with_tools());
+    let document = check_races_in(dir.path(), app, true, 300, &["--races"]);
+    assert_only_class_between_markers(&document, app, "fence-can-order", ["empty", "fill"]);
+    let (empty, hand_back) = (marked_line(app, "empty"), marked_line(app, "hand-back"));
+    let race = &races(&document)[0];
+    assert_eq!(lines(race), (empty, marked_line(app, "fill")));
+    let missing = race["missing"].as_str().unwrap();
+    let named = format!(
+        "no release pattern on the signalling side: a fence.acq_rel.gpu after \
+         kernel.cu:{empty}, before kernel.cu:{hand_back}"
+    );
+    assert!(missing.contains(&named), "{missing}");
+    assert!(!missing.contains("waiting side"), "{missing}");
+    let read = "int v = slot[s]; // RACE empty";
+    let fenced = format!("{read}\n            acq_rel();");
+    assert_edited_copy_passes_without_races(dir.path(), app, &[(read, fenced.as_str())]);
+}
+
 #[test]
 fn a_critical_section_behind_a_lock_without_fences_is_a_data_race_on_the_counter() {
     let app = "races-lock-no-fences";

@@ -30,6 +30,13 @@
 //! only through strong accesses whose scope leaves one of them out (a `.cta` flag between
 //! CTAs), which no fence repairs (`out_of_scope`). Classifying is the tool's business.
 //!
+//! An access the simulator performs late (a deferred load, a store held behind one) is numbered
+//! in program order when issued and ordered by its thread's clock then. A write made while one
+//! is outstanding keeps its thread's clock and what its thread had heard from each other one
+//! (as issued, for a held store),
+//! so that a deferred read performed after it, even one that reads it (load buffering), is
+//! placed before it when the read's thread had a later write of its heard by the writer first.
+//!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
 //! pair: races missed, never invented); observation through a chain of read-modify-writes is
@@ -178,8 +185,9 @@ pub struct Conflict {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward: Option<Forwarded>,
     /// The location carries communication itself: a morally strong read of it ordered another
-    /// pair's communication, a thread read it strongly twice without writing it between or at
-    /// a wait load (a spin), an access made a release or an acquire at it, or the pair is a
+    /// pair's communication, a thread read it strongly twice without writing it between,
+    /// reading the same write again or writing nowhere between, or read it at a wait load (a
+    /// spin), an access made a release or an acquire at it, or the pair is a
     /// fenced flag handshake's (a read after its thread's write and a `fence.sc`, which PTX
     /// lets miss the other thread's write). Never for a stale read its
     /// thread acted on: a morally strong read (or RMW) that missed the first access though its
@@ -320,7 +328,30 @@ struct WriteEntry {
     /// For a strong write: what its writer had heard directly, which a morally strong read of
     /// it hears forwarded.
     forwards: Option<Rc<[Forward]>>,
+    /// What its writer had heard from other threads when it wrote, kept while some load is
+    /// deferred: a read issued before a write its writer had heard precedes this write in
+    /// program order and communication, however late the read is performed and whatever the
+    /// writer heard since.
+    heard: Option<HeardRow>,
 }
+
+/// The key of thread `t`'s access number `pos` among the accesses issued and not yet performed.
+fn issue_key(t: u32, pos: u32) -> u64 {
+    (u64::from(t) << 32) | u64::from(pos)
+}
+
+/// A thread's row of [`RaceTracker::heard`]: the writers it heard from, with the newest
+/// communication from each.
+type HeardRow = Rc<[(u32, Heard)]>;
+
+/// The first access of a pair [`RaceTracker::check`] is given, with the threads that observed
+/// it; for a write made while a load was deferred, also its thread's clock and `heard` row then.
+type FirstSide<'a> = (
+    Side,
+    &'a [(u32, u32)],
+    Option<&'a Clock>,
+    Option<&'a HeardRow>,
+);
 
 /// A thread's causality clock, and per entry the line of the instruction at which it last
 /// grew: where the other thread's accesses reached this one.
@@ -336,10 +367,11 @@ struct Shadow {
     writes: Vec<WriteEntry>,
     /// Reads since the newest write, one per thread (its latest).
     reads: Vec<Side>,
-    /// Per thread (the first [`OWN`] to come), whether its last access here was a read.
-    last_own: Vec<(u32, bool)>,
-    /// A thread read it again without writing it between, or read it at a wait load: it
-    /// waits on it.
+    /// Per thread (the first [`OWN`] to come), its last access here.
+    last_own: Vec<(u32, LastOwn)>,
+    /// A thread read it again, with no write of its own here between, and either the same
+    /// write again or with no write of its own anywhere between; or read it at a wait load:
+    /// it waits on it.
     spun: bool,
     /// The widest access made here, bytes (accesses of other widths at this address share
     /// the shadow).
@@ -361,15 +393,49 @@ impl Shadow {
         self.reads.push(read);
     }
 
-    /// Notes an access of thread `t`; a read after a read of the same thread is a spin.
-    fn note_own(&mut self, t: u32, read: bool) {
-        if let Some(o) = self.last_own.iter_mut().find(|o| o.0 == t) {
-            self.spun |= read && o.1;
-            o.1 = read;
-        } else if self.last_own.len() < OWN {
-            self.last_own.push((t, read));
+    /// Notes an access of thread `t`; a read after a read of the same thread is a spin where
+    /// it read the same write again or the thread wrote nothing between. A thread that reads
+    /// a location lap after lap, new writes each time, and writes elsewhere between (a queue's
+    /// slot, a ring buffer's) consumes it and waits elsewhere.
+    fn note_own(&mut self, t: u32, access: LastOwn) {
+        let Some(o) = self.last_own.iter_mut().find(|o| o.0 == t) else {
+            if self.last_own.len() < OWN {
+                self.last_own.push((t, access));
+            }
+            return;
+        };
+        if let (
+            LastOwn::Read { write, writes },
+            LastOwn::Read {
+                write: w,
+                writes: n,
+            },
+        ) = (o.1, access)
+        {
+            self.spun |= write == w || writes == n;
         }
+        o.1 = access;
     }
+
+    /// Which write a read of `read_ts` takes here ([`LastOwn::Read`]'s `write`).
+    fn write_read(&self, read_ts: Option<u32>) -> u64 {
+        let Some(w) = self.read_index(read_ts).map(|i| &self.writes[i]) else {
+            return u64::MAX;
+        };
+        (u64::from(w.access.thread) << 32) | u64::from(w.access.pos)
+    }
+}
+
+/// A thread's last access of a location, as a spin is told by.
+#[derive(Debug, Clone, Copy)]
+enum LastOwn {
+    Wrote,
+    /// A read of `write` (the writer's thread and access number; `u64::MAX`: a value older
+    /// than every write kept) when the thread's latest write anywhere was its access `writes`.
+    Read {
+        write: u64,
+        writes: u32,
+    },
 }
 
 /// Writes a shadow keeps at most: the model's [`KEPT`](crate::ptx_model::KEPT) messages of a
@@ -507,6 +573,9 @@ pub struct RaceTracker {
     heard_from: Vec<Vec<u32>>,
     /// Per thread, what its strong writes forward, shared until it hears or fences again.
     forwards: Vec<Option<Rc<[Forward]>>>,
+    /// Per thread, its `heard` row as its writes keep it while a load is deferred, shared
+    /// until it hears again.
+    heard_rows: Vec<Option<HeardRow>>,
     /// Per reader, the forwards it last heard (a spin reads one write again and again).
     last_forwarded: Vec<Option<Rc<[Forward]>>>,
     /// Per reader, the clock and the releases (CTA, GPU) of the write it last heard relayed (a
@@ -539,6 +608,14 @@ pub struct RaceTracker {
     snapshots: Vec<Option<Reached>>,
     /// Loads numbered with [`RaceTracker::reserve`] and not yet performed.
     deferred: u32,
+    /// Per access numbered with [`RaceTracker::reserve`] and not yet performed (key: thread
+    /// and number, [`issue_key`]), its thread's clock and `heard` row when it was issued: what
+    /// preceded it, since what its thread acquires or hears later comes after it in program
+    /// order.
+    issued: Map<u64, (Clock, HeardRow)>,
+    /// The clock and `heard` row the access being performed now was issued with (`None`: it
+    /// is performed as it is issued, with its thread's now).
+    performing: Option<(Clock, HeardRow)>,
     /// Some access was not 4 bytes wide: shadows of other extents may overlap (until then,
     /// with accesses naturally aligned, none does).
     mixed: bool,
@@ -674,6 +751,7 @@ impl RaceTracker {
             heard_out_of_scope: Map::default(),
             heard_from: vec![Vec::new(); threads],
             forwards: vec![None; threads],
+            heard_rows: vec![None; threads],
             last_forwarded: vec![None; threads],
             last_relayed: vec![(None, None, None); threads],
             sc_gpu: vec![0; threads],
@@ -688,6 +766,8 @@ impl RaceTracker {
             edges: HashMap::new(),
             snapshots: vec![None; threads],
             deferred: 0,
+            issued: Map::default(),
+            performing: None,
             mixed: false,
             wait_lines: Arc::default(),
             last_write: vec![0; threads],
@@ -740,10 +820,13 @@ impl RaceTracker {
             .clone()
     }
 
-    /// Thread `t`'s clock for a write it makes now, while a deferred load may be performed
-    /// after it (`None` otherwise: no pair needs it).
+    /// Thread `t`'s clock for a write it makes now (as it was issued, for a write held back),
+    /// while a deferred load may be performed after it (`None` otherwise: no pair needs it).
     fn clock_for_write(&mut self, t: u32) -> Option<Clock> {
-        (self.deferred > 0).then(|| self.snapshot(t).clock)
+        match &self.performing {
+            Some(issued) => (self.deferred > 0).then(|| issued.0.clone()),
+            None => (self.deferred > 0).then(|| self.snapshot(t).clock),
+        }
     }
 
     /// The next access of `t`: its number.
@@ -763,13 +846,15 @@ impl RaceTracker {
     /// defers, so that the load is recorded in program order when it is performed (0 for a
     /// thread not recorded).
     pub fn reserve(&mut self, t: usize) -> u32 {
-        match self.tracks(t) {
-            true => {
-                self.deferred += 1;
-                self.step(t as u32)
-            }
-            false => 0,
+        if !self.tracks(t) {
+            return 0;
         }
+        self.deferred += 1;
+        let pos = self.step(t as u32);
+        let clock = self.snapshot(t as u32).clock;
+        let heard = self.heard_row(t as u32);
+        self.issued.insert(issue_key(t as u32, pos), (clock, heard));
+        pos
     }
 
     /// The next access of thread `t` at PTX line `line` (numbered `reserved` when it was
@@ -785,10 +870,11 @@ impl RaceTracker {
         if !self.tracks(t) {
             return None;
         }
+        let thread = t as u32;
+        self.performing = reserved.and_then(|pos| self.issued.remove(&issue_key(thread, pos)));
         if reserved.is_some() {
             self.deferred = self.deferred.saturating_sub(1);
         }
-        let thread = t as u32;
         let pos = reserved.unwrap_or_else(|| self.step(thread));
         let after_sc = match kind {
             AccessKind::Read => self.sc_after_own_write(t, pos),
@@ -846,12 +932,24 @@ impl RaceTracker {
             self.read_part(me, addr, order, None, false);
         }
         let waits = self.wait_lines.contains(&line);
+        let own = self.read_own(t, at.addr, read_ts);
         let shadow = self.shadow(at);
         if me.strength != Strength::Weak {
-            shadow.note_own(t, true);
+            shadow.note_own(t, own);
             shadow.spun |= waits;
         }
         shadow.note_read(me);
+    }
+
+    /// A read of thread `t` at `addr` of the message `read_ts`, as [`Shadow::note_own`] takes it.
+    fn read_own(&self, t: u32, addr: u64, read_ts: Option<u32>) -> LastOwn {
+        LastOwn::Read {
+            write: self
+                .shadows
+                .get(&addr)
+                .map_or(u64::MAX, |s| s.write_read(read_ts)),
+            writes: self.last_write[t as usize],
+        }
     }
 
     /// The shadow of `at`'s address, made for it if new, that has seen an access of `at`'s
@@ -905,7 +1003,12 @@ impl RaceTracker {
         }
         for (w, observed) in &checks {
             if w.access.thread != me.thread {
-                let first = (w.access, &w.observers[..], w.clock.as_ref());
+                let first = (
+                    w.access,
+                    &w.observers[..],
+                    w.clock.as_ref(),
+                    w.heard.as_ref(),
+                );
                 self.check(first, me, addr, *observed);
             }
         }
@@ -1072,6 +1175,21 @@ impl RaceTracker {
         }
         *entry = heard;
         self.forwards[t as usize] = None;
+        self.heard_rows[t as usize] = None;
+    }
+
+    /// Thread `t`'s row of `heard`, shared until it hears again.
+    fn heard_row(&mut self, t: u32) -> HeardRow {
+        let i = t as usize;
+        if let Some(row) = &self.heard_rows[i] {
+            return row.clone();
+        }
+        let heard = &self.heard[i * self.n..(i + 1) * self.n];
+        let row: HeardRow = (self.heard_from[i].iter())
+            .map(|&x| (x, heard[x as usize]))
+            .collect();
+        self.heard_rows[i] = Some(row.clone());
+        row
     }
 
     /// What a strong write of `t` forwards now: each thread it heard from (not passed on at a
@@ -1145,17 +1263,18 @@ impl RaceTracker {
         }
     }
 
-    /// Records the pair (`first`, with the threads that observed it and its thread's clock
-    /// when it was a write made while a load was deferred; then `second`) if causality does
-    /// not order it.
+    /// Records the pair (`first`, then `second`) if causality does not order it.
     fn check(
         &mut self,
-        (first, observers, first_clock): (Side, &[(u32, u32)], Option<&Clock>),
+        (first, observers, first_clock, first_heard): FirstSide,
         second: Side,
         addr: u64,
         observed: bool,
     ) {
-        let row = self.row(second.thread);
+        let row = match &self.performing {
+            Some(issued) => &issued.0,
+            None => self.row(second.thread),
+        };
         let ordered = row[first.thread as usize] >= first.pos
             || observers.iter().any(|&(r, rp)| {
                 (r == second.thread && rp < second.pos)
@@ -1164,11 +1283,12 @@ impl RaceTracker {
         if ordered {
             return;
         }
-        let back = self.heard[first.thread as usize * self.n + second.thread as usize];
+        let back = self.heard_before(first, second.thread, first_heard);
         if back.wpos > second.pos && back.earliest_rpos() < first.pos {
             // In program order the pair runs the other way: the second access was issued
             // before a write of its thread that the first one's thread read before the first
-            // access (a deferred read performed after the write it precedes in coherence).
+            // access (a deferred read performed after the write it precedes in coherence, or
+            // one that read that very write: load buffering).
             // Ordered that way when the first thread's clock at its write already held the
             // read, say through a release after the read and an acquire after the
             // communication (without the clock, kept as unordered: races are not invented
@@ -1180,6 +1300,16 @@ impl RaceTracker {
         }
         let heard = self.heard[second.thread as usize * self.n + first.thread as usize];
         self.record(first, second, addr, observed, heard);
+    }
+
+    /// What `first`'s thread had heard from thread `from` when it made `first`: as its write
+    /// kept it (`kept`), else its newest communication from `from` (the same where no load
+    /// was deferred at the write, as no read issued before the write can come after it then).
+    fn heard_before(&self, first: Side, from: u32, kept: Option<&HeardRow>) -> Heard {
+        match kept {
+            Some(row) => (row.iter().find(|h| h.0 == from)).map_or_else(Heard::default, |h| h.1),
+            None => self.heard[first.thread as usize * self.n + from as usize],
+        }
     }
 
     /// Thread `t` reads `addr` again: its stale read there was retried, not acted on.
@@ -1333,10 +1463,16 @@ impl RaceTracker {
             .copied()
             .collect();
         if let Some(w) = newest.filter(|w| check_newest && w.access.thread != me.thread) {
-            self.check((w.access, &w.observers, w.clock.as_ref()), me, addr, false);
+            let first = (
+                w.access,
+                &w.observers[..],
+                w.clock.as_ref(),
+                w.heard.as_ref(),
+            );
+            self.check(first, me, addr, false);
         }
         for r in reads {
-            self.check((r, &[], None), me, addr, false);
+            self.check((r, &[], None, None), me, addr, false);
         }
     }
 
@@ -1360,13 +1496,17 @@ impl RaceTracker {
     ) {
         let (view_cta, view_gpu) = views;
         let clock = self.clock_for_write(me.thread);
+        let heard = match &self.performing {
+            Some(issued) => (self.deferred > 0).then(|| issued.1.clone()),
+            None => (self.deferred > 0).then(|| self.heard_row(me.thread)),
+        };
         let reached = (me.strength != Strength::Weak).then(|| self.snapshot(me.thread));
         let forwards = match me.strength {
             Strength::Weak => None,
             _ => self.forwards_of(me.thread),
         };
         let shadow = self.shadow(at);
-        shadow.note_own(me.thread, false);
+        shadow.note_own(me.thread, LastOwn::Wrote);
         if shadow.writes.len() == WRITES {
             shadow.writes.remove(0);
         }
@@ -1380,6 +1520,7 @@ impl RaceTracker {
             clock,
             reached,
             forwards,
+            heard,
         });
         shadow.reads.clear();
     }
@@ -1417,8 +1558,9 @@ impl RaceTracker {
             self.read_part(me, addr, order, None, false);
         }
         if !wrote {
+            let own = self.read_own(t, at.addr, read_ts);
             let shadow = self.shadow(at);
-            shadow.note_own(t, true);
+            shadow.note_own(t, own);
             shadow.note_read(me);
             return;
         }
@@ -1535,6 +1677,7 @@ impl RaceTracker {
         let now = self.pos[t as usize];
         self.hears[t as usize] = true;
         self.forwards[t as usize] = None;
+        self.heard_rows[t as usize] = None;
         let row = &mut self.heard[t as usize * self.n..(t as usize + 1) * self.n];
         for (x, (mine, theirs)) in row.iter_mut().zip(heard).enumerate() {
             if x as u32 != t && theirs.wpos > mine.wpos {
@@ -2312,6 +2455,39 @@ mod tests {
         assert!(pairs.iter().all(|p| p.synchronising));
     }
 
+    /// A slot read lap after lap (thread 1 reads `X`, line 20, then hands it back through
+    /// `FLAG`, line 21; thread 0 refills it, line 10): reading `again` the same write is a
+    /// spin, a new one with a write between is consuming the slot. The pairs at `X`.
+    fn slot_read_twice(again: bool) -> Vec<LaunchPair> {
+        let mut r = two_ctas();
+        r.store(0, 10, w(X), order(Reach::Gpu), Some(1));
+        r.load(1, None, 20, w(X), order(Reach::Gpu), Some(1));
+        r.store(1, 21, w(FLAG), order(Reach::Gpu), Some(2));
+        r.load(0, None, 11, w(FLAG), order(Reach::Gpu), Some(2));
+        r.store(0, 10, w(X), order(Reach::Gpu), Some(3));
+        let second = if again { 1 } else { 3 };
+        r.load(1, None, 20, w(X), order(Reach::Gpu), Some(second));
+        let pairs = r.finish().conflicts;
+        let at_x = |l: u32| l == 10 || l == 20;
+        (pairs.into_iter())
+            .filter(|p| at_x(p.key.first.0) && at_x(p.key.second.0))
+            .collect()
+    }
+
+    /// Regression (QA: a bounded MPMC queue missing the consumer's release recorded its slot's
+    /// load-buffering pair, and reported nothing): a consumer that read its slot twice, lap
+    /// after lap, made the slot pass for a flag spun on, and every pair there for the
+    /// synchronisation itself.
+    #[test]
+    fn a_slot_read_lap_after_lap_with_writes_between_is_no_spin() {
+        let consumed = slot_read_twice(false);
+        assert!(!consumed.is_empty());
+        assert!(consumed.iter().all(|p| !p.synchronising), "{consumed:?}");
+        let spun = slot_read_twice(true);
+        assert!(!spun.is_empty());
+        assert!(spun.iter().all(|p| p.synchronising), "{spun:?}");
+    }
+
     /// Regression (a device-scope `cuda::binary_semaphore` guarding a counter): its word is
     /// taken with `atom.exch.acquire` and given back with `st.release`, and in runs where no
     /// thread spun on it, pairs on it were reported as races the app should fix. A location
@@ -2496,6 +2672,62 @@ mod tests {
         r.load(1, Some(slot_read), 30, w(X), order(Reach::Weak), Some(0));
         let pairs = r.finish().conflicts;
         assert!(pairs.iter().all(|p| p.key.first.0 != 19), "{pairs:?}");
+    }
+
+    /// Regression (QA: a bounded MPMC queue with the consumer's release missing failed 3% of
+    /// its runs by load buffering, its deferred slot read taking the producer's next-lap write,
+    /// and recorded no race): the producer heard the consumer's slot release, overwrote the
+    /// slot, then heard a newer write of the consumer before the deferred read was performed;
+    /// only that newest communication was kept, which came after the overwrite, so the pair
+    /// was taken as the overwrite observed by the read (communication, no race).
+    #[test]
+    fn a_deferred_read_of_the_overwrite_it_precedes_is_a_pair_after_newer_communication() {
+        let mut r = two_ctas();
+        let slot_read = r.reserve(1);
+        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
+        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
+        r.fence(0, Reach::Gpu, false, 18);
+        r.store(0, 19, w(X), order(Reach::Gpu), Some(4));
+        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(5));
+        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(5));
+        r.load(1, Some(slot_read), 30, w(X), order(Reach::Gpu), Some(4));
+        let pairs = r.finish().conflicts;
+        let on_slot = |line: u32| line == 19 || line == 30;
+        let slot: Vec<_> = (pairs.iter())
+            .filter(|p| on_slot(p.key.first.0) && on_slot(p.key.second.0))
+            .collect();
+        assert_eq!(slot.len(), 1, "{pairs:?}");
+        let key = slot[0].key;
+        assert_eq!((key.first.0, key.second.0), (30, 19));
+        assert!(key.facts.communicated && key.facts.morally_strong);
+        assert!(key.facts.first_release.is_none() && key.facts.second_acquire.is_some());
+    }
+
+    /// Regression (QA: the same MPMC queue): the consumer's deferred slot read was performed
+    /// after its thread acquired the producer's next-lap overwrite through a later flag, and
+    /// was taken as ordered after the overwrite by the thread's clock then, though that
+    /// acquire comes after the read in program order.
+    #[test]
+    fn a_deferred_read_is_ordered_by_its_threads_clock_when_issued() {
+        let mut r = two_ctas();
+        let slot_read = r.reserve(1);
+        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
+        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
+        r.fence(0, Reach::Gpu, false, 18);
+        r.store(0, 19, w(X), order(Reach::Gpu), Some(4));
+        r.fence(0, Reach::Gpu, false, 20);
+        r.store(0, 21, w(FLAG2), order(Reach::Gpu), Some(6));
+        r.load(1, None, 40, w(FLAG2), order(Reach::Gpu), Some(6));
+        r.fence(1, Reach::Gpu, false, 41);
+        r.load(1, Some(slot_read), 30, w(X), order(Reach::Gpu), Some(4));
+        let pairs = r.finish().conflicts;
+        let slot: Vec<_> = (pairs.iter())
+            .filter(|p| p.key.first.0 == 30 || p.key.second.0 == 30)
+            .collect();
+        assert_eq!(slot.len(), 1, "{pairs:?}");
+        let key = slot[0].key;
+        assert_eq!((key.first.0, key.second.0), (30, 19));
+        assert!(key.facts.communicated && key.facts.first_release.is_none());
     }
 
     /// `size` bytes at `addr`.
