@@ -33,9 +33,9 @@
 //! An access the simulator performs late (a deferred load, a store held behind one) is numbered
 //! in program order when issued and ordered by its thread's clock then. A write made while one
 //! is outstanding keeps its thread's clock and what its thread had heard from each other one
-//! (as issued, for a held store),
-//! so that a deferred read performed after it, even one that reads it (load buffering), is
-//! placed before it when the read's thread had a later write of its heard by the writer first.
+//! (as issued, for a held store), so that a deferred read performed after it, even one that
+//! reads it (load buffering), is placed before it when the read's thread had a later write of
+//! its heard by the writer first.
 //!
 //! Not exact, in these directions: a read is checked against the write it read and the newest
 //! write, a write against the newest write and the reads since it (older accesses can hide a
@@ -335,8 +335,9 @@ struct WriteEntry {
     heard: Option<HeardRow>,
 }
 
-/// The key of thread `t`'s access number `pos` among the accesses issued and not yet performed.
-fn issue_key(t: u32, pos: u32) -> u64 {
+/// Thread `t`'s access number `pos`, as one word (a key of [`RaceTracker::issued`], a write a
+/// read took in [`LastOwn::Read`]).
+fn access_key(t: u32, pos: u32) -> u64 {
     (u64::from(t) << 32) | u64::from(pos)
 }
 
@@ -422,7 +423,7 @@ impl Shadow {
         let Some(w) = self.read_index(read_ts).map(|i| &self.writes[i]) else {
             return u64::MAX;
         };
-        (u64::from(w.access.thread) << 32) | u64::from(w.access.pos)
+        access_key(w.access.thread, w.access.pos)
     }
 }
 
@@ -606,10 +607,8 @@ pub struct RaceTracker {
     /// Per thread, its clock as a write keeps it, shared until the clock next takes in
     /// another thread's (the entry for the thread itself may be stale: it is never read).
     snapshots: Vec<Option<Reached>>,
-    /// Loads numbered with [`RaceTracker::reserve`] and not yet performed.
-    deferred: u32,
     /// Per access numbered with [`RaceTracker::reserve`] and not yet performed (key: thread
-    /// and number, [`issue_key`]), its thread's clock and `heard` row when it was issued: what
+    /// and number, [`access_key`]), its thread's clock and `heard` row when it was issued: what
     /// preceded it, since what its thread acquires or hears later comes after it in program
     /// order.
     issued: Map<u64, (Clock, HeardRow)>,
@@ -765,7 +764,6 @@ impl RaceTracker {
             arrived_heard: HashMap::new(),
             edges: HashMap::new(),
             snapshots: vec![None; threads],
-            deferred: 0,
             issued: Map::default(),
             performing: None,
             mixed: false,
@@ -820,12 +818,16 @@ impl RaceTracker {
             .clone()
     }
 
-    /// Thread `t`'s clock for a write it makes now (as it was issued, for a write held back),
-    /// while a deferred load may be performed after it (`None` otherwise: no pair needs it).
-    fn clock_for_write(&mut self, t: u32) -> Option<Clock> {
+    /// Thread `t`'s clock and `heard` row for a write it makes now (as it was issued, for a
+    /// write held back), while a deferred access may be performed after it (`None` otherwise:
+    /// no pair needs them).
+    fn kept_for_write(&mut self, t: u32) -> Option<(Clock, HeardRow)> {
+        if self.issued.is_empty() {
+            return None;
+        }
         match &self.performing {
-            Some(issued) => (self.deferred > 0).then(|| issued.0.clone()),
-            None => (self.deferred > 0).then(|| self.snapshot(t).clock),
+            Some(issued) => Some(issued.clone()),
+            None => Some((self.snapshot(t).clock, self.heard_row(t))),
         }
     }
 
@@ -849,11 +851,11 @@ impl RaceTracker {
         if !self.tracks(t) {
             return 0;
         }
-        self.deferred += 1;
         let pos = self.step(t as u32);
         let clock = self.snapshot(t as u32).clock;
         let heard = self.heard_row(t as u32);
-        self.issued.insert(issue_key(t as u32, pos), (clock, heard));
+        self.issued
+            .insert(access_key(t as u32, pos), (clock, heard));
         pos
     }
 
@@ -871,10 +873,7 @@ impl RaceTracker {
             return None;
         }
         let thread = t as u32;
-        self.performing = reserved.and_then(|pos| self.issued.remove(&issue_key(thread, pos)));
-        if reserved.is_some() {
-            self.deferred = self.deferred.saturating_sub(1);
-        }
+        self.performing = reserved.and_then(|pos| self.issued.remove(&access_key(thread, pos)));
         let pos = reserved.unwrap_or_else(|| self.step(thread));
         let after_sc = match kind {
             AccessKind::Read => self.sc_after_own_write(t, pos),
@@ -1495,11 +1494,7 @@ impl RaceTracker {
         chain: Vec<(u32, u32, u32)>,
     ) {
         let (view_cta, view_gpu) = views;
-        let clock = self.clock_for_write(me.thread);
-        let heard = match &self.performing {
-            Some(issued) => (self.deferred > 0).then(|| issued.1.clone()),
-            None => (self.deferred > 0).then(|| self.heard_row(me.thread)),
-        };
+        let (clock, heard) = self.kept_for_write(me.thread).unzip();
         let reached = (me.strength != Strength::Weak).then(|| self.snapshot(me.thread));
         let forwards = match me.strength {
             Strength::Weak => None,
@@ -2674,6 +2669,29 @@ mod tests {
         assert!(pairs.iter().all(|p| p.key.first.0 != 19), "{pairs:?}");
     }
 
+    /// A queue's slot handed back without a release: thread 1 issues its slot read (line 30,
+    /// deferred) and hands the slot back (`FLAG`, line 32); thread 0 hears it, fences and
+    /// refills the slot (line 19, message 4). Returns the slot read's number.
+    fn slot_refilled_before_its_read(r: &mut RaceTracker) -> u32 {
+        let slot_read = r.reserve(1);
+        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
+        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
+        r.fence(0, Reach::Gpu, false, 18);
+        r.store(0, 19, w(X), order(Reach::Gpu), Some(4));
+        slot_read
+    }
+
+    /// The one pair at the slot (lines 19 and 30), after `r`'s slot read took the refill.
+    fn slot_pair(r: RaceTracker) -> PairKey {
+        let pairs = r.finish().conflicts;
+        let on_slot = |line: u32| line == 19 || line == 30;
+        let slot: Vec<_> = (pairs.iter())
+            .filter(|p| on_slot(p.key.first.0) && on_slot(p.key.second.0))
+            .collect();
+        assert_eq!(slot.len(), 1, "{pairs:?}");
+        slot[0].key
+    }
+
     /// Regression (QA: a bounded MPMC queue with the consumer's release missing failed 3% of
     /// its runs by load buffering, its deferred slot read taking the producer's next-lap write,
     /// and recorded no race): the producer heard the consumer's slot release, overwrote the
@@ -2683,21 +2701,11 @@ mod tests {
     #[test]
     fn a_deferred_read_of_the_overwrite_it_precedes_is_a_pair_after_newer_communication() {
         let mut r = two_ctas();
-        let slot_read = r.reserve(1);
-        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
-        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
-        r.fence(0, Reach::Gpu, false, 18);
-        r.store(0, 19, w(X), order(Reach::Gpu), Some(4));
+        let slot_read = slot_refilled_before_its_read(&mut r);
         r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(5));
         r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(5));
         r.load(1, Some(slot_read), 30, w(X), order(Reach::Gpu), Some(4));
-        let pairs = r.finish().conflicts;
-        let on_slot = |line: u32| line == 19 || line == 30;
-        let slot: Vec<_> = (pairs.iter())
-            .filter(|p| on_slot(p.key.first.0) && on_slot(p.key.second.0))
-            .collect();
-        assert_eq!(slot.len(), 1, "{pairs:?}");
-        let key = slot[0].key;
+        let key = slot_pair(r);
         assert_eq!((key.first.0, key.second.0), (30, 19));
         assert!(key.facts.communicated && key.facts.morally_strong);
         assert!(key.facts.first_release.is_none() && key.facts.second_acquire.is_some());
@@ -2710,22 +2718,13 @@ mod tests {
     #[test]
     fn a_deferred_read_is_ordered_by_its_threads_clock_when_issued() {
         let mut r = two_ctas();
-        let slot_read = r.reserve(1);
-        r.store(1, 32, w(FLAG), order(Reach::Gpu), Some(3));
-        r.load(0, None, 15, w(FLAG), order(Reach::Gpu), Some(3));
-        r.fence(0, Reach::Gpu, false, 18);
-        r.store(0, 19, w(X), order(Reach::Gpu), Some(4));
+        let slot_read = slot_refilled_before_its_read(&mut r);
         r.fence(0, Reach::Gpu, false, 20);
         r.store(0, 21, w(FLAG2), order(Reach::Gpu), Some(6));
         r.load(1, None, 40, w(FLAG2), order(Reach::Gpu), Some(6));
         r.fence(1, Reach::Gpu, false, 41);
         r.load(1, Some(slot_read), 30, w(X), order(Reach::Gpu), Some(4));
-        let pairs = r.finish().conflicts;
-        let slot: Vec<_> = (pairs.iter())
-            .filter(|p| p.key.first.0 == 30 || p.key.second.0 == 30)
-            .collect();
-        assert_eq!(slot.len(), 1, "{pairs:?}");
-        let key = slot[0].key;
+        let key = slot_pair(r);
         assert_eq!((key.first.0, key.second.0), (30, 19));
         assert!(key.facts.communicated && key.facts.first_release.is_none());
     }
